@@ -1,0 +1,70 @@
+"""Log parsers: pure streaming functions, no Django, no I/O beyond the stream they are given.
+
+A real server log mixes formats (SGLang lines, NCCL INFO lines, profile blocks), so one pass
+hands every line to each format's parser; each does a cheap substring check first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from . import eagle_profile, sglang
+from .records import ParseError, ParseResult
+from .summary import summarize
+from .text import number_lines, read_lines
+
+# Written out in full: the one place that says which formats runlens reads.
+PARSERS = {
+    "eagle_profile": eagle_profile.Parser,
+    "sglang": sglang.Parser,
+}
+
+# Substrings that identify a format in the head of a file (for sniffing, not for parsing).
+_SIGNATURES = {
+    "eagle_profile": ("_PROFILE]", "ms/cyc", "ms/step"),
+    "sglang": ("Decode batch", "Prefill batch", "server_args=ServerArgs", "sglang"),
+}
+
+__all__ = [
+    "PARSERS", "ParseError", "ParseResult", "detect_formats", "parse_lines", "parse_numbered",
+    "parse_stream", "summarize",
+]
+
+
+def detect_formats(head: str) -> list[str]:
+    """Names of the parsers whose signatures appear in the first part of a file."""
+    return [name for name, marks in _SIGNATURES.items() if any(m in head for m in marks)]
+
+
+def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] | None = None,
+                   result: ParseResult | None = None) -> ParseResult:
+    """Run the chosen parsers (all by default) over (line number, text) pairs in one pass."""
+    result = result or ParseResult()
+    parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
+    feeds = [p.feed for p in parsers]
+    for lineno, line in numbered:
+        result.lines = lineno
+        for feed in feeds:
+            feed(lineno, line)
+    for p in parsers:
+        p.finish()
+    return result
+
+
+def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> ParseResult:
+    """Parse decoded text lines (tests, in-memory callers)."""
+    return parse_numbered(number_lines(lines), formats)
+
+
+def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None) -> ParseResult:
+    """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows."""
+    result = ParseResult()
+    parse_numbered(read_lines(stream, result.warnings), formats, result)
+    if not result.formats:
+        raise ParseError(
+            0,
+            f"none of the {result.lines} lines is in a format runlens reads "
+            f"({', '.join(PARSERS)})",
+        )
+    return result

@@ -1,0 +1,105 @@
+"""Per-cycle speculative-decoding profile blocks (this project's `ms/cyc` format, FORMATS §6).
+
+    [EAGLE3_PROFILE] window=100 cycles, steps=2
+      Draft:               0.56 ms/cyc  ( 11.8%)
+      Target verify:       4.02 ms/cyc  ( 83.6%)
+      Cycle total:         4.80 ms/cyc
+      Accept len:          1.24          <- accepted draft tokens; tokens/cycle = 1.24 + 1
+      Throughput:         466.3 tok/s
+
+A non-speculative run prints `Target forward: 4.09 ms/step` with no header: each step is a
+cycle of one phase. Any `Name: X ms/cyc (P%)` line is a phase, whatever the name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .records import Metric, ParseResult, Phase
+
+NAME = "eagle_profile"
+
+_HEADER = re.compile(r"\[(\w+?)_PROFILE\]\s*(.*)$")
+_HEADER_FIELD = re.compile(r"(\w+)=(\d+)")
+_PHASE = re.compile(
+    r"^\s*([A-Za-z][\w /+\-]*?)\s*:\s+(\d+(?:\.\d+)?)\s*ms/(cyc|cycle|step|iter)\b"
+    r"(?:\s*\(\s*(\d+(?:\.\d+)?)\s*%\s*\))?"
+)
+_VALUE = re.compile(r"^\s+(Accept len|Accept length|Throughput)\s*:\s+(\d+(?:\.\d+)?)\s*(tok/s)?\s*$")
+_TOTALS = {"cycle total", "total", "cycle"}
+
+
+class Parser:
+    name = NAME
+
+    def __init__(self, result: ParseResult) -> None:
+        self.result = result
+        self.window = 0
+        self.in_block = False
+        self.seen: set[str] = set()  # phase names in the current window
+
+    def feed(self, lineno: int, line: str) -> None:
+        if "_PROFILE]" in line:
+            self._header(lineno, line)
+            return
+        if "ms/" in line:
+            m = _PHASE.match(line)
+            if m:
+                self._phase(lineno, m)
+                return
+        if self.in_block:
+            m = _VALUE.match(line)
+            if m:
+                self._value(lineno, m.group(1), float(m.group(2)))
+            elif not line.startswith((" ", "\t")):
+                self.in_block = False
+
+    def finish(self) -> None:
+        pass
+
+    def _header(self, lineno: int, line: str) -> None:
+        m = _HEADER.search(line)
+        if not m:
+            return
+        r = self.result
+        r.add_format(NAME)
+        self.window += 1
+        self.in_block = True
+        self.seen = set()
+        r.set("spec.algorithm", m.group(1).upper(), lineno, NAME)
+        fields = dict(_HEADER_FIELD.findall(m.group(2)))
+        if "steps" in fields:
+            r.set("spec.steps", int(fields["steps"]), lineno, NAME)
+        if "window" in fields:
+            r.metrics.append(Metric("window_cycles", float(fields["window"]), self.window, lineno, NAME))
+
+    def _phase(self, lineno: int, m: re.Match) -> None:
+        name = m.group(1).strip()
+        ms = float(m.group(2))
+        pct = float(m.group(4)) if m.group(4) is not None else None
+        if not self.in_block and (name in self.seen or self.window == 0):
+            # Headerless (non-speculative) output: a repeated phase name opens the next window.
+            self.window += 1
+            self.seen = set()
+        self.seen.add(name)
+        self.result.add_format(NAME)
+        if name.lower() in _TOTALS:
+            self.result.metrics.append(Metric("cycle_ms", ms, self.window, lineno, NAME))
+        else:
+            self.result.phases.append(Phase(name, ms, pct, self.window, lineno, NAME))
+
+    def _value(self, lineno: int, label: str, value: float) -> None:
+        metrics = self.result.metrics
+        if label.startswith("Accept"):
+            metrics.append(Metric("accept_len_raw", value, self.window, lineno, NAME))
+            # The profile counts accepted draft tokens; a cycle also emits the bonus token.
+            metrics.append(Metric("tokens_per_cycle", round(value + 1, 6), self.window, lineno, NAME))
+        else:
+            metrics.append(Metric("throughput_tok_s", value, self.window, lineno, NAME))
+
+
+def parse(lines: Iterable[str]) -> ParseResult:
+    from . import parse_lines
+
+    return parse_lines(lines, formats=[NAME])

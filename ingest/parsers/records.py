@@ -1,0 +1,119 @@
+"""Records the parsers emit. Plain dataclasses: no Django, no I/O.
+
+Every record carries the 1-based number of the log line it came from, so any figure on screen
+can be traced back to its source line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class ParseError(Exception):
+    """A log that cannot be read at all (binary, empty, nothing recognised)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}" if line else message)
+        self.line = line
+        self.message = message
+
+
+@dataclass(slots=True)
+class Phase:
+    """One phase of a cycle in one window: `Target verify: 4.02 ms/cyc (83.6%)`."""
+
+    name: str
+    ms: float
+    pct: float | None
+    window: int
+    line: int
+    source: str
+
+
+@dataclass(slots=True)
+class Metric:
+    """One number for one window: throughput, tokens per cycle, cycle time, ..."""
+
+    name: str
+    value: float
+    window: int
+    line: int
+    source: str
+    rank: str = ""
+
+
+@dataclass(slots=True)
+class NcclValue:
+    """An NCCL parameter as declared by a launcher or as effective in a worker."""
+
+    key: str
+    value: str
+    kind: str  # "declared" or "effective"
+    line: int
+    source: str  # e.g. "launch prefix", "export", "launcher env dump", "worker env dump", "nccl echo"
+    rank: str = ""
+
+
+@dataclass(slots=True)
+class Collective:
+    """One nccl-tests table row, one side (out-of-place or in-place)."""
+
+    op: str
+    size_bytes: int
+    count: int
+    dtype: str
+    redop: str
+    root: int
+    time_us: float | None
+    algbw_gbs: float | None
+    busbw_gbs: float | None
+    wrong: int | None
+    in_place: bool
+    line: int
+
+
+@dataclass(slots=True)
+class Setting:
+    """A configuration fact with its source: `spec.steps = 2` from `steps=2` on line 12."""
+
+    key: str
+    value: object
+    line: int
+    source: str
+
+
+@dataclass(slots=True)
+class Issue:
+    line: int
+    message: str
+
+
+@dataclass
+class ParseResult:
+    formats: list[str] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    nccl: list[NcclValue] = field(default_factory=list)
+    collectives: list[Collective] = field(default_factory=list)
+    settings: dict[str, Setting] = field(default_factory=dict)
+    errors: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+    lines: int = 0
+
+    def add_format(self, name: str) -> None:
+        if name not in self.formats:
+            self.formats.append(name)
+
+    def set(self, key: str, value: object, line: int, source: str, *, overwrite: bool = False) -> None:
+        """Record a setting; the first source wins unless `overwrite` (a more direct source)."""
+        if value is None:
+            return
+        if overwrite or key not in self.settings:
+            self.settings[key] = Setting(key, value, line, source)
+
+    @property
+    def record_count(self) -> int:
+        return (
+            len(self.phases) + len(self.metrics) + len(self.nccl) + len(self.collectives)
+            + len(self.settings)
+        )

@@ -1,0 +1,131 @@
+"""From parsed records to the contract's JSON (DESIGN, "Contract"): medians over windows.
+
+Medians, not means, because the first window of a run carries warm-up (CUDA graph capture,
+the first tiny `gen throughput` after idle) and would drag a mean.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from statistics import median
+
+from .records import Metric, ParseResult
+
+# Which source to believe first when several report the same figure for the same run.
+SOURCE_ORDER = ("eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp")
+
+
+def series(metrics: list[Metric], name: str) -> list[float]:
+    """Per-window values of one metric from the best source that has it.
+
+    Several ranks reporting the same window (SGLang DP attention) are combined per window:
+    throughput adds up across ranks, other figures are weighted by each rank's throughput.
+    """
+    by_source: dict[str, list[Metric]] = defaultdict(list)
+    for m in metrics:
+        if m.name == name:
+            by_source[m.source].append(m)
+    if not by_source:
+        return []
+    source = min(by_source, key=lambda s: SOURCE_ORDER.index(s) if s in SOURCE_ORDER else 99)
+    rows = by_source[source]
+    if len({m.rank for m in rows}) <= 1:
+        return [m.value for m in rows]
+    return _combine_ranks(rows, metrics, source, name)
+
+
+def _combine_ranks(rows: list[Metric], metrics: list[Metric], source: str, name: str) -> list[float]:
+    per_window: dict[int, list[Metric]] = defaultdict(list)
+    for m in rows:
+        per_window[m.window].append(m)
+    if name in ("gen_throughput_tok_s", "throughput_tok_s"):
+        return [sum(m.value for m in ms) for _, ms in sorted(per_window.items())]
+    weight = {
+        (m.window, m.rank): m.value
+        for m in metrics
+        if m.source == source and m.name in ("gen_throughput_tok_s", "throughput_tok_s")
+    }
+    out = []
+    for w, ms in sorted(per_window.items()):
+        ws = [weight.get((w, m.rank), 0.0) for m in ms]
+        total = sum(ws)
+        out.append(sum(m.value * x for m, x in zip(ms, ws)) / total if total else median(m.value for m in ms))
+    return out
+
+
+def robust_median(values: list[float]) -> float | None:
+    return round(median(values), 4) if values else None
+
+
+def throughput_series(metrics: list[Metric]) -> list[float]:
+    values = series(metrics, "throughput_tok_s") or series(metrics, "gen_throughput_tok_s")
+    # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
+    if len(values) > 2 and values[0] < 0.25 * median(values[1:]):
+        values = values[1:]
+    return values
+
+
+def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
+    by_name: dict[str, list] = {}
+    for p in result.phases:
+        by_name.setdefault(p.name, []).append(p)
+    rows = []
+    for name, samples in by_name.items():
+        ms = robust_median([p.ms for p in samples])
+        pcts = [p.pct for p in samples if p.pct is not None]
+        pct = robust_median(pcts)
+        if pct is None and ms is not None and cycle_ms:
+            pct = round(100 * ms / cycle_ms, 2)
+        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(samples)})
+    return rows
+
+
+def summarize(result: ParseResult) -> dict:
+    """The contract's parse JSON for one file (or one run's files parsed into one result)."""
+    from runs.nccl import analyze  # pure; lives with the rest of the NCCL knowledge
+
+    s = result.settings
+    metrics = result.metrics
+    throughput = throughput_series(metrics)
+    tokens = series(metrics, "tokens_per_cycle")
+    cycle = series(metrics, "cycle_ms")
+    if not cycle and result.phases:
+        per_window: dict[int, float] = defaultdict(float)
+        for p in result.phases:
+            per_window[p.window] += p.ms
+        cycle = list(per_window.values())
+    cycle_ms = robust_median(cycle)
+    windows = max(len(throughput), len(tokens), len(cycle)) or None
+    return {
+        "formats": list(result.formats),
+        "engine": _value(s, "engine"),
+        "spec": {
+            "algorithm": _value(s, "spec.algorithm"),
+            "steps": _value(s, "spec.steps"),
+            "topk": _value(s, "spec.topk"),
+            "draft_tokens": _value(s, "spec.draft_tokens"),
+        },
+        "summary": {
+            "throughput_tok_s": robust_median(throughput),
+            "tokens_per_cycle": robust_median(tokens),
+            "cycle_ms": cycle_ms,
+            "windows": windows,
+        },
+        "phases": phase_table(result, cycle_ms),
+        "nccl": analyze(result.nccl, version=_value(s, "nccl.version")),
+        "collectives": [
+            {
+                "op": c.op, "size_bytes": c.size_bytes, "time_us": c.time_us,
+                "algbw_gbs": c.algbw_gbs, "busbw_gbs": c.busbw_gbs, "in_place": c.in_place,
+            }
+            for c in result.collectives
+        ],
+        "serving": {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")},
+        "errors": [{"line": e.line, "message": e.message} for e in result.errors],
+        "warnings": [{"line": w.line, "message": w.message} for w in result.warnings],
+    }
+
+
+def _value(settings: dict, key: str) -> object:
+    item = settings.get(key)
+    return item.value if item else None

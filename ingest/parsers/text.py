@@ -1,0 +1,110 @@
+"""Reading log bytes as numbered, normalised lines.
+
+Streaming on purpose: a 1 GB log must never sit in memory, so lines are produced one at a time
+from a binary file object read in chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from .records import ParseError
+
+MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
+CHUNK = 1 << 16
+
+# ANSI colour codes and the residue copies leave behind (ESC dropped, ^[ , U+FFFD, #033).
+_ANSI = re.compile(r"(?:\x1b|\^\[|\ufffd|#033)?\[[0-9;]*m|\x1b\[[0-9;]*[A-HJKSTf]")
+# Wrappers that prefix whole lines: MPI --tag-output, markdown quotes.
+_WRAPPER = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|> ?)+")
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+
+
+def clean(line: str) -> str:
+    """Normalise one line: colours, carriage returns, MPI/markdown wrappers, Ray dedup suffix."""
+    if "\r" in line or "^M" in line:
+        # A tqdm bar rewrites the line with \r: keep what was printed last.
+        line = line.replace("^M", "\r").rstrip("\r")
+        if "\r" in line:
+            line = line.rsplit("\r", 1)[1]
+    if "[" in line:
+        line = _ANSI.sub("", line)
+        if line.startswith("[") and ">:" in line[:24]:
+            line = _WRAPPER.sub("", line)
+        if line.endswith("cluster]") or "across cluster]" in line:
+            line = _RAY_REPEAT.sub("", line)
+    if line.startswith(">"):
+        line = _WRAPPER.sub("", line)
+    return line
+
+
+def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, str]]:
+    """Yield (line number, cleaned text) from a binary stream.
+
+    Raises ParseError for an empty or binary file. A final line without a line end is taken as
+    cut off (a truncated upload or a log still being written) and skipped with a warning, so a
+    truncated file always parses to a prefix of the full file's records.
+    """
+    from .records import Issue
+
+    buf = b""
+    lineno = 0
+    first = True
+    while True:
+        chunk = stream.read(CHUNK)
+        if first:
+            if not chunk:
+                raise ParseError(0, "the file is empty")
+            if b"\x00" in chunk[:8192]:
+                raise ParseError(1, "this is a binary file, not a text log (it contains NUL bytes)")
+            if chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+            first = False
+        if not chunk:
+            break
+        buf += chunk
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            raw = buf[start:nl]
+            start = nl + 1
+            lineno += 1
+            yield lineno, _decode(raw, lineno, warnings)
+        buf = buf[start:]
+        if len(buf) > MAX_LINE_BYTES:
+            # Keep the first MiB of the monster line, drop the rest up to its end.
+            lineno += 1
+            yield lineno, _decode(buf[:MAX_LINE_BYTES], lineno, warnings)
+            if warnings is not None:
+                warnings.append(Issue(lineno, f"line longer than {MAX_LINE_BYTES} bytes was cut"))
+            buf = _skip_to_newline(stream, buf[MAX_LINE_BYTES:])
+    if buf.strip():
+        lineno += 1
+        if warnings is not None:
+            warnings.append(Issue(lineno, "the file ends mid-line (truncated?); that last line was skipped"))
+
+
+def _skip_to_newline(stream: BinaryIO, rest: bytes) -> bytes:
+    while True:
+        nl = rest.find(b"\n")
+        if nl >= 0:
+            return rest[nl + 1:]
+        rest = stream.read(CHUNK)
+        if not rest:
+            return b""
+
+
+def _decode(raw: bytes, lineno: int, warnings: list | None) -> str:
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return clean(raw.decode("utf-8", errors="replace"))
+
+
+def number_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """Number already-decoded lines (tests and in-memory callers)."""
+    for i, line in enumerate(lines, 1):
+        yield i, clean(line.rstrip("\n").rstrip("\r"))

@@ -1,0 +1,143 @@
+"""Declared versus effective NCCL configuration (DESIGN, "Words": declared, effective, drift).
+
+Pure: takes the NCCL values the parsers found (objects with key, value, kind, rank, line,
+source) and says whether what the launcher declared reached every worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+# NCCL's documented environment parameters (NVIDIA NCCL docs, "Environment Variables").
+# Variables outside this list (NCCL_VERSION, set by NGC containers) are not tuning knobs.
+NCCL_PARAMETERS = frozenset("""
+NCCL_SOCKET_IFNAME NCCL_SOCKET_FAMILY NCCL_SOCKET_RETRY_CNT NCCL_SOCKET_RETRY_SLEEP_MSEC
+NCCL_SOCKET_NTHREADS NCCL_NSOCKS_PERTHREAD NCCL_CROSS_NIC NCCL_IB_HCA NCCL_IB_TIMEOUT
+NCCL_IB_RETRY_CNT NCCL_IB_GID_INDEX NCCL_IB_ADDR_FAMILY NCCL_IB_ADDR_RANGE NCCL_IB_ROCE_VERSION_NUM
+NCCL_IB_SL NCCL_IB_TC NCCL_IB_FIFO_TC NCCL_IB_RETURN_ASYNC_EVENTS NCCL_OOB_NET_ENABLE
+NCCL_OOB_NET_IFNAME NCCL_UID_STAGGER_THRESHOLD NCCL_UID_STAGGER_RATE NCCL_NET NCCL_NET_PLUGIN
+NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCL_ENV_PLUGIN NCCL_IGNORE_CPU_AFFINITY NCCL_CONF_FILE
+NCCL_DEBUG NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS NCCL_DEBUG_TIMESTAMP_LEVELS NCCL_DEBUG_TIMESTAMP_FORMAT
+NCCL_COLLNET_ENABLE NCCL_COLLNET_NODE_THRESHOLD NCCL_CTA_POLICY NCCL_TOPO_FILE NCCL_TOPO_DUMP_FILE
+NCCL_SET_THREAD_NAME NCCL_P2P_DISABLE NCCL_P2P_LEVEL NCCL_P2P_DIRECT_DISABLE NCCL_SHM_DISABLE
+NCCL_BUFFSIZE NCCL_NTHREADS NCCL_MAX_NCHANNELS NCCL_MIN_NCHANNELS NCCL_CHECKS_DISABLE
+NCCL_CHECK_POINTERS NCCL_LAUNCH_MODE NCCL_IB_DISABLE NCCL_IB_AR_THRESHOLD NCCL_IB_QPS_PER_CONNECTION
+NCCL_IB_SPLIT_DATA_ON_QPS NCCL_IB_CUDA_SUPPORT NCCL_IB_PCI_RELAXED_ORDERING NCCL_IB_ADAPTIVE_ROUTING
+NCCL_IB_ECE_ENABLE NCCL_IB_MERGE_NICS NCCL_IB_MQP_RETRY_ALL NCCL_IB_MQP_RETRY_CNT
+NCCL_IB_MQP_RETRY_SLEEP_MSEC NCCL_MEM_SYNC_DOMAIN NCCL_NET_GDR_LEVEL NCCL_NET_GDR_C2C
+NCCL_NET_GDR_READ NCCL_NET_SHARED_BUFFERS NCCL_NET_SHARED_COMMS NCCL_SINGLE_RING_THRESHOLD
+NCCL_LL_THRESHOLD NCCL_TREE_THRESHOLD NCCL_ALGO NCCL_PROTO NCCL_NVB_DISABLE NCCL_PXN_DISABLE
+NCCL_P2P_PXN_LEVEL NCCL_PXN_C2C NCCL_RUNTIME_CONNECT NCCL_GRAPH_REGISTER NCCL_LOCAL_REGISTER
+NCCL_LEGACY_CUDA_REGISTER NCCL_WIN_ENABLE NCCL_SET_STACK_SIZE NCCL_GRAPH_MIXING_SUPPORT
+NCCL_DMABUF_ENABLE NCCL_P2P_NET_CHUNKSIZE NCCL_P2P_LL_THRESHOLD NCCL_P2P_NVL_CHUNKSIZE
+NCCL_P2P_PCI_CHUNKSIZE NCCL_P2P_READ_ENABLE NCCL_P2P_USE_CUDA_MEMCPY NCCL_NET_OVERHEAD
+NCCL_NVLS_ENABLE NCCL_NVLS_CHUNKSIZE NCCL_IB_SPLIT_DATA_ON_QPS NCCL_CUMEM_ENABLE
+NCCL_CUMEM_HOST_ENABLE NCCL_NCHANNELS_PER_NET_PEER NCCL_MNNVL_ENABLE NCCL_RAS_ENABLE
+NCCL_RAS_ADDR NCCL_RAS_TIMEOUT_FACTOR NCCL_NVLSTREE_MAX_CHUNKSIZE NCCL_MAX_CTAS NCCL_MIN_CTAS
+NCCL_ALGO_THRESHOLD NCCL_COMM_BLOCKING NCCL_CGA_CLUSTER_SIZE NCCL_WORK_FIFO_BYTES
+NCCL_WORK_FIFO_DEPTH NCCL_NVLS_NCHANNELS NCCL_GDRCOPY_ENABLE NCCL_ASYNC_ERROR_HANDLING
+NCCL_MAX_P2P_NCHANNELS NCCL_MIN_P2P_NCHANNELS NCCL_IB_USE_INLINE NCCL_SHM_USE_CUDA_MEMCPY
+NCCL_CREATE_THREAD_CONTEXT NCCL_PROXY_APPEND_BATCH_SIZE NCCL_NET_FORCE_FLUSH
+""".split())
+
+# Read by NCCL but never echoed as "set by environment": absent from echo lines is no evidence.
+NOT_ECHOED = frozenset({
+    "NCCL_DEBUG", "NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_TIMESTAMP_LEVELS",
+    "NCCL_DEBUG_TIMESTAMP_FORMAT", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_NET",
+    "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN", "NCCL_ENV_PLUGIN",
+    "NCCL_CONF_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_ASYNC_ERROR_HANDLING",
+})
+
+# Knobs NVIDIA documents for debugging: left in a production launch they pin one algorithm.
+DEBUG_ONLY = frozenset({"NCCL_ALGO", "NCCL_PROTO"})
+
+# Sources whose evidence is the worker's whole environment, not just what NCCL echoed.
+FULL_ENV_SOURCES = frozenset({"worker env dump"})
+
+
+class NcclValueLike(Protocol):
+    key: str
+    value: str
+    kind: str
+    rank: str
+    line: int
+    source: str
+
+
+def is_parameter(key: str) -> bool:
+    return key in NCCL_PARAMETERS
+
+
+def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
+    """Declared vs effective per rank, drift list and status (`ok`, `drift` or `unknown`)."""
+    declared: dict[str, NcclValueLike] = {}
+    effective: dict[str, dict[str, NcclValueLike]] = {}
+    full_env_ranks: set[str] = set()
+    for v in values:
+        if not is_parameter(v.key):
+            continue
+        if v.kind == "declared":
+            declared[v.key] = v
+        elif v.kind == "effective":
+            effective.setdefault(v.rank, {})[v.key] = v
+            if v.source in FULL_ENV_SOURCES:
+                full_env_ranks.add(v.rank)
+
+    drift = []
+    for key, d in sorted(declared.items()):
+        missing_ranks, seen = [], None
+        for rank, env in sorted(effective.items()):
+            got = env.get(key)
+            if got is None:
+                if rank in full_env_ranks or key not in NOT_ECHOED:
+                    missing_ranks.append(rank)
+            elif not same_value(key, d.value, got.value):
+                missing_ranks.append(rank)
+                seen = got
+        if missing_ranks:
+            drift.append({
+                "key": key, "declared": d.value, "declared_line": d.line,
+                "effective": seen.value if seen else None,
+                "effective_line": seen.line if seen else None,
+                "ranks": missing_ranks,
+            })
+
+    if not effective:
+        status = "unknown"
+    else:
+        status = "drift" if drift else "ok"
+    return {
+        "version": version,
+        "declared": {k: v.value for k, v in sorted(declared.items())},
+        "effective": _agreed(effective),
+        "effective_by_rank": {
+            rank: {k: v.value for k, v in sorted(env.items())} for rank, env in sorted(effective.items())
+        },
+        "status": status,
+        "drift": drift,
+        "debug_knobs": sorted(k for k in declared if k in DEBUG_ONLY),
+    }
+
+
+def same_value(key: str, declared: str, effective: str) -> bool:
+    """NCCL echoes some values normalised (`simple` vs `Simple`, P2P levels as names)."""
+    a, b = declared.strip().rstrip("."), effective.strip().rstrip(".")
+    if a.lower() == b.lower():
+        return True
+    if key in ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"):
+        levels = {"0": "LOC", "1": "NVL", "2": "PIX", "3": "PXB", "4": "PHB", "5": "SYS"}
+        return levels.get(a, a).upper() == levels.get(b, b).upper()
+    return False
+
+
+def _agreed(effective: dict[str, dict[str, NcclValueLike]]) -> dict[str, str]:
+    """Values every rank that reports the key agrees on (ranks that disagree are in drift)."""
+    merged: dict[str, str] = {}
+    conflict: set[str] = set()
+    for env in effective.values():
+        for key, v in env.items():
+            if key in merged and not same_value(key, merged[key], v.value):
+                conflict.add(key)
+            merged.setdefault(key, v.value)
+    return {k: v for k, v in sorted(merged.items()) if k not in conflict}

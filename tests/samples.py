@@ -1,0 +1,26 @@
+"""Where test logs live: our own recordings in tests/data/logs, public samples in ../shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+PROJECT_ROOT = Path(__file__).parent.parent
+# Public samples are read from the shared folder, never copied in (they are not ours).
+SHARED_SAMPLES = Path(os.environ.get("RUNLENS_SHARED_SAMPLES", PROJECT_ROOT.parent / "shared" / "samples"))
+
+
+def log_path(name: str) -> Path:
+    """A log this project recorded itself (tests/data/logs)."""
+    return DATA / "logs" / name
+
+
+def public_sample(name: str) -> Path:
+    """A public sample from ../shared/samples/public; skip the test when it is not there."""
+    path = SHARED_SAMPLES / "public" / name
+    if not path.exists():
+        pytest.skip(f"public sample {name} is not present under {SHARED_SAMPLES / 'public'}")
+    return path

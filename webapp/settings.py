@@ -1,0 +1,188 @@
+"""runlens settings: one file, every knob from the environment, defaults that run from a fresh
+checkout (SQLite under var/, Redis on localhost). Test-only tweaks live in tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+
+
+def database_from_url(url: str) -> dict:
+    """`postgres://user:pass@host:5432/name` or `sqlite:///path` -> a DATABASES entry."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        # sqlite:///var/x.db is relative to the project, sqlite:////abs/x.db absolute.
+        name = unquote(parsed.path)[1:]
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(BASE_DIR / name)}
+    if parsed.scheme in ("postgres", "postgresql", "pgsql"):
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")),
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "OPTIONS": dict(parse_qsl(parsed.query)),
+            "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
+            "CONN_HEALTH_CHECKS": True,
+        }
+    raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (postgres or sqlite)")
+
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env("SECRET_KEY") or ("dev-only-insecure-key-set-SECRET_KEY-in-production" if DEBUG else "")
+if not SECRET_KEY:
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+ALLOWED_HOSTS = [h for h in env("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS").split(",") if o]
+
+DATA_DIR = Path(env("RUNLENS_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+LOG_ROOTS = [Path(p).resolve() for p in env("RUNLENS_LOG_ROOTS").split(os.pathsep) if p]
+
+DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'runlens.sqlite3'}"))}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # One writer at a time: wait for the lock instead of failing while the worker writes.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30}
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "runs",
+    "ingest",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "webapp.middleware.SecurityHeadersMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "webapp" / "static"]
+STATIC_ROOT = Path(env("STATIC_ROOT", str(DATA_DIR / "static")))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Uploads: Django's own limits do not cover file data, so the upload handler enforces the cap
+# while streaming (ingest/storage.py); larger-than-memory files spool to disk.
+MAX_UPLOAD_BYTES = env_int("RUNLENS_MAX_UPLOAD_BYTES", 2 * 1024**3)
+MAX_DECOMPRESSED_BYTES = env_int("RUNLENS_MAX_DECOMPRESSED_BYTES", 8 * 1024**3)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024**2
+FILE_UPLOAD_TEMP_DIR = None
+FILE_UPLOAD_HANDLERS = [
+    "ingest.storage.CappedUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+DATA_UPLOAD_MAX_NUMBER_FILES = 100
+
+# Celery (RELIABILITY §3): the database is the source of truth, the queue only a doorbell.
+REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
+PARSE_SOFT_TIME_LIMIT = env_int("RUNLENS_PARSE_SOFT_SECONDS", 30 * 60)
+PARSE_TIME_LIMIT = env_int("RUNLENS_PARSE_HARD_SECONDS", 35 * 60)
+VISIBILITY_TIMEOUT = env_int("RUNLENS_VISIBILITY_TIMEOUT", 2 * 60 * 60)
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": VISIBILITY_TIMEOUT}
+CELERY_VISIBILITY_TIMEOUT = VISIBILITY_TIMEOUT
+CELERY_TASK_SOFT_TIME_LIMIT = PARSE_SOFT_TIME_LIMIT
+CELERY_TASK_TIME_LIMIT = PARSE_TIME_LIMIT
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = env("RUNLENS_QUEUE", "runlens")
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# A run stuck in queued/parsing longer than this is queued again by the reconciler.
+RECONCILE_AFTER_SECONDS = env_int("RUNLENS_RECONCILE_AFTER_SECONDS", 10 * 60)
+MAX_PARSE_ATTEMPTS = env_int("RUNLENS_MAX_PARSE_ATTEMPTS", 3)
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-stuck-logfiles": {"task": "ingest.tasks.reconcile", "schedule": 60.0},
+}
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}
