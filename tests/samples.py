@@ -1,4 +1,4 @@
-"""Where test logs live: our own recordings in tests/data/logs, public samples in ../shared."""
+"""Where test logs live: our own recordings in samples/, public samples in ../shared."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ SHARED_SAMPLES = Path(os.environ.get("RUNLENS_SHARED_SAMPLES", PROJECT_ROOT.pare
 
 
 def log_path(name: str) -> Path:
-    """A log this project recorded itself (tests/data/logs)."""
-    return DATA / "logs" / name
+    """A log this project recorded itself on 2 H200 GPUs (samples/, shared with the demo)."""
+    return PROJECT_ROOT / "samples" / name
 
 
 def public_sample(name: str) -> Path:
@@ -24,3 +24,13 @@ def public_sample(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"public sample {name} is not present under {SHARED_SAMPLES / 'public'}")
     return path
+
+
+def upload_bytes(user, name: str, content: bytes, **kw):
+    """Register a run from raw bytes (bad-input tests)."""
+    import io
+
+    from ingest import services
+
+    return services.register_upload(user, [services.IncomingFile(name, io.BytesIO(content), len(content))],
+                                    project=kw.pop("project", "team"), **kw)

@@ -15,10 +15,14 @@ from .records import ParseError
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
 CHUNK = 1 << 16
 
-# ANSI colour codes and the residue copies leave behind (ESC dropped, ^[ , U+FFFD, #033).
-_ANSI = re.compile(r"(?:\x1b|\^\[|\ufffd|#033)?\[[0-9;]*m|\x1b\[[0-9;]*[A-HJKSTf]")
+# ANSI escapes and the residue copies leave behind (^[ , U+FFFD, #033 for ESC). With the ESC
+# dropped altogether only colour codes with digits are taken (`[1;36m`, `[0;0m`): a bare `[m`
+# is as likely the start of `[multiproc_worker_utils.py:238]`.
+_ANSI = re.compile(r"(?:\x1b|\^\[|\ufffd|#033)\[[0-9;?]*[A-Za-z]|\[\d+(?:;\d+)*m(?!\])")
 # Wrappers that prefix whole lines: MPI --tag-output, markdown quotes.
 _WRAPPER = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|> ?)+")
+# DJL serving relays worker output as `[INFO ] PyProcess - W-210-model-stdout: <line>`.
+_DJL = re.compile(r"^\[?[A-Z]+ *\] PyProcess - W-[\w-]+?-std(?:out|err): ")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
 
@@ -37,6 +41,8 @@ def clean(line: str) -> str:
             line = _RAY_REPEAT.sub("", line)
     if line.startswith(">"):
         line = _WRAPPER.sub("", line)
+    if "PyProcess" in line:
+        line = _DJL.sub("", line)
     return line
 
 

@@ -1,0 +1,34 @@
+# runlens: `make run` starts everything on a fresh machine; `make test` runs the whole suite.
+PY := .venv/bin/python
+STAMP := .venv/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test check bench venv migrate clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	rm -f .venv/.installed-*; touch $(STAMP)
+
+migrate: venv
+	$(PY) manage.py migrate --noinput
+
+run: venv
+	scripts/run.sh
+
+# The whole suite. PostgreSQL when DATABASE_URL names it (CI does), SQLite otherwise.
+test: venv
+	scripts/ensure-redis.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: venv
+	.venv/bin/ruff check .
+	$(MAKE) test
+
+bench: venv
+	$(PY) bench/run.py
+
+clean:
+	rm -rf var .pytest_cache .hypothesis

@@ -1,0 +1,51 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ingest.parsers import ParseError, parse_stream, summarize
+
+
+class Command(BaseCommand):
+    help = "Parse log files without touching the database; print one JSON object per file."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
+
+    def handle(self, *args, paths, **options):
+        as_json = options["json"]
+        failed = 0
+        for path in paths:
+            try:
+                with open(path, "rb") as f:
+                    out = summarize(parse_stream(f))
+            except ParseError as e:
+                failed += 1
+                out = {"file": str(path), "error": {"line": e.line or None, "message": e.message}}
+            except OSError as e:
+                failed += 1
+                out = {"file": str(path), "error": {"line": None, "message": e.strerror or str(e)}}
+            else:
+                out = {"file": str(path), **out}
+            self.stdout.write(_dumps(out) if as_json else _human(out))
+        if failed == len(paths):
+            raise CommandError(f"none of the {len(paths)} file(s) could be parsed")
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), default=str)
+
+
+def _human(out: dict) -> str:
+    if "error" in out:
+        e = out["error"]
+        return f"{out['file']}: FAILED" + (f" at line {e['line']}" if e["line"] else "") + f": {e['message']}"
+    s = out["summary"]
+    lines = [f"{out['file']}: {', '.join(out['formats'])}",
+             f"  throughput {s['throughput_tok_s']} tok/s, tokens/cycle {s['tokens_per_cycle']}, "
+             f"cycle {s['cycle_ms']} ms, {s['windows']} windows, steps {out['spec']['steps']}"]
+    lines += [f"  {p['name']}: {p['ms']} ms/cyc ({p['pct']}%)" for p in out["phases"]]
+    if out["nccl"]["status"] != "unknown":
+        lines.append(f"  NCCL {out['nccl']['status']}: {', '.join(d['key'] for d in out['nccl']['drift']) or '-'}")
+    return "\n".join(lines)

@@ -1,0 +1,248 @@
+"""NCCL_DEBUG=INFO output (FORMATS §4): version, environment echoes per rank, transports, WARNs.
+
+    vm:1561:1561 [1] NCCL INFO NCCL_PROTO set by environment to LL
+    vm:1561:1561 [1] NCCL INFO comm 0x3c03a010 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0
+
+The `[dev]` field is the local CUDA device, not the rank, and an echo often comes before the
+`comm ... rank R nRanks N` line of its process. So echoes wait until finish(), then take the rank
+that the same thread (else the same process) reported. A process that never said its rank is
+named `pid <pid>`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .records import Issue, NcclValue, ParseResult
+
+NAME = "nccl_debug"
+SOURCE = "nccl echo"
+MAX_WARNINGS = 100  # distinct WARN messages kept; eight ranks repeating one failure is one warning
+
+# host:pid:tid [dev] [file.cc:line ]NCCL LEVEL message; searched, so Ray/vLLM prefixes may precede.
+_LINE = re.compile(
+    r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:(\S+:\d+) )?NCCL (INFO|WARN|TRACE|CALL|ABORT)\b ?(.*)$"
+)
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)\S*?(?:\+cuda(\d+\.\d+))?(?:\s|$)")
+# Printed bare by rank 0 (2.12 .. 2.25), possibly behind a Ray/vLLM process tag.
+_BARE_VERSION = re.compile(r"^(?:\([^)]*\)\s*)?NCCL version \d")
+_ECHO = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (.*)$")
+_INVALID = re.compile(r"^Invalid value (.*) for (NCCL_[A-Z0-9_]+), using default (-?\d+)\.?$")
+_PLUGIN_ADD = re.compile(r"Adding (NCCL_[A-Z0-9_]+)=(\S+) to environment")
+_PLUGIN_NAME = re.compile(r"Plugin name set by env to (\S+)")
+_RANK = re.compile(r"\brank (\d+) n[Rr]anks (\d+)(?: nNodes (\d+))?")
+_CONNECTION = re.compile(r"^Channel \d+(?:/\d+)? : (\d+)\[[0-9a-fx]+\] -> (\d+)\[[0-9a-fx]+\]( \[receive\])?")
+_RING = re.compile(r"^Channel \d+/(\d+) :(?: +\d+)+\s*$")
+_VIA = re.compile(r" via (P2P/direct pointer(?:/read)?|\S+)")
+_CHANNELS = re.compile(r"^(\d+) coll channels, .*?(\d+) p2p channels,")
+_NETWORK = re.compile(r"^Using network (.+?)\s*$")
+_CONF_FILE = re.compile(r"NCCL_CONF_FILE\S*?[= ](?:set by environment to )?(\S+)|(\S*/\.?nccl\.conf)\b")
+_MATRIX_ROW = re.compile(r"^(?:\(\w+ pid=\d+\) )?\s*(\w+) \|(.*)\|(.*)$")
+_INTEGER = re.compile(r"-?\d+\.$")
+_P2P_KINDS = ("IPC", "CUMEM", "direct pointer")
+
+
+def transport(via: str) -> str | None:
+    """`NET/IB/0/GDRDMA` -> `NET/IB/GDRDMA` (the NIC index is per rank); None for a cut-off name."""
+    parts = via.split("/")
+    family = parts[0]
+    if family == "P2P" and len(parts) > 1 and parts[1] in _P2P_KINDS:
+        return via
+    if family == "SHM" and len(parts) > 1:
+        return via
+    if family in ("NET", "COLLNET") and len(parts) > 2 and parts[2].isdigit():
+        return "/".join(parts[:2] + parts[3:])
+    return None
+
+
+class Parser:
+    name = NAME
+
+    def __init__(self, result: ParseResult) -> None:
+        self.result = result
+        self.pending: list[tuple[NcclValue, str, str, str]] = []  # (value, host, pid, tid)
+        self.thread_rank: dict[tuple[str, str, str], str] = {}
+        self.process_rank: dict[tuple[str, str], str] = {}
+        self.thread_peer_rank: dict[tuple[str, str, str], str] = {}  # from connection lines
+        self.process_peer_rank: dict[tuple[str, str], str] = {}
+        self.nranks: tuple[int, int] | None = None  # (largest nranks seen, its line)
+        self.nnodes: tuple[int, int] | None = None
+        self.ring_channels: tuple[int, int] | None = None
+        self.transports: dict[str, int] = {}  # name -> first line
+        self.warned: set[str] = set()
+        self.in_matrix = False
+        self.matrix_columns: tuple[list[str], list[str]] | None = None
+
+    def feed(self, lineno: int, line: str) -> None:
+        if self.in_matrix:
+            if self._matrix(lineno, line):
+                return
+        if "NCCL" not in line:
+            if "nccl.conf" in line:
+                self._conf_file(lineno, line)
+            return
+        m = _LINE.search(line)
+        if m:
+            self._debug(lineno, m)
+        elif "NCCL version" in line and _BARE_VERSION.match(line):
+            self._version(lineno, line, bare=True)
+        elif "NCCL_CONF_FILE" in line:
+            self._conf_file(lineno, line)
+
+    def finish(self) -> None:
+        r = self.result
+        for value, host, pid, tid in self.pending:
+            value.rank = (
+                self.thread_rank.get((host, pid, tid))
+                or self.process_rank.get((host, pid))
+                or self.thread_peer_rank.get((host, pid, tid))
+                or self.process_peer_rank.get((host, pid))
+                or f"pid {pid}"
+            )
+        self.pending = []
+        if self.nranks:
+            r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
+        if self.nnodes:
+            r.set("nccl.nnodes", self.nnodes[0], self.nnodes[1], NAME)
+        if self.ring_channels:
+            r.set("nccl.coll_channels", self.ring_channels[0], self.ring_channels[1], NAME)
+        if self.transports:
+            first = min(self.transports.values())
+            r.set("nccl.transports", sorted(self.transports), first, NAME)
+
+    def _debug(self, lineno: int, m: re.Match) -> None:
+        host, pid, tid, _dev, where, level, msg = m.groups()
+        r = self.result
+        r.add_format(NAME)
+        if level == "WARN":
+            self._warn(lineno, msg, where)
+            return
+        if level != "INFO":
+            return
+        if msg.startswith("NCCL_"):
+            e = _ECHO.match(msg)
+            if e:
+                value = e.group(2).strip()
+                if _INTEGER.fullmatch(value):
+                    value = value[:-1]  # integer params print "%lld." with a period
+                self._effective(lineno, e.group(1), value, SOURCE, host, pid, tid)
+                if e.group(1) == "NCCL_CONF_FILE":
+                    r.set("nccl.conf_file", value, lineno, NAME)
+                return
+        rank = _RANK.search(msg)
+        if rank:
+            self._rank(lineno, host, pid, tid, rank)
+            return
+        if msg.startswith("Channel "):
+            self._channel(lineno, host, pid, tid, msg)
+            return
+        if msg.startswith("NCCL version"):
+            self._version(lineno, msg, bare=False)
+        elif msg.startswith("Invalid value "):
+            inv = _INVALID.match(msg)
+            if inv:
+                bad, key, default = inv.groups()
+                self._effective(lineno, key, default, "nccl echo (invalid value)", host, pid, tid)
+                self._warn(lineno, f"{key}={bad} is invalid; NCCL used the default {default}", None)
+        elif msg.startswith("Using network"):
+            net = _NETWORK.match(msg)
+            if net:
+                r.set("nccl.network", net.group(1), lineno, NAME)
+        elif " coll channels," in msg:
+            ch = _CHANNELS.match(msg)
+            if ch:
+                r.set("nccl.coll_channels", int(ch.group(1)), lineno, NAME)
+                r.set("nccl.p2p_channels", int(ch.group(2)), lineno, NAME)
+        elif msg.startswith("Enabled NCCL Func/Proto/Algo Matrix"):
+            self.in_matrix = True
+            self.matrix_columns = None
+        elif "to environment" in msg or "set by env to" in msg:
+            add = _PLUGIN_ADD.search(msg)
+            if add:
+                self._effective(lineno, add.group(1), add.group(2), "nccl plugin", host, pid, tid)
+            name = _PLUGIN_NAME.search(msg)
+            if name:
+                self._effective(lineno, "NCCL_NET_PLUGIN", name.group(1), "nccl plugin", host, pid, tid)
+        elif "nccl.conf" in msg or "NCCL_CONF_FILE" in msg:
+            self._conf_file(lineno, msg)
+
+    def _effective(self, lineno: int, key: str, value: str, source: str, host: str, pid: str,
+                   tid: str) -> None:
+        v = NcclValue(key, value, "effective", lineno, source)
+        self.result.nccl.append(v)
+        self.pending.append((v, host, pid, tid))
+
+    def _rank(self, lineno: int, host: str, pid: str, tid: str, m: re.Match) -> None:
+        rank, nranks, nnodes = m.group(1), int(m.group(2)), m.group(3)
+        self.thread_rank.setdefault((host, pid, tid), rank)
+        self.process_rank.setdefault((host, pid), rank)
+        if self.nranks is None or nranks > self.nranks[0]:
+            self.nranks = (nranks, lineno)
+        if nnodes is not None and (self.nnodes is None or int(nnodes) > self.nnodes[0]):
+            self.nnodes = (int(nnodes), lineno)
+
+    def _channel(self, lineno: int, host: str, pid: str, tid: str, msg: str) -> None:
+        c = _CONNECTION.match(msg)
+        if c:
+            # A send connection starts at this rank; a `[receive]` one ends at it.
+            local = c.group(2) if c.group(3) else c.group(1)
+            self.thread_peer_rank.setdefault((host, pid, tid), local)
+            self.process_peer_rank.setdefault((host, pid), local)
+            via = _VIA.search(msg, c.end())
+            name = transport(via.group(1)) if via else None
+            if name and name not in self.transports:
+                self.transports[name] = lineno
+            return
+        ring = _RING.match(msg)
+        if ring and self.ring_channels is None:
+            self.ring_channels = (int(ring.group(1)), lineno)
+
+    def _version(self, lineno: int, text: str, bare: bool) -> None:
+        m = _VERSION.search(text)
+        if not m:
+            return
+        r = self.result
+        if bare:
+            r.add_format(NAME)
+        r.set("nccl.version", m.group(1), lineno, NAME)
+        if m.group(2):
+            r.set("nccl.cuda_version", m.group(2), lineno, NAME)
+
+    def _conf_file(self, lineno: int, text: str) -> None:
+        m = _CONF_FILE.search(text)
+        if m:
+            self.result.set("nccl.conf_file", m.group(1) or m.group(2), lineno, NAME)
+
+    def _warn(self, lineno: int, msg: str, where: str | None) -> None:
+        text = f"NCCL WARN {msg.strip()}" + (f" ({where})" if where else "")
+        if text in self.warned or len(self.warned) >= MAX_WARNINGS:
+            return
+        self.warned.add(text)
+        self.result.warnings.append(Issue(lineno, text))
+
+    def _matrix(self, lineno: int, line: str) -> bool:
+        """One line of the Func/Proto/Algo table; False when the line is not part of it."""
+        if not line.strip():
+            self.in_matrix = False
+            return True
+        m = _MATRIX_ROW.match(line)
+        if not m:
+            if "NCCL" not in line:
+                self.in_matrix = False
+            return False
+        func, protos, algos = m.group(1), m.group(2).split(), m.group(3).split()
+        if func == "Function":
+            self.matrix_columns = (protos, algos)
+        elif func == "AllReduce" and self.matrix_columns:
+            r = self.result
+            names_p, names_a = self.matrix_columns
+            r.set("nccl.allreduce_protos", [n for n, v in zip(names_p, protos) if v == "1"], lineno, NAME)
+            r.set("nccl.allreduce_algos", [n for n, v in zip(names_a, algos) if v == "1"], lineno, NAME)
+        return True
+
+
+def parse(lines: Iterable[str]) -> ParseResult:
+    from . import parse_lines
+
+    return parse_lines(lines, formats=[NAME])

@@ -1,0 +1,258 @@
+"""nccl-tests result tables (`all_reduce_perf` and friends, FORMATS §5).
+
+    #       size         count      type   redop    root     time   algbw   busbw #wrong     time ...
+    #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us) ...
+           8             2     float     sum      -1    15.78    0.00    0.00       0    13.87 ...
+    # Avg bus bandwidth    : 68.7056
+
+Header-driven: the column names line says where each value sits, because builds differ (no
+in-place half, `-I 1` per-iteration columns, an `#iters` column, old `bytes N type op` names).
+Each `time` column opens one side: the first is out-of-place, the second in-place. NCCL INFO
+lines may land between rows; only a footer or a new header ends a table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from .records import Collective, Issue, Metric, ParseResult
+
+NAME = "nccl_tests"
+
+# Old and new names of the same column.
+_ALIASES = {
+    "bytes": "size", "n": "count", "op": "redop", "cputime": "time",
+    "#wrong": "wrong", "error": "wrong", "errors": "wrong", "res": "wrong",
+}
+# The classic layout, used for rows of an excerpt that lost its header (a copy cut from the middle).
+_DEFAULT_HEADER = "size count type redop root time algbw busbw #wrong time algbw busbw #wrong"
+_DTYPES = frozenset(
+    "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 fp8_e4m3 fp8_e5m2 "
+    "f8e4m3 f8e5m2 float16 float32 float64 char int".split()
+)
+_REDOPS = frozenset("sum prod max min avg none mulsum premulsum".split())
+
+_VERSION = re.compile(r"nccl-tests version (\S+)(?:.*?nccl-library=(\d+))?")
+_TEST = re.compile(r"Collective test (starting|concluded): (\S+)")
+_BINARY = re.compile(r"(?:^|[\s/])([a-z][a-z0-9_]*?)_perf(?:_mpi)?(?=\s|$)")
+_RUN_FIELD = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(\d[\w().]*)")
+_DEVICE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+_OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
+_AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+|nan|inf)\s*(\w*)")
+
+
+def op_name(program: str) -> str:
+    """`all_reduce_perf_mpi` -> `all_reduce`."""
+    name = program.rsplit("/", 1)[-1]
+    for suffix in ("_mpi", "_perf"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def nccl_version(code: str) -> str | None:
+    """NCCL_VERSION_CODE as printed by nccl-tests: 22809 -> 2.28.9 (2.9 and later), 2804 -> 2.8.4."""
+    n = int(code)
+    if n >= 20900:
+        return f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
+    if n >= 1000:
+        return f"{n // 1000}.{n % 1000 // 100}.{n % 100}"
+    return None
+
+
+def _float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None  # N/A
+    return value if value == value else None
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        value = _float(text)  # `%g` prints large counts as 1e+06
+        return int(value) if value is not None and math.isfinite(value) else None
+
+
+class Table:
+    """Where the values of one header's rows sit."""
+
+    def __init__(self, names: list[str]) -> None:
+        names = [_ALIASES.get(n.lower(), n.lower()) for n in names]
+        starts = [i for i, n in enumerate(names) if n == "time"]
+        first = starts[0]
+        self.lead = {n: i for i, n in enumerate(names[:first])}
+        self.sides: list[dict[str, int]] = []
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(names)
+            self.sides.append({names[i]: i for i in range(start, end)})
+        self.width = len(names)
+
+    @classmethod
+    def from_header(cls, text: str) -> Table | None:
+        names = text.lstrip("#").split()
+        lowered = {_ALIASES.get(n.lower(), n.lower()) for n in names}
+        if not {"size", "time", "busbw"} <= lowered:
+            return None
+        return cls(names)
+
+
+_FALLBACK = Table(_DEFAULT_HEADER.split())
+
+
+class Parser:
+    name = NAME
+
+    def __init__(self, result: ParseResult) -> None:
+        self.result = result
+        self.table: Table | None = None
+        self.seen_header = False
+        self.op_started: str | None = None  # from `# Collective test starting:`
+        self.op_command: str | None = None  # from a command line naming the binary
+        self.op = "unknown"
+        self.rows: list[Collective] = []  # rows of the current test, for a late op name
+        self.tables = 0
+        self.ranks: tuple[int, int] | None = None  # (number of ranks listed, line)
+        self.wrong_warned = False
+
+    def feed(self, lineno: int, line: str) -> None:
+        first = line[:1]
+        if first == " " or first == "\t":
+            stripped = line.lstrip()
+            first = stripped[:1]
+        else:
+            stripped = line
+        if first == "#":
+            self._comment(lineno, stripped)
+        elif first.isdigit():
+            if self.table is not None or not self.seen_header:
+                self._row(lineno, stripped)
+        elif "_perf" in line:
+            b = _BINARY.search(line)
+            if b and "NCCL INFO" not in line:
+                self.op_command = op_name(b.group(1))
+
+    def finish(self) -> None:
+        if self.ranks:
+            self.result.set("nccl_tests.ranks", self.ranks[0], self.ranks[1], NAME)
+
+    def _comment(self, lineno: int, text: str) -> None:
+        r = self.result
+        if "busbw" in text:
+            table = Table.from_header(text)
+            if table:
+                r.add_format(NAME)
+                self.table = table
+                self.seen_header = True
+                self.tables += 1
+                self.rows = []
+                self.wrong_warned = False
+                self.op = self.op_started or self.op_command or "unknown"
+            return
+        if "Avg bus bandwidth" in text:
+            m = _AVG_BUSBW.match(text)
+            if m:
+                r.add_format(NAME)
+                value = _float(m.group(1))
+                if value is not None:
+                    r.metrics.append(Metric("avg_busbw_gbs", value, max(self.tables, 1), lineno, NAME))
+                if m.group(2) == "FAILED":
+                    r.warnings.append(Issue(lineno, f"nccl-tests: average bus bandwidth {m.group(1)} FAILED the check"))
+            self.table = None
+            return
+        if "Out of bounds" in text:
+            m = _OUT_OF_BOUNDS.match(text)
+            if m:
+                count = int(m.group(1))
+                r.metrics.append(Metric("out_of_bounds_values", float(count), max(self.tables, 1), lineno, NAME))
+                if count or m.group(2) == "FAILED":
+                    r.warnings.append(Issue(lineno, f"nccl-tests: {count} out-of-bounds values (FAILED)"))
+            self.table = None
+            return
+        if "Collective test" in text:
+            m = _TEST.search(text)
+            if m:
+                op = op_name(m.group(2))
+                if m.group(1) == "starting":
+                    self.op_started = op
+                else:
+                    for c in self.rows:
+                        if c.op == "unknown":
+                            c.op = op
+                    self.op_started = None
+            return
+        if "nThread" in text:
+            self._run_fields(lineno, text)
+        elif "nccl-tests version" in text:
+            m = _VERSION.search(text)
+            if m:
+                r.set("nccl_tests.version", m.group(1), lineno, NAME)
+                if m.group(2):
+                    r.set("nccl.version", nccl_version(m.group(2)), lineno, NAME)
+        elif "Rank" in text:
+            m = _DEVICE.match(text)
+            if m:
+                ranks = int(m.group(1)) + 1
+                if self.ranks is None or ranks > self.ranks[0]:
+                    self.ranks = (ranks, lineno)
+                r.set("nccl_tests.gpu", m.group(2), lineno, NAME)
+
+    def _run_fields(self, lineno: int, text: str) -> None:
+        """`# nThread 1 nGpus 2 minBytes 8 ... warmup iters: 1 iters: 20` -> nccl_tests.* settings."""
+        for key, value in _RUN_FIELD.findall(text.lstrip("#")):
+            name = "nccl_tests." + "_".join(key.lower().split())
+            self.result.set(name, int(value) if value.isdigit() else value, lineno, NAME)
+
+    def _row(self, lineno: int, text: str) -> None:
+        values = text.split()
+        table = self.table
+        if table is None:
+            # No header yet: only a row that is unmistakably the classic layout.
+            if len(values) not in (9, 13) or values[2] not in _DTYPES or values[3] not in _REDOPS:
+                return
+            table = _FALLBACK
+        lead = table.lead
+        size = _int(values[lead["size"]]) if "size" in lead and lead["size"] < len(values) else None
+        if size is None:
+            return
+        count = _int(values[lead["count"]]) if "count" in lead and lead["count"] < len(values) else None
+        root = _int(values[lead["root"]]) if "root" in lead and lead["root"] < len(values) else -1
+        dtype = values[lead["type"]] if "type" in lead and lead["type"] < len(values) else ""
+        redop = values[lead["redop"]] if "redop" in lead and lead["redop"] < len(values) else ""
+        if count is None or root is None or not dtype.isidentifier():
+            return
+        rows = []
+        for side, columns in enumerate(table.sides):
+            cells = {name: values[i] for name, i in columns.items() if i < len(values)}
+            if "busbw" not in cells:
+                break  # a row cut short keeps the sides it has
+            time_us = _float(cells.get("time", ""))
+            algbw, busbw = _float(cells.get("algbw", "")), _float(cells["busbw"])
+            if time_us is None and algbw is None and busbw is None:
+                continue
+            wrong = cells.get("wrong")
+            rows.append(Collective(
+                op=self.op, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root,
+                time_us=time_us, algbw_gbs=algbw, busbw_gbs=busbw,
+                wrong=_int(wrong) if wrong is not None else None,
+                in_place=side == 1, line=lineno,
+            ))
+        if not rows:
+            return
+        r = self.result
+        r.add_format(NAME)
+        r.collectives.extend(rows)
+        self.rows.extend(rows)
+        bad = [c for c in rows if c.wrong]
+        if bad and not self.wrong_warned:
+            self.wrong_warned = True  # one warning per table: the rows say the rest
+            r.warnings.append(Issue(lineno, f"nccl-tests: {bad[0].wrong} wrong elements at {size} bytes"))
+
+
+def parse(lines: Iterable[str]) -> ParseResult:
+    from . import parse_lines
+
+    return parse_lines(lines, formats=[NAME])

@@ -1,0 +1,173 @@
+"""Serving benchmark result blocks (FORMATS §2.1, §2.3), shared by the SGLang and vLLM parsers.
+
+Both tools print the same `{:<40} {:<10}` rows under a `= Serving Benchmark Result =` title,
+so one reader collects a block's rows and `owner()` tells whose block it is from the labels
+only one of the tools prints (`Backend:` and `Accept length:` are SGLang's; `Failed requests:`,
+`E2EL` and the `Speculative Decoding` section are vLLM's). A block with none of them is left to
+the engine the rest of the log names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+_TITLE = "Serving Benchmark Result"
+# `----------------End-to-End Latency----------------`
+_SECTION = re.compile(r"^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$")
+_FOOTER = re.compile(r"^\s*={10,}\s*$")
+# `Mean TTFT (ms):                          38.23     `: one token (or `not set`) after the colon.
+_ROW = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ()/%#.,\-]*?)\s*:(?:\s+(not set|\S+))?\s*$")
+# Rows that may open a block whose title was cut off in the copy.
+_START_LABELS = frozenset({
+    "successful requests", "benchmark duration (s)", "request throughput (req/s)",
+    "output token throughput (tok/s)",
+})
+_UNITS = {"tok/s": "tok_s", "req/s": "req_s", "ms": "ms", "s": "s", "%": "pct", "rps": "rps"}
+
+_SGLANG_LABELS = frozenset({
+    "backend", "traffic request rate", "max request concurrency", "max reqeuest concurrency",
+    "concurrency", "accept length", "total generated tokens (retokenized)",
+    "input token throughput (tok/s)", "total input text tokens", "total input vision tokens",
+})
+_VLLM_LABELS = frozenset({
+    "failed requests", "maximum request concurrency", "request rate configured (rps)",
+    "request goodput (req/s)", "acceptance rate (%)", "acceptance length", "drafts",
+    "draft tokens", "accepted tokens", "per-position acceptance (%)",
+})
+
+
+@dataclass(slots=True)
+class Row:
+    line: int
+    label: str  # as printed, stripped
+    key: str  # serving key: snake_case, unit last
+    value: object  # int, float or str
+
+
+@dataclass
+class Block:
+    first_line: int
+    rows: list[Row] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)  # headers as printed
+
+    def get(self, key: str) -> object:
+        for row in self.rows:
+            if row.key == key:
+                return row.value
+        return None
+
+    def owner(self) -> str | None:
+        """"sglang", "vllm", or None when nothing in the block tells."""
+        sglang = vllm = 0
+        for row in self.rows:
+            label = row.label.lower()
+            if label in _SGLANG_LABELS or "e2e latency" in label:
+                sglang += 1
+            elif label in _VLLM_LABELS or "e2el" in label or label.startswith("position "):
+                vllm += 1
+            elif row.label.startswith("Total Token throughput"):  # vLLM 2024 capitalisation
+                vllm += 1
+        for header in self.sections:
+            if header in ("End-to-End Latency", "Inter-Token Latency"):
+                sglang += 1
+            elif header in ("End-to-end Latency", "Speculative Decoding"):
+                vllm += 1
+        if sglang != vllm:
+            return "sglang" if sglang > vllm else "vllm"
+        return None
+
+
+class BlockReader:
+    """Feed every line; returns a Block on the line that closes one, else None."""
+
+    def __init__(self) -> None:
+        self.block: Block | None = None
+        self.subsection = ""
+
+    def feed(self, lineno: int, line: str) -> Block | None:
+        block = self.block
+        if block is None:
+            if _TITLE in line:
+                self._open(lineno)
+            elif "---" in line:
+                m = _SECTION.match(line)
+                if m:
+                    self._open(lineno).sections.append(m.group(1))
+            elif ("requests:" in line or "):" in line) and (m := _ROW.match(line)):
+                if m.group(1).lower() in _START_LABELS and m.group(2):
+                    self._open(lineno)
+                    self._row(lineno, m)
+            return None
+        if _TITLE in line:
+            self._open(lineno)
+            return block
+        m = _ROW.match(line)
+        if m:
+            self._row(lineno, m)
+            return None
+        if "---" in line and (s := _SECTION.match(line)):
+            block.sections.append(s.group(1))
+            self.subsection = ""
+            return None
+        if not line.strip():
+            return None
+        self.block = None
+        if _FOOTER.match(line):
+            return block if block.rows else None
+        return block if block.rows else None
+
+    def close(self) -> Block | None:
+        """The block still open at the end of the input (a cut-off copy)."""
+        block, self.block = self.block, None
+        return block if block and block.rows else None
+
+    def _open(self, lineno: int) -> Block:
+        self.block = Block(lineno)
+        self.subsection = ""
+        return self.block
+
+    def _row(self, lineno: int, m: re.Match) -> None:
+        label, text = m.group(1).strip(), m.group(2)
+        if text is None:
+            # `Per-position acceptance (%):` heads the `  Position i:` rows below it.
+            self.subsection = label
+            self.block.rows.append(Row(lineno, label, serving_key(label), None))
+            return
+        value = parse_value(text)
+        if value is None:
+            return
+        key = serving_key(label)
+        if self.subsection and label.lower().startswith("position "):
+            key = f"acceptance_{key}_pct"
+        self.block.rows.append(Row(lineno, label, key, value))
+
+
+def serving_key(label: str) -> str:
+    """`Output token throughput (tok/s)` -> `output_throughput_tok_s` (DESIGN, "Contract")."""
+    text = label.strip().lower().replace("reqeuest", "request")
+    if text.startswith("maximum "):
+        text = "max " + text[len("maximum "):]
+    unit = ""
+    m = re.search(r"\(([^)]*)\)\s*$", text)
+    if m and m.group(1).strip() in _UNITS:
+        unit = _UNITS[m.group(1).strip()]
+        text = text[:m.start()]
+    text = text.replace("token throughput", "throughput")
+    words = re.sub(r"[^a-z0-9]+", "_", text).strip("_")
+    return f"{words}_{unit}" if unit and words else words or unit
+
+
+def parse_value(text: str) -> object:
+    """`748.92` -> 748.92, `1200` -> 1200, `inf`/`not set`/`sglang` stay text; `nan` is no value."""
+    text = text.strip()
+    if not text or text.lower() in ("nan", "nan%", "n/a", "none"):
+        return None
+    if re.fullmatch(r"[-+]?\d{1,18}", text):
+        return int(text)
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value if math.isfinite(value) else text

@@ -1,0 +1,26 @@
+"""Celery tasks: a few lines each, ids in, services do the work (STYLE 6)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.db import OperationalError
+
+from ingest import services
+
+log = logging.getLogger(__name__)
+
+
+# Retry only what may pass (the database went away for a moment); a bad log is not retried.
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=5, retry_backoff_max=300, max_retries=5)
+def parse_logfile(logfile_id: int) -> str:
+    return services.parse_logfile(logfile_id)
+
+
+@shared_task
+def reconcile() -> int:
+    count = services.reconcile()
+    if count:
+        log.warning("reconciler re-queued or failed %d stuck log file(s)", count)
+    return count

@@ -1,0 +1,220 @@
+"""The domain: projects, runs, their log files and every row parsed from them.
+
+Every parsed row keeps its log file and line number (provenance). Run carries the summary
+figures so lists sort and filter without joins; only ingest.services writes them.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        ADMIN = "admin"
+        MEMBER = "member"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")]
+
+
+class Tag(models.Model):
+    name = models.CharField(max_length=64, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued"
+    PARSING = "parsing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Run(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    tags = models.ManyToManyField(Tag, blank=True, related_name="runs")
+    notes = models.TextField(blank=True)
+    meta = models.JSONField(default=dict, blank=True)  # upload metadata: ci{commit, branch, url}, ...
+    error = models.TextField(blank=True)
+
+    # Summary figures (medians over windows), written by ingest.services after each parse.
+    engine = models.CharField(max_length=32, blank=True)
+    spec_algorithm = models.CharField(max_length=32, blank=True)
+    steps = models.PositiveSmallIntegerField(null=True, blank=True)
+    steps_source = models.CharField(max_length=300, blank=True)  # "x.log line 12" or "set by alice at ..."
+    throughput_tok_s = models.FloatField(null=True, blank=True)
+    tokens_per_cycle = models.FloatField(null=True, blank=True)
+    cycle_ms = models.FloatField(null=True, blank=True)
+    verify_ms = models.FloatField(null=True, blank=True)
+    verify_pct = models.FloatField(null=True, blank=True)
+    windows = models.PositiveIntegerField(null=True, blank=True)
+    nccl_status = models.CharField(max_length=10, blank=True)  # ok / drift / unknown
+    # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources.
+    parsed = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["project", "-created_at"]),
+            models.Index(fields=["throughput_tok_s"]),
+            models.Index(fields=["verify_ms"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+    @property
+    def is_busy(self) -> bool:
+        return self.status in (Status.QUEUED, Status.PARSING)
+
+
+class LogFile(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="logfiles")
+    original_name = models.CharField(max_length=255)  # shown escaped; never used as a path
+    # Relative to RUNLENS_DATA_DIR for uploads; absolute (under a LOG_ROOT) when registered.
+    path = models.CharField(max_length=1024)
+    registered = models.BooleanField(default=False)
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, db_index=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    parsed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    error_line = models.PositiveIntegerField(null=True, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    formats = models.JSONField(default=list, blank=True)
+    settings = models.JSONField(default=dict, blank=True)  # {key: {value, line, source}}
+    lines = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.original_name
+
+
+class _Parsed(models.Model):
+    """Columns every parsed row has: its run, its log file and the line it came from."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE)
+    logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, null=True, blank=True)
+    line = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class PhaseSample(_Parsed):
+    name = models.CharField(max_length=100)
+    window = models.PositiveIntegerField()
+    ms = models.FloatField()
+    pct = models.FloatField(null=True, blank=True)
+    source = models.CharField(max_length=32)
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "logfile", "window"], name="phase_run_window")]
+
+
+class MetricSample(_Parsed):
+    name = models.CharField(max_length=64)
+    window = models.PositiveIntegerField()
+    value = models.FloatField()
+    rank = models.CharField(max_length=32, blank=True)
+    source = models.CharField(max_length=32)
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "name", "logfile", "window"], name="metric_run_name_window")]
+
+
+class NcclSetting(_Parsed):
+    class Kind(models.TextChoices):
+        DECLARED = "declared"
+        EFFECTIVE = "effective"
+
+    key = models.CharField(max_length=64)
+    value = models.CharField(max_length=512)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    rank = models.CharField(max_length=32, blank=True)
+    source = models.CharField(max_length=200)  # "launch prefix", "nccl echo", "annotation by alice at ..."
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "key"], name="nccl_run_key")]
+
+
+class CollectiveResult(_Parsed):
+    op = models.CharField(max_length=32)
+    size_bytes = models.BigIntegerField()
+    count = models.BigIntegerField()
+    dtype = models.CharField(max_length=16)
+    redop = models.CharField(max_length=16)
+    root = models.IntegerField()
+    time_us = models.FloatField(null=True)
+    algbw_gbs = models.FloatField(null=True)
+    busbw_gbs = models.FloatField(null=True)
+    wrong = models.BigIntegerField(null=True)
+    in_place = models.BooleanField()
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "op", "size_bytes"], name="collective_run_size")]
+
+
+class Annotation(models.Model):
+    class Kind(models.TextChoices):
+        NOTE = "note"
+        NCCL = "nccl"
+        STEPS = "steps"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="annotations")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.NOTE)
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+
+class ApiToken(models.Model):
+    """A bearer token for CI. Only a SHA-256 of the secret is stored (RELIABILITY A5)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)  # public part, for lookup
+    token_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+def visible_runs(user) -> models.QuerySet[Run]:
+    """Runs the user may see: those of projects they belong to (everything for superusers)."""
+    runs = Run.objects.all()
+    if user.is_superuser:
+        return runs
+    return runs.filter(Q(project__membership__user=user))

@@ -1,0 +1,27 @@
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def get(mapping: dict | None, key: str):
+    """`{{ d|get:key }}`: dict lookup with a computed key."""
+    return (mapping or {}).get(key)
+
+
+@register.filter
+def nccl_keys(nccl: dict) -> list[str]:
+    keys = set(nccl.get("declared", {}))
+    for env in nccl.get("effective_by_rank", {}).values():
+        keys.update(env)
+    return sorted(keys)
+
+
+@register.filter
+def drift_keys(nccl: dict) -> set[str]:
+    return {d["key"] for d in nccl.get("drift", [])}
+
+
+@register.filter
+def src_of(logfile, line: int) -> dict:
+    return {"logfile_id": logfile.id, "line": line}

@@ -1,0 +1,161 @@
+"""ingest.services called directly: upload, parse, re-parse, failures, reconciler."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from ingest import services
+from runs.models import LogFile, MetricSample, PhaseSample, Run, Status
+from tests.samples import upload_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def test_upload_stores_file_with_hash_and_queues_it(alice, upload_run, data_dir):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    lf = run.logfiles.get()
+    assert run.status == Status.QUEUED and lf.status == Status.QUEUED
+    stored = data_dir / lf.path
+    assert stored.read_bytes().startswith(b"$ NCCL_ALGO=Ring")
+    assert lf.size == stored.stat().st_size and len(lf.sha256) == 64
+    assert lf.original_name == "spec_eagle3_tuned_2step.log" and "spec_eagle3" not in lf.path
+
+
+def test_parse_fills_rows_and_run_summary(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    assert run.status == Status.READY
+    assert run.steps == 2 and "line" in run.steps_source
+    assert run.verify_ms == 4.08 and run.throughput_tok_s == 472.8 and run.tokens_per_cycle == 2.2
+    verify = PhaseSample.objects.filter(run=run, name="Target verify").order_by("window")
+    assert verify.count() == 6
+    first = verify.first()
+    assert (first.ms, first.pct, first.window) == (4.02, 83.6, 1)
+    assert first.line == 139 and first.logfile_id == run.logfiles.get().id
+
+
+def test_stored_line_numbers_point_at_the_source_text(alice, upload_run, data_dir):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    lf = run.logfiles.get()
+    text = (data_dir / lf.path).read_text().splitlines()
+    for p in PhaseSample.objects.filter(run=run)[:10]:
+        assert p.name in text[p.line - 1] and f"{p.ms:.2f}" in text[p.line - 1]
+
+
+def test_redelivered_task_does_nothing(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    lf = run.logfiles.get()
+    rows = PhaseSample.objects.filter(run=run).count()
+    assert services.parse_logfile(lf.id) == "skipped"
+    assert PhaseSample.objects.filter(run=run).count() == rows
+    lf.refresh_from_db()
+    assert lf.attempts == 1
+
+
+def test_reparse_replaces_rows_instead_of_adding(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    before = (PhaseSample.objects.filter(run=run).count(), MetricSample.objects.filter(run=run).count())
+    services.reparse_run(run)
+    services.parse_logfile(run.logfiles.get().id)
+    after = (PhaseSample.objects.filter(run=run).count(), MetricSample.objects.filter(run=run).count())
+    assert after == before
+    run.refresh_from_db()
+    assert run.status == Status.READY
+
+
+def test_two_files_make_one_run_with_windows_in_sequence(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log")
+    assert run.logfiles.count() == 2 and run.status == Status.READY
+    assert run.parsed["summary"]["windows"] > 6
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"", "empty"),
+    (b"\x00\x01\x02binary\x00" * 20, "binary"),
+    (b"hello\nnothing to see here\n", "none of the 2 lines"),
+])
+def test_bad_input_fails_with_a_reason_and_no_rows(alice, content, reason):
+    run = upload_bytes(alice, "bad.log", content)
+    lf = run.logfiles.get()
+    assert services.parse_logfile(lf.id) == Status.FAILED
+    run.refresh_from_db()
+    lf.refresh_from_db()
+    assert run.status == Status.FAILED and lf.status == Status.FAILED
+    assert reason in lf.error and "bad.log" in lf.error and reason in run.error
+    assert not PhaseSample.objects.filter(run=run).exists() and not MetricSample.objects.filter(run=run).exists()
+
+
+def test_truncated_log_is_ready_with_a_warning(alice, data_dir):
+    content = (
+        b"[EAGLE3_PROFILE] window=100 cycles, steps=2\n"
+        b"  Target verify:       4.02 ms/cyc  ( 83.6%)\n"
+        b"  Accept len:          1.24\n"
+        b"  Throughput:         466.3 tok/s\n"
+        b"[EAGLE3_PROFILE] window=100 cycles, steps=2\n  Target verify:       4.5"
+    )
+    run = upload_bytes(alice, "cut.log", content)
+    services.parse_logfile(run.logfiles.get().id)
+    run.refresh_from_db()
+    lf = run.logfiles.get()
+    assert run.status == Status.READY and run.verify_ms == 4.02
+    assert lf.warnings and lf.warnings[0]["line"] == 6 and "mid-line" in lf.warnings[0]["message"]
+
+
+def test_parser_crash_marks_failed_and_writes_nothing(alice, upload_run, monkeypatch):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+
+    def boom(stream):
+        raise RuntimeError("parser bug")
+
+    monkeypatch.setattr(services, "parse_stream", boom)
+    assert services.parse_logfile(run.logfiles.get().id) == Status.FAILED
+    run.refresh_from_db()
+    assert "internal error" in run.error and not PhaseSample.objects.filter(run=run).exists()
+
+
+def test_failed_store_leaves_previous_rows_intact(alice, upload_run, monkeypatch):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    rows = PhaseSample.objects.filter(run=run).count()
+    services.reparse_run(run)
+
+    def broken_bulk_create(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(MetricSample.objects, "bulk_create", broken_bulk_create)
+    with pytest.raises(RuntimeError):
+        services.parse_logfile(run.logfiles.get().id)
+    # The transaction rolled back: the old rows are still all there, none duplicated.
+    assert PhaseSample.objects.filter(run=run).count() == rows
+
+
+def test_reconciler_requeues_stuck_files_and_gives_up_after_max_attempts(alice, upload_run, settings):
+    settings.MAX_PARSE_ATTEMPTS = 2
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    lf = run.logfiles.get()
+    later = timezone.now() + timedelta(seconds=settings.PARSE_TIME_LIMIT + 60)
+    assert services.claim(lf.id)
+    assert services.reconcile(now=later) == 1
+    lf.refresh_from_db()
+    assert lf.status == Status.QUEUED and lf.attempts == 1
+    assert services.claim(lf.id)
+    assert services.reconcile(now=later) == 1
+    lf.refresh_from_db()
+    assert lf.status == Status.FAILED and "gave up after 2 attempts" in lf.error
+    assert Run.objects.get(id=run.id).status == Status.FAILED
+
+
+def test_stale_claim_of_a_dead_worker_can_be_taken_over(alice, upload_run, settings):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    lf = run.logfiles.get()
+    assert services.claim(lf.id)
+    assert not services.claim(lf.id)
+    LogFile.objects.filter(id=lf.id).update(
+        claimed_at=timezone.now() - timedelta(seconds=settings.PARSE_TIME_LIMIT + 1)
+    )
+    assert services.claim(lf.id)
+
+
+def test_project_for_refuses_a_project_the_user_is_not_in(alice, eve):
+    with pytest.raises(PermissionError):
+        services.project_for(eve, "team")
+    assert services.project_for(eve, None).name == "eve"

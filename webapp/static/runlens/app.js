@@ -1,0 +1,182 @@
+// runlens front end: charts from json_script data, live status, uploads with progress,
+// and the source-line panel. No inline scripts anywhere (the CSP forbids them).
+"use strict";
+
+function csrfToken() {
+  const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+  if (input) return input.value;
+  const m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
+  return m ? decodeURIComponent(m[1]) : "";
+}
+
+// ---- charts ---------------------------------------------------------------------------
+function drawCharts() {
+  if (!window.Plotly) return;
+  document.querySelectorAll("[data-figure]").forEach((el) => {
+    const data = document.getElementById(el.dataset.figure);
+    if (!data) return;
+    const fig = JSON.parse(data.textContent);
+    const config = { responsive: true, displaylogo: false,
+                     toImageButtonOptions: { filename: el.id || "runlens-chart", scale: 2 } };
+    window.Plotly.newPlot(el, fig.data, fig.layout, config);
+  });
+}
+
+// ---- live status ----------------------------------------------------------------------
+function pollStatus(ids, onChange) {
+  let delay = 1000;
+  const tick = async () => {
+    try {
+      const r = await fetch(`/runs/status.json?ids=${ids.join(",")}`, { headers: { Accept: "application/json" } });
+      if (r.ok) {
+        const body = await r.json();
+        onChange(body.runs);
+        if (!body.runs.some((run) => run.busy)) return;
+      }
+    } catch (e) { /* the server restarted: keep trying, a little slower */ }
+    delay = Math.min(delay * 1.5, 5000);
+    setTimeout(tick, delay);
+  };
+  setTimeout(tick, delay);
+}
+
+function fmt(v, digits) { return v === null || v === undefined ? "—" : Number(v).toFixed(digits); }
+
+function watchRunList() {
+  const table = document.getElementById("run-table");
+  if (!table || !table.dataset.busy) return;
+  const ids = table.dataset.busy.split(",").filter(Boolean);
+  if (!ids.length) return;
+  pollStatus(ids, (runs) => {
+    runs.forEach((run) => {
+      const row = table.querySelector(`tr[data-run="${run.id}"]`);
+      if (!row) return;
+      const status = row.querySelector("[data-field=status]");
+      status.textContent = run.status;
+      status.className = `status ${run.status}`;
+      const set = (f, v) => { const c = row.querySelector(`[data-field=${f}]`); if (c) c.textContent = v; };
+      set("throughput_tok_s", fmt(run.throughput_tok_s, 1));
+      set("tokens_per_cycle", fmt(run.tokens_per_cycle, 2));
+      set("verify_ms", fmt(run.verify_ms, 2));
+      set("steps", run.steps === null ? "—" : run.steps);
+    });
+  });
+}
+
+function watchRunDetail() {
+  const badge = document.getElementById("run-status");
+  if (!badge || badge.dataset.busy !== "1") return;
+  pollStatus([badge.dataset.run], (runs) => {
+    const run = runs[0];
+    if (!run) return;
+    badge.textContent = run.status;
+    badge.className = `status big ${run.status}`;
+    // The page's tables and charts come from the server: reload once the parse has ended.
+    if (!run.busy) window.location.reload();
+  });
+}
+
+// ---- upload ---------------------------------------------------------------------------
+function setupUpload() {
+  const form = document.getElementById("upload-form");
+  if (!form) return;
+  const input = document.getElementById("id_files");
+  const zone = document.getElementById("dropzone");
+  const list = document.getElementById("file-list");
+  const bar = document.getElementById("upload-progress");
+  const state = document.getElementById("upload-state");
+  const error = document.getElementById("upload-error");
+  const submit = document.getElementById("upload-submit");
+
+  const showFiles = () => {
+    list.replaceChildren(...Array.from(input.files).map((f) => {
+      const li = document.createElement("li");
+      li.textContent = `${f.name} (${(f.size / 1024).toFixed(1)} KiB)`;
+      return li;
+    }));
+  };
+  input.addEventListener("change", showFiles);
+  ["dragenter", "dragover"].forEach((ev) => zone.addEventListener(ev, (e) => {
+    e.preventDefault(); zone.classList.add("over");
+  }));
+  ["dragleave", "drop"].forEach((ev) => zone.addEventListener(ev, (e) => {
+    e.preventDefault(); zone.classList.remove("over");
+  }));
+  zone.addEventListener("drop", (e) => {
+    if (e.dataTransfer && e.dataTransfer.files.length) {
+      input.files = e.dataTransfer.files;
+      showFiles();
+    }
+  });
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (!input.files.length) { error.textContent = "Choose at least one log file."; error.hidden = false; return; }
+    error.hidden = true;
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", form.action);
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.setRequestHeader("X-CSRFToken", csrfToken());
+    bar.hidden = false; bar.value = 0; submit.disabled = true;
+    xhr.upload.addEventListener("progress", (ev) => {
+      if (ev.lengthComputable) {
+        bar.value = Math.round((100 * ev.loaded) / ev.total);
+        state.textContent = `Uploading… ${bar.value}%`;
+      }
+    });
+    xhr.addEventListener("load", () => {
+      let body = {};
+      try { body = JSON.parse(xhr.responseText); } catch (err) { body = {}; }
+      if (xhr.status === 202 && body.url) {
+        state.textContent = "Uploaded. Parsing…";
+        window.location.assign(body.url);
+      } else {
+        submit.disabled = false; bar.hidden = true; state.textContent = "";
+        error.textContent = (body.error && body.error.message) || `Upload failed (HTTP ${xhr.status}).`;
+        error.hidden = false;
+      }
+    });
+    xhr.addEventListener("error", () => {
+      submit.disabled = false; bar.hidden = true;
+      error.textContent = "The upload was interrupted (network error)."; error.hidden = false;
+    });
+    xhr.send(new FormData(form));
+  });
+}
+
+// ---- provenance: show the log lines a figure came from ---------------------------------
+function setupSources() {
+  const panel = document.getElementById("source-panel");
+  if (!panel) return;
+  const title = document.getElementById("source-title");
+  const pre = document.getElementById("source-lines");
+  document.getElementById("source-close").addEventListener("click", () => { panel.hidden = true; });
+  document.addEventListener("click", async (e) => {
+    const a = e.target.closest("a.src");
+    if (!a) return;
+    e.preventDefault();
+    const line = Number(a.dataset.line);
+    const start = Math.max(1, line - 3);
+    const r = await fetch(`/ingest/logfiles/${a.dataset.logfile}/lines?start=${start}&end=${line + 3}`);
+    if (!r.ok) { pre.textContent = "The log cannot be read."; panel.hidden = false; return; }
+    const body = await r.json();
+    title.textContent = `${body.name}, line ${line}`;
+    pre.replaceChildren(...body.lines.map((l) => {
+      const row = document.createElement("div");
+      row.className = l.line === line ? "hit" : "";
+      const no = document.createElement("span");
+      no.className = "ln"; no.textContent = String(l.line).padStart(6, " ") + "  ";
+      row.append(no, document.createTextNode(l.text));
+      return row;
+    }));
+    panel.hidden = false;
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  setupUpload();
+  setupSources();
+  watchRunList();
+  watchRunDetail();
+});
+window.addEventListener("load", drawCharts);

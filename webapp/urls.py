@@ -1,0 +1,33 @@
+from pathlib import Path
+
+import plotly
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.http import FileResponse, HttpRequest
+from django.urls import path
+from django.views.decorators.cache import cache_control
+
+from ingest import views as ingest_views
+from runs import views as run_views
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+@cache_control(max_age=86400, public=True)
+def plotly_js(request: HttpRequest) -> FileResponse:
+    """plotly.js from the installed plotly package: no CDN, ever (air-gapped clusters)."""
+    return FileResponse(open(PLOTLY_JS, "rb"), content_type="text/javascript; charset=utf-8")
+
+
+urlpatterns = [
+    path("", run_views.run_list, name="run_list"),
+    path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
+    path("runs/status.json", run_views.run_status, name="run_status"),
+    path("upload/", ingest_views.upload, name="upload"),
+    path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
+    path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),
+    path("vendor/plotly.min.js", plotly_js, name="plotly_js"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]
