@@ -24,14 +24,13 @@ def upload(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "ingest/upload.html", {"projects": projects})
     wants_json = "application/json" in request.headers.get("Accept", "")
+    files = request.FILES.getlist("files")  # parses the body: the size cap is checked here
     refused = getattr(request, "upload_refused", None)
     error, status = None, 400
     if refused:
         error, status = refused, 413
-    else:
-        files = request.FILES.getlist("files")
-        if not files:
-            error = "choose at least one log file"
+    elif not files:
+        error = "choose at least one log file"
     if error is None:
         try:
             run = services.register_upload(

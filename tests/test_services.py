@@ -31,7 +31,7 @@ def test_parse_fills_rows_and_run_summary(alice, upload_run):
     assert verify.count() == 6
     first = verify.first()
     assert (first.ms, first.pct, first.window) == (4.02, 83.6, 1)
-    assert first.line == 139 and first.logfile_id == run.logfiles.get().id
+    assert first.line == 141 and first.logfile_id == run.logfiles.get().id  # line 141 of the log
 
 
 def test_stored_line_numbers_point_at_the_source_text(alice, upload_run, data_dir):

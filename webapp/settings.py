@@ -75,6 +75,8 @@ DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # One writer at a time: wait for the lock instead of failing while the worker writes.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30}
+    # A file, not :memory:, so a real worker process can see the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-runlens.sqlite3")}
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -1,0 +1,93 @@
+"""Management commands: parselog (no database), createtoken, ingest."""
+
+import hashlib
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from runs.models import ApiToken, Run
+from tests.samples import log_path
+
+
+def _parselog(*paths):
+    out = StringIO()
+    call_command("parselog", *map(str, paths), "--json", stdout=out)
+    return out.getvalue().splitlines()
+
+
+def test_parselog_prints_one_json_object_per_file_in_the_contract_shape():
+    lines = _parselog(log_path("spec_eagle3_tuned_2step.log"), log_path("spec_baseline_nospec.log"))
+    assert len(lines) == 2
+    tuned, base = map(json.loads, lines)
+    for key in ("formats", "engine", "spec", "summary", "phases", "nccl", "collectives", "serving", "errors"):
+        assert key in tuned and key in base
+    assert tuned["spec"]["steps"] == 2 and tuned["summary"]["cycle_ms"] == 4.6
+    assert {"name": "Target verify", "ms": 4.08, "pct": 91.0, "windows": 6} in tuned["phases"]
+    assert base["summary"]["throughput_tok_s"] == 243.83
+
+
+def test_parselog_needs_no_database(django_assert_num_queries, db):
+    with django_assert_num_queries(0):
+        _parselog(log_path("spec_eagle3_tuned_2step.log"))
+
+
+def test_parselog_reports_a_bad_file_and_keeps_going(tmp_path):
+    bad = tmp_path / "empty.log"
+    bad.write_bytes(b"")
+    lines = _parselog(bad, log_path("spec_eagle3_tuned_2step.log"))
+    assert json.loads(lines[0])["error"]["message"] == "the file is empty"
+    assert json.loads(lines[1])["summary"]["windows"] == 6
+
+
+def test_parselog_fails_when_no_file_parses(tmp_path):
+    bad = tmp_path / "x.log"
+    bad.write_bytes(b"\x00\x00")
+    with pytest.raises(CommandError):
+        _parselog(bad)
+
+
+@pytest.mark.django_db
+def test_createtoken_prints_the_token_last_and_stores_only_its_hash(alice):
+    out = StringIO()
+    call_command("createtoken", "alice", stdout=out, stderr=StringIO())
+    token = out.getvalue().strip().splitlines()[-1]
+    assert token.startswith("rlt_") and len(token) > 40
+    row = ApiToken.objects.get(user=alice)
+    assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in json.dumps(list(ApiToken.objects.values()), default=str)
+
+
+@pytest.mark.django_db
+def test_createtoken_for_unknown_user_fails():
+    with pytest.raises(CommandError, match="no user named"):
+        call_command("createtoken", "nobody", stdout=StringIO(), stderr=StringIO())
+
+
+@pytest.mark.django_db
+def test_ingest_creates_a_queued_run_with_tags(alice):
+    out = StringIO()
+    call_command("ingest", str(log_path("spec_eagle3_tuned_2step.log")), "--name", "ci run",
+                 "--tag", "nightly", "--user", "alice", "--project", "team", stdout=out)
+    run = Run.objects.get()
+    assert run.name == "ci run" and [t.name for t in run.tags.all()] == ["nightly"]
+    assert f"run {run.id} queued" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_demo_creates_the_demo_user_and_runs_once(settings):
+    settings.DEBUG = True
+    call_command("demo", stdout=StringIO())
+    call_command("demo", stdout=StringIO())
+    from django.contrib.auth import authenticate
+
+    assert authenticate(username="demo", password="demo") is not None
+    assert Run.objects.filter(project__name="demo").count() == 6
+
+
+@pytest.mark.django_db
+def test_demo_is_refused_without_debug(settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError):
+        call_command("demo", stdout=StringIO())

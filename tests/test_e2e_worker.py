@@ -1,0 +1,97 @@
+"""End to end with real parts: the /upload/ form, Redis, and a real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+
+from runs.models import MetricSample, PhaseSample, Run, Status
+from tests.samples import PROJECT_ROOT, log_path
+from webapp.celery import app as celery_app
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def worker(transactional_db, data_dir):
+    """A Celery worker process on a queue of its own, reading the test database."""
+    queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "RUNLENS_DATA_DIR": str(data_dir),
+        "RUNLENS_QUEUE": queue,
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    old_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", queue, "-c", "1",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{queue}@%h",
+         "--loglevel", "WARNING"],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    yield proc
+    celery_app.conf.task_default_queue = old_queue
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    connection.close()
+
+
+def _wait_until_done(run_id: int, proc: subprocess.Popen, timeout: float = 90) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = Run.objects.get(id=run_id)
+        if run.status in (Status.READY, Status.FAILED):
+            return run
+        if proc.poll() is not None:
+            pytest.fail(f"worker exited early:\n{proc.stdout.read()}")
+        time.sleep(0.3)
+    pytest.fail(f"run {run_id} still {Run.objects.get(id=run_id).status} after {timeout}s")
+
+
+def test_upload_form_to_ready_run_through_a_real_worker(client, alice, worker):
+    client.force_login(alice)
+    raw = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    response = client.post(
+        "/upload/", {"files": [SimpleUploadedFile("tuned.log", raw)], "name": "e2e"},
+        HTTP_ACCEPT="application/json",
+    )
+    assert response.status_code == 202
+    run = _wait_until_done(response.json()["id"], worker)
+    assert run.status == Status.READY, run.error
+    assert run.steps == 2 and run.verify_ms == 4.08 and run.throughput_tok_s == 472.8
+    assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
+    assert MetricSample.objects.filter(run=run, name="tokens_per_cycle").exists()
+    assert client.get(f"/runs/{run.id}/").content.decode().count("Target verify") >= 1
+
+
+def test_unparseable_upload_ends_failed_through_a_real_worker(client, alice, worker):
+    client.force_login(alice)
+    response = client.post(
+        "/upload/", {"files": [SimpleUploadedFile("notes.txt", b"just some notes\n")]},
+        HTTP_ACCEPT="application/json",
+    )
+    run = _wait_until_done(response.json()["id"], worker)
+    assert run.status == Status.FAILED and "notes.txt: none of the 1 lines" in run.error

@@ -1,0 +1,108 @@
+"""The /upload/ form, log line provenance and raw downloads."""
+
+import gzip
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from runs.models import LogFile, Run, Status
+from tests.samples import log_path
+
+pytestmark = pytest.mark.django_db
+
+
+def _file(name="spec_eagle3_tuned_2step.log", content=None):
+    return SimpleUploadedFile(name, content if content is not None else log_path(name).read_bytes())
+
+
+def test_upload_form_creates_a_queued_run_and_answers_json(client, alice, data_dir):
+    client.force_login(alice)
+    response = client.post(
+        "/upload/",
+        {"files": [_file(), _file("spec_baseline_nospec.log")], "name": "two files", "tags": "h200, eagle3"},
+        HTTP_ACCEPT="application/json",
+    )
+    assert response.status_code == 202
+    body = response.json()
+    run = Run.objects.get(id=body["id"])
+    assert body == {"id": run.id, "status": "queued", "url": f"/runs/{run.id}/"}
+    assert run.name == "two files" and sorted(t.name for t in run.tags.all()) == ["eagle3", "h200"]
+    assert [lf.original_name for lf in run.logfiles.all()] == ["spec_eagle3_tuned_2step.log", "spec_baseline_nospec.log"]
+    assert all((data_dir / lf.path).exists() for lf in run.logfiles.all())
+
+
+def test_upload_without_javascript_redirects_to_the_run(client, alice):
+    client.force_login(alice)
+    response = client.post("/upload/", {"files": [_file()]})
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/runs/{run.id}/"
+
+
+def test_upload_of_gz_is_decompressed(client, alice, data_dir):
+    client.force_login(alice)
+    raw = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    client.post("/upload/", {"files": [_file("x.log.gz", gzip.compress(raw))]}, HTTP_ACCEPT="application/json")
+    lf = LogFile.objects.get()
+    assert (data_dir / lf.path).read_bytes() == raw and lf.size == len(raw)
+
+
+def test_upload_over_the_cap_is_refused_before_anything_is_stored(client, alice, settings, data_dir):
+    settings.MAX_UPLOAD_BYTES = 1000
+    client.force_login(alice)
+    response = client.post("/upload/", {"files": [_file()]}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 413
+    assert "over the limit of 1000 bytes" in response.json()["error"]["message"]
+    assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+def test_upload_without_files_is_a_clear_error(client, alice):
+    client.force_login(alice)
+    response = client.post("/upload/", {"name": "x"})
+    assert response.status_code == 400 and "choose at least one log file" in response.content.decode()
+
+
+def test_gzip_bomb_is_refused(client, alice, settings, data_dir):
+    settings.MAX_DECOMPRESSED_BYTES = 1 << 20
+    client.force_login(alice)
+    bomb = gzip.compress(b"A" * (4 << 20))  # 4 MiB of output from ~4 KiB
+    response = client.post("/upload/", {"files": [_file("bomb.log.gz", bomb)]}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 413 and "decompressed size limit" in response.json()["error"]["message"]
+    assert not Run.objects.exists() and not list(data_dir.rglob("*"))[1:]
+
+
+def test_upload_with_session_but_no_csrf_token_is_refused(alice):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    assert client.post("/upload/", {"files": [_file()]}).status_code == 403
+    assert not Run.objects.exists()
+
+
+def test_filename_is_metadata_never_a_path(client, alice, data_dir):
+    client.force_login(alice)
+    client.post("/upload/", {"files": [_file("../../evil.log", b"x\n")]}, HTTP_ACCEPT="application/json")
+    lf = LogFile.objects.get()
+    assert lf.path.startswith("logs/") and ".." not in lf.path
+    assert (data_dir / lf.path).resolve().is_relative_to(data_dir)
+
+
+def test_lines_endpoint_returns_the_source_lines(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    lf = run.logfiles.get()
+    client.force_login(alice)
+    body = client.get(f"/ingest/logfiles/{lf.id}/lines?start=140&end=141").json()
+    assert body["name"] == "spec_eagle3_tuned_2step.log"
+    assert [ln["line"] for ln in body["lines"]] == [140, 141]
+    assert "Target verify:       4.02 ms/cyc" in body["lines"][1]["text"]
+
+
+def test_raw_download_is_never_rendered(client, alice, upload_run):
+    from tests.samples import upload_bytes
+
+    run = upload_bytes(alice, "page.html", b"<script>alert(1)</script>\n")
+    client.force_login(alice)
+    response = client.get(f"/ingest/logfiles/{run.logfiles.get().id}/raw")
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response["Content-Disposition"].startswith("attachment")
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert run.status == Status.QUEUED

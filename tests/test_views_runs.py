@@ -1,0 +1,99 @@
+"""Run pages with personas: alice owns the project, bob is in it, eve is not."""
+
+import pytest
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_page_requires_login(client):
+    for url in ["/", "/runs/1/", "/upload/", "/runs/status.json?ids=1", "/ingest/logfiles/1/lines"]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+
+
+def test_run_list_shows_team_runs_newest_first(client, alice, bob, upload_run):
+    old = upload_run(alice, "spec_baseline_nospec.log", name="old baseline")
+    new = upload_run(alice, "spec_eagle3_tuned_2step.log", name="new eagle")
+    client.force_login(bob)
+    body = client.get("/").content.decode()
+    assert body.index("new eagle") < body.index("old baseline")
+    assert "472.8" in body and "4.08" in body and f"/runs/{old.id}/" in body and f"/runs/{new.id}/" in body
+
+
+def test_run_list_sorts_by_verify_ms(client, alice, upload_run):
+    upload_run(alice, "spec_eagle3_tuned_2step.log", name="verify-4.08")
+    upload_run(alice, "sweep/sweep_tuned_3step.log", name="verify-3.98")
+    client.force_login(alice)
+    body = client.get("/?sort=verify").content.decode()
+    assert body.index("verify-3.98") < body.index("verify-4.08")
+    body = client.get("/?sort=-verify").content.decode()
+    assert body.index("verify-4.08") < body.index("verify-3.98")
+
+
+def test_outsider_sees_neither_list_nor_detail(client, alice, eve, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", name="secret run")
+    client.force_login(eve)
+    assert "secret run" not in client.get("/").content.decode()
+    assert client.get(f"/runs/{run.id}/").status_code == 404
+    assert client.get(f"/runs/status.json?ids={run.id}").json() == {"runs": []}
+    assert client.get(f"/ingest/logfiles/{run.logfiles.get().id}/lines?start=1").status_code == 404
+
+
+def test_detail_shows_summary_phases_chart_and_files(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    response = client.get(f"/runs/{run.id}/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Target verify" in body and "91.0" in body and "4.08" in body
+    assert 'id="chart-phases"' in body and reverse("plotly_js") in body
+    assert "spec_eagle3_tuned_2step.log" in body and 'data-line="141"' in body
+    assert "cdn" not in body.lower()
+
+
+def test_detail_of_a_failed_run_shows_the_reason(client, alice):
+    from ingest import services
+    from tests.samples import upload_bytes
+
+    run = upload_bytes(alice, "empty.log", b"")
+    services.parse_logfile(run.logfiles.get().id)
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "Parsing failed" in body and "empty.log: the file is empty" in body
+
+
+def test_busy_run_page_polls_for_status(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert 'data-busy="1"' in body and "refreshes by itself" in body
+    status = client.get(f"/runs/status.json?ids={run.id}").json()["runs"][0]
+    assert status["status"] == "queued" and status["busy"] is True
+
+
+def test_status_json_rejects_garbage_ids(client, alice):
+    client.force_login(alice)
+    assert client.get("/runs/status.json?ids=1,x").status_code == 400
+
+
+def test_run_names_are_escaped(client, alice, upload_run):
+    upload_run(alice, "spec_eagle3_tuned_2step.log", name="<img src=x onerror=alert(1)>")
+    client.force_login(alice)
+    body = client.get("/").content.decode()
+    assert "<img src=x" not in body and "&lt;img src=x onerror=alert(1)&gt;" in body
+
+
+def test_pages_send_a_csp_without_inline_scripts(client, alice):
+    client.force_login(alice)
+    response = client.get("/")
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+    assert "unsafe-inline" not in response["Content-Security-Policy"].split("script-src")[1].split(";")[0]
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_plotly_is_served_from_the_installed_package(client):
+    response = client.get(reverse("plotly_js"))
+    body = b"".join(response.streaming_content)
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/javascript")
+    assert len(body) > 1_000_000 and b"plotly" in body[:2000].lower()
