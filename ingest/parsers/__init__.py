@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from . import eagle_profile, sglang
+from . import eagle_profile, launch_env, nccl_debug, nccl_tests, sglang
 from .records import ParseError, ParseResult
 from .summary import summarize
 from .text import number_lines, read_lines
@@ -18,12 +18,19 @@ from .text import number_lines, read_lines
 PARSERS = {
     "eagle_profile": eagle_profile.Parser,
     "sglang": sglang.Parser,
+    "nccl_debug": nccl_debug.Parser,
+    "nccl_tests": nccl_tests.Parser,
+    "launch_env": launch_env.Parser,
 }
 
 # Substrings that identify a format in the head of a file (for sniffing, not for parsing).
 _SIGNATURES = {
     "eagle_profile": ("_PROFILE]", "ms/cyc", "ms/step"),
     "sglang": ("Decode batch", "Prefill batch", "server_args=ServerArgs", "sglang"),
+    "nccl_debug": ("NCCL INFO", "NCCL WARN", "NCCL version"),
+    "nccl_tests": ("nThread", "busbw", "Avg bus bandwidth", "nccl-tests"),
+    # Broad on purpose: missing the declared side would turn drift into a false "ok".
+    "launch_env": ("NCCL_", "environ"),
 }
 
 __all__ = [

@@ -237,8 +237,11 @@ class Parser:
         elif func == "AllReduce" and self.matrix_columns:
             r = self.result
             names_p, names_a = self.matrix_columns
-            r.set("nccl.allreduce_protos", [n for n, v in zip(names_p, protos) if v == "1"], lineno, NAME)
-            r.set("nccl.allreduce_algos", [n for n, v in zip(names_a, algos) if v == "1"], lineno, NAME)
+            # A row cut short (1023-byte limit, Ray) just names fewer columns.
+            enabled_p = [n for n, v in zip(names_p, protos, strict=False) if v == "1"]
+            enabled_a = [n for n, v in zip(names_a, algos, strict=False) if v == "1"]
+            r.set("nccl.allreduce_protos", enabled_p, lineno, NAME)
+            r.set("nccl.allreduce_algos", enabled_a, lineno, NAME)
         return True
 
 

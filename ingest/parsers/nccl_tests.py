@@ -38,7 +38,9 @@ _VERSION = re.compile(r"nccl-tests version (\S+)(?:.*?nccl-library=(\d+))?")
 _TEST = re.compile(r"Collective test (starting|concluded): (\S+)")
 _BINARY = re.compile(r"(?:^|[\s/])([a-z][a-z0-9_]*?)_perf(?:_mpi)?(?=\s|$)")
 _RUN_FIELD = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(\d[\w().]*)")
-_DEVICE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+_DEVICE = re.compile(
+    r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$"
+)
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+|nan|inf)\s*(\w*)")
 
@@ -160,14 +162,17 @@ class Parser:
                 if value is not None:
                     r.metrics.append(Metric("avg_busbw_gbs", value, max(self.tables, 1), lineno, NAME))
                 if m.group(2) == "FAILED":
-                    r.warnings.append(Issue(lineno, f"nccl-tests: average bus bandwidth {m.group(1)} FAILED the check"))
+                    r.warnings.append(
+                        Issue(lineno, f"nccl-tests: average bus bandwidth {m.group(1)} FAILED the check")
+                    )
             self.table = None
             return
         if "Out of bounds" in text:
             m = _OUT_OF_BOUNDS.match(text)
             if m:
                 count = int(m.group(1))
-                r.metrics.append(Metric("out_of_bounds_values", float(count), max(self.tables, 1), lineno, NAME))
+                window = max(self.tables, 1)
+                r.metrics.append(Metric("out_of_bounds_values", float(count), window, lineno, NAME))
                 if count or m.group(2) == "FAILED":
                     r.warnings.append(Issue(lineno, f"nccl-tests: {count} out-of-bounds values (FAILED)"))
             self.table = None
@@ -175,6 +180,7 @@ class Parser:
         if "Collective test" in text:
             m = _TEST.search(text)
             if m:
+                r.add_format(NAME)
                 op = op_name(m.group(2))
                 if m.group(1) == "starting":
                     self.op_started = op
@@ -189,6 +195,7 @@ class Parser:
         elif "nccl-tests version" in text:
             m = _VERSION.search(text)
             if m:
+                r.add_format(NAME)
                 r.set("nccl_tests.version", m.group(1), lineno, NAME)
                 if m.group(2):
                     r.set("nccl.version", nccl_version(m.group(2)), lineno, NAME)

@@ -1,0 +1,127 @@
+"""The environment a run was launched with (DESIGN, "Words": declared and effective).
+
+Declared (what the launcher set):
+    $ NCCL_PROTO=LL NCCL_ALGO=Ring python3 launch.py --steps 2      (launch prefix; also `+ `, a prompt)
+    export NCCL_PROTO=LL                                            (export)
+    NCCL_PROTO=LL                                                   (env dump: `env`/`printenv` output)
+    mpirun -x NCCL_PROTO=LL ...  /  docker run -e NCCL_PROTO=LL     (launch flag)
+    launcher pid=1559 environ NCCL_*: NCCL_PROTO=LL NCCL_ALGO=Ring  (launcher env dump)
+Effective (what a worker had):
+    [TP1] pid=1561 environ NCCL_*: NCCL_CUMEM_ENABLE=0              (worker env dump, rank "1")
+
+Every NCCL_* key is kept (runs/nccl.py decides which are parameters). Other variables set on a
+launch line (`SGLANG_ENABLE_SPEC_V2=1 python ...`) become `env.NAME` settings.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+
+from .records import NcclValue, ParseResult
+
+NAME = "launch_env"
+
+# `$ `, `+ ` (bash -x), `user@host:/path# `, `(venv) $ `. Not `# `: in a script that is a comment.
+_PROMPT = re.compile(r"^(?:[$+]\s+|[\w.-]+@[\w.-]+:\S*?[#$]\s*|\([\w.-]+\)\s*[$#]\s+)")
+_START = re.compile(r"^(?:export|declare -x|env)\s+|^[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_FLAG = re.compile(r"""(?:^|(?<!declare)\s)(?:-x|-e|--env)[\s=]+(NCCL_[A-Z0-9_]+)=("[^"]*"|'[^']*'|\S+)""")
+_DUMP = re.compile(r"^(.*?)\bpid=(\d+) environ\b[^:]*:\s*(.*)$")
+_DUMP_PAIR = re.compile(r"(NCCL_[A-Z0-9_]+)=(\S+)")
+_TP = re.compile(r"\bTP(\d+)\b")
+_RANK = re.compile(r"\brank[= ](\d+)\b")
+# Variables never stored as settings: values shown on screen must not leak credentials.
+_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(?:^|_)KEY(?:$|_)")
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:  # an unbalanced quote in a cut-off line
+        return [_unquote(w) for w in text.split()]
+
+
+class Parser:
+    name = NAME
+
+    def __init__(self, result: ParseResult) -> None:
+        self.result = result
+
+    def feed(self, lineno: int, line: str) -> None:
+        if "NCCL_" in line:
+            if "environ" in line:
+                m = _DUMP.match(line)
+                if m:
+                    self._dump(lineno, m)
+                    return
+            if " -x" in line or " -e" in line or "--env" in line:
+                for key, value in _FLAG.findall(line):
+                    self._declared(lineno, key, _unquote(value), "launch flag")
+            self._command(lineno, line)
+        elif line[:1] in ("$", "+", "(") or line[:1].isupper() or line.startswith(("export", "env ")):
+            self._command(lineno, line)
+
+    def finish(self) -> None:
+        pass
+
+    def _dump(self, lineno: int, m: re.Match) -> None:
+        prefix, pid, body = m.groups()
+        if "launcher" in prefix.lower():
+            for key, value in _DUMP_PAIR.findall(body):
+                self._declared(lineno, key, value, "launcher env dump")
+            return
+        rank = _TP.search(prefix) or _RANK.search(prefix)
+        name = rank.group(1) if rank else f"pid {pid}"
+        r = self.result
+        r.add_format(NAME)
+        for key, value in _DUMP_PAIR.findall(body):
+            r.nccl.append(NcclValue(key, value, "effective", lineno, "worker env dump", name))
+
+    def _command(self, lineno: int, line: str) -> None:
+        text = line.strip()
+        prompt = _PROMPT.match(text)
+        if prompt:
+            text = text[prompt.end():]
+        if not _START.match(text):
+            return
+        words = _words(text)
+        source = "launch prefix"
+        if words and words[0] in ("export", "declare", "env"):
+            source = "launch prefix" if words[0] == "env" else "export"
+            words = words[2:] if words[0] == "declare" else words[1:]
+        pairs = []
+        for word in words:
+            a = _ASSIGNMENT.match(word)
+            if not a:
+                break
+            pairs.append((a.group(1), a.group(2)))
+        if not pairs:
+            return
+        if source == "launch prefix" and len(words) == 1 and not prompt:
+            source = "env dump"  # `NCCL_X=Y` alone on a line: `env`/`printenv` output
+        for key, value in pairs:
+            if key.startswith("NCCL_"):
+                self._declared(lineno, key, value, source)
+            elif source != "env dump" and key.isupper() and not _SECRET.search(key):
+                self.result.add_format(NAME)
+                self.result.set(f"env.{key}", value, lineno, NAME)
+
+    def _declared(self, lineno: int, key: str, value: str, source: str) -> None:
+        if not value:
+            return  # NCCL treats an empty variable as unset
+        self.result.add_format(NAME)
+        self.result.nccl.append(NcclValue(key, value, "declared", lineno, source))
+
+
+def parse(lines: Iterable[str]) -> ParseResult:
+    from . import parse_lines
+
+    return parse_lines(lines, formats=[NAME])

@@ -1,0 +1,228 @@
+from ingest.parsers import detect_formats, nccl_tests, parse_stream, summarize
+from tests.samples import log_path, public_sample
+
+CLASSIC = [
+    "# nccl-tests version 2.18.0 nccl-headers=22907 nccl-library=22907",
+    "# Collective test starting: all_reduce_perf_mpi",
+    "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 "
+    "agg iters: 1 validation: 1 graph: 0",
+    "#",
+    "#  out-of-place  in-place",
+    "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  "
+    "busbw  #wrong",
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  "
+    "(GB/s)",
+    "  8  2  float  sum  -1  15.78  0.00  0.00  0  13.87  0.00  "
+    "0.00       0",
+    "   268435456      67108864     float     sum      -1   895.59  299.73  299.73       0   893.63  300.39  "
+    "300.39       0",
+    "# Out of bounds values : 0 OK",
+    "# Avg bus bandwidth    : 68.7056 ",
+    "#",
+    "# Collective test concluded: all_reduce_perf_mpi",
+]
+
+
+def sides(result):
+    return [(c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.wrong, c.in_place)
+            for c in result.collectives]
+
+
+def test_classic_table_gives_one_collective_per_row_and_side():
+    r = nccl_tests.parse(CLASSIC)
+    assert sides(r) == [
+        (8, 15.78, 0.0, 0.0, 0, False), (8, 13.87, 0.0, 0.0, 0, True),
+        (268435456, 895.59, 299.73, 299.73, 0, False), (268435456, 893.63, 300.39, 300.39, 0, True),
+    ]
+    c = r.collectives[2]
+    assert (c.op, c.count, c.dtype, c.redop, c.root) == ("all_reduce", 67108864, "float", "sum", -1)
+    assert c.line == 9
+    assert r.formats == ["nccl_tests"]
+
+
+def test_footer_gives_average_bus_bandwidth_and_out_of_bounds_count():
+    r = nccl_tests.parse(CLASSIC)
+    metrics = {m.name: (m.value, m.line) for m in r.metrics}
+    assert metrics["avg_busbw_gbs"] == (68.7056, 11)
+    assert metrics["out_of_bounds_values"] == (0.0, 10)
+    assert r.warnings == []
+
+
+def test_run_header_and_version_lines_are_settings():
+    values = {k: s.value for k, s in nccl_tests.parse(CLASSIC).settings.items()}
+    assert values["nccl_tests.version"] == "2.18.0"
+    assert values["nccl.version"] == "2.29.7"  # nccl-library=22907
+    assert values["nccl_tests.ngpus"] == 8 and values["nccl_tests.nthread"] == 1
+    assert values["nccl_tests.maxbytes"] == 134217728 and values["nccl_tests.iters"] == 20
+    assert values["nccl_tests.warmup_iters"] == 5 and values["nccl_tests.step"] == "2(factor)"
+
+
+def test_per_iteration_columns_do_not_shift_the_in_place_side():
+    r = nccl_tests.parse([
+        "# Collective test starting: all_gather_perf",
+        "#  size  count  type  redop  root  time  algbw  busbw  #wrong  i_min  i_max"
+        "    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%",
+        "  1024  256  float  none  -1  20.10  0.05  0.04  0  19.00  25.00"
+        "    24.90     3.10    21.30    0.05    0.04       0    20.00    26.00    25.80     2.90",
+    ])
+    assert sides(r) == [(1024, 20.1, 0.05, 0.04, 0, False), (1024, 21.3, 0.05, 0.04, 0, True)]
+    assert r.collectives[0].op == "all_gather" and r.collectives[0].redop == "none"
+
+
+def test_iters_column_and_trailing_timestamp_are_ignored():
+    r = nccl_tests.parse([
+        "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw"
+        "   busbw  #wrong  #iters            timestamp",
+        "  2048  512  float  sum  -1  13.53  0.15  0.15  0  13.82  0.15"
+        "    0.15       0      20  2026-01-02 03:04:05",
+    ])
+    assert sides(r) == [(2048, 13.53, 0.15, 0.15, 0, False), (2048, 13.82, 0.15, 0.15, 0, True)]
+
+
+def test_single_column_set_with_two_spaces_after_hash_is_out_of_place_only():
+    r = nccl_tests.parse([
+        "#  size    count   type  redop  root   time   algbw   busbw  #wrong",
+        "#   (B)  (elements)                    (us)  (GB/s)  (GB/s)",
+        "  34359738368 8589934592  float   sum    -1  875713  39.24   68.66       0",
+        "# Avg bus bandwidth    : 68.6248",
+        "# Collective test concluded: all_reduce_perf",
+    ])
+    assert sides(r) == [(34359738368, 875713.0, 39.24, 68.66, 0, False)]
+    assert r.collectives[0].op == "all_reduce"  # named by the footer after the fact
+
+
+def test_old_header_names_without_root_column():
+    r = nccl_tests.parse([
+        "#  bytes  N  type  op  time  algbw  busbw  res  time  algbw  busbw  res",
+        "  1048576  262144  float  sum  20.46  51.25  51.25  0e+00  18.12  57.87  57.87  0e+00",
+    ])
+    assert sides(r) == [(1048576, 20.46, 51.25, 51.25, 0, False), (1048576, 18.12, 57.87, 57.87, 0, True)]
+    assert r.collectives[0].root == -1
+
+
+def test_not_available_values_are_none():
+    r = nccl_tests.parse([
+        "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw"
+        "   busbw #wrong",
+        "  64  16  float  sum  -1  13.44  0.00  0.00  N/A  13.65  0.00"
+        "    0.00    N/A",
+    ])
+    assert [c.wrong for c in r.collectives] == [None, None]
+
+
+def test_op_comes_from_the_command_line_binary_name():
+    r = nccl_tests.parse([
+        "$ mpirun -np 16 -x NCCL_DEBUG=INFO /opt/nccl-tests/build/reduce_scatter_perf -b 8 -e 8G -f 2 -g 1",
+        "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw"
+        "   busbw #wrong",
+        "  1024  16  float  sum  -1  13.44  0.08  0.07  0  13.65  0.08"
+        "    0.07      0",
+    ])
+    assert {c.op for c in r.collectives} == {"reduce_scatter"}
+
+
+def test_op_is_unknown_without_any_name():
+    r = nccl_tests.parse(CLASSIC[4:9])
+    assert {c.op for c in r.collectives} == {"unknown"}
+
+
+def test_nccl_info_lines_between_rows_do_not_end_the_table():
+    r = nccl_tests.parse(CLASSIC[:8] + [
+        "vm:1377:1396 [1] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+        "10-4-3-3:97095:97196 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/direct pointer",
+        "",
+    ] + CLASSIC[8:])
+    assert len(r.collectives) == 4
+
+
+def test_mpi_tags_and_markdown_indentation_are_read_through():
+    r = nccl_tests.parse([
+        "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong"
+        "     time   algbw   busbw #wrong",
+        "[1,0]<stdout>:     1048576        262144     float     sum      -1    20.46   51.25   51.25      0"
+        "    18.12   57.87   57.87      0",
+        "    #       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+        "algbw   busbw #wrong",
+        "         2097152        524288     float     sum      -1    29.63   70.77   70.77      0    29.34   "
+        "71.49   71.49      0",
+        "    # Avg bus bandwidth    : 448.2 ",
+    ])
+    assert [c.size_bytes for c in r.collectives] == [1048576, 1048576, 2097152, 2097152]
+    assert [m.value for m in r.metrics if m.name == "avg_busbw_gbs"] == [448.2]
+
+
+def test_rows_after_the_footer_are_not_part_of_the_table():
+    r = nccl_tests.parse(CLASSIC + ["           8             2     float     sum      -1    15.78    0.00"
+                                    "    0.00       0    13.87    0.00    0.00       0"])
+    assert len(r.collectives) == 4
+
+
+def test_wrong_elements_and_failed_checks_warn():
+    r = nccl_tests.parse(CLASSIC[5:7] + [
+        "  4096  1024  float  sum  -1  24.73  0.17  0.17  12  16.41  0.25"
+        "    0.25       0",
+        "# Out of bounds values : 12 FAILED",
+        "# Avg bus bandwidth    : 0.2 FAILED",
+    ])
+    assert r.collectives[0].wrong == 12
+    assert [w.line for w in r.warnings] == [3, 4, 5]
+
+
+def test_unrelated_numeric_lines_are_not_rows():
+    r = nccl_tests.parse([
+        "1 2 3 4 5 6 7 8 9",
+        "2026 11 29 nothing here",
+        "10-4-3-3:97095:97196 [0] NCCL INFO Connected all rings",
+        "# just a comment with busbw in it",
+    ])
+    assert r.collectives == [] and r.formats == []
+
+
+def test_signature_sniffs_nccl_tests_output():
+    assert detect_formats("# nThread 1 nGpus 2 minBytes 8\n") == ["nccl_tests"]
+
+
+def test_recorded_all_reduce_run(golden):
+    with open(log_path("nccl-tests_all_reduce_default.log"), "rb") as f:
+        result = parse_stream(f)
+    parsed = summarize(result)
+    rows = parsed["collectives"]
+    assert len(rows) == 26 * 2
+    assert {c["op"] for c in rows} == {"all_reduce"}
+    largest = [c for c in rows if c["size_bytes"] == 268435456]
+    assert [(c["busbw_gbs"], c["time_us"], c["in_place"]) for c in largest] == [
+        (299.73, 895.59, False), (300.39, 893.63, True),
+    ]
+    assert [m.value for m in result.metrics if m.name == "avg_busbw_gbs"] == [68.7056]
+    assert result.settings["nccl_tests.version"].value == "2.19.6"
+    assert result.settings["nccl_tests.ngpus"].value == 2
+    assert result.settings["nccl_tests.gpu"].value == "NVIDIA H200"
+    assert parsed["nccl"]["version"] == "2.28.9"
+    assert parsed["formats"] == ["nccl_tests", "nccl_debug"]
+    golden("nccl-tests_all_reduce_default", parsed)
+
+
+def test_public_16_rank_sample():
+    with open(public_sample("nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt"), "rb") as f:
+        r = parse_stream(f)
+    assert len(r.collectives) == 5 * 2
+    assert (r.collectives[0].time_us, r.collectives[0].busbw_gbs) == (5202.3, 193.5)
+    assert (r.collectives[2].time_us, r.collectives[2].busbw_gbs) == (10314.0, 195.2)
+    assert [m.value for m in r.metrics if m.name == "avg_busbw_gbs"] == [194.675]
+    assert r.settings["nccl_tests.ranks"].value == 16
+
+
+def test_public_interleaved_destroy_sample_without_its_header():
+    with open(public_sample("nccl_tests_efa_mpi_interleaved_destroy.txt"), "rb") as f:
+        r = parse_stream(f)
+    assert len(r.collectives) == 5 * 2
+    assert r.collectives[-1].size_bytes == 1073741824 and r.collectives[-1].busbw_gbs == 3.12
+    assert [m.value for m in r.metrics if m.name == "avg_busbw_gbs"] == [1.15327]
+
+
+def test_public_compact_header_sample():
+    with open(public_sample("nccl_tests_h200nvl_8gpu_compact_header.txt"), "rb") as f:
+        r = parse_stream(f)
+    assert sides(r) == [(34359738368, 875713.0, 39.24, 68.66, 0, False)]
+    assert r.collectives[0].op == "all_reduce"
+    assert [m.value for m in r.metrics if m.name == "avg_busbw_gbs"] == [68.6248]
