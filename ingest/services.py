@@ -6,8 +6,10 @@ only here. The database is the source of truth: a task is only a doorbell with a
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import BinaryIO
@@ -22,6 +24,7 @@ from ingest import storage
 from ingest.parsers import ParseError, ParseResult, parse_stream, summarize
 from ingest.parsers import records as rec
 from runs.models import (
+    Annotation,
     CollectiveResult,
     LogFile,
     Membership,
@@ -44,6 +47,17 @@ class IncomingFile:
     name: str
     stream: BinaryIO
     size: int
+
+
+class ServiceError(Exception):
+    """A request a service refuses: `code` is stable for the API, `status` is its HTTP answer."""
+
+    def __init__(self, status: int, code: str, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.line = line
 
 
 def project_for(user: AbstractBaseUser, name: str | None) -> Project:
@@ -75,32 +89,280 @@ def register_upload(
     meta: dict | None = None,
 ) -> Run:
     """Store uploaded files under the data dir and create a queued run that will parse them."""
+    run, _ = _upload(user, files, name=name, project=project, tags=tags, notes=notes, meta=meta)
+    return run
+
+
+def upload_run(
+    user: AbstractBaseUser,
+    files: Iterable[IncomingFile],
+    *,
+    name: str = "",
+    project: str | None = None,
+    tags: Iterable[str] = (),
+    notes: str = "",
+    meta: dict | None = None,
+    steps: int | None = None,
+    nccl_env: Mapping[str, str] | None = None,
+    idempotency_key: str = "",
+) -> tuple[Run, bool]:
+    """register_upload for CI, where retries happen: returns (run, created).
+
+    An upload whose content (the sha256 of every file) or Idempotency-Key matches a run of the
+    same project gives back that run; nothing new is stored. `nccl_env` becomes declared NCCL
+    settings of the run and `steps` a step count set by the uploader.
+    """
+    return _upload(user, files, name=name, project=project, tags=tags, notes=notes, meta=meta, steps=steps,
+                   nccl_env=nccl_env, idempotency_key=idempotency_key, dedupe=True)
+
+
+def _upload(
+    user: AbstractBaseUser,
+    files: Iterable[IncomingFile],
+    *,
+    name: str,
+    project: str | None,
+    tags: Iterable[str],
+    notes: str,
+    meta: dict | None,
+    steps: int | None = None,
+    nccl_env: Mapping[str, str] | None = None,
+    idempotency_key: str = "",
+    dedupe: bool = False,
+) -> tuple[Run, bool]:
     files = list(files)
     if not files:
         raise ValueError("no files given")
     proj = project_for(user, project)
+    if dedupe and idempotency_key:
+        existing = Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key).first()
+        if existing:
+            return existing, False
     stored = []
     try:
         for f in files:
             rel, sha, size = storage.store_upload(f.stream, f.size)
             stored.append((f.name, rel, sha, size))
+        content = content_sha256(sha for _, _, sha, _ in stored)
         with transaction.atomic():
-            run = Run.objects.create(
-                project=proj, name=(name or files[0].name)[:200], created_by=user, notes=notes,
-                meta=meta or {},
-            )
-            set_tags(run, tags)
-            LogFile.objects.bulk_create(
-                LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size)
-                for original, rel, sha, size in stored
-            )
-            enqueue_run(run)
+            existing = None
+            if dedupe:
+                # One upload per project at a time decides "new or seen before" (RELIABILITY U8).
+                Project.objects.select_for_update().get(id=proj.id)
+                existing = _same_upload(proj, content, idempotency_key)
+            if existing is None:
+                run_meta = {**(meta or {}), "content_sha256": content}
+                if idempotency_key:
+                    run_meta["idempotency_key"] = idempotency_key
+                run = Run.objects.create(
+                    project=proj, name=(name or files[0].name)[:200], created_by=user, notes=notes,
+                    meta=run_meta,
+                )
+                set_tags(run, tags)
+                LogFile.objects.bulk_create(
+                    LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size)
+                    for original, rel, sha, size in stored
+                )
+                _declare(run, user, steps, nccl_env, "upload metadata")
+                enqueue_run(run)
     except BaseException:
         # Nothing half-written: no stored bytes without the rows that point at them.
-        for _, rel, _, _ in stored:
-            (settings.DATA_DIR / rel).unlink(missing_ok=True)
+        _discard(stored)
         raise
-    return run
+    if existing is not None:
+        _discard(stored)
+        return existing, False
+    return run, True
+
+
+def _discard(stored: list[tuple[str, str, str, int]]) -> None:
+    for _, rel, _, _ in stored:
+        (settings.DATA_DIR / rel).unlink(missing_ok=True)
+
+
+def content_sha256(file_shas: Iterable[str]) -> str:
+    """The identity of a run's content: sha256 over its files' sha256 digests, sorted."""
+    return hashlib.sha256("\n".join(sorted(file_shas)).encode()).hexdigest()
+
+
+def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | None:
+    runs = Run.objects.filter(project=project)
+    if idempotency_key:
+        found = runs.filter(meta__idempotency_key=idempotency_key).first()
+        if found:
+            return found
+    return runs.filter(meta__content_sha256=content).order_by("id").first()
+
+
+NCCL_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
+_ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def _declare(run: Run, user: AbstractBaseUser, steps: int | None, nccl_env: Mapping[str, str] | None,
+             how: str) -> None:
+    """Values a person gave for a new run: its step count and its declared NCCL settings."""
+    now = timezone.now().isoformat(timespec="seconds")
+    if steps is not None:
+        run.steps = steps
+        run.steps_source = f"set by {user.get_username()} at {now} ({how})"[:300]
+        run.save(update_fields=["steps", "steps_source"])
+    if nccl_env:
+        _declare_nccl(run, nccl_env, how)
+
+
+def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
+    for key in pairs:
+        if not NCCL_KEY.match(key):
+            raise ServiceError(422, "bad_nccl_key", f"{key!r} is not an NCCL variable name (NCCL_...)")
+    NcclSetting.objects.bulk_create(
+        NcclSetting(run=run, logfile=None, line=None, key=key, value=str(value)[:512],
+                    kind=NcclSetting.Kind.DECLARED, source=source[:200])
+        for key, value in pairs.items()
+    )
+
+
+def register_path(
+    user: AbstractBaseUser,
+    path: str,
+    *,
+    name: str = "",
+    project: str | None = None,
+    tags: Iterable[str] = (),
+    notes: str = "",
+    meta: dict | None = None,
+    steps: int | None = None,
+    nccl_env: Mapping[str, str] | None = None,
+) -> tuple[Run, bool]:
+    """Create a run from a log file on the server, left where it is (RELIABILITY 2.1).
+
+    Only project admins (or superusers) may, and only under settings.LOG_ROOTS. The same file
+    registered again in the same project gives back its run. Returns (run, created).
+    """
+    proj = _admin_project(user, project)
+    real = storage.resolve_registered(path)
+    sha, size = storage.registered_digest(str(real))
+    with transaction.atomic():
+        Project.objects.select_for_update().get(id=proj.id)
+        seen = LogFile.objects.filter(run__project=proj, registered=True, path=str(real)).first()
+        if seen:
+            return seen.run, False
+        run = Run.objects.create(
+            project=proj, name=(name or real.name)[:200], created_by=user, notes=notes,
+            meta={**(meta or {}), "registered_path": str(real)},
+        )
+        set_tags(run, tags)
+        LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
+                               sha256=sha, size=size)
+        _declare(run, user, steps, nccl_env, "registration")
+        enqueue_run(run)
+    return run, True
+
+
+def _admin_project(user: AbstractBaseUser, name: str | None) -> Project:
+    """The project a user may register paths in: one they administer (any, for superusers)."""
+    admin = Membership.objects.filter(user=user, role=Membership.Role.ADMIN).select_related("project")
+    if name:
+        project = Project.objects.filter(name=name).first()
+        if project and (user.is_superuser or admin.filter(project=project).exists()):
+            return project
+        if project is None and user.is_superuser:
+            return project_for(user, name)
+        raise ServiceError(403, "not_project_admin",
+                           f"registering paths in project {name!r} needs its admin role")
+    first = admin.order_by("id").first()
+    if first:
+        return first.project
+    if user.is_superuser:
+        return project_for(user, None)
+    raise ServiceError(403, "not_project_admin", "registering paths needs the admin role in a project")
+
+
+def refresh_registered(run: Run) -> bool:
+    """Re-read a run's registered logs; if one has grown or changed, parse the run again.
+
+    Returns whether anything changed. The file goes through the same checks as at registration.
+    """
+    logfiles = list(run.logfiles.filter(registered=True))
+    if not logfiles:
+        raise ServiceError(400, "not_registered", "this run has no registered log files (it was uploaded)")
+    changed = False
+    for lf in logfiles:
+        sha, size = storage.registered_digest(lf.path)
+        if sha != lf.sha256:
+            LogFile.objects.filter(id=lf.id).update(sha256=sha, size=size)
+            changed = True
+    if changed:
+        reparse_run(run)
+    return changed
+
+
+def delete_run(user: AbstractBaseUser, run: Run) -> None:
+    """Delete a run with its rows and its stored files (registered files are not ours: kept).
+
+    Allowed to a project admin, the run's creator, or a superuser.
+    """
+    admins = Membership.objects.filter(project_id=run.project_id, role=Membership.Role.ADMIN)
+    allowed = user.is_superuser or run.created_by_id == user.pk or admins.filter(user=user).exists()
+    if not allowed:
+        raise ServiceError(403, "not_allowed", "only a project admin or the run's creator may delete it")
+    stored = list(run.logfiles.filter(registered=False).values_list("path", flat=True))
+    with transaction.atomic():
+        run.delete()
+        transaction.on_commit(lambda: storage.remove_stored(stored))
+
+
+def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
+    """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
+    `steps`: an integer becomes the run's step count. Both win over what the logs say.
+    """
+    nccl: dict[str, str] = {}
+    steps = None
+    if kind == Annotation.Kind.NCCL:
+        nccl = parse_nccl_lines(body)
+    elif kind == Annotation.Kind.STEPS:
+        try:
+            steps = int(body.strip())
+        except ValueError:
+            raise ServiceError(422, "bad_steps", "a steps annotation is one integer, e.g. 3") from None
+        if not 0 <= steps <= 32767:
+            raise ServiceError(422, "bad_steps", "steps must be between 0 and 32767")
+    elif kind != Annotation.Kind.NOTE:
+        raise ServiceError(422, "bad_kind", f"kind must be one of {', '.join(Annotation.Kind.values)}")
+    with transaction.atomic():
+        annotation = Annotation.objects.create(run=run, author=user, kind=kind, body=body)
+        who = f"{user.get_username()} at {annotation.created_at.isoformat(timespec='seconds')}"
+        if nccl:
+            _declare_nccl(run, nccl, f"annotation by {who}")
+            refresh_run(run.id)
+        if steps is not None:
+            Run.objects.filter(id=run.id).update(steps=steps, steps_source=f"set by {who}"[:300])
+    return annotation
+
+
+def parse_nccl_lines(text: str) -> dict[str, str]:
+    """`env | grep NCCL` output or KEY=VALUE lines -> {NCCL_X: value}.
+
+    Blank lines and `#` comments are skipped, and so are other variables that grep let through
+    (`LD_LIBRARY_PATH=/opt/nccl/lib`); a line that is not an assignment is an error with its number.
+    """
+    pairs: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _ENV_LINE.match(line)
+        if not match:
+            raise ServiceError(422, "bad_nccl_line",
+                               f"line {number}: expected NCCL_NAME=value, got {line[:80]!r}", line=number)
+        key, value = match.groups()
+        if NCCL_KEY.match(key):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            pairs[key] = value
+    if not pairs:
+        raise ServiceError(422, "no_nccl_values", "no NCCL_NAME=value line found")
+    return pairs
 
 
 def set_tags(run: Run, tags: Iterable[str]) -> None:

@@ -151,6 +151,25 @@ def store_upload(f: BinaryIO, size: int) -> tuple[str, str, int]:
     return store_stream(read_chunks(f))
 
 
+def remove_stored(paths: Iterable[str]) -> None:
+    """Delete stored uploads (paths relative to the data dir); never anything outside it."""
+    for rel in paths:
+        full = (settings.DATA_DIR / rel).resolve()
+        if full.is_relative_to(settings.DATA_DIR):
+            full.unlink(missing_ok=True)
+
+
+def registered_digest(path: str) -> tuple[str, int]:
+    """(sha256, size) of a registered log, read through the same checks as the worker's."""
+    digest = hashlib.sha256()
+    size = 0
+    with open_log(path, registered=True) as f:
+        for chunk in read_chunks(f):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
 def resolve_registered(path: str) -> Path:
     """Check a path for registration: under a configured root after symlinks, a regular file.
 

@@ -58,3 +58,86 @@ def phase_timeline(rows: Iterable[PhaseRow], file_label: str = "") -> dict:
         xaxis_title="window", yaxis_title="ms per cycle",
     )
     return fig.to_plotly_json()
+
+
+def _label(name: str, is_base: bool) -> str:
+    return f"{name} (baseline)" if is_base else name
+
+
+def cycle_breakdown(result: dict) -> dict:
+    """One stacked horizontal bar per run of phase ms/cycle, baseline on top, labelled ms and %."""
+    runs = result["runs"]
+    labels = [_label(r["name"], r["id"] == result["baseline"]) for r in runs]
+    fig = go.Figure()
+    for i, row in enumerate(result["phases"]):
+        cells = [row["runs"][r["id"]] for r in runs]
+        fig.add_trace(go.Bar(
+            y=labels, x=[c["ms"] or 0 for c in cells], name=row["name"], orientation="h",
+            marker={"color": phase_color(row["name"], i)},
+            text=[f"{c['ms']:.2f} ms · {c['pct']:.0f}%" if c["ms"] and c["pct"] is not None
+                  else (f"{c['ms']:.2f} ms" if c["ms"] else "") for c in cells],
+            textposition="inside", insidetextanchor="middle",
+            hovertemplate="%{y}<br>%{x:.2f} ms/cycle<extra>%{fullData.name}</extra>",
+        ))
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, barmode="stack",
+                      title={"text": "Cycle breakdown (ms per cycle)", "font": {"size": 15}},
+                      xaxis_title="ms per cycle", height=120 + 60 * len(runs))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return fig.to_plotly_json()
+
+
+def phase_deltas(result: dict) -> dict:
+    """Where the time went: each phase's ms/cycle change against the baseline, per run."""
+    runs = [r for r in result["runs"] if r["id"] != result["baseline"]]
+    fig = go.Figure()
+    names = [row["name"] for row in result["phases"]]
+    for i, r in enumerate(runs):
+        deltas = [row["runs"][r["id"]]["delta_ms"] for row in result["phases"]]
+        fig.add_trace(go.Bar(
+            y=names, x=[d or 0 for d in deltas], name=r["name"], orientation="h",
+            marker={"color": [("#c53030" if (d or 0) > 0 else "#2f855a") for d in deltas],
+                    "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}},
+            text=[f"{d:+.2f} ms/cyc" if d is not None else "n/a" for d in deltas], textposition="outside",
+            hovertemplate="%{y}: %{x:+.2f} ms/cycle<extra>%{fullData.name}</extra>",
+        ))
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, barmode="group",
+                      title={"text": "Where the time went (vs baseline)", "font": {"size": 15}},
+                      xaxis_title="Δ ms per cycle (red = slower)", height=140 + 50 * max(1, len(names)))
+    fig.update_xaxes(zeroline=True, zerolinewidth=2, zerolinecolor="#555")
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return fig.to_plotly_json()
+
+
+def over_the_run(runs: list, key: str, title: str, unit: str) -> dict:
+    """One trace per run of a per-window series (already downsampled), hover names the line."""
+    fig = go.Figure()
+    for i, (name, points) in enumerate(runs):
+        fig.add_trace(go.Scatter(
+            x=[p[0] for p in points], y=[p[1] for p in points], name=name, mode="lines+markers",
+            line={"color": PALETTE[i % len(PALETTE)]}, marker={"size": 5},
+            customdata=[p[2] for p in points],
+            hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata}}<extra>%{{fullData.name}}</extra>",
+        ))
+    fig.update_layout(**LAYOUT, title={"text": title, "font": {"size": 15}}, xaxis_title="window",
+                      yaxis_title=unit, height=340)
+    return fig.to_plotly_json()
+
+
+def collectives(runs: list) -> dict:
+    """nccl-tests bus bandwidth against message size (log x), out-of-place and in-place per run."""
+    fig = go.Figure()
+    for i, (name, rows) in enumerate(runs):
+        for in_place, dash in ((False, "solid"), (True, "dot")):
+            side = [c for c in rows if c["in_place"] == in_place and c["busbw_gbs"] is not None]
+            if not side:
+                continue
+            fig.add_trace(go.Scatter(
+                x=[c["size_bytes"] for c in side], y=[c["busbw_gbs"] for c in side],
+                name=f"{name} · {'in-place' if in_place else 'out-of-place'}", mode="lines+markers",
+                line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
+                hovertemplate="%{x} B: %{y:.2f} GB/s<extra>%{fullData.name}</extra>",
+            ))
+    fig.update_layout(**LAYOUT, title={"text": "Collectives: bus bandwidth vs message size", "font": {"size": 15}},
+                      xaxis_title="message size (bytes)", yaxis_title="bus bandwidth (GB/s)", height=380)
+    fig.update_xaxes(type="log")
+    return fig.to_plotly_json()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, QuerySet
@@ -10,7 +12,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import charts
-from runs.models import LogFile, PhaseSample, Run, Status, visible_runs
+from runs.compare import RunInput, compare, downsample, to_csv_rows
+from runs.models import CollectiveResult, LogFile, MetricSample, PhaseSample, Run, Status, visible_runs
 
 SORTS = {
     "date": "created_at", "name": "name", "tok_s": "throughput_tok_s", "tpc": "tokens_per_cycle",
@@ -107,3 +110,115 @@ def run_status(request: HttpRequest) -> JsonResponse:
         }
         for r in runs
     ]})
+
+
+# Per-window series on the comparison page, and which parse source to believe first for each.
+SERIES = {"throughput_tok_s": "tok/s", "tokens_per_cycle": "tokens/cycle", "verify_ms": "ms/cyc"}
+SOURCE_ORDER = ("eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp")
+
+
+def parse_ids(raw: str, limit: int = 12) -> list[int]:
+    ids = []
+    for part in raw.split(","):
+        part = part.strip()
+        if part.isdigit() and int(part) not in ids:
+            ids.append(int(part))
+    return ids[:limit]
+
+
+def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
+    """Everything the comparison needs for the runs the user may see, in five queries."""
+    runs = {r.id: r for r in visible_runs(user).filter(id__in=ids)}
+    ids = [i for i in ids if i in runs]
+    inputs = {i: RunInput(id=i, name=runs[i].name, parsed=runs[i].parsed or {}, steps=runs[i].steps) for i in ids}
+    names: dict[int, str] = {}
+    for lf in LogFile.objects.filter(run_id__in=ids, status=Status.READY).order_by("id").values(
+        "id", "run_id", "original_name", "settings"
+    ):
+        names[lf["id"]] = lf["original_name"]
+        for key, s in (lf["settings"] or {}).items():
+            if not key.startswith(("serving.", "nccl_tests.")):
+                inputs[lf["run_id"]].config.setdefault(
+                    key, {"value": s["value"], "source": f"{lf['original_name']} line {s['line']}",
+                          "logfile": lf["id"], "line": s["line"]})
+    for i in ids:
+        run, cfg = runs[i], inputs[i].config
+        if run.steps is not None and run.steps_source.startswith("set by"):
+            cfg["spec.steps"] = {"value": run.steps, "source": run.steps_source}
+        nccl = (run.parsed or {}).get("nccl") or {}
+        for key, value in nccl.get("declared", {}).items():
+            cfg[f"{key} (declared)"] = {"value": value, "source": "launcher"}
+        for key, value in nccl.get("effective", {}).items():
+            cfg[f"{key} (effective)"] = {"value": value, "source": "workers"}
+    picked: dict[tuple[int, str], str] = {}
+    rows = MetricSample.objects.filter(run_id__in=ids, name__in=list(SERIES)).order_by(
+        "logfile_id", "window", "id").values_list("run_id", "name", "source", "value", "line")
+    for run_id, name, source, value, line in rows:
+        best = picked.get((run_id, name))
+        rank = SOURCE_ORDER.index(source) if source in SOURCE_ORDER else 99
+        if best is None or rank < (SOURCE_ORDER.index(best) if best in SOURCE_ORDER else 99):
+            picked[(run_id, name)] = source
+            inputs[run_id].series[name] = []
+        if picked[(run_id, name)] == source:
+            series = inputs[run_id].series[name]
+            series.append((len(series) + 1, value, line))
+    for run_id, ms, line in PhaseSample.objects.filter(
+        run_id__in=ids, name__icontains="verify"
+    ).order_by("logfile_id", "window", "id").values_list("run_id", "ms", "line"):
+        series = inputs[run_id].series.setdefault("verify_ms", [])
+        series.append((len(series) + 1, ms, line))
+    for c in CollectiveResult.objects.filter(run_id__in=ids).order_by("logfile_id", "line").values(
+        "run_id", "op", "size_bytes", "busbw_gbs", "algbw_gbs", "time_us", "in_place", "line"
+    ):
+        inputs[c.pop("run_id")].collectives.append(c)
+    return [inputs[i] for i in ids]
+
+
+def comparison_for(user, ids: list[int], baseline: int | None) -> tuple[list[RunInput], dict]:
+    inputs = comparison_inputs(user, ids)
+    return inputs, compare(inputs, baseline)
+
+
+@login_required
+@require_GET
+def compare_view(request: HttpRequest) -> HttpResponse:
+    # ?runs=3,7,9 (shareable) or ?run=3&run=7 (the run list's checkboxes without JavaScript)
+    ids = parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    baseline = request.GET.get("baseline")
+    inputs, result = comparison_for(request.user, ids, int(baseline) if baseline and baseline.isdigit() else None)
+    fmt = request.GET.get("format")
+    if fmt == "json":
+        response = JsonResponse(result)
+        response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
+        return response
+    if fmt == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="runlens-compare.csv"'
+        csv.writer(response).writerows(to_csv_rows(result))
+        return response
+    chart_data = {}
+    if len(inputs) >= 1 and result["phases"]:
+        chart_data["chart-breakdown"] = charts.cycle_breakdown(result)
+        if len(inputs) >= 2:
+            chart_data["chart-deltas"] = charts.phase_deltas(result)
+    for key, unit in SERIES.items():
+        traces = [(r.name, downsample(r.series.get(key, []))) for r in _ordered(inputs, result)]
+        if any(points for _, points in traces):
+            chart_data[f"chart-{key}"] = charts.over_the_run(traces, key, _series_title(key), unit)
+    coll = [(r.name, r.collectives) for r in _ordered(inputs, result) if r.collectives]
+    if coll:
+        chart_data["chart-collectives"] = charts.collectives(coll)
+    return render(request, "runs/compare.html", {
+        "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
+        "show_all": request.GET.get("all") == "1",
+    })
+
+
+def _ordered(inputs: list[RunInput], result: dict) -> list[RunInput]:
+    by_id = {r.id: r for r in inputs}
+    return [by_id[r["id"]] for r in result["runs"]]
+
+
+def _series_title(key: str) -> str:
+    return {"throughput_tok_s": "Throughput over the run", "tokens_per_cycle": "Tokens per cycle over the run",
+            "verify_ms": "Target verify ms/cycle over the run"}[key]

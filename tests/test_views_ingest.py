@@ -28,7 +28,8 @@ def test_upload_form_creates_a_queued_run_and_answers_json(client, alice, data_d
     run = Run.objects.get(id=body["id"])
     assert body == {"id": run.id, "status": "queued", "url": f"/runs/{run.id}/"}
     assert run.name == "two files" and sorted(t.name for t in run.tags.all()) == ["eagle3", "h200"]
-    assert [lf.original_name for lf in run.logfiles.all()] == ["spec_eagle3_tuned_2step.log", "spec_baseline_nospec.log"]
+    names = [lf.original_name for lf in run.logfiles.all()]
+    assert names == ["spec_eagle3_tuned_2step.log", "spec_baseline_nospec.log"]
     assert all((data_dir / lf.path).exists() for lf in run.logfiles.all())
 
 

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ninja",  # its static Swagger UI for /api/v1/docs: no CDN (air-gapped clusters)
     "runs",
     "ingest",
 ]
@@ -146,6 +147,9 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 DATA_UPLOAD_MAX_NUMBER_FILES = 100
+
+# REST API (webapp/api.py): requests per authenticated user (or per address without one).
+API_RATE = env("RUNLENS_API_RATE", "600/m")
 
 # Celery (RELIABILITY §3): the database is the source of truth, the queue only a doorbell.
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -23,6 +23,7 @@ urlpatterns = [
     path("", run_views.run_list, name="run_list"),
     path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
     path("runs/status.json", run_views.run_status, name="run_status"),
+    path("compare/", run_views.compare_view, name="compare"),
     path("upload/", ingest_views.upload, name="upload"),
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
     path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),

@@ -25,3 +25,11 @@ def drift_keys(nccl: dict) -> set[str]:
 @register.filter
 def src_of(logfile, line: int) -> dict:
     return {"logfile_id": logfile.id, "line": line}
+
+
+@register.filter
+def signed(value: float | None, digits: int = 2) -> str:
+    """`+1.23` / `-0.40`: deltas always show their sign."""
+    if value is None:
+        return "—"
+    return f"{value:+.{int(digits)}f}"

@@ -173,7 +173,27 @@ function setupSources() {
   });
 }
 
+function setupForms() {
+  document.querySelectorAll("select.autosubmit").forEach((s) => s.addEventListener("change", () => s.form.submit()));
+  const form = document.getElementById("compare-form");
+  if (!form) return;
+  // Keep the order in which runs were ticked: the first one is the baseline.
+  const picked = [];
+  form.addEventListener("change", (e) => {
+    if (e.target.name !== "run") return;
+    const i = picked.indexOf(e.target.value);
+    if (e.target.checked && i < 0) picked.push(e.target.value);
+    if (!e.target.checked && i >= 0) picked.splice(i, 1);
+  });
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (picked.length < 1) return;
+    window.location.assign(`${form.action}?runs=${picked.join(",")}&baseline=${picked[0]}`);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  setupForms();
   setupUpload();
   setupSources();
   watchRunList();

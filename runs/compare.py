@@ -1,0 +1,250 @@
+"""Comparing runs against a baseline (DESIGN, "Analysis": compare.py). Pure: dicts in, dicts out.
+
+Each run comes in as a `RunInput`: its parse JSON (the contract shape), its per-window series and
+its configuration with sources. The view fetches those in a fixed number of queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The summary table, in reading order: key, label, unit, which direction is better.
+METRICS = [
+    ("throughput_tok_s", "Throughput", "tok/s", "higher"),
+    ("tokens_per_cycle", "Tokens / cycle", "", "higher"),
+    ("cycle_ms", "Cycle", "ms", "lower"),
+    ("verify_ms", "Target verify", "ms/cyc", "lower"),
+]
+# Differences here make two runs measure different things (DESIGN: "comparable?" verdict).
+COMPARABILITY_KEYS = [
+    ("model", "model"), ("tp_size", "TP size"), ("spec.steps", "steps"), ("gpu", "GPU"),
+    ("engine", "engine"), ("engine.version", "engine version"), ("spec.algorithm", "algorithm"),
+]
+# A non-speculative run's target forward is the work a speculative run's verify replaces.
+EQUIVALENT_PHASES = {"Target verify": "Target forward"}
+MAX_POINTS = 400  # per trace on "over the run": more points only make the page heavy
+
+
+@dataclass
+class RunInput:
+    id: int
+    name: str
+    parsed: dict
+    # per-window values: {"verify_ms": [(window, value, line), ...], "throughput_tok_s": [...], ...}
+    series: dict[str, list[tuple[int, float, int | None]]] = field(default_factory=dict)
+    # {key: {"value": v, "source": "x.log line 12" or "set by alice at ..."}}
+    config: dict[str, dict] = field(default_factory=dict)
+    steps: int | None = None
+    collectives: list[dict] = field(default_factory=list)
+
+
+def _verify(parsed: dict) -> dict | None:
+    return next((p for p in parsed.get("phases", []) if "verify" in p["name"].lower()), None)
+
+
+def figures(run: RunInput) -> dict[str, float | None]:
+    s = run.parsed.get("summary") or {}
+    verify = _verify(run.parsed)
+    return {
+        "throughput_tok_s": s.get("throughput_tok_s"),
+        "tokens_per_cycle": s.get("tokens_per_cycle"),
+        "cycle_ms": s.get("cycle_ms"),
+        "verify_ms": verify["ms"] if verify else None,
+        "verify_pct": verify["pct"] if verify else None,
+    }
+
+
+def spread(values: list[float]) -> float | None:
+    """Half the interquartile range of per-window values: the noise a delta must exceed."""
+    if len(values) < 4:
+        return None
+    v = sorted(values)
+    q1, q3 = v[len(v) // 4], v[(3 * len(v)) // 4]
+    return (q3 - q1) / 2
+
+
+def _delta(value: float | None, base: float | None) -> tuple[float | None, float | None]:
+    if value is None or base is None:
+        return None, None
+    d = value - base
+    return round(d, 4), (round(100 * d / base, 2) if base else None)
+
+
+def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
+    """Runs against a baseline: per-phase and per-metric deltas, noise, config diff, headline."""
+    if not runs:
+        return {"baseline": None, "runs": [], "metrics": [], "phases": [], "config": [],
+                "comparable": {"ok": True, "differences": []}, "headline": []}
+    by_id = {r.id: r for r in runs}
+    base = by_id.get(baseline_id) or runs[0]
+    ordered = [base] + [r for r in runs if r.id != base.id]
+    figs = {r.id: figures(r) for r in ordered}
+
+    metrics = []
+    for key, label, unit, better in METRICS:
+        base_value = figs[base.id][key]
+        rows = {}
+        for r in ordered:
+            value = figs[r.id][key]
+            d, pct = _delta(value, base_value)
+            noise_values = [x for x in (_noise(r, key), _noise(base, key)) if x is not None]
+            noise = max(noise_values) if noise_values else None
+            significant = d is not None and r.id != base.id and abs(d) > (noise or 0) and abs(pct or 0) >= 1.0
+            verdict = None
+            if significant:
+                verdict = "better" if (d > 0) == (better == "higher") else "worse"
+            rows[r.id] = {"value": value, "delta": d, "delta_pct": pct, "noise": noise,
+                          "significant": significant, "verdict": verdict}
+        metrics.append({"key": key, "label": label, "unit": unit, "better": better, "runs": rows})
+
+    phases = _phase_rows(ordered, base)
+    config = config_diff(ordered)
+    comparable = comparability(ordered)
+    result = {
+        "baseline": base.id,
+        "runs": [
+            {"id": r.id, "name": r.name, "steps": r.steps, **figs[r.id],
+             "nccl": _nccl_brief(r.parsed.get("nccl") or {}), "windows": (r.parsed.get("summary") or {}).get("windows")}
+            for r in ordered
+        ],
+        "metrics": metrics,
+        "phases": phases,
+        "config": config,
+        "comparable": comparable,
+    }
+    result["headline"] = headline(result)
+    return result
+
+
+def _noise(run: RunInput, key: str) -> float | None:
+    return spread([v for _, v, _ in run.series.get(key, [])])
+
+
+def _phase_rows(ordered: list[RunInput], base: RunInput) -> list[dict]:
+    names: list[str] = []
+    table: dict[int, dict[str, dict]] = {}
+    for r in ordered:
+        table[r.id] = {p["name"]: p for p in r.parsed.get("phases", [])}
+        names += [n for n in table[r.id] if n not in names]
+    rows = []
+    for name in names:
+        base_phase = table[base.id].get(name) or table[base.id].get(EQUIVALENT_PHASES.get(name, ""))
+        base_ms = (base_phase or {}).get("ms")
+        cells = {}
+        for r in ordered:
+            p = table[r.id].get(name)
+            ms = p["ms"] if p else None
+            d, pct = _delta(ms, base_ms)
+            cells[r.id] = {"ms": ms, "pct": p["pct"] if p else None, "delta_ms": d, "delta_pct": pct}
+        rows.append({"name": name, "runs": cells,
+                     "baseline_as": base_phase["name"] if base_phase and base_phase["name"] != name else None})
+    return rows
+
+
+def _nccl_brief(nccl: dict) -> dict:
+    return {"status": nccl.get("status") or "unknown", "drift": [d["key"] for d in nccl.get("drift", [])],
+            "version": nccl.get("version")}
+
+
+def config_diff(ordered: list[RunInput]) -> list[dict]:
+    """Every configuration key with each run's value and source; `differs` marks the ones to show."""
+    keys: list[str] = []
+    for r in ordered:
+        keys += [k for k in r.config if k not in keys]
+    rows = []
+    for key in sorted(keys):
+        cells = {r.id: r.config.get(key) for r in ordered}
+        values = {_norm(c["value"]) if c else None for c in cells.values()}
+        rows.append({"key": key, "runs": cells, "differs": len(values) > 1})
+    return rows
+
+
+def _norm(value: object) -> str:
+    return str(value).strip().lower()
+
+
+def comparability(ordered: list[RunInput]) -> dict:
+    """Runs differing in model, TP size, steps, GPU or engine version measure different things."""
+    differences = []
+    for key, label in COMPARABILITY_KEYS:
+        values = [(r.config.get(key) or {}).get("value") for r in ordered]
+        known = [v for v in values if v is not None]
+        if len({_norm(v) for v in known}) > 1:
+            shown = " vs ".join("?" if v is None else str(v) for v in values)
+            differences.append({"key": key, "label": label, "values": values, "text": f"{label} differ: {shown}"})
+    return {"ok": not differences, "differences": differences}
+
+
+def headline(result: dict) -> list[dict]:
+    """Plain-rule sentences, each pointing at the section with its evidence (`anchor`)."""
+    runs = result["runs"]
+    if len(runs) < 2:
+        return []
+    base, out = runs[0], []
+    tput = next(m for m in result["metrics"] if m["key"] == "throughput_tok_s")
+    others = [r for r in runs[1:] if tput["runs"][r["id"]]["delta_pct"] is not None]
+    if others:
+        r = max(others, key=lambda r: abs(tput["runs"][r["id"]]["delta_pct"]))
+        cell = tput["runs"][r["id"]]
+        if cell["significant"]:
+            word = "faster" if cell["delta"] > 0 else "slower"
+            text = (f"{r['name']} is {abs(cell['delta_pct']):.0f}% {word} than {base['name']} "
+                    f"({cell['value']:.1f} vs {base['throughput_tok_s']:.1f} tok/s).")
+        else:
+            text = (f"{r['name']} and {base['name']} are within the noise on throughput "
+                    f"({cell['value']:.1f} vs {base['throughput_tok_s']:.1f} tok/s).")
+        out.append({"text": text, "anchor": "summary"})
+    best = None
+    for row in result["phases"]:
+        for r in runs[1:]:
+            cell = row["runs"][r["id"]]
+            if cell["delta_ms"] is not None and (best is None or abs(cell["delta_ms"]) > abs(best[2]["delta_ms"])):
+                best = (row, r, cell)
+    if best and abs(best[2]["delta_ms"]) >= 0.01:
+        row, r, cell = best
+        base_ms = row["runs"][base["id"]]["ms"]
+        if base_ms is None:  # the baseline's equivalent phase (target forward for verify)
+            base_ms = cell["ms"] - cell["delta_ms"]
+        share = f", {cell['pct']:.0f}% of the cycle" if cell["pct"] is not None else ""
+        out.append({"text": f"{row['name']} {cell['delta_ms']:+.2f} ms/cyc in {r['name']} "
+                            f"({base_ms:.2f} → {cell['ms']:.2f}{share}).", "anchor": "breakdown"})
+    for r in runs:
+        drift = r["nccl"]["drift"]
+        if r["nccl"]["status"] == "drift":
+            names = ", ".join(drift[:4]) + (", ..." if len(drift) > 4 else "")
+            out.append({"text": f"{r['name']}: the workers never got {len(drift)} NCCL variable"
+                                f"{'s' if len(drift) != 1 else ''} the launcher declared ({names}).",
+                        "anchor": "config", "alarm": True})
+    for d in result["comparable"]["differences"]:
+        out.append({"text": d["text"] + ".", "anchor": "config"})
+    return out
+
+
+def downsample(points: list[tuple[int, float, int | None]], limit: int = MAX_POINTS) -> list[tuple]:
+    """Keep the min and max of each bucket so spikes survive thinning (and order is kept)."""
+    if len(points) <= limit:
+        return points
+    size = max(1, (2 * len(points)) // limit)
+    out = []
+    for i in range(0, len(points), size):
+        bucket = points[i:i + size]
+        lo = min(bucket, key=lambda p: p[1])
+        hi = max(bucket, key=lambda p: p[1])
+        out += sorted({lo, hi}, key=lambda p: p[0])
+    return out
+
+
+def to_csv_rows(result: dict) -> list[list]:
+    """The summary and phase tables as CSV rows (run, metric, value, delta, delta %, noise)."""
+    names = {r["id"]: r["name"] for r in result["runs"]}
+    rows = [["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]]
+    for m in result["metrics"]:
+        for rid, cell in m["runs"].items():
+            rows.append([rid, names[rid], rid == result["baseline"], m["key"], cell["value"], m["unit"],
+                         cell["delta"], cell["delta_pct"], cell["noise"], cell["significant"]])
+    for p in result["phases"]:
+        for rid, cell in p["runs"].items():
+            rows.append([rid, names[rid], rid == result["baseline"], f"phase:{p['name']}", cell["ms"], "ms/cyc",
+                         cell["delta_ms"], cell["delta_pct"], None, None])
+    return rows
+

@@ -1,0 +1,98 @@
+"""runs.compare without a database: deltas, noise, config diff, comparability, headline."""
+
+from runs.compare import RunInput, compare, config_diff, downsample, spread, to_csv_rows
+
+
+def _run(id, name, tput, tpc, cycle, verify, *, series=None, config=None, nccl=None, phases=None):
+    return RunInput(
+        id=id, name=name,
+        parsed={
+            "summary": {"throughput_tok_s": tput, "tokens_per_cycle": tpc, "cycle_ms": cycle, "windows": 6},
+            "phases": phases if phases is not None else [
+                {"name": "Draft", "ms": 0.2, "pct": 4.0, "windows": 6},
+                {"name": "Target verify", "ms": verify, "pct": 95.0, "windows": 6},
+            ],
+            "nccl": nccl or {"status": "ok", "drift": []},
+        },
+        series=series or {}, config=config or {},
+    )
+
+
+STORY_A = _run(1, "2-step", 94.0, 1.92, 20.4, 19.14)
+STORY_B = _run(2, "3-step", 61.7, 1.97, 31.9, 30.0, nccl={"status": "drift", "drift": [
+    {"key": k}
+    for k in ["NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_LEVEL", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_NTHREADS"]
+]})
+
+
+def test_story_verify_delta_and_throughput_drop():
+    result = compare([STORY_A, STORY_B], baseline_id=1)
+    verify = next(p for p in result["phases"] if p["name"] == "Target verify")
+    assert verify["runs"][2]["delta_ms"] == 10.86
+    tput = next(m for m in result["metrics"] if m["key"] == "throughput_tok_s")
+    assert tput["runs"][2]["delta_pct"] == -34.36 and tput["runs"][2]["verdict"] == "worse"
+
+
+def test_headline_tells_the_story_in_order():
+    texts = [h["text"] for h in compare([STORY_A, STORY_B], 1)["headline"]]
+    assert texts[0] == "3-step is 34% slower than 2-step (61.7 vs 94.0 tok/s)."
+    assert texts[1].startswith("Target verify +10.86 ms/cyc in 3-step (19.14 → 30.00, 95% of the cycle)")
+    assert "never got 6 NCCL variables" in texts[2] and "NCCL_PROTO" in texts[2]
+
+
+def test_baseline_comes_first_whatever_the_order_given():
+    result = compare([STORY_A, STORY_B], baseline_id=2)
+    assert [r["id"] for r in result["runs"]] == [2, 1] and result["baseline"] == 2
+
+
+def test_change_inside_the_noise_is_not_a_regression():
+    noisy = {"throughput_tok_s": [(i, v, i) for i, v in enumerate([90, 100, 95, 105, 92, 99, 101, 94])]}
+    a = _run(1, "a", 96.0, 2.0, 20, 19, series=noisy)
+    b = _run(2, "b", 94.5, 2.0, 20, 19, series=noisy)
+    cell = next(m for m in compare([a, b], 1)["metrics"] if m["key"] == "throughput_tok_s")["runs"][2]
+    assert cell["noise"] > 1.5 and not cell["significant"] and cell["verdict"] is None
+
+
+def test_verify_of_a_speculative_run_is_compared_with_the_baselines_target_forward():
+    base = _run(1, "no spec", 243.8, None, 4.1, None, phases=[{"name": "Target forward", "ms": 4.10, "pct": 100.0}])
+    spec = _run(2, "eagle", 472.8, 2.2, 4.6, 4.08)
+    verify = next(p for p in compare([base, spec], 1)["phases"] if p["name"] == "Target verify")
+    assert verify["runs"][2]["delta_ms"] == -0.02 and verify["baseline_as"] == "Target forward"
+
+
+def test_config_diff_marks_only_differing_keys():
+    a = _run(1, "a", 1, 1, 1, 1, config={"spec.steps": {"value": 2}, "tp_size": {"value": 2}})
+    b = _run(2, "b", 1, 1, 1, 1, config={"spec.steps": {"value": 3}, "tp_size": {"value": 2}})
+    rows = {r["key"]: r["differs"] for r in config_diff([a, b])}
+    assert rows == {"spec.steps": True, "tp_size": False}
+
+
+def test_different_steps_make_runs_not_comparable():
+    a = _run(1, "a", 1, 1, 1, 1, config={"spec.steps": {"value": 2}})
+    b = _run(2, "b", 1, 1, 1, 1, config={"spec.steps": {"value": 3}})
+    verdict = compare([a, b], 1)["comparable"]
+    assert not verdict["ok"] and verdict["differences"][0]["text"] == "steps differ: 2 vs 3"
+
+
+def test_spread_is_half_the_interquartile_range():
+    assert spread([1, 2, 3]) is None
+    assert spread([10, 20, 30, 40, 50, 60, 70, 80]) == 20.0
+
+
+def test_downsample_keeps_spikes_and_bounds_points():
+    points = [(i, 1.0, i) for i in range(10_000)]
+    points[5000] = (5000, 99.0, 5000)
+    thin = downsample(points, limit=400)
+    assert len(thin) <= 420 and (5000, 99.0, 5000) in thin
+    assert [p[0] for p in thin] == sorted(p[0] for p in thin)
+
+
+def test_csv_has_one_row_per_run_and_figure():
+    rows = to_csv_rows(compare([STORY_A, STORY_B], 1))
+    assert rows[0][:4] == ["run_id", "run", "baseline", "metric"]
+    assert len(rows) == 1 + 2 * 4 + 2 * 2
+    assert [2, "3-step", False, "throughput_tok_s", 61.7, "tok/s", -32.3, -34.36] == rows[2][:8]
+
+
+def test_no_runs_gives_an_empty_comparison():
+    assert compare([], None)["runs"] == []

@@ -1,0 +1,74 @@
+"""The comparison page: content, exports, permissions and a fixed number of queries."""
+
+import csv
+import io
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def story(alice, upload_run):
+    base = upload_run(alice, "spec_baseline_nospec.log", name="baseline")
+    tuned = upload_run(alice, "spec_eagle3_tuned_2step.log", name="tuned 2-step")
+    dropped = upload_run(alice, "sweep/sweep_dropped_2step.log", name="dropped 2-step")
+    return base, tuned, dropped
+
+
+def test_comparison_page_shows_breakdown_deltas_and_drift(client, alice, story):
+    base, tuned, dropped = story
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{tuned.id},{dropped.id}&baseline={base.id}").content.decode()
+    for anchor in ('id="chart-breakdown"', 'id="chart-deltas"', 'id="chart-verify_ms"', 'id="headline"'):
+        assert anchor in body
+    assert "dropped 2-step: the workers never got 6 NCCL variables" in body
+    assert "NCCL_PROTO" in body and "Target verify" in body
+
+
+def test_the_url_reproduces_the_view_with_another_baseline(client, alice, story):
+    base, tuned, _ = story
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{tuned.id}&baseline={tuned.id}").content.decode()
+    assert f'<option value="{tuned.id}" selected>' in body
+    assert body.index("tuned 2-step · baseline</a>") < body.index(">baseline</a>")
+
+
+def test_csv_and_json_downloads(client, alice, story):
+    base, tuned, _ = story
+    client.force_login(alice)
+    url = f"/compare/?runs={base.id},{tuned.id}&baseline={base.id}"
+    response = client.get(url + "&format=csv")
+    assert response["Content-Type"].startswith("text/csv") and "attachment" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    tput = next(r for r in rows if r[0] == str(tuned.id) and r[3] == "throughput_tok_s")
+    assert float(tput[4]) == 472.8 and float(tput[6]) == pytest.approx(228.97)
+    data = client.get(url + "&format=json").json()
+    assert data["baseline"] == base.id and [r["id"] for r in data["runs"]] == [base.id, tuned.id]
+
+
+def test_runs_of_other_teams_are_left_out(client, alice, eve, story):
+    base, tuned, _ = story
+    client.force_login(eve)
+    data = client.get(f"/compare/?runs={base.id},{tuned.id}&format=json").json()
+    assert data["runs"] == []
+
+
+def test_query_count_does_not_grow_with_the_number_of_runs(client, alice, story, upload_run):
+    client.force_login(alice)
+    ids = ",".join(str(r.id) for r in story)
+    with CaptureQueriesContext(connection) as three:
+        client.get(f"/compare/?runs={ids}")
+    more = [upload_run(alice, "sweep/sweep_tuned_3step.log").id, upload_run(alice, "sweep/sweep_default_1step.log").id]
+    with CaptureQueriesContext(connection) as five:
+        client.get(f"/compare/?runs={ids},{more[0]},{more[1]}")
+    assert len(three) == len(five) <= 10
+
+
+def test_run_list_checkboxes_compare_without_javascript(client, alice, story):
+    base, tuned, _ = story
+    client.force_login(alice)
+    body = client.get(f"/compare/?run={base.id}&run={tuned.id}&format=json").json()
+    assert [r["id"] for r in body["runs"]] == [base.id, tuned.id]
