@@ -141,3 +141,30 @@ def collectives(runs: list) -> dict:
                       xaxis_title="message size (bytes)", yaxis_title="bus bandwidth (GB/s)", height=380)
     fig.update_xaxes(type="log")
     return fig.to_plotly_json()
+
+
+def acceptance_curve(name: str, curve: dict) -> dict:
+    """Throughput against per-position acceptance for k = 1..5 at this run's cycle time."""
+    fig = go.Figure()
+    for i, s in enumerate(curve["series"]):
+        fig.add_trace(go.Scatter(
+            x=s["p"], y=s["throughput_tok_s"], name=f"k = {s['steps']}", mode="lines",
+            line={"color": PALETTE[i % len(PALETTE)]},
+            hovertemplate="p = %{x:.2f}: %{y:.1f} tok/s<extra>%{fullData.name}</extra>",
+        ))
+    for value, label, dash in ((curve.get("baseline_tok_s"), "baseline", "dash"),
+                               (curve.get("target_tok_s"), "target", "dot")):
+        if value:
+            fig.add_hline(y=value, line={"dash": dash, "color": "#555"}, annotation_text=f"{label} {value:.1f} tok/s")
+    point = curve.get("run_point") or {}
+    if point.get("p") is not None:
+        fig.add_trace(go.Scatter(
+            x=[point["p"]], y=[point["throughput_tok_s"]], name=f"{name} (measured)", mode="markers",
+            marker={"size": 13, "color": "#c53030", "symbol": "diamond"},
+            hovertemplate="measured: p ≈ %{x:.2f}, %{y:.1f} tok/s<extra></extra>",
+        ))
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, height=380,
+                      title={"text": f"{name}: throughput vs acceptance at {curve['cycle_ms']:.2f} ms/cycle",
+                             "font": {"size": 15}},
+                      xaxis_title="per-position acceptance p", yaxis_title="tok/s")
+    return fig.to_plotly_json()

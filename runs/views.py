@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs import charts
+from runs import charts, specdecode
 from runs.compare import RunInput, compare, downsample, to_csv_rows
 from runs.models import CollectiveResult, LogFile, MetricSample, PhaseSample, Run, Status, visible_runs
 
@@ -205,13 +205,44 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         traces = [(r.name, downsample(r.series.get(key, []))) for r in _ordered(inputs, result)]
         if any(points for _, points in traces):
             chart_data[f"chart-{key}"] = charts.over_the_run(traces, key, _series_title(key), unit)
+    target = _float(request.GET.get("target"))
+    analyses = spec_analyses(result, target)
+    for a in analyses:
+        if a["analysis"]["curve"].get("series"):
+            chart_data[f"chart-curve-{a['id']}"] = charts.acceptance_curve(a["name"], a["analysis"]["curve"])
     coll = [(r.name, r.collectives) for r in _ordered(inputs, result) if r.collectives]
     if coll:
         chart_data["chart-collectives"] = charts.collectives(coll)
     return render(request, "runs/compare.html", {
         "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
-        "show_all": request.GET.get("all") == "1",
+        "show_all": request.GET.get("all") == "1", "analyses": analyses, "target": target,
     })
+
+
+def _float(raw: str | None) -> float | None:
+    try:
+        value = float(raw) if raw else None
+    except ValueError:
+        return None
+    return value if value is not None and 0 < value < 1e7 else None
+
+
+def spec_analyses(result: dict, target: float | None) -> list[dict]:
+    """The speculative-decoding arithmetic of each speculative run against the baseline."""
+    runs = result["runs"]
+    if not runs:
+        return []
+    base = runs[0]
+    verifies = [r["verify_ms"] for r in runs if r["verify_ms"]]
+    best_verify = min(verifies) if verifies else None
+    out = []
+    for r in runs:
+        if not r["tokens_per_cycle"] or r["id"] == base["id"]:
+            continue
+        summary = {k: r[k] for k in ("throughput_tok_s", "tokens_per_cycle", "cycle_ms", "verify_ms")}
+        out.append({"id": r["id"], "name": r["name"], "analysis": specdecode.analysis(
+            {**summary, "steps": r["steps"]}, base, target_tok_s=target, best_verify_ms=best_verify)})
+    return out
 
 
 def _ordered(inputs: list[RunInput], result: dict) -> list[RunInput]:

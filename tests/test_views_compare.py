@@ -72,3 +72,12 @@ def test_run_list_checkboxes_compare_without_javascript(client, alice, story):
     client.force_login(alice)
     body = client.get(f"/compare/?run={base.id}&run={tuned.id}&format=json").json()
     assert [r["id"] for r in body["runs"]] == [base.id, tuned.id]
+
+
+def test_analysis_panel_gives_break_even_and_required_acceptance(client, alice, story):
+    base, tuned, _ = story
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{tuned.id}&baseline={base.id}&target=600").content.decode()
+    assert 'id="analysis"' in body and 'id="chart-curve-' in body
+    # 243.83 tok/s x 4.6 ms = 1.12 tokens/cycle to break even; 600 tok/s x 4.6 ms = 2.76 -> p = 0.92
+    assert "1.12" in body and "0.92" in body and "above the break-even" in body

@@ -1,0 +1,47 @@
+"""runs.charts without a database: figure dicts with the right traces and provenance."""
+
+from types import SimpleNamespace
+
+from runs import charts
+from runs.compare import RunInput, compare
+
+
+def _run(id, name, verify):
+    return RunInput(id=id, name=name, parsed={
+        "summary": {"throughput_tok_s": 100.0, "tokens_per_cycle": 2.0, "cycle_ms": 20.0},
+        "phases": [{"name": "Draft", "ms": 1.0, "pct": 5.0}, {"name": "Target verify", "ms": verify, "pct": 95.0}],
+        "nccl": {"status": "ok", "drift": []}})
+
+
+def test_phase_timeline_stacks_phases_and_carries_line_numbers():
+    rows = [SimpleNamespace(name="Draft", window=1, ms=0.5, line=10),
+            SimpleNamespace(name="Target verify", window=1, ms=4.0, line=11)]
+    fig = charts.phase_timeline(rows)
+    assert [t["name"] for t in fig["data"]] == ["Draft", "Target verify"]
+    assert fig["data"][1]["customdata"] == [11] and fig["data"][1]["stackgroup"] == "phases"
+
+
+def test_cycle_breakdown_has_one_bar_per_run_with_baseline_first():
+    result = compare([_run(1, "a", 19.1), _run(2, "b", 30.0)], baseline_id=2)
+    fig = charts.cycle_breakdown(result)
+    verify = next(t for t in fig["data"] if t["name"] == "Target verify")
+    assert list(verify["y"]) == ["b (baseline)", "a"] and list(verify["x"]) == [30.0, 19.1]
+    assert verify["text"][0] == "30.00 ms · 95%"
+
+
+def test_phase_deltas_colour_slower_phases_red():
+    fig = charts.phase_deltas(compare([_run(1, "a", 19.1), _run(2, "b", 30.0)], baseline_id=1))
+    trace = fig["data"][0]
+    assert trace["name"] == "b" and trace["text"][1] == "+10.90 ms/cyc" and trace["marker"]["color"][1] == "#c53030"
+
+
+def test_collectives_use_a_log_size_axis_and_split_sides():
+    rows = [{"size_bytes": 8, "busbw_gbs": 0.1, "in_place": False},
+            {"size_bytes": 8, "busbw_gbs": 0.2, "in_place": True}]
+    fig = charts.collectives([("run", rows)])
+    assert fig["layout"]["xaxis"]["type"] == "log" and len(fig["data"]) == 2
+
+
+def test_names_are_data_not_markup():
+    fig = charts.over_the_run([("<img src=x onerror=alert(1)>", [(1, 2.0, 5)])], "k", "t", "ms")
+    assert fig["data"][0]["name"] == "<img src=x onerror=alert(1)>"
