@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
+import subprocess
+import sys
+import uuid
+from urllib.parse import quote
 
 import pytest
 
-from tests.samples import DATA
+from tests.samples import DATA, PROJECT_ROOT
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,6 +42,25 @@ def data_dir(settings, tmp_path):
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
     return settings.DATA_DIR
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Rate-limit counters (the API throttle) start at zero in every test."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture
+def bearer(db):
+    """`bearer(user)` -> request headers with a new API token of that user."""
+    from webapp.auth import create_token
+
+    def make(user) -> dict[str, str]:
+        return {"Authorization": f"Bearer {create_token(user)}"}
+
+    return make
 
 
 def _user(django_user_model, name: str):
@@ -83,7 +106,7 @@ def upload_run(data_dir):
         try:
             run = services.register_upload(
                 user, [services.IncomingFile(n.split("/")[-1], h, log_path(n).stat().st_size)
-                       for n, h in zip(names, handles)],
+                       for n, h in zip(names, handles, strict=True)],
                 project=project, **kw,
             )
         finally:
@@ -97,3 +120,49 @@ def upload_run(data_dir):
 
     return make
 
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def worker(transactional_db, data_dir):
+    """A Celery worker process on a queue of its own, reading the test database."""
+    from django.conf import settings
+
+    from webapp.celery import app as celery_app
+
+    queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "RUNLENS_DATA_DIR": str(data_dir),
+        "RUNLENS_QUEUE": queue,
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    old_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", queue, "-c", "1",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{queue}@%h",
+         "--loglevel", "WARNING"],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    yield proc
+    celery_app.conf.task_default_queue = old_queue
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    from django.db import connection
+
+    connection.close()

@@ -2,61 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
-import uuid
-from urllib.parse import quote
 
 import pytest
-from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from runs.models import MetricSample, PhaseSample, Run, Status
-from tests.samples import PROJECT_ROOT, log_path
-from webapp.celery import app as celery_app
+from tests.samples import log_path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-@pytest.fixture
-def worker(transactional_db, data_dir):
-    """A Celery worker process on a queue of its own, reading the test database."""
-    queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "RUNLENS_DATA_DIR": str(data_dir),
-        "RUNLENS_QUEUE": queue,
-        "REDIS_URL": settings.REDIS_URL,
-    }
-    old_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = queue
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", queue, "-c", "1",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{queue}@%h",
-         "--loglevel", "WARNING"],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    yield proc
-    celery_app.conf.task_default_queue = old_queue
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    connection.close()
 
 
 def _wait_until_done(run_id: int, proc: subprocess.Popen, timeout: float = 90) -> Run:
