@@ -9,6 +9,7 @@ from django.views.decorators.cache import cache_control
 
 from ingest import views as ingest_views
 from runs import views as run_views
+from webapp.api import api
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -31,4 +32,5 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
 ]

@@ -1,0 +1,179 @@
+"""Input and output schemas of the runs API (runs/api.py), in pairs where both exist."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from django.urls import reverse
+from ninja import Field, Schema
+
+from runs.models import Annotation, LogFile, Run
+
+StatusName = Literal["queued", "parsing", "ready", "failed"]
+MAX_ID = 2**63 - 1  # bigint primary keys: a larger id is no id, not a database error
+# Text from users: no NUL (PostgreSQL refuses it in text and jsonb; a 422 beats a 500).
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+
+
+class ErrorDetail(Schema):
+    code: str = Field(description="stable, for programs: `not_found`, `path_outside_allowed_roots`, ...")
+    message: str = Field(description="for people")
+    line: int | None = Field(None, description="the offending line of the input, when there is one")
+
+
+class ErrorOut(Schema):
+    """Every error of the API has this shape, ninja's own 401/422/429 included."""
+
+    error: ErrorDetail
+
+
+def errors(*codes: int) -> frozenset[int]:
+    """Response codes documented with ErrorOut; 401 (no credentials) and 429 (rate) apply everywhere."""
+    return frozenset({401, 429, *codes})
+
+
+class RunFilters(Schema):
+    tag: Text | None = Field(None, max_length=64, description="runs with this tag")
+    status: StatusName | None = None
+    engine: Text | None = Field(None, max_length=32, description="sglang, vllm, nccl-tests, ...")
+    steps: int | None = Field(None, ge=0, le=32767, description="draft steps per cycle")
+    q: Text | None = Field(None, max_length=200, description="name contains (case-insensitive)")
+    project: Text | None = Field(None, max_length=100, description="project name")
+    page: int = Field(1, ge=1, le=100_000)
+    page_size: int = Field(50, ge=1, le=200)
+
+
+class RunOut(Schema):
+    """A run's summary figures (medians over windows), as the run list shows them."""
+
+    id: int
+    name: str
+    project: str
+    status: StatusName
+    error: str
+    created_at: datetime
+    created_by: str | None
+    tags: list[str]
+    engine: str
+    spec_algorithm: str
+    steps: int | None
+    steps_source: str
+    throughput_tok_s: float | None
+    tokens_per_cycle: float | None
+    cycle_ms: float | None
+    verify_ms: float | None
+    verify_pct: float | None
+    windows: int | None
+    nccl_status: str
+    url: str = Field(description="the run's page")
+
+    @staticmethod
+    def resolve_project(run: Run) -> str:
+        return run.project.name
+
+    @staticmethod
+    def resolve_created_by(run: Run) -> str | None:
+        return run.created_by.get_username() if run.created_by else None
+
+    @staticmethod
+    def resolve_tags(run: Run) -> list[str]:
+        return sorted(t.name for t in run.tags.all())
+
+    @staticmethod
+    def resolve_url(run: Run, context: dict) -> str:
+        return context["request"].build_absolute_uri(reverse("run_detail", args=[run.id]))
+
+
+class RunPageOut(Schema):
+    items: list[RunOut]
+    total: int = Field(description="runs matching the filters, over all pages")
+    page: int
+    page_size: int
+
+
+class LogFileStatusOut(Schema):
+    id: int
+    name: str = Field(description="the file's name as uploaded (metadata, never a path)")
+    status: StatusName
+    error: str
+    error_line: int | None = Field(description="the line of the log the parse stopped at")
+
+    @staticmethod
+    def resolve_name(logfile: LogFile) -> str:
+        return logfile.original_name
+
+
+class LogFileOut(LogFileStatusOut):
+    size: int
+    sha256: str
+    registered: bool = Field(description="read in place from the server (registered by path)")
+    formats: list[str]
+    lines: int
+    parsed_at: datetime | None
+    warnings: list[dict[str, Any]]
+
+
+class RunDetailOut(RunOut):
+    notes: str
+    meta: dict[str, Any] = Field(description="upload metadata: ci{commit, branch, url}, ...")
+    logfiles: list[LogFileOut]
+    parsed: dict[str, Any] = Field(
+        description="the parse of the whole run, the DESIGN 'Contract' shape; {} until a file is parsed",
+    )
+
+    @staticmethod
+    def resolve_logfiles(run: Run) -> list:
+        return list(run.logfiles.all())
+
+
+class RunStatusOut(Schema):
+    id: int
+    status: StatusName
+    error: str = Field(description="why the run failed: file and reason, one line per failed file")
+    logfiles: list[LogFileStatusOut]
+
+    @staticmethod
+    def resolve_logfiles(run: Run) -> list:
+        return list(run.logfiles.all())
+
+
+class TagsIn(Schema):
+    tags: list[Annotated[Text, Field(max_length=64)]] = Field(
+        max_length=100, description="the run's tags from now on (replaces the old ones)",
+    )
+
+
+class TagsOut(Schema):
+    id: int
+    tags: list[str]
+
+
+AnnotationKind = Literal["note", "nccl", "steps"]
+
+
+class AnnotationIn(Schema):
+    kind: AnnotationKind = Field(
+        Annotation.Kind.NOTE,
+        description="note: free text. nccl: `env | grep NCCL` output or NCCL_X=value lines, declared "
+        "settings of the run. steps: one integer, the run's draft step count.",
+    )
+    body: Text = Field(min_length=1, max_length=100_000)
+
+
+class AnnotationOut(Schema):
+    id: int
+    kind: AnnotationKind
+    body: str
+    author: str | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_author(annotation: Annotation) -> str | None:
+        return annotation.author.get_username() if annotation.author else None
+
+
+class DeletedOut(Schema):
+    id: int
+    deleted: bool = True
+

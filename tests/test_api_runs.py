@@ -1,0 +1,191 @@
+"""/api/v1/runs...: list, detail, status, delete, reparse, tags, annotations (runs/api.py)."""
+
+import pytest
+
+from ingest import services
+from runs.models import Annotation, LogFile, NcclSetting, Run, Status
+from tests.samples import upload_bytes
+
+pytestmark = pytest.mark.django_db
+
+TUNED = "spec_eagle3_tuned_2step.log"
+BASELINE = "spec_baseline_nospec.log"
+
+
+def test_list_shows_only_runs_of_my_projects(client, alice, eve, bearer, upload_run):
+    mine = upload_run(alice, TUNED, parse=False)
+    upload_run(eve, TUNED, parse=False, project="eve-lab")
+    body = client.get("/api/v1/runs", headers=bearer(alice)).json()
+    assert [r["id"] for r in body["items"]] == [mine.id] and body["total"] == 1
+    assert body["items"][0]["project"] == "team" and body["items"][0]["url"].endswith(f"/runs/{mine.id}/")
+
+
+def test_list_filters_by_tag_status_engine_steps_name_and_project(client, alice, bearer, upload_run):
+    tuned = upload_run(alice, TUNED, tags=["h200"], name="tuned 2-step")
+    baseline = upload_run(alice, BASELINE, name="baseline")
+    queued = upload_run(alice, TUNED, parse=False, name="queued one", project="other")
+    headers = bearer(alice)
+
+    def ids(query: str) -> list[int]:
+        return [r["id"] for r in client.get(f"/api/v1/runs?{query}", headers=headers).json()["items"]]
+
+    assert ids("tag=h200") == [tuned.id]
+    assert ids("status=queued") == [queued.id]
+    assert ids(f"engine={tuned.engine}&steps=2") == [tuned.id]
+    assert ids("q=BASE") == [baseline.id]
+    assert ids("project=other") == [queued.id]
+
+
+def test_list_pages_with_total(client, alice, bearer, upload_run):
+    runs = [upload_bytes(alice, f"r{i}.log", f"line {i}\n".encode()) for i in range(5)]
+    body = client.get("/api/v1/runs?page=2&page_size=2", headers=bearer(alice)).json()
+    assert body["total"] == 5 and body["page"] == 2 and body["page_size"] == 2
+    assert [r["id"] for r in body["items"]] == [runs[2].id, runs[1].id]  # newest first
+
+
+def test_detail_has_parsed_contract_summary_tags_and_logfiles(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED, tags=["eagle3"])
+    body = client.get(f"/api/v1/runs/{run.id}", headers=bearer(alice)).json()
+    assert body["parsed"] == run.parsed and body["parsed"]["spec"]["steps"] == 2
+    assert body["throughput_tok_s"] == run.throughput_tok_s and body["steps"] == 2
+    assert body["tags"] == ["eagle3"] and body["status"] == "ready"
+    lf = run.logfiles.get()
+    assert body["logfiles"] == [{
+        "id": lf.id, "name": TUNED, "status": "ready", "error": "", "error_line": None, "size": lf.size,
+        "sha256": lf.sha256, "registered": False, "formats": lf.formats, "lines": lf.lines,
+        "parsed_at": body["logfiles"][0]["parsed_at"], "warnings": lf.warnings,
+    }]
+
+
+def test_status_of_a_failed_run_gives_the_reason(client, alice, bearer):
+    run = upload_bytes(alice, "empty.log", b"")
+    services.parse_logfile(run.logfiles.get().id)
+    body = client.get(f"/api/v1/runs/{run.id}/status", headers=bearer(alice)).json()
+    assert body["status"] == "failed" and "empty.log" in body["error"] and "empty" in body["error"]
+    assert body["logfiles"][0]["status"] == "failed" and body["logfiles"][0]["name"] == "empty.log"
+
+
+@pytest.mark.parametrize(("method", "suffix", "data"), [
+    ("get", "", None),
+    ("get", "/status", None),
+    ("delete", "", None),
+    ("post", "/reparse", None),
+    ("put", "/tags", {"tags": ["x"]}),
+    ("get", "/annotations", None),
+    ("post", "/annotations", {"kind": "note", "body": "mine now"}),
+])
+def test_runs_of_other_projects_do_not_exist_for_me(client, alice, eve, bearer, upload_run, method, suffix, data):
+    run = upload_run(alice, TUNED, parse=False)
+    kwargs = {"data": data, "content_type": "application/json"} if data else {}
+    response = getattr(client, method)(f"/api/v1/runs/{run.id}{suffix}", headers=bearer(eve), **kwargs)
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    assert Run.objects.filter(id=run.id, status=Status.QUEUED).exists()
+    assert not Annotation.objects.exists() and not run.tags.exists()
+
+
+def test_creator_deletes_run_with_its_rows_and_stored_files(client, alice, bearer, upload_run, data_dir,
+                                                             django_capture_on_commit_callbacks):
+    run = upload_run(alice, TUNED)
+    stored = data_dir / run.logfiles.get().path
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.delete(f"/api/v1/runs/{run.id}", headers=bearer(alice))
+    assert response.status_code == 200 and response.json() == {"id": run.id, "deleted": True}
+    assert not Run.objects.exists() and not LogFile.objects.exists() and not stored.exists()
+
+
+def test_team_member_cannot_delete_someone_elses_run(client, alice, bob, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False)
+    response = client.delete(f"/api/v1/runs/{run.id}", headers=bearer(bob))
+    assert response.status_code == 403 and response.json()["error"]["code"] == "not_allowed"
+    assert Run.objects.filter(id=run.id).exists()
+
+
+def test_project_admin_deletes_a_members_run(client, alice, bob, bearer, upload_run):
+    run = upload_run(bob, TUNED, parse=False)
+    assert client.delete(f"/api/v1/runs/{run.id}", headers=bearer(alice)).status_code == 200
+    assert not Run.objects.exists()
+
+
+def test_reparse_queues_every_file_again(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED)
+    response = client.post(f"/api/v1/runs/{run.id}/reparse", headers=bearer(alice))
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    assert run.logfiles.get().status == Status.QUEUED
+
+
+def test_put_tags_replaces_the_tags(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False, tags=["old"])
+    response = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": ["new", " ci ", ""]},
+                          content_type="application/json", headers=bearer(alice))
+    assert response.json() == {"id": run.id, "tags": ["ci", "new"]}
+    assert sorted(run.tags.values_list("name", flat=True)) == ["ci", "new"]
+
+
+def test_note_annotation_is_stored_and_listed(client, alice, bob, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False)
+    created = client.post(f"/api/v1/runs/{run.id}/annotations", {"body": "verify is 95% of the cycle"},
+                          content_type="application/json", headers=bearer(bob))
+    assert created.status_code == 201 and created.json()["author"] == "bob" and created.json()["kind"] == "note"
+    listed = client.get(f"/api/v1/runs/{run.id}/annotations", headers=bearer(alice)).json()
+    assert [(a["kind"], a["body"]) for a in listed] == [("note", "verify is 95% of the cycle")]
+    assert Annotation.objects.get().author == bob
+
+
+def test_nccl_annotation_declares_settings_and_refreshes_the_summary(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED)
+    env = "NCCL_PROTO=LL\nNCCL_ALGO=Ring\nLD_LIBRARY_PATH=/opt/nccl/lib\nexport NCCL_MAX_NCHANNELS='16'\n"
+    response = client.post(f"/api/v1/runs/{run.id}/annotations", {"kind": "nccl", "body": env},
+                           content_type="application/json", headers=bearer(alice))
+    assert response.status_code == 201
+    rows = NcclSetting.objects.filter(run=run, logfile=None)
+    assert {(r.key, r.value, r.kind) for r in rows} == {
+        ("NCCL_PROTO", "LL", "declared"), ("NCCL_ALGO", "Ring", "declared"), ("NCCL_MAX_NCHANNELS", "16", "declared"),
+    }
+    assert all(r.source.startswith("annotation by alice at 20") for r in rows)
+    run.refresh_from_db()
+    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
+
+
+def test_nccl_annotation_with_a_bad_line_names_the_line_and_stores_nothing(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False)
+    response = client.post(f"/api/v1/runs/{run.id}/annotations", {"kind": "nccl", "body": "NCCL_PROTO=LL\noops\n"},
+                           content_type="application/json", headers=bearer(alice))
+    assert response.status_code == 422
+    assert response.json()["error"] == {
+        "code": "bad_nccl_line", "message": "line 2: expected NCCL_NAME=value, got 'oops'", "line": 2,
+    }
+    assert not Annotation.objects.exists() and not NcclSetting.objects.filter(run=run).exists()
+
+
+def test_steps_annotation_sets_steps_and_survives_a_reparse(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED)
+    response = client.post(f"/api/v1/runs/{run.id}/annotations", {"kind": "steps", "body": " 3 "},
+                           content_type="application/json", headers=bearer(alice))
+    assert response.status_code == 201
+    run.refresh_from_db()
+    assert run.steps == 3 and run.steps_source.startswith("set by alice at ")
+    services.reparse_run(run)
+    services.parse_logfile(run.logfiles.get().id)
+    run.refresh_from_db()
+    assert run.steps == 3 and run.steps_source.startswith("set by alice at ")
+
+
+def test_steps_annotation_that_is_not_a_number_is_refused(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False)
+    response = client.post(f"/api/v1/runs/{run.id}/annotations", {"kind": "steps", "body": "three"},
+                           content_type="application/json", headers=bearer(alice))
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_steps"
+    assert not Annotation.objects.exists()
+
+
+def test_id_beyond_bigint_is_a_validation_error_not_a_crash(client, alice, bearer):
+    response = client.get("/api/v1/runs/99999999999999999999999", headers=bearer(alice))
+    assert response.status_code == 422 and response.json()["error"]["code"] == "validation_error"
+
+
+def test_json_body_sent_as_text_plain_is_refused(client, alice, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False)
+    response = client.put(f"/api/v1/runs/{run.id}/tags", '{"tags": ["x"]}', content_type="text/plain",
+                          headers=bearer(alice))
+    assert response.status_code == 415 and response.json()["error"]["code"] == "unsupported_media_type"
+    assert not run.tags.exists()

@@ -1,0 +1,185 @@
+"""The one NinjaAPI of runlens, at /api/v1/ (OpenAPI at /api/v1/openapi.json, docs at /api/v1/docs).
+
+Routers: runs/api.py (reading and annotating runs), ingest/api.py (getting logs in). Auth is
+set once here: a Bearer token (CI), or the browser's session, whose writes need the CSRF token.
+Every error leaves as {"error": {"code", "message", "line"?}} with a stable code.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ObjectDoesNotExist
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI, Schema
+from ninja.errors import HttpError, ValidationError
+from ninja.parser import Parser
+from ninja.security import HttpBearer, SessionAuth
+from ninja.throttling import AuthRateThrottle
+from ninja.utils import normalize_path
+
+from ingest.api import router as ingest_router
+from ingest.services import ServiceError
+from runs.api import router as runs_router
+from runs.schemas import ErrorOut
+from webapp.auth import user_for_token
+
+log = logging.getLogger(__name__)
+
+
+class BearerToken(HttpBearer):
+    """`Authorization: Bearer rlt_...`, a token from `manage.py createtoken` (CI)."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
+        return user_for_token(token)
+
+
+class Session(SessionAuth):
+    """The browser's login session. ninja checks the CSRF token for it (RELIABILITY A3).
+
+    Only for a logged-in session: a request with no session at all is 401, not a CSRF 403.
+    """
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+
+class ApiRateThrottle(AuthRateThrottle):
+    """ninja's per-user throttle at settings.API_RATE (RUNLENS_API_RATE), read per request."""
+
+    def __init__(self) -> None:
+        super().__init__(settings.API_RATE)
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        if self.rate != settings.API_RATE:
+            self.rate = settings.API_RATE
+            self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request)
+
+
+class UnsupportedMediaType(Exception):
+    pass
+
+
+class JsonParser(Parser):
+    """JSON bodies only as application/json: a cross-site text/plain POST is never processed
+    (RELIABILITY A4, MLflow CVE-2023-43472)."""
+
+    def parse_body(self, request: HttpRequest) -> dict:
+        if request.content_type != "application/json":
+            raise UnsupportedMediaType(request.content_type)
+        return super().parse_body(request)
+
+
+class RunlensAPI(NinjaAPI):
+    def _get_bound_routers(self):
+        """ninja gives each router its own URL pattern per path, so `POST /runs` (ingest) behind
+        `GET /runs` (runs) would answer 405 (vitalik/django-ninja#1546). A path that two routers
+        share is served by one PathView holding the operations of both."""
+        fresh = self._bound_routers_cache is None
+        bound = super()._get_bound_routers()
+        if fresh:
+            seen = {}
+            for router in bound:
+                for path in list(router.path_operations):
+                    route = normalize_path("/".join((router.prefix, path)))
+                    if route in seen:
+                        seen[route].operations.extend(router.path_operations.pop(path).operations)
+                    else:
+                        seen[route] = router.path_operations[path]
+        return bound
+
+
+api = RunlensAPI(
+    title="runlens API",
+    version="1",
+    description="Upload or register run logs from CI, read parsed runs, annotate them. "
+    "Authenticate with `Authorization: Bearer <token>` (`python manage.py createtoken USER`).",
+    auth=[BearerToken(), Session()],
+    throttle=[ApiRateThrottle()],
+    parser=JsonParser(),
+    urls_namespace="api",
+)
+
+CODES = {
+    400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+    413: "too_large", 415: "unsupported_media_type", 422: "validation_error", 429: "rate_limited",
+}
+
+
+def error(request: HttpRequest, status: int, code: str, message: str, line: int | None = None) -> HttpResponse:
+    detail = {"code": code, "message": message}
+    if line is not None:
+        detail["line"] = line
+    return api.create_response(request, {"error": detail}, status=status)
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, UnsupportedMediaType):
+        return error(request, 415, "unsupported_media_type", "send the body as application/json")
+    code = CODES.get(exc.status_code, "error")
+    if exc.status_code == 403 and "CSRF" in exc.message:
+        code = "csrf_failed"
+        message = "CSRF check failed: send the X-CSRFToken header with a session, or use a Bearer token"
+    elif exc.status_code == 401:
+        message = "authentication required: send Authorization: Bearer <token>"
+    else:
+        message = exc.message
+    return error(request, exc.status_code, code, message)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    # The upload handler refused an oversized body before storing it, so its fields are missing.
+    refused = getattr(request, "upload_refused", None)
+    if refused:
+        return error(request, 413, "upload_too_large", refused)
+    sources = {str(e.get("loc", ("",))[0]) for e in exc.errors}
+    if sources & {"file", "form"} and not request.content_type.startswith("multipart/form-data"):
+        return error(request, 415, "unsupported_media_type", "send the files as multipart/form-data")
+    problems = []
+    for e in exc.errors:
+        where = ".".join(str(p) for p in e.get("loc", ()))
+        problems.append(f"{where}: {e.get('msg', 'invalid')}")
+    return error(request, 422, "validation_error", "; ".join(problems) or "invalid request")
+
+
+@api.exception_handler(ServiceError)
+def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    return error(request, exc.status, exc.code, exc.message, exc.line)
+
+
+@api.exception_handler(PermissionError)
+def on_permission_error(request: HttpRequest, exc: PermissionError) -> HttpResponse:
+    return error(request, 403, "forbidden", str(exc))
+
+
+@api.exception_handler(Http404)
+@api.exception_handler(ObjectDoesNotExist)
+def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return error(request, 404, "not_found", str(exc) or "not found")
+
+
+@api.exception_handler(Exception)
+def on_crash(request: HttpRequest, exc: Exception) -> HttpResponse:
+    log.exception("API %s %s failed", request.method, request.path)
+    return error(request, 500, "internal_error", "internal error; the server log has the details")
+
+
+class HealthOut(Schema):
+    status: str
+
+
+@api.get("/health", auth=None, response={200: HealthOut, 429: ErrorOut}, tags=["health"])
+def health(request: HttpRequest) -> dict:
+    """Liveness, without credentials (load balancers, CI waiting for the server)."""
+    return {"status": "ok"}
+
+
+api.add_router("/", runs_router, tags=["runs"])
+api.add_router("/", ingest_router, tags=["ingest"])
