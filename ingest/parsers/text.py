@@ -14,6 +14,7 @@ from .records import ParseError
 
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
 CHUNK = 1 << 16
+SNIFF_BYTES = 8192  # the head checked for NUL bytes (binary files)
 
 # ANSI escapes and the residue copies leave behind (^[ , U+FFFD, #033 for ESC). With the ESC
 # dropped altogether only colour codes with digits are taken (`[1;36m`, `[0;0m`): a bare `[m`
@@ -55,21 +56,22 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
     """
     from .records import Issue
 
+    # Sniff the first 8 KiB whatever the read size, so small chunks see the same head.
+    chunk = b""
+    while len(chunk) < SNIFF_BYTES:
+        more = stream.read(CHUNK)
+        if not more:
+            break
+        chunk += more
+    if not chunk:
+        raise ParseError(0, "the file is empty")
+    if b"\x00" in chunk[:SNIFF_BYTES]:
+        raise ParseError(1, "this is a binary file, not a text log (it contains NUL bytes)")
+    if chunk.startswith(b"\xef\xbb\xbf"):
+        chunk = chunk[3:]
     buf = b""
     lineno = 0
-    first = True
-    while True:
-        chunk = stream.read(CHUNK)
-        if first:
-            if not chunk:
-                raise ParseError(0, "the file is empty")
-            if b"\x00" in chunk[:8192]:
-                raise ParseError(1, "this is a binary file, not a text log (it contains NUL bytes)")
-            if chunk.startswith(b"\xef\xbb\xbf"):
-                chunk = chunk[3:]
-            first = False
-        if not chunk:
-            break
+    while chunk:
         buf += chunk
         start = 0
         while True:
@@ -88,6 +90,7 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
             if warnings is not None:
                 warnings.append(Issue(lineno, f"line longer than {MAX_LINE_BYTES} bytes was cut"))
             buf = _skip_to_newline(stream, buf[MAX_LINE_BYTES:])
+        chunk = stream.read(CHUNK)
     if buf.strip():
         lineno += 1
         if warnings is not None:
