@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from . import eagle_profile, launch_env, nccl_debug, nccl_tests, sglang
+from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, sglang, vllm
 from .records import ParseError, ParseResult
 from .summary import summarize
 from .text import number_lines, read_lines
@@ -18,6 +18,8 @@ from .text import number_lines, read_lines
 PARSERS = {
     "eagle_profile": eagle_profile.Parser,
     "sglang": sglang.Parser,
+    "vllm": vllm.Parser,
+    "llamacpp": llamacpp.Parser,
     "nccl_debug": nccl_debug.Parser,
     "nccl_tests": nccl_tests.Parser,
     "launch_env": launch_env.Parser,
@@ -26,7 +28,11 @@ PARSERS = {
 # Substrings that identify a format in the head of a file (for sniffing, not for parsing).
 _SIGNATURES = {
     "eagle_profile": ("_PROFILE]", "ms/cyc", "ms/step"),
-    "sglang": ("Decode batch", "Prefill batch", "server_args=ServerArgs", "sglang"),
+    "sglang": ("Decode batch", "Prefill batch", "server_args=ServerArgs", "sglang",
+               "Serving Benchmark Result", "Benchmark ..."),
+    "vllm": ("SpecDecoding metrics", "Speculative metrics", "Avg prompt throughput", "SpecDecodeWorker",
+             "vLLM", "vllm", "Serving Benchmark Result"),
+    "llamacpp": ("#mean acc len", "draft acceptance", "print_timing", "llama.cpp", "llama-server"),
     "nccl_debug": ("NCCL INFO", "NCCL WARN", "NCCL version"),
     "nccl_tests": ("nThread", "busbw", "Avg bus bandwidth", "nccl-tests"),
     # Broad on purpose: missing the declared side would turn drift into a false "ok".

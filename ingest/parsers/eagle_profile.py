@@ -9,6 +9,13 @@
 
 A non-speculative run prints `Target forward: 4.09 ms/step` with no header: each step is a
 cycle of one phase. Any `Name: X ms/cyc (P%)` line is a phase, whatever the name.
+
+Hand-made summary tables (tenstorrent vllm-tt-plugin PR #130) give one configuration per row:
+
+    accept 2 of 5          257 iters   1.992 tok/iter    5.420 ms/iter
+
+Each row is a window: `tok/iter` counts every token an iteration emits (1.000 without
+speculation), so it is tokens per cycle as is; `ms/iter` is the cycle time.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ _HEADER_FIELD = re.compile(r"(\w+)=(\d+)")
 _PHASE = re.compile(
     r"^\s*([A-Za-z][\w /+\-]*?)\s*:\s+(\d+(?:\.\d+)?)\s*ms/(cyc|cycle|step|iter)\b"
     r"(?:\s*\(\s*(\d+(?:\.\d+)?)\s*%\s*\))?"
+)
+_TABLE_ROW = re.compile(
+    r"^\s*(\S.*?)\s+(\d+)\s+(?:iters?|cycles?|steps?)\s+(\d+(?:\.\d+)?)\s*tok/(?:iter|cyc|step)\s+"
+    r"(\d+(?:\.\d+)?)\s*ms/(?:iter|cyc|step)\s*$"
 )
 _VALUE = re.compile(r"^\s+(Accept len|Accept length|Throughput)\s*:\s+(\d+(?:\.\d+)?)\s*(tok/s)?\s*$")
 _TOTALS = {"cycle total", "total", "cycle"}
@@ -44,6 +55,11 @@ class Parser:
             self._header(lineno, line)
             return
         if "ms/" in line:
+            if "tok/" in line:
+                m = _TABLE_ROW.match(line)
+                if m:
+                    self._table_row(lineno, m)
+                    return
             m = _PHASE.match(line)
             if m:
                 self._phase(lineno, m)
@@ -88,6 +104,19 @@ class Parser:
             self.result.metrics.append(Metric("cycle_ms", ms, self.window, lineno, NAME))
         else:
             self.result.phases.append(Phase(name, ms, pct, self.window, lineno, NAME))
+
+    def _table_row(self, lineno: int, m: re.Match) -> None:
+        self.result.add_format(NAME)
+        self.window += 1
+        self.in_block = False
+        self.seen = set()
+        tokens, ms = float(m.group(3)), float(m.group(4))
+        add = self.result.metrics.append
+        add(Metric("window_cycles", float(m.group(2)), self.window, lineno, NAME))
+        add(Metric("tokens_per_cycle", tokens, self.window, lineno, NAME))
+        add(Metric("cycle_ms", ms, self.window, lineno, NAME))
+        if ms > 0:
+            add(Metric("throughput_tok_s", round(1000 * tokens / ms, 4), self.window, lineno, NAME))
 
     def _value(self, lineno: int, label: str, value: float) -> None:
         metrics = self.result.metrics

@@ -1,10 +1,13 @@
 """Serving benchmark result blocks (FORMATS §2.1, §2.3), shared by the SGLang and vLLM parsers.
 
 Both tools print the same `{:<40} {:<10}` rows under a `= Serving Benchmark Result =` title,
-so one reader collects a block's rows and `owner()` tells whose block it is from the labels
-only one of the tools prints (`Backend:` and `Accept length:` are SGLang's; `Failed requests:`,
-`E2EL` and the `Speculative Decoding` section are vLLM's). A block with none of them is left to
-the engine the rest of the log names.
+so one reader collects a block's rows and notes whose block it is from the first label only
+one of the tools prints: SGLang's first row is `Backend:`, vLLM's `Successful requests:`;
+`Accept length:` and `E2E Latency` are SGLang's, `Failed requests:`, `E2EL` and the
+`Speculative Decoding` section vLLM's. A block with none of them goes to the engine the log has
+named so far, SGLang if none. The first telling label decides, once, and the owner is settled
+when the block closes, not at the end of the file: a cut-off copy then keeps its records a
+prefix of the whole file's.
 """
 
 from __future__ import annotations
@@ -16,14 +19,13 @@ from dataclasses import dataclass, field
 _TITLE = "Serving Benchmark Result"
 # `----------------End-to-End Latency----------------`
 _SECTION = re.compile(r"^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$")
-_FOOTER = re.compile(r"^\s*={10,}\s*$")
 # `Mean TTFT (ms):                          38.23     `: one token (or `not set`) after the colon.
 _ROW = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ()/%#.,\-]*?)\s*:(?:\s+(not set|\S+))?\s*$")
 # Rows that may open a block whose title was cut off in the copy.
-_START_LABELS = frozenset({
-    "successful requests", "benchmark duration (s)", "request throughput (req/s)",
-    "output token throughput (tok/s)",
-})
+_START = re.compile(
+    r"\s*(?:Successful requests|Benchmark duration \(s\)|Request throughput \(req/s\)"
+    r"|Output token throughput \(tok/s\)):\s+\S"
+)
 _UNITS = {"tok/s": "tok_s", "req/s": "req_s", "ms": "ms", "s": "s", "%": "pct", "rps": "rps"}
 
 _SGLANG_LABELS = frozenset({
@@ -49,34 +51,42 @@ class Row:
 @dataclass
 class Block:
     first_line: int
+    titled: bool = False  # opened by the `Serving Benchmark Result` title
+    tool: str | None = None  # "sglang"/"vllm" once a label only one tool prints was seen
     rows: list[Row] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)  # headers as printed
 
-    def get(self, key: str) -> object:
-        for row in self.rows:
-            if row.key == key:
-                return row.value
-        return None
+    def owner(self, settings: dict) -> str:
+        """"sglang" or "vllm": by the block's own labels, else by the log's engine so far."""
+        if self.tool:
+            return self.tool
+        engine = settings.get("engine")
+        return "vllm" if engine is not None and engine.value == "vllm" else "sglang"
 
-    def owner(self) -> str | None:
-        """"sglang", "vllm", or None when nothing in the block tells."""
-        sglang = vllm = 0
-        for row in self.rows:
-            label = row.label.lower()
-            if label in _SGLANG_LABELS or "e2e latency" in label:
-                sglang += 1
-            elif label in _VLLM_LABELS or "e2el" in label or label.startswith("position "):
-                vllm += 1
-            elif row.label.startswith("Total Token throughput"):  # vLLM 2024 capitalisation
-                vllm += 1
-        for header in self.sections:
+    def note_row(self, label: str) -> None:
+        if self.tool is None:
+            first = self.titled and not self.rows
+            self.tool = _row_tool(label, first)
+
+    def note_section(self, header: str) -> None:
+        if self.tool is None:
             if header in ("End-to-End Latency", "Inter-Token Latency"):
-                sglang += 1
+                self.tool = "sglang"
             elif header in ("End-to-end Latency", "Speculative Decoding"):
-                vllm += 1
-        if sglang != vllm:
-            return "sglang" if sglang > vllm else "vllm"
-        return None
+                self.tool = "vllm"
+
+
+def _row_tool(label: str, first: bool) -> str | None:
+    text = label.lower()
+    if text in _SGLANG_LABELS or "e2e latency" in text:
+        return "sglang"
+    if text in _VLLM_LABELS or "e2el" in text or text.startswith("position "):
+        return "vllm"
+    if label.startswith("Total Token throughput"):  # vLLM's 2024 capitalisation
+        return "vllm"
+    if first and text == "successful requests":  # SGLang prints `Backend:` before it
+        return "vllm"
+    return None
 
 
 class BlockReader:
@@ -90,32 +100,29 @@ class BlockReader:
         block = self.block
         if block is None:
             if _TITLE in line:
-                self._open(lineno)
+                self._open(lineno).titled = True
             elif "---" in line:
                 m = _SECTION.match(line)
                 if m:
-                    self._open(lineno).sections.append(m.group(1))
-            elif ("requests:" in line or "):" in line) and (m := _ROW.match(line)):
-                if m.group(1).lower() in _START_LABELS and m.group(2):
-                    self._open(lineno)
-                    self._row(lineno, m)
+                    self._section(self._open(lineno), m.group(1))
+            elif ("requests:" in line or "s):" in line) and _START.match(line) and (m := _ROW.match(line)):
+                self._open(lineno)
+                self._row(lineno, m)
             return None
         if _TITLE in line:
-            self._open(lineno)
-            return block
+            self._open(lineno).titled = True
+            return block if block.rows else None
         m = _ROW.match(line)
         if m:
             self._row(lineno, m)
             return None
         if "---" in line and (s := _SECTION.match(line)):
-            block.sections.append(s.group(1))
-            self.subsection = ""
+            self._section(block, s.group(1))
             return None
         if not line.strip():
             return None
+        # The `=====` footer, or any other line: the block is over.
         self.block = None
-        if _FOOTER.match(line):
-            return block if block.rows else None
         return block if block.rows else None
 
     def close(self) -> Block | None:
@@ -128,8 +135,14 @@ class BlockReader:
         self.subsection = ""
         return self.block
 
+    def _section(self, block: Block, header: str) -> None:
+        block.sections.append(header)
+        block.note_section(header)
+        self.subsection = ""
+
     def _row(self, lineno: int, m: re.Match) -> None:
         label, text = m.group(1).strip(), m.group(2)
+        self.block.note_row(label)
         if text is None:
             # `Per-position acceptance (%):` heads the `  Position i:` rows below it.
             self.subsection = label

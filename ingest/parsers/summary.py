@@ -12,23 +12,41 @@ from statistics import median
 from .records import Metric, ParseResult
 
 # Which source to believe first when several report the same figure for the same run.
-SOURCE_ORDER = ("eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp")
+SOURCE_ORDER = (
+    "eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp", "llamacpp_slot",
+    # Benchmark clients: one figure per benchmark run, for logs that have no server windows.
+    "sglang_bench_one_batch", "sglang_bench", "vllm_bench",
+)
 
 
-def series(metrics: list[Metric], name: str) -> list[float]:
+# Phase sources that time only part of a cycle (llama.cpp times the drafting side): their phases
+# never add up to a cycle time, so percentages need a cycle time from elsewhere.
+PARTIAL_PHASE_SOURCES = frozenset({"llamacpp"})
+
+
+def _rank_of(source: str) -> int:
+    return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER)
+
+
+def series(metrics: list[Metric], *names: str, exclude: tuple[str, ...] = ()) -> list[float]:
     """Per-window values of one metric from the best source that has it.
 
-    Several ranks reporting the same window (SGLang DP attention) are combined per window:
-    throughput adds up across ranks, other figures are weighted by each rank's throughput.
+    With several names (`throughput_tok_s`, `gen_throughput_tok_s`) the best source reporting
+    any of them wins, and within it the first name it reports. Values come in window order
+    whatever the order of the records. Several ranks reporting the same window (SGLang DP
+    attention) are combined per window: throughput adds up across ranks, other figures are
+    weighted by each rank's throughput.
     """
     by_source: dict[str, list[Metric]] = defaultdict(list)
     for m in metrics:
-        if m.name == name:
+        if m.name in names and m.source not in exclude:
             by_source[m.source].append(m)
     if not by_source:
         return []
-    source = min(by_source, key=lambda s: SOURCE_ORDER.index(s) if s in SOURCE_ORDER else 99)
+    source = min(by_source, key=lambda s: (_rank_of(s), s))
     rows = by_source[source]
+    name = next(n for n in names if any(m.name == n for m in rows))
+    rows = sorted((m for m in rows if m.name == name), key=lambda m: (m.window, m.line, m.rank))
     if len({m.rank for m in rows}) <= 1:
         return [m.value for m in rows]
     return _combine_ranks(rows, metrics, source, name)
@@ -36,7 +54,7 @@ def series(metrics: list[Metric], name: str) -> list[float]:
 
 def _combine_ranks(rows: list[Metric], metrics: list[Metric], source: str, name: str) -> list[float]:
     per_window: dict[int, list[Metric]] = defaultdict(list)
-    for m in rows:
+    for m in rows:  # sorted by window, then line and rank
         per_window[m.window].append(m)
     if name in ("gen_throughput_tok_s", "throughput_tok_s"):
         return [sum(m.value for m in ms) for _, ms in sorted(per_window.items())]
@@ -48,8 +66,13 @@ def _combine_ranks(rows: list[Metric], metrics: list[Metric], source: str, name:
     out = []
     for w, ms in sorted(per_window.items()):
         ws = [weight.get((w, m.rank), 0.0) for m in ms]
+        if name == "tokens_per_cycle":
+            # Tokens per verify step over all ranks is total tokens / total steps, and a rank's
+            # steps are its tokens / its tokens per step: weight by steps, not by tokens.
+            ws = [x / m.value if m.value > 0 else 0.0 for m, x in zip(ms, ws, strict=True)]
         total = sum(ws)
-        out.append(sum(m.value * x for m, x in zip(ms, ws)) / total if total else median(m.value for m in ms))
+        weighted = sum(m.value * x for m, x in zip(ms, ws, strict=True))
+        out.append(weighted / total if total else median(m.value for m in ms))
     return out
 
 
@@ -58,7 +81,7 @@ def robust_median(values: list[float]) -> float | None:
 
 
 def throughput_series(metrics: list[Metric]) -> list[float]:
-    values = series(metrics, "throughput_tok_s") or series(metrics, "gen_throughput_tok_s")
+    values = series(metrics, "throughput_tok_s", "gen_throughput_tok_s")
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
     if len(values) > 2 and values[0] < 0.25 * median(values[1:]):
         values = values[1:]
@@ -87,12 +110,16 @@ def summarize(result: ParseResult) -> dict:
     s = result.settings
     metrics = result.metrics
     throughput = throughput_series(metrics)
-    tokens = series(metrics, "tokens_per_cycle")
+    # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
+    # never the run's figure when the server's own decode lines are there.
+    has_decode = any(m.source == "sglang_decode" for m in metrics)
+    tokens = series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ())
     cycle = series(metrics, "cycle_ms")
     if not cycle and result.phases:
         per_window: dict[int, float] = defaultdict(float)
-        for p in result.phases:
-            per_window[p.window] += p.ms
+        for p in sorted(result.phases, key=lambda p: (p.window, p.line, p.name)):
+            if p.source not in PARTIAL_PHASE_SOURCES:
+                per_window[p.window] += p.ms
         cycle = list(per_window.values())
     cycle_ms = robust_median(cycle)
     windows = max(len(throughput), len(tokens), len(cycle)) or None
