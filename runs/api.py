@@ -96,7 +96,7 @@ def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
     return Status(202, run)
 
 
-@router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(404, 415, 422): ErrorOut})
+@router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 404, 415, 422): ErrorOut})
 def set_tags(request: HttpRequest, payload: TagsIn, run_id: int = RunId) -> dict:
     """Replace the run's tags."""
     run = get_run_for_user(request, run_id)
@@ -110,7 +110,7 @@ def list_annotations(request: HttpRequest, run_id: int = RunId) -> list:
     return list(get_run_for_user(request, run_id).annotations.select_related("author"))
 
 
-@router.post("/runs/{int:run_id}/annotations", response={201: AnnotationOut, errors(404, 415, 422): ErrorOut})
+@router.post("/runs/{int:run_id}/annotations", response={201: AnnotationOut, errors(400, 404, 415, 422): ErrorOut})
 def add_annotation(request: HttpRequest, payload: AnnotationIn, run_id: int = RunId) -> Status:
     """Annotate a run. `nccl`: paste `env | grep NCCL` (or NCCL_X=value lines) from the launching
     shell: they become the run's declared NCCL settings and its drift is computed again.

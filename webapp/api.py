@@ -11,8 +11,9 @@ import logging
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
@@ -152,6 +153,19 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
 @api.exception_handler(ServiceError)
 def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     return error(request, exc.status, exc.code, exc.message, exc.line)
+
+
+@api.exception_handler(MultiPartParserError)
+def on_bad_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpResponse:
+    return error(request, 400, "bad_multipart", f"the multipart body cannot be read: {exc}")
+
+
+@api.exception_handler(SuspiciousOperation)
+def on_suspicious(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
+    # Django's own request limits: too many parts (RELIABILITY U2), too large a form field.
+    if isinstance(exc, RequestDataTooBig):
+        return error(request, 413, "too_large", str(exc))
+    return error(request, 400, "bad_request", str(exc))
 
 
 @api.exception_handler(PermissionError)
