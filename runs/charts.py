@@ -79,9 +79,10 @@ def cycle_breakdown(result: dict) -> dict:
             textposition="inside", insidetextanchor="middle",
             hovertemplate="%{y}<br>%{x:.2f} ms/cycle<extra>%{fullData.name}</extra>",
         ))
-    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, barmode="stack",
-                      title={"text": "Cycle breakdown (ms per cycle)", "font": {"size": 15}},
-                      xaxis_title="ms per cycle", height=120 + 60 * len(runs))
+    legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "traceorder": "normal"}
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "margin": {**LAYOUT["margin"], "b": 40}, "legend": legend},
+                      barmode="stack", xaxis_title="ms per cycle", height=180 + 60 * len(runs),
+                      title={"text": "Cycle breakdown (ms per cycle)", "font": {"size": 15}, "y": 0.97})
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig.to_plotly_json()
 
@@ -89,15 +90,17 @@ def cycle_breakdown(result: dict) -> dict:
 def phase_deltas(result: dict) -> dict:
     """Where the time went: each phase's ms/cycle change against the baseline, per run."""
     runs = [r for r in result["runs"] if r["id"] != result["baseline"]]
+    # Only phases with a delta somewhere: a phase the baseline lacks has nothing to compare.
+    rows = [row for row in result["phases"] if any(row["runs"][r["id"]]["delta_ms"] is not None for r in runs)]
     fig = go.Figure()
-    names = [row["name"] for row in result["phases"]]
+    names = [row["name"] for row in rows]
     for i, r in enumerate(runs):
-        deltas = [row["runs"][r["id"]]["delta_ms"] for row in result["phases"]]
+        deltas = [row["runs"][r["id"]]["delta_ms"] for row in rows]
         fig.add_trace(go.Bar(
             y=names, x=[d or 0 for d in deltas], name=r["name"], orientation="h",
             marker={"color": [("#c53030" if (d or 0) > 0 else "#2f855a") for d in deltas],
                     "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}},
-            text=[f"{d:+.2f} ms/cyc" if d is not None else "n/a" for d in deltas], textposition="outside",
+            text=[f"{d:+.2f} ms/cyc" if d is not None else "" for d in deltas], textposition="auto",
             hovertemplate="%{y}: %{x:+.2f} ms/cycle<extra>%{fullData.name}</extra>",
         ))
     fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, barmode="group",
@@ -119,7 +122,7 @@ def over_the_run(runs: list, key: str, title: str, unit: str) -> dict:
             hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata}}<extra>%{{fullData.name}}</extra>",
         ))
     fig.update_layout(**LAYOUT, title={"text": title, "font": {"size": 15}}, xaxis_title="window",
-                      yaxis_title=unit, height=340)
+                      yaxis_title=unit, height=340, showlegend=True)
     return fig.to_plotly_json()
 
 

@@ -13,7 +13,16 @@ from django.views.decorators.http import require_GET
 
 from runs import charts, specdecode
 from runs.compare import RunInput, compare, downsample, to_csv_rows
-from runs.models import CollectiveResult, LogFile, MetricSample, PhaseSample, Run, Status, visible_runs
+from runs.models import (
+    CollectiveResult,
+    LogFile,
+    MetricSample,
+    NcclSetting,
+    PhaseSample,
+    Run,
+    Status,
+    visible_runs,
+)
 
 SORTS = {
     "date": "created_at", "name": "name", "tok_s": "throughput_tok_s", "tpc": "tokens_per_cycle",
@@ -38,11 +47,24 @@ def filtered_runs(request: HttpRequest) -> tuple[QuerySet[Run], dict]:
         runs = runs.filter(status=q["status"])
     if q.get("tag"):
         runs = runs.filter(tags__name=q["tag"])
+    if q.get("engine"):
+        runs = runs.filter(engine=q["engine"])
+    if q.get("steps", "").isdigit():
+        runs = runs.filter(steps=int(q["steps"]))
+    if q.get("nccl_status") in ("ok", "drift", "unknown"):
+        runs = runs.filter(nccl_status=q["nccl_status"])
+    key, sep, value = q.get("nccl", "").partition("=")
+    if sep and key.strip():
+        # What the workers really had, not what the launcher said.
+        runs = runs.filter(id__in=NcclSetting.objects.filter(
+            kind=NcclSetting.Kind.EFFECTIVE, key=key.strip().upper(), value__iexact=value.strip(),
+        ).values("run_id"))
     sort = q.get("sort", "-date")
     field = SORTS.get(sort.lstrip("-"), "created_at")
     order = f"-{field}" if sort.startswith("-") else field
     runs = runs.order_by(order if not order.endswith("created_at") else order, "-id")
-    return runs, {"q": q.get("q", ""), "status": q.get("status", ""), "tag": q.get("tag", ""), "sort": sort}
+    filters = {k: q.get(k, "") for k in ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")}
+    return runs, {**filters, "sort": sort}
 
 
 @login_required
@@ -51,8 +73,13 @@ def run_list(request: HttpRequest) -> HttpResponse:
     runs, filters = filtered_runs(request)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     busy = [r.id for r in page if r.is_busy]
+    query = request.GET.copy()
+    query.pop("page", None)
+    query.pop("sort", None)
     return render(request, "runs/run_list.html", {
         "page": page, "filters": filters, "busy_ids": busy, "statuses": Status.values,
+        "query": query.urlencode(), "nccl_statuses": ["ok", "drift", "unknown"],
+        "engines": sorted(set(visible_runs(request.user).exclude(engine="").values_list("engine", flat=True))),
         "sort_columns": [
             ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),
             ("tpc", "tokens/cycle"), ("cycle", "cycle ms"), ("verify", "verify ms"), ("date", "Date"),
@@ -115,6 +142,9 @@ def run_status(request: HttpRequest) -> JsonResponse:
 # Per-window series on the comparison page, and which parse source to believe first for each.
 SERIES = {"throughput_tok_s": "tok/s", "tokens_per_cycle": "tokens/cycle", "verify_ms": "ms/cyc"}
 SOURCE_ORDER = ("eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp")
+# Metric rows that feed each series (SGLang's decode line calls throughput "gen throughput").
+SERIES_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": "throughput_tok_s",
+                  "tokens_per_cycle": "tokens_per_cycle"}
 
 
 def parse_ids(raw: str, limit: int = 12) -> list[int]:
@@ -151,9 +181,10 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
         for key, value in nccl.get("effective", {}).items():
             cfg[f"{key} (effective)"] = {"value": value, "source": "workers"}
     picked: dict[tuple[int, str], str] = {}
-    rows = MetricSample.objects.filter(run_id__in=ids, name__in=list(SERIES)).order_by(
+    rows = MetricSample.objects.filter(run_id__in=ids, name__in=list(SERIES_METRICS)).order_by(
         "logfile_id", "window", "id").values_list("run_id", "name", "source", "value", "line")
-    for run_id, name, source, value, line in rows:
+    for run_id, metric, source, value, line in rows:
+        name = SERIES_METRICS[metric]
         best = picked.get((run_id, name))
         rank = SOURCE_ORDER.index(source) if source in SOURCE_ORDER else 99
         if best is None or rank < (SOURCE_ORDER.index(best) if best in SOURCE_ORDER else 99):

@@ -97,3 +97,31 @@ def test_plotly_is_served_from_the_installed_package(client):
     body = b"".join(response.streaming_content)
     assert response.status_code == 200 and response["Content-Type"].startswith("text/javascript")
     assert len(body) > 1_000_000 and b"plotly" in body[:2000].lower()
+
+
+def test_run_list_filters_by_effective_nccl_value_and_drift(client, alice, upload_run):
+    upload_run(alice, "spec_eagle3_tuned_2step.log", name="tuned")
+    upload_run(alice, "sweep/sweep_dropped_2step.log", name="dropped")
+    client.force_login(alice)
+    body = client.get("/?nccl=NCCL_PROTO=LL").content.decode()
+    assert "tuned" in body and "dropped" not in body
+    body = client.get("/?nccl_status=drift").content.decode()
+    assert "dropped" in body and ">tuned<" not in body and "NCCL drift" in body
+
+
+def test_run_list_filters_by_steps_and_engine(client, alice, upload_run):
+    upload_run(alice, "spec_eagle3_tuned_2step.log", name="two-step")
+    upload_run(alice, "sweep/sweep_tuned_3step.log", name="three-step")
+    client.force_login(alice)
+    body = client.get("/?steps=3&engine=sglang").content.decode()
+    assert "three-step" in body and "two-step" not in body
+
+
+def test_run_list_paginates(client, alice, upload_run):
+    from runs.models import Project, Run
+
+    project = Project.objects.get(name="team")
+    Run.objects.bulk_create([Run(project=project, name=f"run {i:03d}", status="ready") for i in range(120)])
+    client.force_login(alice)
+    body = client.get("/?page=3").content.decode()
+    assert "page 3 of 3" in body and body.count('name="run"') == 20

@@ -33,3 +33,4 @@ def signed(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "—"
     return f"{value:+.{int(digits)}f}"
+

@@ -1,0 +1,80 @@
+"""The story in a real browser: upload two logs, watch them parse, compare them, export CSV."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+import pytest
+
+from runs.models import Run
+from tests.browser.conftest import ARTIFACTS, login
+from tests.samples import log_path
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+
+
+def _upload(page, name: str, run_name: str) -> int:
+    page.goto(f"{page.base}/upload/")
+    page.set_input_files("#id_files", str(log_path(name)))
+    assert name.rsplit("/", 1)[-1] in page.inner_text("#file-list")
+    page.fill("#id_name", run_name)
+    page.click("#upload-submit")
+    page.wait_for_url("**/runs/*/")
+    # The run page polls and reloads itself when the parse ends: no manual reload here.
+    page.wait_for_selector("#run-status.ready", timeout=60_000)
+    return int(page.url.rstrip("/").rsplit("/", 1)[1])
+
+
+def test_upload_parse_compare_and_export(page, alice, worker):
+    login(page, "alice", "alice-pw")
+    base = _upload(page, "spec_baseline_nospec.log", "baseline no-spec")
+    tuned = _upload(page, "sweep/sweep_dropped_2step.log", "dropped 2-step")
+    assert "Target verify" in page.inner_text("main")
+    page.screenshot(path=str(ARTIFACTS / "run-detail.png"), full_page=True)
+
+    page.goto(f"{page.base}/")
+    page.check(f"input[name=run][value='{base}']")
+    page.check(f"input[name=run][value='{tuned}']")
+    page.click("#compare-button")
+    page.wait_for_url(f"**/compare/?runs={base},{tuned}&baseline={base}")
+    page.wait_for_selector("#breakdown-chart .main-svg")
+    page.wait_for_selector("[data-figure='chart-throughput_tok_s'] .main-svg")
+
+    breakdown = page.text_content("#breakdown-chart")
+    assert "Target verify" in breakdown and "baseline no-spec (baseline)" in breakdown
+    legend = page.text_content("[data-figure='chart-throughput_tok_s'] .legend")
+    assert "baseline no-spec" in legend and "dropped 2-step" in legend
+    headline = page.inner_text("#headline")
+    assert "never got 6 NCCL variables" in headline
+    page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+
+    with page.expect_download() as download:
+        page.click("#csv-link")
+    csv_text = open(download.value.path()).read()
+    assert csv_text.startswith("run_id,run,baseline,metric") and "dropped 2-step" in csv_text
+
+    # Provenance: clicking a source link shows the log line it came from.
+    page.click("#config a.src >> nth=0")
+    page.wait_for_selector("#source-panel:not([hidden]) .hit")
+    assert page.inner_text("#source-panel .hit").strip()
+
+    outside = {u for u in page.requests if urlparse(u).scheme in ("http", "https")
+               and urlparse(u).hostname not in LOCAL_HOSTS}
+    assert outside == set()
+    assert page.errors == []
+    assert Run.objects.filter(status="ready").count() == 2
+
+
+def test_hostile_run_name_is_shown_not_executed(page, alice, upload_run):
+    evil = "<img src=x onerror=alert(1)></script><script>alert(2)</script>"
+    a = upload_run(alice, "spec_baseline_nospec.log", name=evil)
+    b = upload_run(alice, "spec_eagle3_tuned_2step.log", name="ok")
+    login(page, "alice", "alice-pw")
+    for path in ("/", f"/runs/{a.id}/", f"/compare/?runs={a.id},{b.id}"):
+        page.goto(page.base + path)
+        page.wait_for_load_state("networkidle")
+        assert evil in page.inner_text("main")
+    page.wait_for_selector("#breakdown-chart .main-svg")
+    assert page.errors == []
