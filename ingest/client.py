@@ -1,0 +1,196 @@
+"""runlens-upload: send run logs to runlens from CI, standard library only.
+
+    runlens-upload --url https://runlens.example --token $RUNLENS_TOKEN \\
+        --project team --name "nightly $SHA" --tag ci --tag h200 --wait server.log bench.log.gz
+
+Files stream from disk in 1 MiB chunks (never whole in memory). Exit status: 0 uploaded (and,
+with --wait, parsed), 1 the parse failed, 2 bad arguments, 3 the server refused or could not be
+reached, 4 --wait timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+CHUNK = 1 << 20
+EXIT_FAILED, EXIT_USAGE, EXIT_HTTP, EXIT_TIMEOUT = 1, 2, 3, 4
+
+
+class ClientError(Exception):
+    def __init__(self, message: str, code: int = EXIT_HTTP) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Multipart:
+    """A multipart/form-data body whose length is known up front and whose files are read lazily."""
+
+    def __init__(self, fields: dict[str, str], files: list[Path]) -> None:
+        self.boundary = f"runlens-{uuid.uuid4().hex}"
+        self.parts: list[bytes | Path] = []
+        for name, value in fields.items():
+            self.parts.append(self._head(name) + value.encode() + b"\r\n")
+        for path in files:
+            filename = path.name.replace('"', "%22").replace("\r", "").replace("\n", "")
+            self.parts.append(self._head("files", filename))
+            self.parts.append(path)
+            self.parts.append(b"\r\n")
+        self.parts.append(f"--{self.boundary}--\r\n".encode())
+
+    def _head(self, name: str, filename: str | None = None) -> bytes:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        kind = "application/octet-stream" if filename else "text/plain; charset=utf-8"
+        return (f"--{self.boundary}\r\nContent-Disposition: {disposition}\r\nContent-Type: {kind}\r\n\r\n").encode()
+
+    @property
+    def content_type(self) -> str:
+        return f"multipart/form-data; boundary={self.boundary}"
+
+    def __len__(self) -> int:
+        return sum(p.stat().st_size if isinstance(p, Path) else len(p) for p in self.parts)
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self.parts:
+            if isinstance(part, Path):
+                with open(part, "rb") as f:
+                    while chunk := f.read(CHUNK):
+                        yield chunk
+            else:
+                yield part
+
+
+def request(method: str, url: str, token: str, body: Multipart | None = None, timeout: float = 300) -> dict:
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": "runlens-upload"}
+    data = None
+    if body is not None:
+        headers["Content-Type"] = body.content_type
+        headers["Content-Length"] = str(len(body))
+        data = iter(body)
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        raise ClientError(f"{method} {url}: HTTP {e.code} {_reason(e)}") from None
+    except urllib.error.URLError as e:
+        raise ClientError(f"cannot reach {url}: {e.reason}") from None
+    except (TimeoutError, ConnectionError) as e:
+        raise ClientError(f"{method} {url}: {e}") from None
+
+
+def _reason(e: urllib.error.HTTPError) -> str:
+    """The server's {"error": {"code", "message"}}, or whatever it sent instead."""
+    raw = e.read()[:2000]
+    try:
+        err = json.loads(raw)["error"]
+        return f"{err['code']}: {err['message']}"
+    except (ValueError, KeyError, TypeError):
+        return e.reason if not raw else f"{e.reason}: {raw.decode('utf-8', 'replace').strip()[:300]}"
+
+
+def ci_from_environment(env: dict[str, str]) -> dict[str, str]:
+    """Commit, branch and job URL from GitHub Actions or GitLab CI, when running there."""
+    if env.get("GITHUB_SHA"):
+        url = ""
+        if env.get("GITHUB_RUN_ID"):
+            url = f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{env.get('GITHUB_REPOSITORY', '')}" \
+                  f"/actions/runs/{env['GITHUB_RUN_ID']}"
+        ci = {"commit": env["GITHUB_SHA"], "branch": env.get("GITHUB_REF_NAME", ""), "url": url}
+    elif env.get("CI_COMMIT_SHA"):
+        ci = {"commit": env["CI_COMMIT_SHA"], "branch": env.get("CI_COMMIT_REF_NAME", ""),
+              "url": env.get("CI_JOB_URL", "")}
+    else:
+        return {}
+    return {k: v for k, v in ci.items() if v}
+
+
+def build_meta(args: argparse.Namespace) -> dict:
+    meta: dict = {}
+    if args.meta_json:
+        try:
+            meta = json.loads(Path(args.meta_json).read_text())
+        except (OSError, ValueError) as e:
+            raise ClientError(f"--meta-json {args.meta_json}: {e}", EXIT_USAGE) from None
+        if not isinstance(meta, dict):
+            raise ClientError(f"--meta-json {args.meta_json}: not a JSON object", EXIT_USAGE)
+    if args.name:
+        meta["name"] = args.name
+    if args.project:
+        meta["project"] = args.project
+    if args.tag:
+        meta["tags"] = list(dict.fromkeys([*meta.get("tags", []), *args.tag]))
+    if "ci" not in meta and (ci := ci_from_environment(dict(os.environ))):
+        meta["ci"] = ci
+    return meta
+
+
+def wait_for(base: str, token: str, run_id: int, timeout: float) -> int:
+    """Poll the run's status until it is ready (0) or failed (1); EXIT_TIMEOUT after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    status = "queued"
+    while time.monotonic() < deadline:
+        body = request("GET", f"{base}/api/v1/runs/{run_id}/status", token, timeout=60)
+        status = body.get("status")
+        if status == "ready":
+            print(f"run {run_id}: ready")
+            return 0
+        if status == "failed":
+            print(f"run {run_id}: failed: {body.get('error') or 'no reason given'}")
+            return EXIT_FAILED
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 5.0)
+    raise ClientError(f"run {run_id} still {status} after {timeout:g} s", EXIT_TIMEOUT)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="runlens-upload", description="Upload the log files of one run to runlens.",
+        epilog="Exit status: 0 done, 1 the parse failed (--wait), 2 bad arguments, 3 HTTP or network error, "
+        "4 --wait timed out.",
+    )
+    p.add_argument("files", nargs="+", type=Path, metavar="FILES", help="log files of the run (.gz is fine)")
+    p.add_argument("--url", required=True, help="runlens base URL, e.g. https://runlens.example")
+    p.add_argument("--token", default=None, help="API token (default: $RUNLENS_TOKEN)")
+    p.add_argument("--project", help="project name (default: your first project)")
+    p.add_argument("--name", help="run name (default: the first file's name)")
+    p.add_argument("--tag", action="append", default=[], help="a tag; repeat for more")
+    p.add_argument("--meta-json", metavar="FILE", help="JSON file with more metadata (steps, nccl_env, notes, ci)")
+    p.add_argument("--wait", action="store_true", help="wait until the run is parsed; exit 1 if it failed")
+    p.add_argument("--timeout", type=float, default=600, metavar="S", help="how long --wait waits (default 600)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    token = args.token or os.environ.get("RUNLENS_TOKEN", "")
+    try:
+        if not token:
+            raise ClientError("no token: pass --token or set RUNLENS_TOKEN", EXIT_USAGE)
+        for path in args.files:
+            if not path.is_file():
+                raise ClientError(f"{path}: not a readable file", EXIT_USAGE)
+        base = args.url.rstrip("/")
+        body = Multipart({"meta": json.dumps(build_meta(args))}, args.files)
+        created = request("POST", f"{base}/api/v1/runs", token, body)
+        print(f"run {created['id']}: {created['url']} ({created['status']}"
+              f"{', uploaded before' if created.get('created') is False else ''})")
+        if args.wait:
+            return wait_for(base, token, created["id"], args.timeout)
+        return 0
+    except ClientError as e:
+        print(f"runlens-upload: {e}", file=sys.stderr)
+        return e.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
