@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import OperationalError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -393,33 +393,52 @@ def claim(logfile_id: int) -> bool:
     return bool(taken)
 
 
+class _StoreError(Exception):
+    """Writing rows failed (not the log's fault): roll back, hand the file back, re-raise."""
+
+
 def parse_logfile(logfile_id: int) -> str:
     """Parse one log file into rows: claim, stream through the parsers, replace rows atomically.
 
-    Returns the final status. A re-delivered task finds no claim to take and does nothing.
+    Rows are inserted in batches while the file streams (memory stays flat on a 1 GB log), all
+    inside one transaction with the deletion of the old rows: readers see the old rows or the
+    new ones, never a mix. Returns the final status; a re-delivered task finds no claim to take.
     """
     if not claim(logfile_id):
         log.info("logfile %s: not claimable (gone, parsed, or being parsed)", logfile_id)
         return "skipped"
     lf = LogFile.objects.select_related("run").get(id=logfile_id)
+
+    def spill(result: ParseResult) -> None:
+        try:
+            _insert_rows(lf, *result.take_rows())
+        except Exception as e:
+            raise _StoreError() from e
+
     try:
-        with storage.open_log(lf.path, lf.registered) as stream:
-            result = parse_stream(stream)
+        with transaction.atomic():
+            _delete_rows(lf)
+            with storage.open_log(lf.path, lf.registered) as stream:
+                result = parse_stream(stream, sink=spill)
+            spill(result)
+            try:
+                _finish_logfile(lf, result)
+            except Exception as e:
+                raise _StoreError() from e
     except ParseError as e:
         return _fail(lf, f"{lf.original_name}: {e.message}", e.line or None)
     except storage.StorageError as e:
         return _fail(lf, f"{lf.original_name}: {e.message}", None)
     except OSError as e:
         return _fail(lf, f"{lf.original_name}: cannot read the stored file ({e.strerror})", None)
+    except _StoreError as e:
+        # The transaction rolled back (old rows intact). Hand the file back: the task's retry
+        # or the reconciler takes it again, and MAX_PARSE_ATTEMPTS stops a hopeless loop.
+        LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(status=Status.QUEUED, claimed_at=None)
+        raise e.__cause__ from None
     except Exception as e:  # a parser bug must not leave the file "parsing" forever
         log.exception("logfile %s: parser crashed", lf.id)
         return _fail(lf, f"{lf.original_name}: internal error while parsing ({type(e).__name__}: {e})", None)
-    try:
-        _store_result(lf, result)
-    except OperationalError:
-        # The database blinked: hand the file back so the task's retry can claim it again.
-        LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(status=Status.QUEUED, claimed_at=None)
-        raise
     return Status.READY
 
 
@@ -439,39 +458,40 @@ def _delete_rows(lf: LogFile) -> None:
         model.objects.filter(logfile=lf).delete()
 
 
-def _store_result(lf: LogFile, result: ParseResult) -> None:
+def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list) -> None:
     run_id = lf.run_id
-    with transaction.atomic():
-        _delete_rows(lf)
-        PhaseSample.objects.bulk_create(
-            (PhaseSample(run_id=run_id, logfile=lf, line=p.line, name=p.name[:100], window=p.window,
-                         ms=p.ms, pct=p.pct, source=p.source) for p in result.phases),
-            batch_size=BATCH,
-        )
-        MetricSample.objects.bulk_create(
-            (MetricSample(run_id=run_id, logfile=lf, line=m.line, name=m.name, window=m.window,
-                          value=m.value, rank=m.rank[:32], source=m.source) for m in result.metrics),
-            batch_size=BATCH,
-        )
-        NcclSetting.objects.bulk_create(
-            (NcclSetting(run_id=run_id, logfile=lf, line=n.line, key=n.key[:64], value=n.value[:512],
-                         kind=n.kind, rank=n.rank[:32], source=n.source) for n in result.nccl),
-            batch_size=BATCH,
-        )
-        CollectiveResult.objects.bulk_create(
-            (CollectiveResult(run_id=run_id, logfile=lf, line=c.line, op=c.op, size_bytes=c.size_bytes,
-                              count=c.count, dtype=c.dtype[:16], redop=c.redop[:16], root=c.root,
-                              time_us=c.time_us, algbw_gbs=c.algbw_gbs, busbw_gbs=c.busbw_gbs,
-                              wrong=c.wrong, in_place=c.in_place) for c in result.collectives),
-            batch_size=BATCH,
-        )
-        LogFile.objects.filter(id=lf.id).update(
-            status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
-            formats=result.formats,
-            settings={k: {"value": s.value, "line": s.line, "source": s.source} for k, s in result.settings.items()},
-            warnings=[{"line": w.line, "message": w.message} for w in result.warnings][:200],
-        )
-        refresh_run(run_id)
+    PhaseSample.objects.bulk_create(
+        (PhaseSample(run_id=run_id, logfile=lf, line=p.line, name=p.name[:100], window=p.window,
+                     ms=p.ms, pct=p.pct, source=p.source) for p in phases),
+        batch_size=BATCH,
+    )
+    MetricSample.objects.bulk_create(
+        (MetricSample(run_id=run_id, logfile=lf, line=m.line, name=m.name[:64], window=m.window,
+                      value=m.value, rank=m.rank[:32], source=m.source) for m in metrics),
+        batch_size=BATCH,
+    )
+    CollectiveResult.objects.bulk_create(
+        (CollectiveResult(run_id=run_id, logfile=lf, line=c.line, op=c.op, size_bytes=c.size_bytes,
+                          count=c.count, dtype=c.dtype[:16], redop=c.redop[:16], root=c.root,
+                          time_us=c.time_us, algbw_gbs=c.algbw_gbs, busbw_gbs=c.busbw_gbs,
+                          wrong=c.wrong, in_place=c.in_place) for c in collectives),
+        batch_size=BATCH,
+    )
+
+
+def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
+    NcclSetting.objects.bulk_create(
+        (NcclSetting(run_id=lf.run_id, logfile=lf, line=n.line, key=n.key[:64], value=n.value[:512],
+                     kind=n.kind, rank=n.rank[:32], source=n.source[:200]) for n in result.nccl),
+        batch_size=BATCH,
+    )
+    LogFile.objects.filter(id=lf.id).update(
+        status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
+        formats=result.formats,
+        settings={k: {"value": s.value, "line": s.line, "source": s.source} for k, s in result.settings.items()},
+        warnings=[{"line": w.line, "message": w.message} for w in result.warnings][:200],
+    )
+    refresh_run(lf.run_id)
 
 
 def run_result(run: Run) -> ParseResult:

@@ -122,10 +122,33 @@ def test_failed_store_leaves_previous_rows_intact(alice, upload_run, monkeypatch
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(MetricSample.objects, "bulk_create", broken_bulk_create)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="disk full"):
         services.parse_logfile(run.logfiles.get().id)
-    # The transaction rolled back: the old rows are still all there, none duplicated.
+    # The transaction rolled back: the old rows are still all there, none duplicated, and the
+    # file is handed back to the queue for the retry or the reconciler.
     assert PhaseSample.objects.filter(run=run).count() == rows
+    assert run.logfiles.get().status == Status.QUEUED
+
+
+def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeypatch):
+    import ingest.parsers as parsers
+
+    monkeypatch.setattr(parsers, "SPILL_AT", 50)
+    block = (
+        "[EAGLE3_PROFILE] window=100 cycles, steps=2\n"
+        "  Target verify:       4.02 ms/cyc  ( 83.6%)\n"
+        "  Accept len:          1.24\n"
+        "  Throughput:         466.3 tok/s\n"
+    )
+    run = upload_bytes(alice, "big.log", (block * 3000).encode())
+    calls = []
+    real = services._insert_rows
+    monkeypatch.setattr(services, "_insert_rows", lambda *a: (calls.append(len(a[1])), real(*a)))
+    assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+    # Phases went to the database 256 at a time (checked every 1024 lines), never all at once.
+    assert len(calls) == 12 and max(calls) == 256 and sum(calls) == 3000
+    assert PhaseSample.objects.filter(run=run).count() == 3000
+    assert MetricSample.objects.filter(run=run, name="tokens_per_cycle").count() == 3000
 
 
 def test_reconciler_requeues_stuck_files_and_gives_up_after_max_attempts(alice, upload_run, settings):

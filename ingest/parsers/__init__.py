@@ -6,7 +6,7 @@ hands every line to each format's parser; each does a cheap substring check firs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, sglang, vllm
@@ -50,9 +50,18 @@ def detect_formats(head: str) -> list[str]:
     return [name for name, marks in _SIGNATURES.items() if any(m in head for m in marks)]
 
 
+Sink = Callable[[ParseResult], None]
+SPILL_AT = 20_000  # rows held before a sink takes them: memory stays flat on a 1 GB log
+
+
 def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] | None = None,
-                   result: ParseResult | None = None) -> ParseResult:
-    """Run the chosen parsers (all by default) over (line number, text) pairs in one pass."""
+                   result: ParseResult | None = None, sink: Sink | None = None) -> ParseResult:
+    """Run the chosen parsers (all by default) over (line number, text) pairs in one pass.
+
+    With a `sink`, every SPILL_AT rows it is called to take them (`result.take_rows()`), e.g.
+    to insert them into the database inside the caller's transaction; the rows still pending
+    at the end stay in `result` for the caller.
+    """
     result = result or ParseResult()
     parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
     feeds = [p.feed for p in parsers]
@@ -60,6 +69,8 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
         result.lines = lineno
         for feed in feeds:
             feed(lineno, line)
+        if sink is not None and not lineno & 1023 and result.pending >= SPILL_AT:
+            sink(result)
     for p in parsers:
         p.finish()
     return result
@@ -70,10 +81,10 @@ def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> P
     return parse_numbered(number_lines(lines), formats)
 
 
-def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None) -> ParseResult:
+def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: Sink | None = None) -> ParseResult:
     """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows."""
     result = ParseResult()
-    parse_numbered(read_lines(stream, result.warnings), formats, result)
+    parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
     if not result.formats:
         raise ParseError(
             0,

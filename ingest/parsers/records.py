@@ -99,6 +99,7 @@ class ParseResult:
     errors: list[Issue] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
     lines: int = 0
+    spilled: int = 0  # rows already handed to a sink
 
     def add_format(self, name: str) -> None:
         if name not in self.formats:
@@ -111,9 +112,17 @@ class ParseResult:
         if overwrite or key not in self.settings:
             self.settings[key] = Setting(key, value, line, source)
 
+    def take_rows(self) -> tuple[list[Phase], list[Metric], list[Collective]]:
+        """Hand over the bulky rows parsed so far and start new lists (see parse_numbered's sink)."""
+        rows = (self.phases, self.metrics, self.collectives)
+        self.phases, self.metrics, self.collectives = [], [], []
+        self.spilled += sum(len(r) for r in rows)
+        return rows
+
+    @property
+    def pending(self) -> int:
+        return len(self.phases) + len(self.metrics) + len(self.collectives)
+
     @property
     def record_count(self) -> int:
-        return (
-            len(self.phases) + len(self.metrics) + len(self.nccl) + len(self.collectives)
-            + len(self.settings)
-        )
+        return self.spilled + self.pending + len(self.nccl) + len(self.settings)
