@@ -516,7 +516,7 @@ def run_result(run: Run) -> ParseResult:
             result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
     # NCCL values include annotations (no log file): the analysis sees every declaration.
     for n in NcclSetting.objects.filter(run=run).order_by("logfile_id", "line", "id"):
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank))
+        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id))
     for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
         result.collectives.append(rec.Collective(
             c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,

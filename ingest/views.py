@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import islice
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -12,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from ingest import services, storage
 from ingest.parsers.text import clean
-from runs.models import LogFile, Membership, visible_runs
+from runs.models import Annotation, LogFile, Membership, visible_runs
 
 MAX_LINES = 200
 
@@ -98,3 +99,18 @@ def logfile_raw(request: HttpRequest, pk: int) -> FileResponse:
                             content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@login_required
+@require_http_methods(["POST"])
+def annotate(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's annotation form: a note, pasted NCCL settings, or the step count."""
+    run = visible_runs(request.user).filter(pk=pk).first()
+    if run is None:
+        raise Http404("no such run")
+    kind = request.POST.get("kind", Annotation.Kind.NOTE)
+    try:
+        services.add_annotation(request.user, run, kind, request.POST.get("body", ""))
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[run.id]) + "#annotations")

@@ -97,7 +97,8 @@ def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
                 seen = got
         if missing_ranks:
             drift.append({
-                "key": key, "declared": d.value, "declared_line": d.line,
+                "key": key, "declared": d.value, "declared_line": d.line or None,
+                "declared_logfile": getattr(d, "logfile", None), "declared_source": d.source,
                 "effective": seen.value if seen else None,
                 "effective_line": seen.line if seen else None,
                 "ranks": missing_ranks,
@@ -117,7 +118,18 @@ def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
         "status": status,
         "drift": drift,
         "debug_knobs": sorted(k for k in declared if k in DEBUG_ONLY),
+        # Where each value was read: [log file id or None, line, source], for provenance links.
+        "sources": {
+            "declared": {k: _where(v) for k, v in sorted(declared.items())},
+            "effective": {
+                rank: {k: _where(v) for k, v in sorted(env.items())} for rank, env in sorted(effective.items())
+            },
+        },
     }
+
+
+def _where(v: NcclValueLike) -> list:
+    return [getattr(v, "logfile", None), v.line or None, v.source]
 
 
 def same_value(key: str, declared: str, effective: str) -> bool:

@@ -96,12 +96,78 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
                   .only("name", "window", "ms", "line", "logfile_id"))
     chart = charts.phase_timeline(phases) if phases else None
     parsed = run.parsed or {}
-    first_line = _first_lines(run)
+    nccl = parsed.get("nccl") or {}
+    baseline_id = request.GET.get("baseline", "")
+    baseline = (
+        visible_runs(request.user).filter(pk=int(baseline_id)).first() if baseline_id.isdigit()
+        else suggested_baseline(request.user, run)
+    )
+    target = _float(request.GET.get("target"))
+    analysis, curve = None, None
+    if run.tokens_per_cycle:
+        analysis = specdecode.analysis(
+            {"throughput_tok_s": run.throughput_tok_s, "tokens_per_cycle": run.tokens_per_cycle,
+             "cycle_ms": run.cycle_ms, "verify_ms": run.verify_ms, "steps": run.steps},
+            {"throughput_tok_s": baseline.throughput_tok_s} if baseline else None, target_tok_s=target,
+        )
+        if analysis["curve"].get("series"):
+            curve = charts.acceptance_curve(run.name, analysis["curve"])
     return render(request, "runs/run_detail.html", {
         "run": run, "logfiles": logfiles, "parsed": parsed, "phases": parsed.get("phases", []),
-        "chart": chart, "nccl": parsed.get("nccl") or {}, "first_line": first_line,
-        "warnings": parsed.get("warnings", []),
+        "chart": chart, "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": _first_lines(run),
+        "warnings": parsed.get("warnings", []), "annotations": run.annotations.select_related("author"),
+        "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
+        "baseline_choices": visible_runs(request.user).filter(status=Status.READY, project=run.project)
+        .exclude(pk=run.pk).exclude(throughput_tok_s=None).only("id", "name")[:100],
     })
+
+
+def suggested_baseline(user, run: Run) -> Run | None:
+    """The newest ready run without speculation in the same project (same model and TP size
+    when the logs say them), as the baseline a speculative run must beat."""
+    if not run.tokens_per_cycle:
+        return None
+    candidates = list(
+        visible_runs(user).filter(project=run.project, status=Status.READY, spec_algorithm="", steps=None)
+        .exclude(pk=run.pk).exclude(throughput_tok_s=None).order_by("-created_at", "-id")[:20]
+    )
+    if not candidates:
+        return None
+    wanted = _model_and_tp(run)
+    for c in candidates:
+        found = _model_and_tp(c)
+        if all(w is None or f is None or str(w) == str(f) for w, f in zip(wanted, found, strict=True)):
+            return c
+    return None
+
+
+def _model_and_tp(run: Run) -> tuple:
+    settings: dict = {}
+    for lf in run.logfiles.filter(status=Status.READY).only("settings"):
+        for key in ("model", "tp_size"):
+            if key in (lf.settings or {}):
+                settings.setdefault(key, lf.settings[key]["value"])
+    return settings.get("model"), settings.get("tp_size")
+
+
+def nccl_sentence(nccl: dict) -> str:
+    """The NCCL verdict in one sentence a person can act on."""
+    status = nccl.get("status")
+    drift = nccl.get("drift", [])
+    if status == "drift":
+        missing = [d for d in drift if d.get("effective") is None]
+        changed = [d for d in drift if d.get("effective") is not None]
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} NCCL variable{'s' if len(missing) != 1 else ''} declared in the launcher "
+                         f"never reached the workers ({', '.join(d['key'] for d in missing)})")
+        if changed:
+            parts.append(", ".join(f"{d['key']} was {d['declared']} in the launcher but {d['effective']} in the workers"
+                                   for d in changed))
+        return "; ".join(parts) + "."
+    if status == "ok":
+        return "Every NCCL variable the launcher declared reached every worker."
+    return "No log shows what the workers actually used (no NCCL echo lines or worker environment dumps)."
 
 
 def _first_lines(run: Run) -> dict[str, dict]:

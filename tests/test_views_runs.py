@@ -125,3 +125,61 @@ def test_run_list_paginates(client, alice, upload_run):
     client.force_login(alice)
     body = client.get("/?page=3").content.decode()
     assert "page 3 of 3" in body and body.count('name="run"') == 20
+
+
+def test_drift_panel_names_the_variables_that_never_reached_the_workers(client, alice, upload_run):
+    run = upload_run(alice, "sweep/sweep_dropped_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert ("6 NCCL variables declared in the launcher never reached the workers (NCCL_ALGO, NCCL_BUFFSIZE, "
+            "NCCL_MAX_NCHANNELS, NCCL_NTHREADS, NCCL_P2P_LEVEL, NCCL_PROTO)") in body
+    assert "debug-only knobs" in body
+    # Each declared value links to the line it was read from.
+    assert 'data-line="2"' in body
+
+
+def test_run_page_suggests_the_newest_non_speculative_baseline(client, alice, upload_run):
+    base = upload_run(alice, "spec_baseline_nospec.log", name="no-spec baseline")
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/?target=600").content.decode()
+    assert f'href="/runs/{base.id}/">no-spec baseline</a>' in body and "suggested" in body
+    assert "above the break-even 1.12" in body and 'id="chart-curve"' in body
+
+
+def test_pasted_nccl_settings_become_declared_configuration(client, alice, upload_run):
+    run = upload_run(alice, "spec_baseline_nospec.log")
+    client.force_login(alice)
+    response = client.post(f"/runs/{run.id}/annotate", {"kind": "nccl", "body": "NCCL_PROTO=LL\nNCCL_ALGO=Ring\n"})
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
+    # The baseline's workers echo no NCCL_PROTO: the annotation's declaration shows as drift.
+    assert run.nccl_status == "drift"
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "annotation by alice at" in body
+
+
+def test_steps_set_by_a_person_show_who_and_when(client, alice, upload_run):
+    run = upload_run(alice, "spec_baseline_nospec.log")
+    client.force_login(alice)
+    client.post(f"/runs/{run.id}/annotate", {"kind": "steps", "body": "3"})
+    run.refresh_from_db()
+    assert run.steps == 3 and run.steps_source.startswith("set by alice at")
+    assert "set by alice at" in client.get(f"/runs/{run.id}/").content.decode()
+
+
+def test_bad_annotation_is_refused_with_a_message(client, alice, upload_run):
+    run = upload_run(alice, "spec_baseline_nospec.log")
+    client.force_login(alice)
+    body = client.post(f"/runs/{run.id}/annotate", {"kind": "steps", "body": "three"}, follow=True).content.decode()
+    assert "a steps annotation is one integer" in body
+    run.refresh_from_db()
+    assert run.steps is None
+
+
+def test_outsider_cannot_annotate(client, alice, eve, upload_run):
+    run = upload_run(alice, "spec_baseline_nospec.log")
+    client.force_login(eve)
+    assert client.post(f"/runs/{run.id}/annotate", {"kind": "note", "body": "hi"}).status_code == 404
+    assert not run.annotations.exists()

@@ -4,12 +4,12 @@ import plotly
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import FileResponse, HttpRequest
-from django.urls import path
+from django.urls import path, re_path
 from django.views.decorators.cache import cache_control
 
 from ingest import views as ingest_views
 from runs import views as run_views
-from webapp.api import api
+from webapp.api import api, not_found
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -25,6 +25,7 @@ urlpatterns = [
     path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
     path("runs/status.json", run_views.run_status, name="run_status"),
     path("compare/", run_views.compare_view, name="compare"),
+    path("runs/<int:pk>/annotate", ingest_views.annotate, name="annotate"),
     path("upload/", ingest_views.upload, name="upload"),
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
     path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),
@@ -33,4 +34,5 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    re_path(r"^api/", not_found),
 ]

@@ -52,6 +52,7 @@ class NcclValue:
     line: int
     source: str  # e.g. "launch prefix", "export", "launcher env dump", "worker env dump", "nccl echo"
     rank: str = ""
+    logfile: int | None = None  # set when rebuilt from stored rows (provenance across files)
 
 
 @dataclass(slots=True)

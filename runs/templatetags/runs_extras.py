@@ -34,3 +34,8 @@ def signed(value: float | None, digits: int = 2) -> str:
         return "—"
     return f"{value:+.{int(digits)}f}"
 
+
+
+@register.filter
+def drift_of(nccl: dict, key: str) -> dict | None:
+    return next((d for d in nccl.get("drift", []) if d["key"] == key), None)
