@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import charts, specdecode
-from runs.compare import RunInput, compare, downsample, to_csv_rows
+from runs.compare import SOURCE_ORDER, RunInput, compare, downsample, to_csv_rows
 from runs.models import (
     CollectiveResult,
     LogFile,
@@ -207,7 +207,6 @@ def run_status(request: HttpRequest) -> JsonResponse:
 
 # Per-window series on the comparison page, and which parse source to believe first for each.
 SERIES = {"throughput_tok_s": "tok/s", "tokens_per_cycle": "tokens/cycle", "verify_ms": "ms/cyc"}
-SOURCE_ORDER = ("eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp")
 # Metric rows that feed each series (SGLang's decode line calls throughput "gen throughput").
 SERIES_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": "throughput_tok_s",
                   "tokens_per_cycle": "tokens_per_cycle"}

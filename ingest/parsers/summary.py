@@ -9,15 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from statistics import median
 
+from runs.compare import SOURCE_ORDER  # shared with the comparison's per-window series
+
 from .records import Metric, ParseResult
-
-# Which source to believe first when several report the same figure for the same run.
-SOURCE_ORDER = (
-    "eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp", "llamacpp_slot",
-    # Benchmark clients: one figure per benchmark run, for logs that have no server windows.
-    "sglang_bench_one_batch", "sglang_bench", "vllm_bench",
-)
-
 
 # Phase sources that time only part of a cycle (llama.cpp times the drafting side): their phases
 # never add up to a cycle time, so percentages need a cycle time from elsewhere.
