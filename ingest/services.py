@@ -378,16 +378,20 @@ def enqueue_run(run: Run) -> None:
         transaction.on_commit(lambda i=lf_id: task.delay(i))
 
 
-def claim(logfile_id: int) -> bool:
+def claim(logfile_id: int, token: str = "") -> bool:
     """Take a log file for parsing with one conditional UPDATE; False if someone else has it.
 
-    A claim older than the hard time limit belongs to a worker that died: it may be taken over.
+    Taken over: a claim older than the hard time limit (its worker died or hung), and a claim
+    with this very token (the same task redelivered because its worker process was killed).
     """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.PARSE_TIME_LIMIT)
-    taken = LogFile.objects.filter(
-        Q(status=Status.QUEUED) | Q(status=Status.PARSING, claimed_at__lt=stale), id=logfile_id,
-    ).update(status=Status.PARSING, claimed_at=now, attempts=F("attempts") + 1, updated_at=now)
+    claimable = Q(status=Status.QUEUED) | Q(status=Status.PARSING, claimed_at__lt=stale)
+    if token:
+        claimable |= Q(status=Status.PARSING, claim_token=token)
+    taken = LogFile.objects.filter(claimable, id=logfile_id).update(
+        status=Status.PARSING, claimed_at=now, claim_token=token, attempts=F("attempts") + 1, updated_at=now,
+    )
     if taken:
         Run.objects.filter(logfiles__id=logfile_id, status=Status.QUEUED).update(status=Status.PARSING)
     return bool(taken)
@@ -397,17 +401,21 @@ class _StoreError(Exception):
     """Writing rows failed (not the log's fault): roll back, hand the file back, re-raise."""
 
 
-def parse_logfile(logfile_id: int) -> str:
+def parse_logfile(logfile_id: int, token: str = "") -> str:
     """Parse one log file into rows: claim, stream through the parsers, replace rows atomically.
 
     Rows are inserted in batches while the file streams (memory stays flat on a 1 GB log), all
     inside one transaction with the deletion of the old rows: readers see the old rows or the
     new ones, never a mix. Returns the final status; a re-delivered task finds no claim to take.
     """
-    if not claim(logfile_id):
+    if not claim(logfile_id, token):
         log.info("logfile %s: not claimable (gone, parsed, or being parsed)", logfile_id)
         return "skipped"
     lf = LogFile.objects.select_related("run").get(id=logfile_id)
+    if lf.attempts > settings.MAX_PARSE_ATTEMPTS:
+        # Poison-message stop: this log has killed its worker (memory?) attempt after attempt.
+        return _fail(lf, f"{lf.original_name}: gave up after {lf.attempts - 1} attempts "
+                         "(the worker died while parsing it)", None)
 
     def spill(result: ParseResult) -> None:
         try:
@@ -417,6 +425,8 @@ def parse_logfile(logfile_id: int) -> str:
 
     try:
         with transaction.atomic():
+            # Serialise with any other parse of this file: its rows are replaced, never doubled.
+            LogFile.objects.select_for_update().filter(id=lf.id).first()
             _delete_rows(lf)
             with storage.open_log(lf.path, lf.registered) as stream:
                 result = parse_stream(stream, sink=spill)

@@ -13,9 +13,10 @@ log = logging.getLogger(__name__)
 
 
 # Retry only what may pass (the database went away for a moment); a bad log is not retried.
-@shared_task(autoretry_for=(OperationalError,), retry_backoff=5, retry_backoff_max=300, max_retries=5)
-def parse_logfile(logfile_id: int) -> str:
-    return services.parse_logfile(logfile_id)
+@shared_task(bind=True, autoretry_for=(OperationalError,), retry_backoff=5, retry_backoff_max=300, max_retries=5)
+def parse_logfile(self, logfile_id: int) -> str:
+    # The task id lets a redelivery of this message take over its own dead claim.
+    return services.parse_logfile(logfile_id, token=self.request.id or "")
 
 
 @shared_task

@@ -101,6 +101,9 @@ class LogFile(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # The Celery task id holding the claim: the same message delivered again after its worker
+    # died may take the claim over; any other delivery finds it taken.
+    claim_token = models.CharField(max_length=64, blank=True)
     parsed_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     error_line = models.PositiveIntegerField(null=True, blank=True)

@@ -50,3 +50,33 @@ def test_unparseable_upload_ends_failed_through_a_real_worker(client, alice, wor
     )
     run = _wait_until_done(response.json()["id"], worker)
     assert run.status == Status.FAILED and "notes.txt: none of the 1 lines" in run.error
+
+
+def test_worker_killed_mid_parse_is_redelivered_and_rows_are_written_once(client, alice, worker, data_dir):
+    """RELIABILITY C1: SIGKILL the pool child while it parses; the message comes back (acks_late,
+    reject_on_worker_lost), the new child takes over the claim and the rows exist exactly once."""
+    import os
+    import signal
+
+    from runs.models import LogFile
+
+    noise = b"vm:1560:1560 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" * 600_000
+    tail = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    client.force_login(alice)
+    response = client.post("/upload/", {"files": [SimpleUploadedFile("big.log", noise + tail)]},
+                           HTTP_ACCEPT="application/json")
+    run_id = response.json()["id"]
+    deadline = time.monotonic() + 60
+    while LogFile.objects.get(run_id=run_id).status != Status.PARSING:
+        assert time.monotonic() < deadline, "the worker never started parsing"
+        time.sleep(0.1)
+    time.sleep(0.5)
+    children = subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout.split()
+    assert children, "no pool child to kill"
+    for pid in children:
+        os.kill(int(pid), signal.SIGKILL)
+    run = _wait_until_done(run_id, worker, timeout=180)
+    assert run.status == Status.READY, run.error
+    lf = run.logfiles.get()
+    assert lf.attempts == 2
+    assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6

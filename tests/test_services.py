@@ -182,3 +182,24 @@ def test_project_for_refuses_a_project_the_user_is_not_in(alice, eve):
     with pytest.raises(PermissionError):
         services.project_for(eve, "team")
     assert services.project_for(eve, None).name == "eve"
+
+
+def test_a_redelivered_task_takes_over_its_own_dead_claim_only(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    lf = run.logfiles.get()
+    assert services.claim(lf.id, token="task-1")
+    assert not services.claim(lf.id, token="task-2")  # another message: the claim is taken
+    assert services.claim(lf.id, token="task-1")  # the same message again: its worker died
+    lf.refresh_from_db()
+    assert lf.attempts == 2 and lf.claim_token == "task-1"
+
+
+def test_a_log_that_keeps_killing_workers_ends_failed(alice, upload_run, settings):
+    settings.MAX_PARSE_ATTEMPTS = 2
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    lf = run.logfiles.get()
+    for _ in range(2):
+        assert services.claim(lf.id, token="t")  # each time the worker was killed mid-parse
+    assert services.parse_logfile(lf.id, token="t") == Status.FAILED
+    lf.refresh_from_db()
+    assert "gave up after 2 attempts" in lf.error and not PhaseSample.objects.filter(run=run).exists()
