@@ -170,6 +170,10 @@ def nccl_sentence(nccl: dict) -> str:
     return "No log shows what the workers actually used (no NCCL echo lines or worker environment dumps)."
 
 
+CARD_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": "throughput_tok_s",
+                "tokens_per_cycle": "tokens_per_cycle", "cycle_ms": "cycle_ms"}
+
+
 def _first_lines(run: Run) -> dict[str, dict]:
     """For each phase name and metric, the first log line it was read from (provenance links)."""
     out: dict[str, dict] = {}
@@ -177,6 +181,16 @@ def _first_lines(run: Run) -> dict[str, dict]:
         "name", "logfile_id", "line"
     ):
         out.setdefault(f"phase:{row['name']}", row)
+    # The first window of each summary figure, from the source the summary believes first.
+    best: dict[str, int] = {}
+    for row in MetricSample.objects.filter(run=run, name__in=list(CARD_METRICS)).order_by(
+        "logfile_id", "window", "id"
+    ).values("name", "source", "logfile_id", "line"):
+        key = CARD_METRICS[row["name"]]
+        rank = SOURCE_ORDER.index(row["source"]) if row["source"] in SOURCE_ORDER else 99
+        if key not in best or rank < best[key]:
+            best[key] = rank
+            out[f"metric:{key}"] = row
     for lf in run.logfiles.all():
         for key, s in (lf.settings or {}).items():
             out.setdefault(f"setting:{key}", {"logfile_id": lf.id, "line": s["line"]})

@@ -183,3 +183,11 @@ def test_outsider_cannot_annotate(client, alice, eve, upload_run):
     client.force_login(eve)
     assert client.post(f"/runs/{run.id}/annotate", {"kind": "note", "body": "hi"}).status_code == 404
     assert not run.annotations.exists()
+
+
+def test_summary_cards_link_to_the_first_window_they_were_read_from(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    # The first profile block: `Cycle total` on line 143, `Accept len` 144, `Throughput` 145.
+    assert 'data-line="143"' in body and 'data-line="144"' in body and 'data-line="145"' in body
