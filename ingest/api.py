@@ -30,6 +30,17 @@ META_HELP = (
 )
 
 
+def _meta_in_openapi() -> dict:
+    """`meta` is a JSON text in the form; say so in the schema, with its fields (OpenAPI encoding)."""
+    schema = RunMetaIn.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)  # CiIn is in the components already (RegisterIn uses it)
+    schema.update(default={}, description=META_HELP)
+    return {"requestBody": {"content": {"multipart/form-data": {
+        "schema": {"properties": {"meta": schema}, "additionalProperties": False},
+        "encoding": {"meta": {"contentType": "application/json"}},
+    }}}}
+
+
 def _created(request: HttpRequest, run: Run, created: bool) -> Status:
     url = request.build_absolute_uri(reverse("run_detail", args=[run.id]))
     return Status(202 if created else 200, {"id": run.id, "status": run.status, "url": url, "created": created})
@@ -60,10 +71,11 @@ def _refused(e: storage.StorageError, size_status: int = 413) -> services.Servic
 @router.post(
     "/runs",
     response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 413, 415, 422): ErrorOut},
+    openapi_extra=_meta_in_openapi(),
 )
 def upload(
     request: HttpRequest,
-    files: File[list[UploadedFile]],
+    files: Annotated[list[UploadedFile], File(min_length=1, description="the run's log files")],
     meta: Annotated[str, Form(description=META_HELP)] = "{}",
     idempotency_key: Annotated[str | None, Header(
         alias="Idempotency-Key", pattern=r"^[\x21-\x7e]{1,200}$",
@@ -79,6 +91,10 @@ def upload(
     refused = getattr(request, "upload_refused", None)
     if refused:
         raise services.ServiceError(413, "upload_too_large", refused)
+    unexpected = sorted((set(request.POST) - {"meta"}) | (set(request.FILES) - {"files"}))
+    if unexpected:
+        raise services.ServiceError(422, "unexpected_fields",
+                                    f"unexpected form fields {unexpected}: send `files` and `meta` only")
     info = _meta(meta)
     try:
         run, created = services.upload_run(

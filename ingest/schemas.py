@@ -5,14 +5,24 @@ from __future__ import annotations
 from typing import Annotated
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import BeforeValidator, ConfigDict
 
 from ingest.services import NCCL_KEY
 from runs.schemas import StatusName, Text
 
+NcclName = Annotated[str, Field(pattern=NCCL_KEY.pattern, max_length=64)]
+
+
+def _whole(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# A JSON integer: 3 or 3.0 (JSON Schema's "integer"), never true or "3" (the models are strict).
+Whole = Annotated[int, BeforeValidator(_whole)]
+
 
 class CiIn(Schema):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     commit: Text | None = Field(None, max_length=100)
     branch: Text | None = Field(None, max_length=255)
@@ -22,35 +32,22 @@ class CiIn(Schema):
 class RunMetaIn(Schema):
     """What a client says about a new run (the `meta` JSON of an upload; the body of a register)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: Text = Field("", max_length=200, description="default: the first file's name")
     project: Text | None = Field(None, max_length=100, description="default: your first project")
     tags: list[Annotated[Text, Field(max_length=64)]] = Field([], max_length=100)
-    steps: int | None = Field(None, ge=0, le=32767, description="draft steps per cycle, when the logs do not say")
-    nccl_env: dict[Annotated[Text, Field(max_length=64)], Annotated[Text, Field(max_length=512)]] = Field(
+    steps: Annotated[int, Field(ge=0, le=32767), BeforeValidator(_whole)] | None = Field(
+        None, description="draft steps per cycle, when the logs do not say",
+    )
+    nccl_env: dict[NcclName, Annotated[Text, Field(max_length=512)] | Whole] = Field(
         {}, max_length=200,
         description="NCCL variables the launcher set, {\"NCCL_PROTO\": \"LL\"}: the run's declared NCCL settings",
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": NCCL_KEY.pattern, "maxLength": 64}},
     )
     notes: Text = Field("", max_length=100_000)
     ci: CiIn | None = None
-
-    @field_validator("nccl_env", mode="before")
-    @classmethod
-    def _numbers_as_text(cls, value: object) -> object:
-        # {"NCCL_BUFFSIZE": 16777216} means the same as "16777216".
-        if isinstance(value, dict):
-            return {k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-                    for k, v in value.items()}
-        return value
-
-    @field_validator("nccl_env")
-    @classmethod
-    def _nccl_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
-            if not NCCL_KEY.match(key):
-                raise ValueError(f"{key!r} is not an NCCL variable name (NCCL_...)")
-        return value
 
 
 class RegisterIn(RunMetaIn):

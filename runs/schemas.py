@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from django.urls import reverse
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
 from runs.models import Annotation, LogFile, Run
 
@@ -139,6 +140,8 @@ class RunStatusOut(Schema):
 
 
 class TagsIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     tags: list[Annotated[Text, Field(max_length=64)]] = Field(
         max_length=100, description="the run's tags from now on (replaces the old ones)",
     )
@@ -153,6 +156,8 @@ AnnotationKind = Literal["note", "nccl", "steps"]
 
 
 class AnnotationIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     kind: AnnotationKind = Field(
         Annotation.Kind.NOTE,
         description="note: free text. nccl: `env | grep NCCL` output or NCCL_X=value lines, declared "

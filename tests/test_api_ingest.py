@@ -127,7 +127,8 @@ def test_json_body_is_415(client, alice, bearer):
     ('{"name": "x",', "meta is not valid JSON: Expecting property name enclosed in double quotes (line 1"),
     ('["x"]', "meta must be a JSON object, not list"),
     ('{"tags": "ci"}', "meta.tags: Input should be a valid list"),
-    ('{"nccl_env": {"PROTO": "LL"}}', "'PROTO' is not an NCCL variable name"),
+    ('{"nccl_env": {"PROTO": "LL"}}', "meta.nccl_env.PROTO.[key]: String should match pattern '^NCCL_"),
+    ('{"steps": true}', "meta.steps: Input should be a valid integer"),
     ('{"nmae": "typo"}', "meta.nmae: Extra inputs are not permitted"),
 ])
 def test_invalid_meta_is_422_naming_the_problem(client, alice, bearer, meta, says, data_dir):
@@ -140,6 +141,12 @@ def test_invalid_meta_is_422_naming_the_problem(client, alice, bearer, meta, say
 def test_upload_without_files_is_422(client, alice, bearer):
     response = client.post("/api/v1/runs", {"meta": "{}"}, headers=bearer(alice))
     assert response.status_code == 422 and "files" in response.json()["error"]["message"]
+
+
+def test_unexpected_form_fields_are_422(client, alice, bearer):
+    response = client.post("/api/v1/runs", {"files": [_file()], "nmae": "typo"}, headers=bearer(alice))
+    assert response.status_code == 422 and response.json()["error"]["code"] == "unexpected_fields"
+    assert "nmae" in response.json()["error"]["message"] and not Run.objects.exists()
 
 
 def test_upload_into_a_project_i_am_not_in_is_403(client, alice, eve, bearer, data_dir):

@@ -189,3 +189,10 @@ def test_json_body_sent_as_text_plain_is_refused(client, alice, bearer, upload_r
                           headers=bearer(alice))
     assert response.status_code == 415 and response.json()["error"]["code"] == "unsupported_media_type"
     assert not run.tags.exists()
+
+
+@pytest.mark.parametrize(("method", "url"), [("get", "/api/v1/runs/-1"), ("delete", "/api/v1/runs/abc"),
+                                             ("post", "/api/v1/nothing-here")])
+def test_urls_no_operation_matches_answer_json_404(client, alice, bearer, method, url):
+    response = getattr(client, method)(url, headers=bearer(alice))
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"

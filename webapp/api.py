@@ -12,8 +12,9 @@ import logging
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
@@ -183,6 +184,13 @@ def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
 def on_crash(request: HttpRequest, exc: Exception) -> HttpResponse:
     log.exception("API %s %s failed", request.method, request.path)
     return error(request, 500, "internal_error", "internal error; the server log has the details")
+
+
+@csrf_exempt  # a 404 for every method; nothing here reads the session
+def not_found(request: HttpRequest) -> JsonResponse:
+    """Any other URL under /api/ (an id that is not a number, say): JSON like every API answer."""
+    return JsonResponse({"error": {"code": "not_found", "message": f"no API endpoint at {request.path}"}},
+                        status=404)
 
 
 class HealthOut(Schema):
