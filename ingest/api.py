@@ -100,7 +100,7 @@ def upload(
         run, created = services.upload_run(
             request.auth, [services.IncomingFile(f.name or "upload.log", f, f.size) for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
-            meta={"ci": info.ci.model_dump(exclude_none=True)} if info.ci else {},
+            meta={"ci": ci} if (ci := info.ci.stored()) else {},
             steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "",
         )
     except storage.StorageError as e:
@@ -123,7 +123,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
     try:
         run, created = services.register_path(
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
-            notes=payload.notes, meta={"ci": payload.ci.model_dump(exclude_none=True)} if payload.ci else {},
+            notes=payload.notes, meta={"ci": ci} if (ci := payload.ci.stored()) else {},
             steps=payload.steps, nccl_env=payload.nccl_env,
         )
     except storage.StorageError as e:

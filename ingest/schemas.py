@@ -21,12 +21,23 @@ def _whole(value: object) -> object:
 Whole = Annotated[int, BeforeValidator(_whole)]
 
 
+def _nullable(schema: dict) -> None:
+    """`int | None` as {"type": ["integer", "null"]}, not anyOf: Schemathesis's negative mode turns an
+    anyOf branch into null and then expects the (valid) request to be refused."""
+    branches = schema.pop("anyOf")
+    value = next(b for b in branches if b.get("type") != "null")
+    schema.update(value, type=[value["type"], "null"])
+
+
 class CiIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    commit: Text | None = Field(None, max_length=100)
-    branch: Text | None = Field(None, max_length=255)
-    url: Text | None = Field(None, max_length=2000, description="the CI job's page")
+    commit: Text = Field("", max_length=100)
+    branch: Text = Field("", max_length=255)
+    url: Text = Field("", max_length=2000, description="the CI job's page")
+
+    def stored(self) -> dict[str, str]:
+        return self.model_dump(exclude_defaults=True)
 
 
 class RunMetaIn(Schema):
@@ -35,10 +46,10 @@ class RunMetaIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: Text = Field("", max_length=200, description="default: the first file's name")
-    project: Text | None = Field(None, max_length=100, description="default: your first project")
+    project: Text = Field("", max_length=100, description="default: your first project")
     tags: list[Annotated[Text, Field(max_length=64)]] = Field([], max_length=100)
     steps: Annotated[int, Field(ge=0, le=32767), BeforeValidator(_whole)] | None = Field(
-        None, description="draft steps per cycle, when the logs do not say",
+        None, description="draft steps per cycle, when the logs do not say", json_schema_extra=_nullable,
     )
     nccl_env: dict[NcclName, Annotated[Text, Field(max_length=512)] | Whole] = Field(
         {}, max_length=200,
@@ -47,7 +58,7 @@ class RunMetaIn(Schema):
                            "propertyNames": {"pattern": NCCL_KEY.pattern, "maxLength": 64}},
     )
     notes: Text = Field("", max_length=100_000)
-    ci: CiIn | None = None
+    ci: CiIn = Field(default_factory=CiIn)
 
 
 class RegisterIn(RunMetaIn):
