@@ -17,6 +17,7 @@ from runs.schemas import (
     MAX_ID,
     AnnotationIn,
     AnnotationOut,
+    CompareQuery,
     DeletedOut,
     ErrorOut,
     RunDetailOut,
@@ -117,3 +118,18 @@ def add_annotation(request: HttpRequest, payload: AnnotationIn, run_id: int = Ru
     `steps`: the draft step count, when the logs do not say it. `note`: free text."""
     run = get_run_for_user(request, run_id)
     return Status(201, services.add_annotation(request.auth, run, payload.kind, payload.body))
+
+
+@router.get("/compare", response={200: dict, errors(404, 422): ErrorOut})
+def compare_runs(request: HttpRequest, query: Query[CompareQuery]) -> dict:
+    """Runs against a baseline, as on /compare/: per-phase and per-metric deltas with their noise,
+    the configuration diff and comparability verdict, NCCL status and the headline sentences."""
+    from django.http import Http404
+
+    from runs.views import comparison_for, parse_ids
+
+    try:
+        _, result = comparison_for(request.auth, parse_ids(query.runs), query.baseline)
+    except Http404 as e:
+        raise HttpError(404, str(e)) from None
+    return result

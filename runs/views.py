@@ -285,7 +285,11 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
 
 
 def comparison_for(user, ids: list[int], baseline: int | None) -> tuple[list[RunInput], dict]:
+    """The comparison of runs the user may see; Http404 naming any id they may not (A2)."""
     inputs = comparison_inputs(user, ids)
+    missing = sorted(set(ids) - {r.id for r in inputs})
+    if missing:
+        raise Http404(f"no run {', '.join(map(str, missing))} in your projects")
     return inputs, compare(inputs, baseline)
 
 

@@ -196,3 +196,28 @@ def test_json_body_sent_as_text_plain_is_refused(client, alice, bearer, upload_r
 def test_urls_no_operation_matches_answer_json_404(client, alice, bearer, method, url):
     response = getattr(client, method)(url, headers=bearer(alice))
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
+def test_compare_gives_the_comparison_json_of_the_page(client, alice, upload_run):
+    from webapp.auth import create_token
+
+    base = upload_run(alice, "spec_baseline_nospec.log", name="base")
+    dropped = upload_run(alice, "sweep/sweep_dropped_2step.log", name="dropped")
+    token = create_token(alice)
+    response = client.get(f"/api/v1/compare?runs={base.id},{dropped.id}&baseline={base.id}",
+                          HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["baseline"] == base.id and [r["id"] for r in body["runs"]] == [base.id, dropped.id]
+    assert body["runs"][1]["nccl"]["status"] == "drift"
+    assert any("never got 6 NCCL variables" in h["text"] for h in body["headline"])
+
+
+def test_compare_with_a_run_of_another_team_is_404(client, alice, eve, upload_run):
+    from webapp.auth import create_token
+
+    theirs = upload_run(alice, "spec_baseline_nospec.log")
+    mine = upload_run(eve, "spec_baseline_nospec.log", project=None)
+    response = client.get(f"/api/v1/compare?runs={mine.id},{theirs.id}",
+                          HTTP_AUTHORIZATION=f"Bearer {create_token(eve)}")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"

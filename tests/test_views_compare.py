@@ -49,11 +49,13 @@ def test_csv_and_json_downloads(client, alice, story):
     assert data["baseline"] == base.id and [r["id"] for r in data["runs"]] == [base.id, tuned.id]
 
 
-def test_runs_of_other_teams_are_left_out(client, alice, eve, story):
+def test_runs_of_other_teams_are_not_found_even_mixed_with_own(client, alice, eve, story, upload_run):
     base, tuned, _ = story
+    own = upload_run(eve, "spec_baseline_nospec.log", project=None)
     client.force_login(eve)
-    data = client.get(f"/compare/?runs={base.id},{tuned.id}&format=json").json()
-    assert data["runs"] == []
+    response = client.get(f"/compare/?runs={own.id},{tuned.id}&format=json")
+    assert response.status_code == 404 and str(base.id) not in response.content.decode()
+    assert client.get(f"/compare/?runs={own.id}&format=json").json()["runs"][0]["id"] == own.id
 
 
 def test_query_count_does_not_grow_with_the_number_of_runs(client, alice, story, upload_run):
