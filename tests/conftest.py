@@ -166,3 +166,19 @@ def worker(transactional_db, data_dir):
     from django.db import connection
 
     connection.close()
+
+
+@pytest.fixture
+def private_queue(settings):
+    """Parse tasks go to a queue of this test's own that no worker reads (deleted afterwards): a test
+    that commits (live_server, transaction=True) must not hand its ids to someone's real worker."""
+    import redis
+
+    from webapp.celery import app as celery_app
+
+    queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
+    old_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    yield queue
+    celery_app.conf.task_default_queue = old_queue
+    redis.Redis.from_url(settings.REDIS_URL).delete(queue)

@@ -104,6 +104,14 @@ def test_too_many_requests_is_429_for_that_user_only(client, alice, bob, bearer,
     assert client.get("/api/v1/runs", headers=bob_headers).status_code == 200
 
 
+def test_guessing_tokens_from_one_address_is_429_while_good_tokens_still_work(client, alice, bearer, settings):
+    settings.API_FAILED_AUTH_RATE = "3/m"
+    wrong = {"Authorization": "Bearer rlt_guess_guess"}
+    assert [client.get("/api/v1/runs", headers=wrong).status_code for _ in range(4)] == [401, 401, 401, 429]
+    assert client.get("/api/v1/runs", headers=wrong).json()["error"]["code"] == "rate_limited"
+    assert client.get("/api/v1/runs", headers=bearer(alice)).status_code == 200
+
+
 def test_ninjas_own_validation_errors_use_our_error_shape(client, alice, bearer):
     response = client.get("/api/v1/runs?page=0", headers=bearer(alice))
     assert response.status_code == 422

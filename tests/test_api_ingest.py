@@ -1,14 +1,17 @@
 """POST /api/v1/runs (upload), /runs/register (by server path, RELIABILITY R1-R8), /runs/{id}/refresh."""
 
 import gzip
+import io
 import json
 import os
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 
 from ingest import services
 from runs.models import LogFile, NcclSetting, Run, Status
@@ -69,6 +72,30 @@ def test_newcomer_check_shape_curl_form_fields_then_status(client, alice, bearer
     created = _upload(client, headers, [_file()], '{"name": "run.log", "tags": ["newcomer"]}').json()
     status = client.get(f"/api/v1/runs/{created['id']}/status", headers=headers).json()
     assert status["status"] == "queued" and status["id"] == created["id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_same_upload_sent_twice_at_once_makes_one_run(alice, data_dir, private_queue):
+    raw = log_path(TUNED).read_bytes()
+    barrier = threading.Barrier(2)
+    results = []
+
+    def send() -> None:
+        try:
+            barrier.wait()
+            run, created = services.upload_run(alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))],
+                                               project="team")
+            results.append((run.id, created))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(created for _, created in results) == [False, True] and len({i for i, _ in results}) == 1
+    assert Run.objects.count() == 1 and len(list((data_dir / "logs").iterdir())) == 1
 
 
 def test_gz_upload_is_stored_decompressed(client, alice, bearer, data_dir):

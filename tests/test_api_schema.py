@@ -42,7 +42,7 @@ CASES: Counter[str] = Counter()
 @pytest.fixture
 def runs_of_alice(alice, upload_run, tmp_path, settings):
     """alice's runs (one parsed, one queued) and a log root, so generated calls can hit real rows."""
-    settings.API_RATE = "100000/m"
+    settings.API_RATE = settings.API_FAILED_AUTH_RATE = "100000/m"
     root = tmp_path / "roots"
     root.mkdir()
     settings.LOG_ROOTS = [root.resolve()]

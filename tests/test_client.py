@@ -10,10 +10,8 @@ import shutil
 import subprocess
 import threading
 import time
-import uuid
 
 import pytest
-import redis
 from django.db import connection
 
 from ingest import client, services
@@ -24,19 +22,6 @@ from webapp.auth import create_token
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TUNED = "spec_eagle3_tuned_2step.log"
-
-
-@pytest.fixture
-def private_queue(settings):
-    """Parse tasks of this test go to a queue nobody consumes; it is deleted afterwards."""
-    from webapp.celery import app
-
-    queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
-    old = app.conf.task_default_queue
-    app.conf.task_default_queue = queue
-    yield queue
-    app.conf.task_default_queue = old
-    redis.Redis.from_url(settings.REDIS_URL).delete(queue)
 
 
 @pytest.fixture

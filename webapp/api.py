@@ -8,6 +8,7 @@ Every error leaves as {"error": {"code", "message", "line"?}} with a stable code
 from __future__ import annotations
 
 import logging
+import math
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -16,10 +17,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Schema
-from ninja.errors import HttpError, ValidationError
+from ninja.errors import HttpError, Throttled, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
-from ninja.throttling import AuthRateThrottle
+from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 from ninja.utils import normalize_path
 
 from ingest.api import router as ingest_router
@@ -31,11 +32,45 @@ from webapp.auth import user_for_token
 log = logging.getLogger(__name__)
 
 
+class SettingsRate:
+    """A ninja throttle whose rate is the setting named `setting`, read per request."""
+
+    setting: str
+
+    def __init__(self) -> None:
+        super().__init__(getattr(settings, self.setting))
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        rate = getattr(settings, self.setting)
+        if self.rate != rate:
+            self.rate = rate
+            self.num_requests, self.duration = self.parse_rate(rate)
+        return super().allow_request(request)
+
+
+class ApiRateThrottle(SettingsRate, AuthRateThrottle):
+    """ninja's per-user throttle at RUNLENS_API_RATE."""
+
+    setting = "API_RATE"
+
+
+class FailedAuthThrottle(SettingsRate, AnonRateThrottle):
+    """Counts wrong tokens per address (RUNLENS_API_FAILED_AUTH_RATE); the next one past it is 429."""
+
+    setting = "API_FAILED_AUTH_RATE"
+    scope = "failed_auth"
+
+
 class BearerToken(HttpBearer):
     """`Authorization: Bearer rlt_...`, a token from `manage.py createtoken` (CI)."""
 
+    failures = FailedAuthThrottle()
+
     def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
-        return user_for_token(token)
+        user = user_for_token(token)
+        if user is None and not self.failures.allow_request(request):
+            raise Throttled(wait=self.failures.wait())
+        return user
 
 
 class Session(SessionAuth):
@@ -48,19 +83,6 @@ class Session(SessionAuth):
         if not request.user.is_authenticated:
             return None
         return super()._get_key(request)
-
-
-class ApiRateThrottle(AuthRateThrottle):
-    """ninja's per-user throttle at settings.API_RATE (RUNLENS_API_RATE), read per request."""
-
-    def __init__(self) -> None:
-        super().__init__(settings.API_RATE)
-
-    def allow_request(self, request: HttpRequest) -> bool:
-        if self.rate != settings.API_RATE:
-            self.rate = settings.API_RATE
-            self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request)
 
 
 class UnsupportedMediaType(Exception):
@@ -132,7 +154,10 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         message = "authentication required: send Authorization: Bearer <token>"
     else:
         message = exc.message
-    return error(request, exc.status_code, code, message)
+    response = error(request, exc.status_code, code, message)
+    if isinstance(exc, Throttled) and exc.wait:
+        response["Retry-After"] = str(math.ceil(exc.wait))
+    return response
 
 
 @api.exception_handler(ValidationError)
