@@ -181,4 +181,6 @@ def private_queue(settings):
     celery_app.conf.task_default_queue = queue
     yield queue
     celery_app.conf.task_default_queue = old_queue
-    redis.Redis.from_url(settings.REDIS_URL).delete(queue)
+    redis.Redis.from_url(settings.REDIS_URL).delete(
+        queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}",
+    )
