@@ -255,10 +255,12 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
         if run.steps is not None and run.steps_source.startswith("set by"):
             cfg["spec.steps"] = {"value": run.steps, "source": run.steps_source}
         nccl = (run.parsed or {}).get("nccl") or {}
+        sources = nccl.get("sources") or {}
         for key, value in nccl.get("declared", {}).items():
-            cfg[f"{key} (declared)"] = {"value": value, "source": "launcher"}
+            cfg[f"{key} (declared)"] = _sourced(value, (sources.get("declared") or {}).get(key), "launcher")
+        first_rank = next(iter((sources.get("effective") or {}).values()), {})
         for key, value in nccl.get("effective", {}).items():
-            cfg[f"{key} (effective)"] = {"value": value, "source": "workers"}
+            cfg[f"{key} (effective)"] = _sourced(value, first_rank.get(key), "workers")
     picked: dict[tuple[int, str], str] = {}
     rows = MetricSample.objects.filter(run_id__in=ids, name__in=list(SERIES_METRICS)).order_by(
         "logfile_id", "window", "id").values_list("run_id", "name", "source", "value", "line")
@@ -282,6 +284,13 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
     ):
         inputs[c.pop("run_id")].collectives.append(c)
     return [inputs[i] for i in ids]
+
+
+def _sourced(value: object, where: list | None, fallback: str) -> dict:
+    """A config cell with the log line it came from ([logfile, line, source] from runs.nccl)."""
+    if where and where[0] and where[1]:
+        return {"value": value, "source": where[2], "logfile": where[0], "line": where[1]}
+    return {"value": value, "source": (where[2] if where else fallback)}
 
 
 def comparison_for(user, ids: list[int], baseline: int | None) -> tuple[list[RunInput], dict]:

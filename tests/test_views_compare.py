@@ -83,3 +83,15 @@ def test_analysis_panel_gives_break_even_and_required_acceptance(client, alice, 
     assert 'id="analysis"' in body and 'id="chart-curve-' in body
     # 243.83 tok/s x 4.6 ms = 1.12 tokens/cycle to break even; 600 tok/s x 4.6 ms = 2.76 -> p = 0.92
     assert "1.12" in body and "0.92" in body and "above the break-even" in body
+
+
+def test_config_diff_links_declared_and_effective_nccl_values_to_their_lines(client, alice, story):
+    _, tuned, dropped = story
+    client.force_login(alice)
+    data = client.get(f"/compare/?runs={tuned.id},{dropped.id}&format=json").json()
+    rows = {r["key"]: r for r in data["config"]}
+    declared = rows["NCCL_PROTO (declared)"]["runs"][str(dropped.id)]
+    assert declared["value"] == "LL" and declared["line"] == 2 and declared["logfile"]
+    effective = rows["NCCL_PROTO (effective)"]["runs"]
+    assert effective[str(tuned.id)]["value"] == "LL" and effective[str(tuned.id)]["line"]
+    assert effective[str(dropped.id)] is None and rows["NCCL_PROTO (effective)"]["differs"]
