@@ -38,7 +38,12 @@ def golden(request: pytest.FixtureRequest):
 
 @pytest.fixture(autouse=True)
 def data_dir(settings, tmp_path):
-    """Each test stores logs in its own data dir."""
+    """Each test stores logs in its own data dir, and counts throttling in a cache of its own
+    (the real one is Redis, shared by all web processes: counts would leak between tests)."""
+    from django.core.cache import cache
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    cache.clear()
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
     return settings.DATA_DIR

@@ -191,3 +191,10 @@ def test_summary_cards_link_to_the_first_window_they_were_read_from(client, alic
     body = client.get(f"/runs/{run.id}/").content.decode()
     # The first profile block: `Cycle total` on line 143, `Accept len` 144, `Throughput` 145.
     assert 'data-line="143"' in body and 'data-line="144"' in body and 'data-line="145"' in body
+
+
+def test_static_files_are_served_without_debug(client, settings):
+    """gunicorn in production serves our JS/CSS itself (whitenoise), no separate server needed."""
+    settings.DEBUG = False
+    response = client.get("/static/runlens/app.js")
+    assert response.status_code == 200 and b"drawCharts" in b"".join(response.streaming_content)

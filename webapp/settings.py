@@ -92,6 +92,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (our JS/CSS, ninja's Swagger UI) from gunicorn too, without a separate server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,7 +136,14 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "webapp" / "static"]
 STATIC_ROOT = Path(env("STATIC_ROOT", str(DATA_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise looks there first (after collectstatic)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Serve straight from the app directories: no collectstatic step needed to run.
+WHITENOISE_USE_FINDERS = True
 
 # Uploads: Django's own limits do not cover file data, so the upload handler enforces the cap
 # while streaming (ingest/storage.py); larger-than-memory files spool to disk.
@@ -155,6 +164,15 @@ API_FAILED_AUTH_RATE = env("RUNLENS_API_FAILED_AUTH_RATE", "30/m")
 
 # Celery (RELIABILITY §3): the database is the source of truth, the queue only a doorbell.
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
+# Shared by every web process (API throttling counts must not be per process).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env("RUNLENS_CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": "runlens",
+        "TIMEOUT": 300,
+    }
+}
 PARSE_SOFT_TIME_LIMIT = env_int("RUNLENS_PARSE_SOFT_SECONDS", 30 * 60)
 PARSE_TIME_LIMIT = env_int("RUNLENS_PARSE_HARD_SECONDS", 35 * 60)
 VISIBILITY_TIMEOUT = env_int("RUNLENS_VISIBILITY_TIMEOUT", 2 * 60 * 60)
