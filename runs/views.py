@@ -95,6 +95,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     phases = list(PhaseSample.objects.filter(run=run).order_by("logfile_id", "window", "id")
                   .only("name", "window", "ms", "line", "logfile_id"))
     chart = charts.phase_timeline(phases) if phases else None
+    collectives = list(CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line").values(
+        "op", "size_bytes", "busbw_gbs", "in_place"))
+    collectives_chart = charts.collectives([(run.name, collectives)]) if collectives else None
     parsed = run.parsed or {}
     nccl = parsed.get("nccl") or {}
     baseline_id = request.GET.get("baseline", "")
@@ -117,6 +120,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "chart": chart, "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": _first_lines(run),
         "warnings": parsed.get("warnings", []), "annotations": run.annotations.select_related("author"),
         "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
+        "collectives_chart": collectives_chart, "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": visible_runs(request.user).filter(status=Status.READY, project=run.project)
         .exclude(pk=run.pk).exclude(throughput_tok_s=None).only("id", "name")[:100],
     })
@@ -166,6 +170,10 @@ def nccl_sentence(nccl: dict) -> str:
                                    for d in changed))
         return "; ".join(parts) + "."
     if status == "ok":
+        if not nccl.get("declared"):
+            count = len(nccl.get("effective") or {})
+            return (f"No launcher declaration in the logs; the workers report {count} NCCL "
+                    f"variable{'s' if count != 1 else ''} set by environment.")
         return "Every NCCL variable the launcher declared reached every worker."
     return "No log shows what the workers actually used (no NCCL echo lines or worker environment dumps)."
 

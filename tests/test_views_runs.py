@@ -198,3 +198,10 @@ def test_static_files_are_served_without_debug(client, settings):
     settings.DEBUG = False
     response = client.get("/static/runlens/app.js")
     assert response.status_code == 200 and b"drawCharts" in b"".join(response.streaming_content)
+
+
+def test_nccl_tests_run_shows_its_bus_bandwidth_chart(client, alice, upload_run):
+    run = upload_run(alice, "nccl-tests_all_reduce_default.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert 'id="chart-collectives"' in body and "299.73" in body
