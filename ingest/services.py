@@ -444,7 +444,8 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
     except _StoreError as e:
         # The transaction rolled back (old rows intact). Hand the file back: the task's retry
         # or the reconciler takes it again, and MAX_PARSE_ATTEMPTS stops a hopeless loop.
-        LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(status=Status.QUEUED, claimed_at=None)
+        LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
+            status=Status.QUEUED, claimed_at=None, updated_at=timezone.now())
         raise e.__cause__ from None
     except Exception as e:  # a parser bug must not leave the file "parsing" forever
         log.exception("logfile %s: parser crashed", lf.id)
@@ -586,7 +587,9 @@ def _steps_source(run: Run) -> str:
 def reparse_run(run: Run) -> None:
     """Parse all of a run's files again; rows are replaced when each parse commits."""
     with transaction.atomic():
-        run.logfiles.update(status=Status.QUEUED, attempts=0, error="", error_line=None, claimed_at=None)
+        # updated_at by hand: update() skips auto_now, and the reconciler reads it as "queued since".
+        run.logfiles.update(status=Status.QUEUED, attempts=0, error="", error_line=None, claimed_at=None,
+                            claim_token="", updated_at=timezone.now())
         refresh_run(run.id)
         enqueue_run(run)
 

@@ -203,3 +203,10 @@ def test_a_log_that_keeps_killing_workers_ends_failed(alice, upload_run, setting
     assert services.parse_logfile(lf.id, token="t") == Status.FAILED
     lf.refresh_from_db()
     assert "gave up after 2 attempts" in lf.error and not PhaseSample.objects.filter(run=run).exists()
+
+
+def test_reparse_is_not_mistaken_for_a_stuck_file(alice, upload_run, settings):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    LogFile.objects.filter(run=run).update(updated_at=timezone.now() - timedelta(hours=1))
+    services.reparse_run(run)
+    assert services.reconcile() == 0
