@@ -259,7 +259,13 @@ def register_path(
 
 
 def _admin_project(user: AbstractBaseUser, name: str | None) -> Project:
-    """The project a user may register paths in: one they administer (any, for superusers)."""
+    """The project a user may register paths in: one they administer (any, for superusers).
+
+    Needs the `runs.register_path` permission too (RELIABILITY R8: an explicit grant).
+    """
+    if not user.has_perm("runs.register_path"):
+        raise ServiceError(403, "not_allowed_to_register",
+                           "registering server paths needs the 'register_path' permission (ask an admin)")
     admin = Membership.objects.filter(user=user, role=Membership.Role.ADMIN).select_related("project")
     if name:
         project = Project.objects.filter(name=name).first()

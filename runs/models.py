@@ -116,6 +116,9 @@ class LogFile(models.Model):
 
     class Meta:
         ordering = ["id"]
+        # Reading files off the server is a grant of its own, not a side effect of creating a
+        # project (every user administers the personal project of their first upload).
+        permissions = [("register_path", "Can register logs by server path (under RUNLENS_LOG_ROOTS)")]
 
     def __str__(self) -> str:
         return self.original_name

@@ -74,10 +74,13 @@ def _user(django_user_model, name: str):
 
 @pytest.fixture
 def alice(db, django_user_model):
-    """Owns the project `team`."""
+    """Owns the project `team`, and may register logs by server path."""
+    from django.contrib.auth.models import Permission
+
     from runs.models import Membership, Project
 
     user = _user(django_user_model, "alice")
+    user.user_permissions.add(Permission.objects.get(codename="register_path"))
     project = Project.objects.create(name="team")
     Membership.objects.create(project=project, user=user, role=Membership.Role.ADMIN)
     return user

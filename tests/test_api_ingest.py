@@ -339,7 +339,10 @@ def test_r7_existing_and_missing_paths_outside_the_roots_answer_the_same(client,
 
 @pytest.mark.parametrize("persona", ["bob", "eve"])
 def test_r8_only_project_admins_may_register(client, alice, bob, eve, bearer, root, persona):
+    from django.contrib.auth.models import Permission
+
     user = {"bob": bob, "eve": eve}[persona]
+    user.user_permissions.add(Permission.objects.get(codename="register_path"))
     response = _register(client, bearer(user), root / "run.log", project="team")
     assert response.status_code == 403 and response.json()["error"]["code"] == "not_project_admin"
     assert _register(client, bearer(user), root / "run.log").status_code == 403
@@ -397,3 +400,13 @@ def test_refresh_of_a_vanished_file_is_400_and_keeps_the_run(client, alice, bear
 def test_refresh_of_a_run_of_another_project_is_404(client, alice, eve, bearer, root):
     run_id = _register(client, bearer(alice), root / "run.log").json()["id"]
     assert client.post(f"/api/v1/runs/{run_id}/refresh", headers=bearer(eve)).status_code == 404
+
+
+def test_r8_admin_of_a_personal_project_still_needs_the_grant(client, alice, eve, bearer, root):
+    """Every user administers the project of their first upload: that must not open the disk."""
+    headers = bearer(eve)
+    upload = _upload(client, headers, [SimpleUploadedFile("a.log", b"x\n")])
+    assert upload.status_code == 202
+    response = _register(client, headers, root / "run.log")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "not_allowed_to_register"
+    assert not LogFile.objects.filter(registered=True).exists()
