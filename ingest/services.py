@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import BinaryIO
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -447,16 +448,27 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
         return _fail(lf, f"{lf.original_name}: {e.message}", None)
     except OSError as e:
         return _fail(lf, f"{lf.original_name}: cannot read the stored file ({e.strerror})", None)
+    except OperationalError:
+        # The database blinked (lock timeout, dropped connection): not the log's fault, retry.
+        _hand_back(lf)
+        raise
+    except SoftTimeLimitExceeded:
+        return _fail(lf, f"{lf.original_name}: parsing took longer than {settings.PARSE_SOFT_TIME_LIMIT} s "
+                         "(RUNLENS_PARSE_SOFT_SECONDS)", None)
     except _StoreError as e:
         # The transaction rolled back (old rows intact). Hand the file back: the task's retry
         # or the reconciler takes it again, and MAX_PARSE_ATTEMPTS stops a hopeless loop.
-        LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
-            status=Status.QUEUED, claimed_at=None, updated_at=timezone.now())
+        _hand_back(lf)
         raise e.__cause__ from None
     except Exception as e:  # a parser bug must not leave the file "parsing" forever
         log.exception("logfile %s: parser crashed", lf.id)
         return _fail(lf, f"{lf.original_name}: internal error while parsing ({type(e).__name__}: {e})", None)
     return Status.READY
+
+
+def _hand_back(lf: LogFile) -> None:
+    LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
+        status=Status.QUEUED, claimed_at=None, updated_at=timezone.now())
 
 
 def _fail(lf: LogFile, message: str, line: int | None) -> str:
@@ -532,7 +544,9 @@ def run_result(run: Run) -> ParseResult:
         for w in lf.warnings:
             result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
     # NCCL values include annotations (no log file): the analysis sees every declaration.
-    for n in NcclSetting.objects.filter(run=run).order_by("logfile_id", "line", "id"):
+    # Rows without a log file (annotations, upload metadata) last on every database: the last
+    # declaration wins in the analysis, and a person's word wins over the logs.
+    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
         result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id))
     for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
         result.collectives.append(rec.Collective(
@@ -610,15 +624,20 @@ def reconcile(now=None) -> int:
     )
     count = 0
     for lf in stuck:
+        # Conditional on what was read: a worker that claimed or finished the file meanwhile wins.
+        unchanged = LogFile.objects.filter(id=lf.id, status=lf.status, updated_at=lf.updated_at)
         with transaction.atomic():
             if lf.attempts >= settings.MAX_PARSE_ATTEMPTS:
-                LogFile.objects.filter(id=lf.id).update(
+                if not unchanged.update(
                     status=Status.FAILED, updated_at=now,
                     error=f"{lf.original_name}: gave up after {lf.attempts} attempts (the worker died or hung)",
-                )
+                ):
+                    continue
+                _delete_rows(lf)
                 refresh_run(lf.run_id)
             else:
-                LogFile.objects.filter(id=lf.id).update(status=Status.QUEUED, claimed_at=None, updated_at=now)
+                if not unchanged.update(status=Status.QUEUED, claimed_at=None, claim_token="", updated_at=now):
+                    continue
                 from ingest.tasks import parse_logfile as task
 
                 transaction.on_commit(lambda i=lf.id: task.delay(i))

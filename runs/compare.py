@@ -149,8 +149,9 @@ def _phase_rows(ordered: list[RunInput], base: RunInput) -> list[dict]:
 
 
 def _nccl_brief(nccl: dict) -> dict:
-    return {"status": nccl.get("status") or "unknown", "drift": [d["key"] for d in nccl.get("drift", [])],
-            "version": nccl.get("version")}
+    drift = nccl.get("drift", [])
+    return {"status": nccl.get("status") or "unknown", "drift": [d["key"] for d in drift],
+            "changed": [d["key"] for d in drift if d.get("effective") is not None], "version": nccl.get("version")}
 
 
 def config_diff(ordered: list[RunInput]) -> list[dict]:
@@ -216,12 +217,19 @@ def headline(result: dict) -> list[dict]:
         out.append({"text": f"{row['name']} {cell['delta_ms']:+.2f} ms/cyc in {r['name']} "
                             f"({base_ms:.2f} → {cell['ms']:.2f}{share}).", "anchor": "breakdown"})
     for r in runs:
+        if r["nccl"]["status"] != "drift":
+            continue
         drift = r["nccl"]["drift"]
-        if r["nccl"]["status"] == "drift":
-            names = ", ".join(drift[:4]) + (", ..." if len(drift) > 4 else "")
-            out.append({"text": f"{r['name']}: the workers never got {len(drift)} NCCL variable"
-                                f"{'s' if len(drift) != 1 else ''} the launcher declared ({names}).",
-                        "anchor": "config", "alarm": True})
+        missing = [d for d in drift if d not in r["nccl"]["changed"]]
+        changed = r["nccl"]["changed"]
+        parts = []
+        if missing:
+            names = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
+            parts.append(f"the workers never got {len(missing)} NCCL variable{'s' if len(missing) != 1 else ''} "
+                         f"the launcher declared ({names})")
+        if changed:
+            parts.append(f"{len(changed)} reached them with another value ({', '.join(changed[:4])})")
+        out.append({"text": f"{r['name']}: " + "; ".join(parts) + ".", "anchor": "config", "alarm": True})
     for d in result["comparable"]["differences"]:
         out.append({"text": d["text"] + ".", "anchor": "config"})
     return out

@@ -30,6 +30,11 @@ SORTS = {
 }
 
 
+def _is_int(text: str | None) -> bool:
+    """ASCII digits only, and a size the database takes (`"²".isdigit()` is True; int() refuses it)."""
+    return bool(text) and text.isascii() and text.isdecimal() and len(text) <= 18
+
+
 def _get_run_for_user(request: HttpRequest, pk: int) -> Run:
     run = visible_runs(request.user).filter(pk=pk).select_related("project").first()
     if run is None:
@@ -49,7 +54,7 @@ def filtered_runs(request: HttpRequest) -> tuple[QuerySet[Run], dict]:
         runs = runs.filter(tags__name=q["tag"])
     if q.get("engine"):
         runs = runs.filter(engine=q["engine"])
-    if q.get("steps", "").isdigit():
+    if _is_int(q.get("steps", "")):
         runs = runs.filter(steps=int(q["steps"]))
     if q.get("nccl_status") in ("ok", "drift", "unknown"):
         runs = runs.filter(nccl_status=q["nccl_status"])
@@ -102,7 +107,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     nccl = parsed.get("nccl") or {}
     baseline_id = request.GET.get("baseline", "")
     baseline = (
-        visible_runs(request.user).filter(pk=int(baseline_id)).first() if baseline_id.isdigit()
+        visible_runs(request.user).filter(pk=int(baseline_id)).first() if _is_int(baseline_id)
         else suggested_baseline(request.user, run)
     )
     target = _float(request.GET.get("target"))
@@ -238,7 +243,7 @@ def parse_ids(raw: str, limit: int = 12) -> list[int]:
     ids = []
     for part in raw.split(","):
         part = part.strip()
-        if part.isdigit() and int(part) not in ids:
+        if _is_int(part) and int(part) not in ids:
             ids.append(int(part))
     return ids[:limit]
 
@@ -316,7 +321,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     # ?runs=3,7,9 (shareable) or ?run=3&run=7 (the run list's checkboxes without JavaScript)
     ids = parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
     baseline = request.GET.get("baseline")
-    inputs, result = comparison_for(request.user, ids, int(baseline) if baseline and baseline.isdigit() else None)
+    inputs, result = comparison_for(request.user, ids, int(baseline) if _is_int(baseline) else None)
     fmt = request.GET.get("format")
     if fmt == "json":
         response = JsonResponse(result)

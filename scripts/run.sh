@@ -6,7 +6,11 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 ADDR=${RUNLENS_ADDR:-127.0.0.1:8000}
 
+REDIS_PID=var/redis/redis.pid
+[ -f "$REDIS_PID" ] && had_redis=1 || had_redis=""
 scripts/ensure-redis.sh
+# A private redis-server started just now is ours to stop with the rest.
+[ -z "$had_redis" ] && [ -f "$REDIS_PID" ] && private_redis=$(cat "$REDIS_PID") || private_redis=""
 $PY manage.py migrate --noinput
 $PY manage.py demo
 
@@ -16,8 +20,13 @@ stop() {
   echo; echo "stopping runlens (worker and web server)…"
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -n "$private_redis" ]; then
+    echo "stopping the private redis-server (pid $private_redis)"
+    kill -TERM "$private_redis" 2>/dev/null || true
+  fi
 }
 trap stop INT TERM EXIT
+[ -n "$private_redis" ] && echo "(a private redis-server was started for this session; Ctrl-C stops it too)"
 
 .venv/bin/celery -A webapp worker --beat --loglevel INFO --concurrency 1 \
   --schedule var/celerybeat-schedule --hostname "runlens@%h" &

@@ -210,3 +210,20 @@ def test_reparse_is_not_mistaken_for_a_stuck_file(alice, upload_run, settings):
     LogFile.objects.filter(run=run).update(updated_at=timezone.now() - timedelta(hours=1))
     services.reparse_run(run)
     assert services.reconcile() == 0
+
+
+def test_nul_bytes_after_the_head_are_dropped_not_stored(alice, data_dir):
+    content = b"filler line\n" * 1000 + b"NCCL_PROTO=LL\x00\x00 python3 launch.py\n" + (
+        b"[EAGLE3_PROFILE] window=100 cycles, steps=2\n  Target verify:       4.02 ms/cyc  ( 83.6%)\n")
+    run = upload_bytes(alice, "rotated.log", content)
+    assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+    run.refresh_from_db()
+    assert run.verify_ms == 4.02 and run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
+
+
+def test_a_persons_nccl_declaration_wins_over_the_log(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
+    services.add_annotation(alice, run, "nccl", "NCCL_PROTO=Simple")
+    run.refresh_from_db()
+    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "Simple" and run.nccl_status == "drift"

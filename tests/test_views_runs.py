@@ -205,3 +205,11 @@ def test_nccl_tests_run_shows_its_bus_bandwidth_chart(client, alice, upload_run)
     client.force_login(alice)
     body = client.get(f"/runs/{run.id}/").content.decode()
     assert 'id="chart-collectives"' in body and "299.73" in body
+
+
+@pytest.mark.parametrize("url", ["/?steps=%C2%B2", "/runs/{id}/?baseline=%C2%B2", "/compare/?runs=%C2%B2",
+                                 "/compare/?runs={id}&baseline=%C2%B2"])
+def test_unicode_digits_in_the_query_are_ignored_not_a_crash(client, alice, upload_run, url):
+    run = upload_run(alice, "spec_baseline_nospec.log")
+    client.force_login(alice)
+    assert client.get(url.format(id=run.id)).status_code == 200

@@ -110,6 +110,10 @@ def _skip_to_newline(stream: BinaryIO, rest: bytes) -> bytes:
 def _decode(raw: bytes, lineno: int, warnings: list | None) -> str:
     if raw.endswith(b"\r"):
         raw = raw[:-1]
+    if b"\x00" in raw:
+        # NULs past the sniffed head (copytruncate leaves a run of them): no text has them, and
+        # PostgreSQL refuses them in text columns.
+        raw = raw.replace(b"\x00", b"")
     return clean(raw.decode("utf-8", errors="replace"))
 
 
