@@ -200,8 +200,20 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+# Production is HTTPS unless the operator says otherwise (RUNLENS_HTTPS=0 for a plain-HTTP
+# cluster-internal deployment): secure cookies, redirect to HTTPS, HSTS.
+HTTPS = env_bool("RUNLENS_HTTPS", not DEBUG)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 3600 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# runlens is one host on a team's internal domain: forcing HSTS on every sibling host, or asking
+# browsers to preload it, is the domain owner's call, not ours (opt in with the two settings above).
+SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("RUNLENS_BEHIND_PROXY", False) else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"

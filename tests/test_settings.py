@@ -1,0 +1,69 @@
+"""webapp.settings: environment readers and the production configuration."""
+
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from tests.samples import PROJECT_ROOT
+from webapp.settings import database_from_url, env_bool
+
+
+def test_database_url_for_postgres():
+    db = database_from_url("postgres://u:p%40ss@db.example:6543/runs?sslmode=require")
+    assert db["ENGINE"] == "django.db.backends.postgresql" and db["NAME"] == "runs"
+    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == ("u", "p@ss", "db.example", "6543")
+    assert db["OPTIONS"] == {"sslmode": "require"}
+
+
+def test_database_url_for_sqlite_relative_and_absolute():
+    assert database_from_url("sqlite:////tmp/x.db")["NAME"] == "/tmp/x.db"
+    assert database_from_url("sqlite:///var/x.db")["NAME"].endswith("/var/x.db")
+
+
+def test_unknown_database_scheme_fails_loudly():
+    with pytest.raises(ImproperlyConfigured, match="mysql"):
+        database_from_url("mysql://x/y")
+
+
+def test_env_bool_refuses_garbage(monkeypatch):
+    monkeypatch.setenv("X_FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="X_FLAG"):
+        env_bool("X_FLAG", False)
+
+
+def test_celery_is_configured_for_reliability(settings):
+    assert settings.CELERY_ACCEPT_CONTENT == ["json"] and settings.CELERY_TASK_SERIALIZER == "json"
+    assert settings.CELERY_TASK_ACKS_LATE and settings.CELERY_TASK_REJECT_ON_WORKER_LOST
+    assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1
+    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > settings.CELERY_TASK_TIME_LIMIT
+    assert settings.CELERY_TASK_TIME_LIMIT > settings.CELERY_TASK_SOFT_TIME_LIMIT
+
+
+def test_the_celery_app_really_uses_the_visibility_timeout():
+    """celery#7651: the setting can silently not take effect; read it back from the app."""
+    from django.conf import settings
+
+    from webapp.celery import app
+
+    assert app.conf.broker_transport_options["visibility_timeout"] == settings.VISIBILITY_TIMEOUT
+    assert app.conf.task_acks_late and app.conf.accept_content == ["json"]
+
+
+def test_production_settings_pass_the_deploy_check(tmp_path):
+    """RELIABILITY A7: `check --deploy` with production settings has nothing to say."""
+    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
+           "RUNLENS_DATA_DIR": str(tmp_path), "ALLOWED_HOSTS": "runlens.example"}
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "", "RUNLENS_DATA_DIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=PROJECT_ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "SECRET_KEY must be set" in result.stderr
