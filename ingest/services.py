@@ -523,6 +523,10 @@ def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     refresh_run(lf.run_id)
 
 
+# Settings whose disagreement between two files of one run means they are not one experiment.
+CONFLICT_KEYS = frozenset({"spec.steps", "spec.algorithm", "model", "tp_size", "engine", "gpu"})
+
+
 def run_result(run: Run) -> ParseResult:
     """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on)."""
     result = ParseResult()
@@ -532,6 +536,11 @@ def run_result(run: Run) -> ParseResult:
         for f in lf.formats:
             result.add_format(f)
         for key, s in lf.settings.items():
+            seen = result.settings.get(key)
+            if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
+                result.warnings.append(rec.Issue(s["line"], (
+                    f"{lf.original_name}: {key} is {s['value']} here but {seen.value} in an earlier file "
+                    f"(line {seen.line}); the run uses {seen.value}")))
             result.set(key, s["value"], s["line"], s["source"])
         last = offset
         for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):

@@ -227,3 +227,10 @@ def test_a_persons_nccl_declaration_wins_over_the_log(alice, upload_run):
     services.add_annotation(alice, run, "nccl", "NCCL_PROTO=Simple")
     run.refresh_from_db()
     assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "Simple" and run.nccl_status == "drift"
+
+
+def test_files_of_one_run_that_disagree_on_steps_get_a_warning(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_tuned_3step.log")
+    assert run.steps == 2
+    messages = [w["message"] for w in run.parsed["warnings"]]
+    assert any("spec.steps is 3 here but 2 in an earlier file" in m for m in messages)

@@ -213,3 +213,10 @@ def test_unicode_digits_in_the_query_are_ignored_not_a_crash(client, alice, uplo
     run = upload_run(alice, "spec_baseline_nospec.log")
     client.force_login(alice)
     assert client.get(url.format(id=run.id)).status_code == 200
+
+
+def test_run_page_lists_reading_warnings(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_tuned_3step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "while reading the logs" in body and "spec.steps is 3 here but 2 in an earlier file" in body
