@@ -80,7 +80,8 @@ def cycle_breakdown(result: dict) -> dict:
             hovertemplate="%{y}<br>%{x:.2f} ms/cycle<extra>%{fullData.name}</extra>",
         ))
     legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "traceorder": "normal"}
-    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "margin": {**LAYOUT["margin"], "b": 40}, "legend": legend},
+    margin = {**LAYOUT["margin"], "b": 40, "t": 90}
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "margin": margin, "legend": legend},
                       barmode="stack", xaxis_title="ms per cycle", height=180 + 60 * len(runs),
                       title={"text": "Cycle breakdown (ms per cycle)", "font": {"size": 15}, "y": 0.97})
     fig.update_yaxes(autorange="reversed", automargin=True)
@@ -101,11 +102,15 @@ def phase_deltas(result: dict) -> dict:
             marker={"color": [("#c53030" if (d or 0) > 0 else "#2f855a") for d in deltas],
                     "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}},
             text=[f"{d:+.2f} ms/cyc" if d is not None else "" for d in deltas], textposition="auto",
+            cliponaxis=False,
             hovertemplate="%{y}: %{x:+.2f} ms/cycle<extra>%{fullData.name}</extra>",
         ))
-    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, barmode="group",
-                      title={"text": "Where the time went (vs baseline)", "font": {"size": 15}},
-                      xaxis_title="Δ ms per cycle (red = slower)", height=140 + 50 * max(1, len(names)))
+    legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}
+    margin = {**LAYOUT["margin"], "t": 60 + 22 * ((len(runs) + 1) // 2), "r": 90}
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "legend": legend, "margin": margin}, barmode="group",
+                      title={"text": "Where the time went (vs baseline)", "font": {"size": 15}, "y": 0.97},
+                      xaxis_title="Δ ms per cycle (red = slower)",
+                      height=200 + 28 * max(1, len(names)) * max(1, len(runs)))
     fig.update_xaxes(zeroline=True, zerolinewidth=2, zerolinecolor="#555")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig.to_plotly_json()
