@@ -141,39 +141,50 @@ def _database_url() -> str:
 
 
 @pytest.fixture
-def worker(transactional_db, data_dir):
-    """A Celery worker process on a queue of its own, reading the test database."""
+def worker_queue(transactional_db, data_dir):
+    """`start()` launches a Celery worker process on a queue of this test's own, reading the test
+    database; stopped at the end. `.queue` names the queue (tasks this test sends go there)."""
     from django.conf import settings
 
     from webapp.celery import app as celery_app
 
-    queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "RUNLENS_DATA_DIR": str(data_dir),
-        "RUNLENS_QUEUE": queue,
-        "REDIS_URL": settings.REDIS_URL,
-    }
+    class Workers:
+        queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
+        procs: list[subprocess.Popen] = []
+
+        def start(self) -> subprocess.Popen:
+            env = {**os.environ, "DATABASE_URL": _database_url(), "RUNLENS_DATA_DIR": str(data_dir),
+                   "RUNLENS_QUEUE": self.queue, "REDIS_URL": settings.REDIS_URL}
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", self.queue, "-c", "1",
+                 "--without-heartbeat", "--without-gossip", "--without-mingle",
+                 "-n", f"{self.queue}-{len(self.procs)}@%h", "--loglevel", "WARNING"],
+                cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            )
+            self.procs.append(proc)
+            return proc
+
+    workers = Workers()
     old_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = queue
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", queue, "-c", "1",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{queue}@%h",
-         "--loglevel", "WARNING"],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    yield proc
+    celery_app.conf.task_default_queue = workers.queue
+    yield workers
     celery_app.conf.task_default_queue = old_queue
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    for proc in workers.procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
     from django.db import connection
 
     connection.close()
+
+
+@pytest.fixture
+def worker(worker_queue):
+    """A running Celery worker process (see worker_queue)."""
+    return worker_queue.start()
 
 
 @pytest.fixture

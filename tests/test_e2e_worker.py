@@ -80,3 +80,27 @@ def test_worker_killed_mid_parse_is_redelivered_and_rows_are_written_once(client
     lf = run.logfiles.get()
     assert lf.attempts == 2
     assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
+
+
+def test_lost_queue_message_is_recovered_by_the_reconciler(client, alice, worker_queue, settings):
+    """RELIABILITY C6: Redis loses the queued message (restart without persistence, FLUSHALL);
+    the database still says `queued`, so the reconciler sends it again and the run gets parsed."""
+    from datetime import timedelta
+
+    import redis
+    from django.utils import timezone
+
+    from ingest import services
+
+    client.force_login(alice)
+    raw = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    run_id = client.post("/upload/", {"files": [SimpleUploadedFile("lost.log", raw)]},
+                         HTTP_ACCEPT="application/json").json()["id"]
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    assert broker.llen(worker_queue.queue) == 1
+    broker.delete(worker_queue.queue)  # the message is gone; no worker will ever see it
+    later = timezone.now() + timedelta(seconds=settings.RECONCILE_AFTER_SECONDS + 1)
+    assert services.reconcile(now=later) == 1
+    assert broker.llen(worker_queue.queue) == 1
+    run = _wait_until_done(run_id, worker_queue.start())
+    assert run.status == Status.READY and run.verify_ms == 4.08
