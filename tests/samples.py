@@ -34,3 +34,8 @@ def upload_bytes(user, name: str, content: bytes, **kw):
 
     return services.register_upload(user, [services.IncomingFile(name, io.BytesIO(content), len(content))],
                                     project=kw.pop("project", "team"), **kw)
+
+
+def bench_row(label: str, value: str) -> str:
+    """A benchmark result row as SGLang and vLLM print it: `{:<40} {:<10}`, trailing spaces and all."""
+    return f"{label:<40} {value:<10}"

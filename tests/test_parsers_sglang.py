@@ -1,6 +1,7 @@
 import pytest
 
 from ingest.parsers import parse_lines, parse_stream, sglang, summarize
+from tests.samples import bench_row as row
 from tests.samples import public_sample
 
 DECODE_2024 = (
@@ -236,11 +237,6 @@ def test_bench_serving_client_flags_are_not_server_flags():
 
 
 # -- bench_serving result blocks ---------------------------------------------------------------
-
-
-def row(label: str, value: str) -> str:
-    """A result row as both tools print it: `{:<40} {:<10}`, trailing spaces and all."""
-    return f"{label:<40} {value:<10}"
 
 
 BENCH_V040 = [

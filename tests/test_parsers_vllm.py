@@ -2,6 +2,7 @@ import pytest
 
 from ingest.parsers import parse_stream, summarize, vllm
 from ingest.parsers.text import clean, read_lines
+from tests.samples import bench_row as row
 from tests.samples import public_sample
 
 V0_05 = (
@@ -191,11 +192,6 @@ def test_engine_config_line_gives_version_and_parallelism():
 
 
 # -- vllm bench serve --------------------------------------------------------------------------
-
-
-def row(label: str, value: str) -> str:
-    """A result row as both tools print it: `{:<40} {:<10}`, trailing spaces and all."""
-    return f"{label:<40} {value:<10}"
 
 
 BENCH = [
