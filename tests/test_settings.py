@@ -55,8 +55,9 @@ def test_the_celery_app_really_uses_the_visibility_timeout():
 
 def test_production_settings_pass_the_deploy_check(tmp_path):
     """RELIABILITY A7: `check --deploy` with production settings has nothing to say."""
-    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
-           "RUNLENS_DATA_DIR": str(tmp_path), "ALLOWED_HOSTS": "runlens.example"}
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}  # set by browser tests
+    env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), RUNLENS_DATA_DIR=str(tmp_path),
+               ALLOWED_HOSTS="runlens.example")
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
                             cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr + result.stdout
