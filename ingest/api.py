@@ -97,11 +97,11 @@ def upload(
                                     f"unexpected form fields {unexpected}: send `files` and `meta` only")
     info = _meta(meta)
     try:
-        run, created = services.upload_run(
+        run, created = services.register_upload(
             request.auth, [services.IncomingFile(f.name or "upload.log", f, f.size) for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta={"ci": ci} if (ci := info.ci.stored()) else {},
-            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "",
+            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
         )
     except storage.StorageError as e:
         raise _refused(e) from None

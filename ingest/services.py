@@ -88,49 +88,18 @@ def register_upload(
     tags: Iterable[str] = (),
     notes: str = "",
     meta: dict | None = None,
-) -> Run:
-    """Store uploaded files under the data dir and create a queued run that will parse them."""
-    run, _ = _upload(user, files, name=name, project=project, tags=tags, notes=notes, meta=meta)
-    return run
-
-
-def upload_run(
-    user: AbstractBaseUser,
-    files: Iterable[IncomingFile],
-    *,
-    name: str = "",
-    project: str | None = None,
-    tags: Iterable[str] = (),
-    notes: str = "",
-    meta: dict | None = None,
-    steps: int | None = None,
-    nccl_env: Mapping[str, str] | None = None,
-    idempotency_key: str = "",
-) -> tuple[Run, bool]:
-    """register_upload for CI, where retries happen: returns (run, created).
-
-    An upload whose content (the sha256 of every file) or Idempotency-Key matches a run of the
-    same project gives back that run; nothing new is stored. `nccl_env` becomes declared NCCL
-    settings of the run and `steps` a step count set by the uploader.
-    """
-    return _upload(user, files, name=name, project=project, tags=tags, notes=notes, meta=meta, steps=steps,
-                   nccl_env=nccl_env, idempotency_key=idempotency_key, dedupe=True)
-
-
-def _upload(
-    user: AbstractBaseUser,
-    files: Iterable[IncomingFile],
-    *,
-    name: str,
-    project: str | None,
-    tags: Iterable[str],
-    notes: str,
-    meta: dict | None,
     steps: int | None = None,
     nccl_env: Mapping[str, str] | None = None,
     idempotency_key: str = "",
     dedupe: bool = False,
 ) -> tuple[Run, bool]:
+    """Store uploaded files under the data dir and create a queued run that will parse them.
+
+    Returns (run, created). With `dedupe` (CI, where retries happen) an upload whose content
+    (the sha256 of every file) or Idempotency-Key matches a run of the same project gives back
+    that run and stores nothing. `nccl_env` becomes declared NCCL settings of the run and
+    `steps` a step count set by the uploader.
+    """
     files = list(files)
     if not files:
         raise ValueError("no files given")

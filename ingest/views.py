@@ -34,7 +34,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         error = "choose at least one log file"
     if error is None:
         try:
-            run = services.register_upload(
+            run, _ = services.register_upload(
                 request.user,
                 [services.IncomingFile(f.name, f, f.size) for f in files],
                 name=request.POST.get("name", "").strip(),

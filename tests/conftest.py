@@ -112,7 +112,7 @@ def upload_run(data_dir):
 
         handles = [open(log_path(n), "rb") for n in names]
         try:
-            run = services.register_upload(
+            run, _ = services.register_upload(
                 user, [services.IncomingFile(n.split("/")[-1], h, log_path(n).stat().st_size)
                        for n, h in zip(names, handles, strict=True)],
                 project=project, **kw,

@@ -32,8 +32,9 @@ def upload_bytes(user, name: str, content: bytes, **kw):
 
     from ingest import services
 
-    return services.register_upload(user, [services.IncomingFile(name, io.BytesIO(content), len(content))],
-                                    project=kw.pop("project", "team"), **kw)
+    run, _ = services.register_upload(user, [services.IncomingFile(name, io.BytesIO(content), len(content))],
+                                      project=kw.pop("project", "team"), **kw)
+    return run
 
 
 def bench_row(label: str, value: str) -> str:

@@ -83,8 +83,8 @@ def test_same_upload_sent_twice_at_once_makes_one_run(alice, data_dir, private_q
     def send() -> None:
         try:
             barrier.wait()
-            run, created = services.upload_run(alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))],
-                                               project="team")
+            run, created = services.register_upload(
+                alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team", dedupe=True)
             results.append((run.id, created))
         finally:
             connection.close()

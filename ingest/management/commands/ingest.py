@@ -27,7 +27,7 @@ class Command(BaseCommand):
             for p in paths:
                 handles.append(open(p, "rb"))
             files = [services.IncomingFile(p.name, h, p.stat().st_size) for p, h in zip(paths, handles, strict=True)]
-            run = services.register_upload(owner, files, name=name, project=project, tags=tags)
+            run, _ = services.register_upload(owner, files, name=name, project=project, tags=tags)
         except (OSError, storage.StorageError, PermissionError) as e:
             raise CommandError(str(e)) from None
         finally:
