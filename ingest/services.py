@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from ingest import storage
-from ingest.parsers import ParseError, ParseResult, parse_stream, summarize
+from ingest.parsers import ParseError, ParseResult, parse_stream
 from ingest.parsers import records as rec
 from runs.models import (
     Annotation,
@@ -37,6 +37,7 @@ from runs.models import (
     Status,
     Tag,
 )
+from runs.summary import summarize
 
 log = logging.getLogger(__name__)
 

@@ -8,13 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Which source to believe first when several report the same figure for the same run.
-SOURCE_ORDER = (
-    "eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp", "llamacpp_slot",
-    # Benchmark clients: one figure per benchmark run, for logs that have no server windows.
-    "sglang_bench_one_batch", "sglang_bench", "vllm_bench",
-)
-
 # The summary table, in reading order: key, label, unit, which direction is better.
 METRICS = [
     ("throughput_tok_s", "Throughput", "tok/s", "higher"),

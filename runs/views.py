@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import charts, specdecode
-from runs.compare import SOURCE_ORDER, RunInput, compare, downsample, to_csv_rows
+from runs.compare import RunInput, compare, downsample, to_csv_rows
 from runs.models import (
     CollectiveResult,
     LogFile,
@@ -23,6 +23,7 @@ from runs.models import (
     Status,
     visible_runs,
 )
+from runs.summary import source_rank
 
 SORTS = {
     "date": "created_at", "name": "name", "tok_s": "throughput_tok_s", "tpc": "tokens_per_cycle",
@@ -200,7 +201,7 @@ def _first_lines(run: Run) -> dict[str, dict]:
         "logfile_id", "window", "id"
     ).values("name", "source", "logfile_id", "line"):
         key = CARD_METRICS[row["name"]]
-        rank = SOURCE_ORDER.index(row["source"]) if row["source"] in SOURCE_ORDER else 99
+        rank = source_rank(row["source"])
         if key not in best or rank < best[key]:
             best[key] = rank
             out[f"metric:{key}"] = row
@@ -280,8 +281,7 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
     for run_id, metric, source, value, line in rows:
         name = SERIES_METRICS[metric]
         best = picked.get((run_id, name))
-        rank = SOURCE_ORDER.index(source) if source in SOURCE_ORDER else 99
-        if best is None or rank < (SOURCE_ORDER.index(best) if best in SOURCE_ORDER else 99):
+        if best is None or source_rank(source) < source_rank(best):
             picked[(run_id, name)] = source
             inputs[run_id].series[name] = []
         if picked[(run_id, name)] == source:

@@ -1,4 +1,5 @@
-from ingest.parsers import eagle_profile, parse_stream, summarize
+from ingest.parsers import parse_lines, parse_stream
+from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
 
@@ -11,7 +12,7 @@ def test_profile_block_phases_and_canonical_tokens_per_cycle():
         "  Accept len:          1.24",
         "  Throughput:         466.3 tok/s",
     ]
-    r = eagle_profile.parse(lines)
+    r = parse_lines(formats=["eagle_profile"], lines=lines)
     assert [(p.name, p.ms, p.pct, p.line) for p in r.phases] == [
         ("Draft", 0.56, 11.8, 2), ("Target verify", 4.02, 83.6, 3),
     ]
@@ -24,7 +25,7 @@ def test_profile_block_phases_and_canonical_tokens_per_cycle():
 
 
 def test_headerless_ms_per_step_lines_are_one_window_each():
-    r = eagle_profile.parse(["  Target forward:    4.09 ms/step", "x", "  Target forward:    4.12 ms/step"])
+    r = parse_lines(formats=["eagle_profile"], lines=["  Target forward:    4.09 ms/step", "x", "  Target forward:    4.12 ms/step"])
     assert [(p.window, p.ms) for p in r.phases] == [(1, 4.09), (2, 4.12)]
 
 
@@ -41,7 +42,7 @@ def test_tuned_2step_sample_summary(golden):
 
 
 def test_ms_per_iter_table_rows_are_windows_with_tokens_per_cycle_and_cycle_time():
-    r = eagle_profile.parse([
+    r = parse_lines(formats=["eagle_profile"], lines=[
         "no speculation         512 iters   1.000 tok/iter    1.283 ms/iter",
         "accept 2 of 5          257 iters   1.992 tok/iter    5.420 ms/iter",
     ])
@@ -56,7 +57,7 @@ def test_ms_per_iter_table_rows_are_windows_with_tokens_per_cycle_and_cycle_time
 
 
 def test_ms_per_iter_table_after_a_profile_block_opens_a_new_window():
-    r = eagle_profile.parse([
+    r = parse_lines(formats=["eagle_profile"], lines=[
         "[EAGLE3_PROFILE] window=100 cycles, steps=2",
         "  Target verify:       4.02 ms/cyc  ( 83.6%)",
         "accept 5 of 5           87 iters   5.885 tok/iter   13.693 ms/iter",

@@ -1,4 +1,5 @@
-from ingest.parsers import detect_formats, launch_env, parse_lines, parse_stream, summarize
+from ingest.parsers import parse_lines, parse_stream
+from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
 
@@ -7,7 +8,7 @@ def values(result):
 
 
 def test_prefix_assignments_on_a_dollar_command_line_are_declared():
-    r = launch_env.parse(["$ NCCL_PROTO=LL NCCL_ALGO=Ring NCCL_VERSION=2.28.3-1 python3 launch.py --steps 2"])
+    r = parse_lines(formats=["launch_env"], lines=["$ NCCL_PROTO=LL NCCL_ALGO=Ring NCCL_VERSION=2.28.3-1 python3 launch.py --steps 2"])
     assert values(r) == [
         ("NCCL_PROTO", "LL", "declared", "launch prefix", "", 1),
         ("NCCL_ALGO", "Ring", "declared", "launch prefix", "", 1),
@@ -17,7 +18,7 @@ def test_prefix_assignments_on_a_dollar_command_line_are_declared():
 
 
 def test_prefix_after_bash_trace_prompt_or_env_command_with_quotes():
-    r = launch_env.parse([
+    r = parse_lines(formats=["launch_env"], lines=[
         "+ NCCL_DEBUG=INFO torchrun --nproc-per-node 8 train.py",
         "root@10-4-3-3:/opt/nccl-tests# NCCL_P2P_LEVEL=SYS ./build/all_reduce_perf -g 8 | tail -n 30",
         "env NCCL_SOCKET_IFNAME=\"^docker0,lo\" python3 serve.py",
@@ -30,7 +31,7 @@ def test_prefix_after_bash_trace_prompt_or_env_command_with_quotes():
 
 
 def test_export_lines_are_declared():
-    r = launch_env.parse(["export NCCL_BUFFSIZE=16777216", "+ export NCCL_NTHREADS=512 NCCL_MAX_NCHANNELS=16",
+    r = parse_lines(formats=["launch_env"], lines=["export NCCL_BUFFSIZE=16777216", "+ export NCCL_NTHREADS=512 NCCL_MAX_NCHANNELS=16",
                           "declare -x NCCL_PROTO=\"LL\""])
     assert [(v.key, v.value, v.source) for v in r.nccl] == [
         ("NCCL_BUFFSIZE", "16777216", "export"), ("NCCL_NTHREADS", "512", "export"),
@@ -39,7 +40,7 @@ def test_export_lines_are_declared():
 
 
 def test_a_lone_assignment_is_an_env_dump_line():
-    r = launch_env.parse(["NCCL_IB_HCA=mlx5_0,mlx5_1", "HOME=/root", "NCCL_DEBUG=WARN"])
+    r = parse_lines(formats=["launch_env"], lines=["NCCL_IB_HCA=mlx5_0,mlx5_1", "HOME=/root", "NCCL_DEBUG=WARN"])
     assert [(v.key, v.value, v.kind, v.source) for v in r.nccl] == [
         ("NCCL_IB_HCA", "mlx5_0,mlx5_1", "declared", "env dump"),
         ("NCCL_DEBUG", "WARN", "declared", "env dump"),
@@ -48,7 +49,7 @@ def test_a_lone_assignment_is_an_env_dump_line():
 
 
 def test_launcher_environment_dump_is_declared():
-    r = launch_env.parse(["launcher pid=1559 environ NCCL_*: NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216"])
+    r = parse_lines(formats=["launch_env"], lines=["launcher pid=1559 environ NCCL_*: NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216"])
     assert values(r) == [
         ("NCCL_ALGO", "Ring", "declared", "launcher env dump", "", 1),
         ("NCCL_BUFFSIZE", "16777216", "declared", "launcher env dump", "", 1),
@@ -56,7 +57,7 @@ def test_launcher_environment_dump_is_declared():
 
 
 def test_worker_environment_dump_is_effective_for_the_tp_rank():
-    r = launch_env.parse([
+    r = parse_lines(formats=["launch_env"], lines=[
         "[TP1] pid=1561 environ NCCL_*: NCCL_CUMEM_ENABLE=0 NCCL_DEBUG=INFO",
         "[2026-11-29 21:06:31 DP1 TP3] pid=1570 environ NCCL_*: NCCL_PROTO=LL",
         "worker pid=1580 environ NCCL_*: NCCL_ALGO=Ring",
@@ -71,7 +72,7 @@ def test_worker_environment_dump_is_effective_for_the_tp_rank():
 
 
 def test_launch_flags_of_mpirun_and_docker_are_declared():
-    r = launch_env.parse([
+    r = parse_lines(formats=["launch_env"], lines=[
         "mpirun -np 16 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x NCCL_IB_HCA=mlx5 ./all_reduce_perf -g 1",
         "docker run --gpus all -e NCCL_P2P_DISABLE=1 --env=NCCL_SHM_DISABLE=1 image",
     ])
@@ -82,7 +83,7 @@ def test_launch_flags_of_mpirun_and_docker_are_declared():
 
 
 def test_other_prefix_variables_become_env_settings_but_secrets_do_not():
-    r = launch_env.parse([
+    r = parse_lines(formats=["launch_env"], lines=[
         "$ SGLANG_ENABLE_SPEC_V2=1 HF_TOKEN=hf_abc CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server",
     ])
     assert {k: (s.value, s.line) for k, s in r.settings.items()} == {
@@ -92,11 +93,11 @@ def test_other_prefix_variables_become_env_settings_but_secrets_do_not():
 
 
 def test_empty_values_declare_nothing():
-    assert launch_env.parse(["export NCCL_ALGO="]).nccl == []
+    assert parse_lines(formats=["launch_env"], lines=["export NCCL_ALGO="]).nccl == []
 
 
 def test_nccl_echo_lines_and_prose_are_not_declarations():
-    r = launch_env.parse([
+    r = parse_lines(formats=["launch_env"], lines=[
         "vm:1561:1561 [1] NCCL INFO NCCL_PROTO set by environment to LL",
         "[2026-11-29 21:06:31 TP0] NCCL_CUMEM_ENABLE is set to 0",
         "Set NCCL_P2P_LEVEL=SYS before launching",
@@ -114,10 +115,6 @@ def test_worker_dump_ranks_agree_with_nccl_echo_ranks():
         "vm:1561:1561 [1] NCCL INFO comm 0x3c03a010 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1",
     ], formats=["launch_env", "nccl_debug"])
     assert {(v.source, v.rank) for v in r.nccl} == {("worker env dump", "1"), ("nccl echo", "1")}
-
-
-def test_signature_sniffs_declared_environment():
-    assert "launch_env" in detect_formats("$ NCCL_PROTO=LL python3 x.py\n")
 
 
 def test_dropped_sample_declares_the_tuning_and_its_workers_lack_it():

@@ -1,4 +1,5 @@
-from ingest.parsers import llamacpp, parse_stream, summarize
+from ingest.parsers import parse_lines, parse_stream
+from runs.summary import summarize
 from tests.samples import public_sample
 
 STATISTICS = (
@@ -13,7 +14,7 @@ def metric(result, name, source="llamacpp"):
 
 
 def test_statistics_line_gives_tokens_per_cycle_rates_and_counts():
-    r = llamacpp.parse([STATISTICS])
+    r = parse_lines(formats=["llamacpp"], lines=[STATISTICS])
     assert metric(r, "tokens_per_cycle") == [2.92]  # 1 + 167 / 87: the bonus token is in
     assert metric(r, "draft_acceptance_rate") == [0.644788]  # 167 / 259
     assert metric(r, "acceptance_pos_3") == [0.483]
@@ -23,7 +24,7 @@ def test_statistics_line_gives_tokens_per_cycle_rates_and_counts():
 
 
 def test_durations_become_draft_phases_per_cycle_that_do_not_make_a_cycle():
-    r = llamacpp.parse([STATISTICS])
+    r = parse_lines(formats=["llamacpp"], lines=[STATISTICS])
     assert [(p.name, p.ms) for p in r.phases] == [
         ("draft begin", 0.000057), ("draft generate", 3.742011), ("draft accept", 0.00131),
     ]
@@ -33,7 +34,7 @@ def test_durations_become_draft_phases_per_cycle_that_do_not_make_a_cycle():
 
 
 def test_older_statistics_without_mean_or_durations():
-    r = llamacpp.parse(["statistics ngram_simple: #calls = 15, #gen drafts = 5, #acc drafts = 5, "
+    r = parse_lines(formats=["llamacpp"], lines=["statistics ngram_simple: #calls = 15, #gen drafts = 5, #acc drafts = 5, "
                         "#gen tokens = 187, #acc tokens = 73"])
     assert metric(r, "tokens_per_cycle") == [15.6]  # 1 + 73 / 5
     assert metric(r, "draft_calls") == [15.0]
@@ -41,7 +42,7 @@ def test_older_statistics_without_mean_or_durations():
 
 
 def test_slot_acceptance_line_is_a_fallback_source():
-    r = llamacpp.parse([
+    r = parse_lines(formats=["llamacpp"], lines=[
         "slot print_timing: id  1 | task 0 | draft acceptance = 0.64479 (  167 accepted /   259 generated), "
         "mean acceptance length =  2.92, acceptance rate per position = (0.805, 0.632, 0.483)",
         "draft acceptance rate = 0.57576 (  171 accepted /   297 generated)",
@@ -53,7 +54,7 @@ def test_slot_acceptance_line_is_a_fallback_source():
 
 
 def test_eval_time_lines_give_decode_and_prompt_throughput():
-    r = llamacpp.parse([
+    r = parse_lines(formats=["llamacpp"], lines=[
         "slot print_timing: id  1 | task 0 | prompt eval time =     300.11 ms /    20 tokens "
         "(   15.01 ms per token,    66.64 tokens per second)",
         "slot print_timing: id  1 | task 0 |        eval time =    2296.72 ms /   256 tokens "

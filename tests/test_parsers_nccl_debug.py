@@ -1,4 +1,5 @@
-from ingest.parsers import detect_formats, nccl_debug, parse_stream, summarize
+from ingest.parsers import parse_lines, parse_stream
+from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
 
@@ -7,7 +8,7 @@ def effective(result):
 
 
 def test_echo_before_comm_line_takes_the_rank_of_its_process_not_the_device_field():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "vm:1561:1561 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS",
         "vm:1560:1560 [1] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS",
         "vm:1561:1561 [0] NCCL INFO comm 0x3c03a010 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1",
@@ -19,7 +20,7 @@ def test_echo_before_comm_line_takes_the_rank_of_its_process_not_the_device_fiel
 
 
 def test_integer_echo_drops_its_period_and_string_echo_is_kept_as_typed():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "h:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 16777216.",
         "h:1:1 [0] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0.",
         "h:1:1 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128",
@@ -33,13 +34,13 @@ def test_integer_echo_drops_its_period_and_string_echo_is_kept_as_typed():
 
 
 def test_process_that_never_names_its_rank_is_called_by_pid():
-    r = nccl_debug.parse(["h:77:78 [2] NCCL INFO NCCL_P2P_LEVEL set by environment to NVL"])
+    r = parse_lines(formats=["nccl_debug"], lines=["h:77:78 [2] NCCL INFO NCCL_P2P_LEVEL set by environment to NVL"])
     assert effective(r) == {("pid 77", "NCCL_P2P_LEVEL"): "NVL"}
 
 
 def test_one_process_with_several_gpus_attributes_echoes_by_thread():
     # nccl-tests -g 2: one pid, one init thread per rank.
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "vm:1377:1389 [1] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.",
         "vm:1377:1388 [0] NCCL INFO ncclCommInitRankConfig comm 0x5 rank 0 nranks 2 cudaDev 0 - Init START",
         "vm:1377:1389 [1] NCCL INFO ncclCommInitRankConfig comm 0x6 rank 1 nranks 2 cudaDev 1 - Init START",
@@ -48,7 +49,7 @@ def test_one_process_with_several_gpus_attributes_echoes_by_thread():
 
 
 def test_connection_line_names_the_rank_when_no_comm_line_survived():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "g:5:9 [1] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS",
         "g:5:9 [1] NCCL INFO Channel 02/0 : 1[c6000] -> 4[c1000] [receive] via NET/Socket/1 comm 0x9",
         "g:6:9 [2] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS",
@@ -65,19 +66,19 @@ def test_version_line_bare_prefixed_mpi_tagged_or_quoted():
         "vm:1560:1560 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
         "(RayWorkerWrapper pid=539) NCCL version 2.20.5+cuda12.4",
     ):
-        r = nccl_debug.parse([line])
+        r = parse_lines(formats=["nccl_debug"], lines=[line])
         assert r.settings["nccl.version"].value == line.split("version ")[1].split("+")[0], line
         assert r.formats == ["nccl_debug"]
-    assert nccl_debug.parse(["NCCL version 2.28.9+cuda13.0"]).settings["nccl.cuda_version"].value == "13.0"
+    assert parse_lines(formats=["nccl_debug"], lines=["NCCL version 2.28.9+cuda13.0"]).settings["nccl.cuda_version"].value == "13.0"
 
 
 def test_version_mentioned_inside_other_text_is_not_nccl_output():
-    r = nccl_debug.parse(["INFO 07-14 vllm: we tested NCCL version 2.18.1 last week"])
+    r = parse_lines(formats=["nccl_debug"], lines=["INFO 07-14 vllm: we tested NCCL version 2.18.1 last week"])
     assert r.formats == [] and "nccl.version" not in r.settings
 
 
 def test_warn_after_blank_line_becomes_a_warning_with_its_source_location():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "h:9:9 [0] NCCL INFO comm 0x1 rank 0 nRanks 2",
         "",
         "h:9:12 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion with error 12",
@@ -90,7 +91,7 @@ def test_warn_after_blank_line_becomes_a_warning_with_its_source_location():
 
 
 def test_transports_are_one_sorted_setting_without_nic_indexes():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM",
         "h:1:2 [0] NCCL INFO Channel 00 : 3[4a000] -> 6[44000] [send] via NET/IB/0/GDRDMA",
         "h:1:2 [0] NCCL INFO Channel 00 : 3[3] -> 4[4] via SHM/direct/direct",
@@ -106,7 +107,7 @@ def test_transports_are_one_sorted_setting_without_nic_indexes():
 
 
 def test_channels_network_and_ranks_are_settings():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "vm:1:1 [0] NCCL INFO Using network Socket",
         "vm:1:1 [0] NCCL INFO Channel 00/02 :    0   1   2   3   4   5   6   7",
         "vm:1:1 [0] NCCL INFO comm 0x575c rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0",
@@ -121,12 +122,12 @@ def test_channels_network_and_ranks_are_settings():
 
 
 def test_ring_listing_gives_channel_count_for_old_builds():
-    r = nccl_debug.parse(["h:1:1 [0] NCCL INFO Channel 01/02 :    0   1   2   3"])
+    r = parse_lines(formats=["nccl_debug"], lines=["h:1:1 [0] NCCL INFO Channel 01/02 :    0   1   2   3"])
     assert r.settings["nccl.coll_channels"].value == 2
 
 
 def test_func_proto_algo_matrix_gives_allreduce_protos_and_algos_and_ends_at_blank_line():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "vm:1:1 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
         "     Function |       LL     LL128    Simple   |          Tree           Ring  CollNetDirect   "
         "CollNetChain           NVLS       NVLSTree            PAT  ",
@@ -146,7 +147,7 @@ def test_func_proto_algo_matrix_gives_allreduce_protos_and_algos_and_ends_at_bla
 
 
 def test_ray_prefix_and_repeat_suffix_are_read_through():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "(RayWorkerWrapper pid=539) node1:539:539 [1] NCCL INFO NCCL_P2P_LEVEL set by environment to NVL "
         "[repeated 3x across cluster]",
         "(RayWorkerWrapper pid=539) node1:539:539 [1] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0.",
@@ -156,7 +157,7 @@ def test_ray_prefix_and_repeat_suffix_are_read_through():
 
 
 def test_quoted_and_mpi_tagged_lines_are_unwrapped():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "> flow-matic:820398:820779 [0] NCCL INFO Using network Socket",
         "[1,1]<stdout>:test-efa-1:21:21 [0] NCCL INFO comm 0x7f9c rank 1 nranks 2 cudaDev 0 busId f5000 - "
         "Destroy COMPLETE",
@@ -166,13 +167,13 @@ def test_quoted_and_mpi_tagged_lines_are_unwrapped():
 
 
 def test_conf_file_mentions_are_a_setting():
-    assert nccl_debug.parse(["export NCCL_CONF_FILE=/opt/nccl/tuned.conf"]).settings[
+    assert parse_lines(formats=["nccl_debug"], lines=["export NCCL_CONF_FILE=/opt/nccl/tuned.conf"]).settings[
         "nccl.conf_file"].value == "/opt/nccl/tuned.conf"
-    assert nccl_debug.parse(["$ cat /etc/nccl.conf"]).settings["nccl.conf_file"].value == "/etc/nccl.conf"
+    assert parse_lines(formats=["nccl_debug"], lines=["$ cat /etc/nccl.conf"]).settings["nccl.conf_file"].value == "/etc/nccl.conf"
 
 
 def test_invalid_value_is_effective_as_the_default_and_warns():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "h:1:1 [0] NCCL INFO Invalid value 16M for NCCL_BUFFSIZE, using default 4194304.",
         "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 1",
     ])
@@ -181,12 +182,12 @@ def test_invalid_value_is_effective_as_the_default_and_warns():
 
 
 def test_plugin_adding_a_variable_counts_as_effective():
-    r = nccl_debug.parse(["h:1:1 [0] NCCL INFO NET/OFI Adding NCCL_PROTO=simple to environment"])
+    r = parse_lines(formats=["nccl_debug"], lines=["h:1:1 [0] NCCL INFO NET/OFI Adding NCCL_PROTO=simple to environment"])
     assert effective(r) == {("pid 1", "NCCL_PROTO"): "simple"}
 
 
 def test_unrelated_and_malformed_lines_are_skipped():
-    r = nccl_debug.parse([
+    r = parse_lines(formats=["nccl_debug"], lines=[
         "[2026-11-29 21:06:31 TP0] Decode batch. #running-req: 1, gen throughput (token/s): 466.32",
         "NCCL INFO with no header",
         "h:x:1 [0] NCCL INFO NCCL_PROTO set by environment to LL",
@@ -194,10 +195,6 @@ def test_unrelated_and_malformed_lines_are_skipped():
         "",
     ])
     assert r.nccl == [] and r.settings == {} and r.formats == []
-
-
-def test_signature_sniffs_nccl_output():
-    assert "nccl_debug" in detect_formats("x\nvm:1:1 [0] NCCL INFO Bootstrap: Using eth0\n")
 
 
 def test_tuned_2step_sample_declared_equals_effective_on_every_rank():

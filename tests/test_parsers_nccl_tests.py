@@ -1,4 +1,5 @@
-from ingest.parsers import detect_formats, nccl_tests, parse_stream, summarize
+from ingest.parsers import parse_lines, parse_stream
+from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
 CLASSIC = [
@@ -29,7 +30,7 @@ def sides(result):
 
 
 def test_classic_table_gives_one_collective_per_row_and_side():
-    r = nccl_tests.parse(CLASSIC)
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC)
     assert sides(r) == [
         (8, 15.78, 0.0, 0.0, 0, False), (8, 13.87, 0.0, 0.0, 0, True),
         (268435456, 895.59, 299.73, 299.73, 0, False), (268435456, 893.63, 300.39, 300.39, 0, True),
@@ -41,7 +42,7 @@ def test_classic_table_gives_one_collective_per_row_and_side():
 
 
 def test_footer_gives_average_bus_bandwidth_and_out_of_bounds_count():
-    r = nccl_tests.parse(CLASSIC)
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC)
     metrics = {m.name: (m.value, m.line) for m in r.metrics}
     assert metrics["avg_busbw_gbs"] == (68.7056, 11)
     assert metrics["out_of_bounds_values"] == (0.0, 10)
@@ -49,7 +50,7 @@ def test_footer_gives_average_bus_bandwidth_and_out_of_bounds_count():
 
 
 def test_run_header_and_version_lines_are_settings():
-    values = {k: s.value for k, s in nccl_tests.parse(CLASSIC).settings.items()}
+    values = {k: s.value for k, s in parse_lines(formats=["nccl_tests"], lines=CLASSIC).settings.items()}
     assert values["nccl_tests.version"] == "2.18.0"
     assert values["nccl.version"] == "2.29.7"  # nccl-library=22907
     assert values["nccl_tests.ngpus"] == 8 and values["nccl_tests.nthread"] == 1
@@ -58,7 +59,7 @@ def test_run_header_and_version_lines_are_settings():
 
 
 def test_per_iteration_columns_do_not_shift_the_in_place_side():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "# Collective test starting: all_gather_perf",
         "#  size  count  type  redop  root  time  algbw  busbw  #wrong  i_min  i_max"
         "    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%",
@@ -70,7 +71,7 @@ def test_per_iteration_columns_do_not_shift_the_in_place_side():
 
 
 def test_iters_column_and_trailing_timestamp_are_ignored():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw"
         "   busbw  #wrong  #iters            timestamp",
         "  2048  512  float  sum  -1  13.53  0.15  0.15  0  13.82  0.15"
@@ -80,7 +81,7 @@ def test_iters_column_and_trailing_timestamp_are_ignored():
 
 
 def test_single_column_set_with_two_spaces_after_hash_is_out_of_place_only():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "#  size    count   type  redop  root   time   algbw   busbw  #wrong",
         "#   (B)  (elements)                    (us)  (GB/s)  (GB/s)",
         "  34359738368 8589934592  float   sum    -1  875713  39.24   68.66       0",
@@ -92,7 +93,7 @@ def test_single_column_set_with_two_spaces_after_hash_is_out_of_place_only():
 
 
 def test_old_header_names_without_root_column():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "#  bytes  N  type  op  time  algbw  busbw  res  time  algbw  busbw  res",
         "  1048576  262144  float  sum  20.46  51.25  51.25  0e+00  18.12  57.87  57.87  0e+00",
     ])
@@ -101,7 +102,7 @@ def test_old_header_names_without_root_column():
 
 
 def test_not_available_values_are_none():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw"
         "   busbw #wrong",
         "  64  16  float  sum  -1  13.44  0.00  0.00  N/A  13.65  0.00"
@@ -111,7 +112,7 @@ def test_not_available_values_are_none():
 
 
 def test_op_comes_from_the_command_line_binary_name():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "$ mpirun -np 16 -x NCCL_DEBUG=INFO /opt/nccl-tests/build/reduce_scatter_perf -b 8 -e 8G -f 2 -g 1",
         "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw"
         "   busbw #wrong",
@@ -122,12 +123,12 @@ def test_op_comes_from_the_command_line_binary_name():
 
 
 def test_op_is_unknown_without_any_name():
-    r = nccl_tests.parse(CLASSIC[4:9])
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC[4:9])
     assert {c.op for c in r.collectives} == {"unknown"}
 
 
 def test_nccl_info_lines_between_rows_do_not_end_the_table():
-    r = nccl_tests.parse(CLASSIC[:8] + [
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC[:8] + [
         "vm:1377:1396 [1] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
         "10-4-3-3:97095:97196 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/direct pointer",
         "",
@@ -136,7 +137,7 @@ def test_nccl_info_lines_between_rows_do_not_end_the_table():
 
 
 def test_mpi_tags_and_markdown_indentation_are_read_through():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong"
         "     time   algbw   busbw #wrong",
         "[1,0]<stdout>:     1048576        262144     float     sum      -1    20.46   51.25   51.25      0"
@@ -152,13 +153,13 @@ def test_mpi_tags_and_markdown_indentation_are_read_through():
 
 
 def test_rows_after_the_footer_are_not_part_of_the_table():
-    r = nccl_tests.parse(CLASSIC + ["           8             2     float     sum      -1    15.78    0.00"
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC + ["           8             2     float     sum      -1    15.78    0.00"
                                     "    0.00       0    13.87    0.00    0.00       0"])
     assert len(r.collectives) == 4
 
 
 def test_wrong_elements_and_failed_checks_warn():
-    r = nccl_tests.parse(CLASSIC[5:7] + [
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC[5:7] + [
         "  4096  1024  float  sum  -1  24.73  0.17  0.17  12  16.41  0.25"
         "    0.25       0",
         "# Out of bounds values : 12 FAILED",
@@ -169,17 +170,13 @@ def test_wrong_elements_and_failed_checks_warn():
 
 
 def test_unrelated_numeric_lines_are_not_rows():
-    r = nccl_tests.parse([
+    r = parse_lines(formats=["nccl_tests"], lines=[
         "1 2 3 4 5 6 7 8 9",
         "2026 11 29 nothing here",
         "10-4-3-3:97095:97196 [0] NCCL INFO Connected all rings",
         "# just a comment with busbw in it",
     ])
     assert r.collectives == [] and r.formats == []
-
-
-def test_signature_sniffs_nccl_tests_output():
-    assert detect_formats("# nThread 1 nGpus 2 minBytes 8\n") == ["nccl_tests"]
 
 
 def test_recorded_all_reduce_run(golden):

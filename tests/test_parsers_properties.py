@@ -9,7 +9,8 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.parsers import ParseError, parse_stream, summarize, text
+from ingest.parsers import ParseError, parse_stream, text
+from runs.summary import summarize
 from tests.samples import SHARED_SAMPLES, log_path
 
 FORMATS = ("eagle_profile", "sglang", "vllm", "llamacpp")

@@ -1,6 +1,7 @@
 import pytest
 
-from ingest.parsers import parse_lines, parse_stream, sglang, summarize
+from ingest.parsers import parse_lines, parse_stream
+from runs.summary import summarize
 from tests.samples import bench_row as row
 from tests.samples import public_sample
 
@@ -19,14 +20,14 @@ def settings(result):
 
 
 def decode(body, prefix="[2025-06-20 04:35:25 TP0] "):
-    return sglang.parse([prefix + body])
+    return parse_lines(formats=["sglang"], lines=[prefix + body])
 
 
 # -- Decode batch lines ------------------------------------------------------------------------
 
 
 def test_decode_2024_line_without_spec_fields():
-    r = sglang.parse([DECODE_2024])
+    r = parse_lines(formats=["sglang"], lines=[DECODE_2024])
     assert metrics(r, "gen_throughput_tok_s") == [(147.64, 1, "")]
     assert metrics(r, "kv_tokens") == [(234.0, 1, "")]
     assert metrics(r, "tokens_per_cycle") == []
@@ -86,7 +87,7 @@ def test_decode_mamba_pool_and_pd_decode_fields():
 
 
 def test_decode_in_custom_logging_format_is_found_anywhere():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "2025-12-04 20:35:53 INFO 151972 [scheduler_metrics_mixin.py:287] Decode batch. #running-req: 48, "
         "#token: 3894, token usage: 0.00, accept len: 1.00, accept rate: 0.11, cuda graph: False, "
         "gen throughput (token/s): 5452.63, #queue-req: 0,",
@@ -105,7 +106,7 @@ def test_decode_line_cut_before_throughput_is_not_a_window():
 def test_dp_attention_ranks_add_throughput_and_weight_accept_len_by_verify_steps():
     line = "[2025-05-08 10:00:0{s} DP{d} TP{d}] Decode batch. #running-req: 8, #token: 900, token usage: 0.05, " \
            "accept len: {a}, gen throughput (token/s): {g}, #queue-req: 0, "
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         line.format(s=0, d=0, a="3.00", g="300.00"),
         line.format(s=1, d=1, a="2.00", g="100.00"),
         line.format(s=5, d=1, a="2.00", g="100.00"),  # DP ranks drift apart: order differs
@@ -120,13 +121,13 @@ def test_dp_attention_ranks_add_throughput_and_weight_accept_len_by_verify_steps
 
 
 def test_tp_and_ep_tags_without_dp_are_one_stream():
-    r = sglang.parse([DECODE_2024.replace("TP0]", "TP0 EP0]"), DECODE_2024])
+    r = parse_lines(formats=["sglang"], lines=[DECODE_2024.replace("TP0]", "TP0 EP0]"), DECODE_2024])
     assert [w for _, w, _ in metrics(r, "gen_throughput_tok_s")] == [1, 2]
 
 
 def test_first_tiny_throughput_after_idle_is_left_out_of_the_median():
     values = ["0.39", "178.86", "165.41", "188.68"]
-    r = sglang.parse([DECODE_2024.replace("147.64", v) for v in values])
+    r = parse_lines(formats=["sglang"], lines=[DECODE_2024.replace("147.64", v) for v in values])
     assert summarize(r)["summary"]["throughput_tok_s"] == 178.86
 
 
@@ -134,7 +135,7 @@ def test_first_tiny_throughput_after_idle_is_left_out_of_the_median():
 
 
 def test_prefill_lines_2025_cache_hit_rate_and_2026_input_throughput():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "[2025-01-07 20:16:02 TP0] Prefill batch. #new-seq: 1, #new-token: 75, #cached-token: 0, "
         "cache hit rate: 12.50%, token usage: 0.01, #running-req: 1, #queue-req: 62",
         "[2026-01-07 20:16:02 TP0] Prefill batch [77], #new-seq: 2, #new-token: 8192, #cached-token: 64, "
@@ -160,7 +161,7 @@ SERVER_ARGS = (
 
 
 def test_server_args_repr_with_nested_dataclass():
-    r = sglang.parse([SERVER_ARGS])
+    r = parse_lines(formats=["sglang"], lines=[SERVER_ARGS])
     s = settings(r)
     assert (s["spec.algorithm"], s["spec.steps"], s["spec.topk"], s["spec.draft_tokens"]) == ("EAGLE3", 3, 1, 4)
     assert (s["tp_size"], s["dp_size"], s["ep_size"]) == (2, 1, 1)
@@ -170,7 +171,7 @@ def test_server_args_repr_with_nested_dataclass():
 
 
 def test_server_args_none_values_are_not_settings():
-    r = sglang.parse([SERVER_ARGS.replace("speculative_num_steps=3", "speculative_num_steps=None")])
+    r = parse_lines(formats=["sglang"], lines=[SERVER_ARGS.replace("speculative_num_steps=3", "speculative_num_steps=None")])
     assert "spec.steps" not in r.settings
 
 
@@ -178,13 +179,13 @@ def test_server_args_wrapped_paste_is_joined_mid_token():
     text = SERVER_ARGS
     cut = [text[:150], text[150:331], text[331:]]
     assert "speculative_num_steps" not in cut[0] + cut[2]
-    r = sglang.parse(cut + [DECODE_2024])
+    r = parse_lines(formats=["sglang"], lines=cut + [DECODE_2024])
     assert settings(r)["spec.steps"] == 3 and settings(r)["spec.draft_tokens"] == 4
     assert metrics(r, "gen_throughput_tok_s") == [(147.64, 1, "")]  # the next log line still counts
 
 
 def test_server_args_unreadable_repr_falls_back_to_keywise_values():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "[2025-11-06 01:22:00] server_args=ServerArgs(model_path='m', load_format=<LoadFormat.AUTO: 'auto'>, "
         "tp_size=4, speculative_num_steps=2, cut_off_mid_val",
     ])
@@ -192,7 +193,7 @@ def test_server_args_unreadable_repr_falls_back_to_keywise_values():
 
 
 def test_server_args_beat_the_launch_line_but_not_each_other():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "python -m sglang.launch_server --model-path m --speculative-num-steps 5",
         SERVER_ARGS,
         SERVER_ARGS.replace("speculative_num_steps=3", "speculative_num_steps=7"),
@@ -204,7 +205,7 @@ def test_server_args_beat_the_launch_line_but_not_each_other():
 
 
 def test_launch_flags_with_equals_continuations_and_env_prefixes():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "SGLANG_ENABLE_SPEC_V2=1 NCCL_PROTO=LL python3 -m sglang.launch_server \\",
         "    --model-path deepseek-ai/DeepSeek-R1 --speculative-algorithm=NEXTN \\",
         "    --speculative-num-steps=3 --speculative-eagle-topk 1 --speculative-num-draft-tokens=4 \\",
@@ -220,7 +221,7 @@ def test_launch_flags_with_equals_continuations_and_env_prefixes():
 
 def test_launch_argparse_prefix_abbreviations_and_tp_aliases():
     for flag in ("--tp", "--tp-size", "--tensor-parallel-size"):
-        r = sglang.parse([
+        r = parse_lines(formats=["sglang"], lines=[
             f"python -m sglang.launch_server --model m {flag} 4 --speculative-algo eagle "
             "--speculative-draft lmsys/EAGLE-x --mem-fraction 0.7 --speculative-num 9",
         ])
@@ -232,7 +233,7 @@ def test_launch_argparse_prefix_abbreviations_and_tp_aliases():
 
 
 def test_bench_serving_client_flags_are_not_server_flags():
-    r = sglang.parse(["python -m sglang.bench_serving --backend sglang --model m --num-prompts 10"])
+    r = parse_lines(formats=["sglang"], lines=["python -m sglang.bench_serving --backend sglang --model m --num-prompts 10"])
     assert r.settings == {}
 
 
@@ -256,7 +257,7 @@ BENCH_V040 = [
 
 
 def test_bench_serving_block_rows_become_serving_keys():
-    r = sglang.parse(BENCH_V040)
+    r = parse_lines(formats=["sglang"], lines=BENCH_V040)
     serving = summarize(r)["serving"]
     assert serving == {
         "backend": "sglang-oai-chat", "traffic_request_rate": "inf", "max_request_concurrency": "not set",
@@ -271,9 +272,9 @@ def test_bench_accept_length_is_not_the_runs_tokens_per_cycle_when_decode_lines_
     bench = BENCH_V040[:-1] + ["Accept length:                           2.61      ", BENCH_V040[-1]]
     decode_line = DECODE_2024.replace("gen throughput", "accept len: 1.90, gen throughput")
     plain = DECODE_2024
-    assert summarize(sglang.parse(bench + [decode_line]))["summary"]["tokens_per_cycle"] == 1.9
-    assert summarize(sglang.parse(bench + [plain]))["summary"]["tokens_per_cycle"] is None
-    only_bench = summarize(sglang.parse(bench))
+    assert summarize(parse_lines(formats=["sglang"], lines=bench + [decode_line]))["summary"]["tokens_per_cycle"] == 1.9
+    assert summarize(parse_lines(formats=["sglang"], lines=bench + [plain]))["summary"]["tokens_per_cycle"] is None
+    only_bench = summarize(parse_lines(formats=["sglang"], lines=bench))
     assert only_bench["summary"]["tokens_per_cycle"] == 2.61  # no server windows: the best there is
     assert only_bench["serving"]["accept_length"] == 2.61
 
@@ -292,7 +293,7 @@ def test_bench_block_without_tool_markers_belongs_to_the_logs_engine():
 
 
 def test_vllm_bench_block_is_not_read_as_sglang():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "============ Serving Benchmark Result ============",
         "Successful requests:                     80        ",  # SGLang would print `Backend:` first
         "Benchmark duration (s):                  17.01     ",
@@ -306,7 +307,7 @@ def test_vllm_bench_block_is_not_read_as_sglang():
 
 
 def test_bench_one_batch_keeps_only_numbers_after_the_benchmark_banner():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "Prefill. latency: 0.46342 s, throughput:   9316.59 token/s",
         "Decode 0. Batch size: 4, latency: 0.29446 s, throughput:     13.58 token/s",
         "Decode 1. Batch size: 4, latency: 0.01225 s, throughput:    326.46 token/s",
@@ -328,7 +329,7 @@ def test_bench_one_batch_keeps_only_numbers_after_the_benchmark_banner():
 
 
 def test_bench_one_batch_older_style_counts_steps_after_the_banner():
-    r = sglang.parse([
+    r = parse_lines(formats=["sglang"], lines=[
         "Decode.  latency: 2.03403 s, throughput:      1.97 token/s",  # warm-up, its banner cut off
         "Benchmark ...",
         "Prefill. latency: 3.58247 s, throughput:   1143.34 token/s",
@@ -340,7 +341,7 @@ def test_bench_one_batch_older_style_counts_steps_after_the_banner():
 
 
 def test_bench_one_batch_warmup_only_yields_nothing():
-    r = sglang.parse(["Warmup ...", "Prefill. latency: 4.32211 s, throughput:    947.69 token/s"])
+    r = parse_lines(formats=["sglang"], lines=["Warmup ...", "Prefill. latency: 4.32211 s, throughput:    947.69 token/s"])
     assert r.metrics == [] and r.settings == {}
 
 

@@ -1,7 +1,8 @@
 import pytest
 
-from ingest.parsers import parse_stream, summarize, vllm
+from ingest.parsers import parse_lines, parse_stream
 from ingest.parsers.text import clean, read_lines
+from runs.summary import summarize
 from tests.samples import bench_row as row
 from tests.samples import public_sample
 
@@ -29,7 +30,7 @@ def engine(result, name):
 
 
 def test_v0_cumulative_counters_are_differenced_into_windows_despite_the_tokens_typo():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         V0_05.format(a=300, d=400, e=500),  # since start: 100 steps of 4 drafts
         V0_05.format(a=450, d=600, e=620),  # +50 steps: 150 accepted, 200 drafted, 120 emitted
     ])
@@ -42,7 +43,7 @@ def test_v0_cumulative_counters_are_differenced_into_windows_despite_the_tokens_
 
 
 def test_v0_counter_restart_starts_a_new_series_and_idle_intervals_are_skipped():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         V0_05.format(a=300, d=400, e=500),
         V0_05.format(a=300, d=400, e=500),  # nothing new drafted
         V0_05.format(a=30, d=40, e=50),  # the server restarted
@@ -51,7 +52,7 @@ def test_v0_counter_restart_starts_a_new_series_and_idle_intervals_are_skipped()
 
 
 def test_v1_initial_speculative_metrics_wording_is_per_interval():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "Speculative metrics: Draft acceptance rate: 1.000, Number of accepted tokens: 66, "
         "Number of draft tokens: 66, ",
         "Speculative metrics: Draft acceptance rate: 0.500, Number of accepted tokens: 10, "
@@ -63,7 +64,7 @@ def test_v1_initial_speculative_metrics_wording_is_per_interval():
 
 
 def test_v1_percent_rate_and_nan_interval():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "INFO 04-02 18:03:41 [metrics.py:53] SpecDecoding metrics: Draft acceptance rate: nan%, "
         "Accepted: 0 tokens, Drafted: 0 tokens",
         "INFO 04-02 18:03:51 [metrics.py:53] SpecDecoding metrics: Draft acceptance rate: 88.8%, "
@@ -75,7 +76,7 @@ def test_v1_percent_rate_and_nan_interval():
 
 
 def test_v1_tokens_per_cycle_from_counts_when_draft_length_is_known():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "INFO 08-31 14:41:53 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen3-8B', "
         "'speculative_config': {'method': 'eagle3', 'model': 'AngelSlim/eagle3', 'num_speculative_tokens': 3}}",
         "SpecDecoding metrics: Draft acceptance rate: 50.0%, Accepted: 60 tokens, Drafted: 120 tokens",
@@ -85,7 +86,7 @@ def test_v1_tokens_per_cycle_from_counts_when_draft_length_is_known():
 
 
 def test_v1_per_position_rates_in_the_middle_of_the_current_format():
-    r = vllm.parse([V1_CURRENT])
+    r = parse_lines(formats=["vllm"], lines=[V1_CURRENT])
     assert spec(r, "tokens_per_cycle") == [(2.91, 1)]
     assert spec(r, "accept_len_raw") == [(2.91, 1)]
     assert spec(r, "draft_acceptance_rate") == [(0.273, 1)]
@@ -95,7 +96,7 @@ def test_v1_per_position_rates_in_the_middle_of_the_current_format():
 
 
 def test_v1_per_position_rates_as_the_last_field():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "INFO 06-10 10:00:00 [metrics.py:86] SpecDecoding metrics: Draft acceptance rate: 64.8%, "
         "Mean acceptance length: 2.30, Accepted: 52 tokens, Drafted: 80 tokens, "
         "Per-position acceptance rate: 0.800, 0.500",
@@ -108,7 +109,7 @@ def test_v1_per_position_rates_as_the_last_field():
 
 
 def test_engine_lines_v1_and_v0_give_generation_throughput_and_skip_idle_intervals():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "(APIServer pid=1) INFO 04-02 18:03:41 [loggers.py:87] Engine 000: Avg prompt throughput: 1.1 tokens/s, "
         "Avg generation throughput: 10.0 tokens/s, Running: 1 reqs, Waiting: 2 reqs, "
         "GPU KV cache usage: 0.5%, Prefix cache hit rate: 50.0%",
@@ -127,7 +128,7 @@ def test_engine_lines_v1_and_v0_give_generation_throughput_and_skip_idle_interva
 def test_data_parallel_engines_add_up():
     line = ("Engine 00{i}: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: {g} tokens/s, "
             "Running: 4 reqs, Waiting: 0 reqs")
-    r = vllm.parse([line.format(i=0, g=100.0), line.format(i=1, g=50.0)])
+    r = parse_lines(formats=["vllm"], lines=[line.format(i=0, g=100.0), line.format(i=1, g=50.0)])
     assert summarize(r)["summary"]["throughput_tok_s"] == 150.0
 
 
@@ -135,7 +136,7 @@ def test_data_parallel_engines_add_up():
 
 
 def test_stage_times_become_phases_with_proposal_per_cycle():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "INFO 02-11 14:50:38 metrics.py:477] Speculative metrics: Draft acceptance rate: 0.550, "
         "System efficiency: 0.133, Number of speculative tokens: 8, Number of accepted tokens: 44, "
         "Number of draft tokens: 80, Number of emitted tokens: 12.",
@@ -151,7 +152,7 @@ def test_stage_times_become_phases_with_proposal_per_cycle():
 
 
 def test_stage_times_take_the_draft_length_from_the_engine_config():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "INFO 09-11 12:40:00 llm_engine.py:237] Initializing an LLM engine (v0.6.1) with config: model='m', "
         "speculative_config=SpeculativeConfig(draft_model='d', num_spec_tokens=4), tensor_parallel_size=1",
         "SpecDecodeWorker stage times: average_time_per_proposal_tok_ms=3.57 scoring_time_ms=94.42 "
@@ -161,7 +162,7 @@ def test_stage_times_take_the_draft_length_from_the_engine_config():
 
 
 def test_stage_times_before_any_draft_length_keep_proposal_per_token():
-    r = vllm.parse(["SpecDecodeWorker stage times: average_time_per_proposal_tok_ms=4.96 scoring_time_ms=54.92 "
+    r = parse_lines(formats=["vllm"], lines=["SpecDecodeWorker stage times: average_time_per_proposal_tok_ms=4.96 scoring_time_ms=54.92 "
                     "verification_time_ms=1.20"])
     assert [p.name for p in r.phases] == ["proposal per token", "scoring", "verification"]
 
@@ -170,7 +171,7 @@ def test_stage_times_before_any_draft_length_keep_proposal_per_token():
 
 
 def test_non_default_args_and_engine_version():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "(APIServer pid=1) INFO 09-09 11:51:00 [api_server.py:1805] vLLM API server version 0.10.1.1",
         "INFO 08-31 14:41:53 [cli_args.py:325] non-default args: {'port': 8080, 'model': '/mnt/models', "
         "'tensor_parallel_size': 2, 'speculative_config': '{\"method\": \"ngram\", \"num_speculative_tokens\": 5}'}",
@@ -181,7 +182,7 @@ def test_non_default_args_and_engine_version():
 
 
 def test_engine_config_line_gives_version_and_parallelism():
-    r = vllm.parse([
+    r = parse_lines(formats=["vllm"], lines=[
         "INFO 02-14 08:23:15 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: "
         "model='meta-llama/Llama-3.1-70B', speculative_config=SpeculativeConfig(method='eagle', "
         "num_spec_tokens=3), tensor_parallel_size=4, pipeline_parallel_size=1",
@@ -220,7 +221,7 @@ BENCH = [
 
 
 def test_bench_serve_block_with_percentiles_and_speculative_section():
-    r = vllm.parse(BENCH)
+    r = parse_lines(formats=["vllm"], lines=BENCH)
     serving = summarize(r)["serving"]
     assert serving["request_rate_configured_rps"] == 10.0
     assert serving["peak_concurrent_requests"] == 16.0
@@ -235,12 +236,12 @@ def test_bench_serve_block_with_percentiles_and_speculative_section():
 
 
 def test_bench_serve_after_server_log_does_not_replace_server_windows():
-    r = vllm.parse([V1_CURRENT] + BENCH)
+    r = parse_lines(formats=["vllm"], lines=[V1_CURRENT] + BENCH)
     assert summarize(r)["summary"]["tokens_per_cycle"] == 2.91
 
 
 def test_sglang_bench_block_is_not_read_as_vllm():
-    r = vllm.parse(["============ Serving Benchmark Result ============",
+    r = parse_lines(formats=["vllm"], lines=["============ Serving Benchmark Result ============",
                     "Backend:                                 sglang",
                     "Successful requests:                     10"])
     assert r.formats == [] and r.settings == {}

@@ -11,7 +11,6 @@ from typing import BinaryIO
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, sglang, vllm
 from .records import ParseError, ParseResult
-from .summary import summarize
 from .text import number_lines, read_lines
 
 # Written out in full: the one place that says which formats runlens reads.
@@ -25,29 +24,10 @@ PARSERS = {
     "launch_env": launch_env.Parser,
 }
 
-# Substrings that identify a format in the head of a file (for sniffing, not for parsing).
-_SIGNATURES = {
-    "eagle_profile": ("_PROFILE]", "ms/cyc", "ms/step"),
-    "sglang": ("Decode batch", "Prefill batch", "server_args=ServerArgs", "sglang",
-               "Serving Benchmark Result", "Benchmark ..."),
-    "vllm": ("SpecDecoding metrics", "Speculative metrics", "Avg prompt throughput", "SpecDecodeWorker",
-             "vLLM", "vllm", "Serving Benchmark Result"),
-    "llamacpp": ("#mean acc len", "draft acceptance", "print_timing", "llama.cpp", "llama-server"),
-    "nccl_debug": ("NCCL INFO", "NCCL WARN", "NCCL version"),
-    "nccl_tests": ("nThread", "busbw", "Avg bus bandwidth", "nccl-tests"),
-    # Broad on purpose: missing the declared side would turn drift into a false "ok".
-    "launch_env": ("NCCL_", "environ"),
-}
-
 __all__ = [
-    "PARSERS", "ParseError", "ParseResult", "detect_formats", "parse_lines", "parse_numbered",
-    "parse_stream", "summarize",
+    "PARSERS", "ParseError", "ParseResult", "parse_lines", "parse_numbered",
+    "parse_stream",
 ]
-
-
-def detect_formats(head: str) -> list[str]:
-    """Names of the parsers whose signatures appear in the first part of a file."""
-    return [name for name, marks in _SIGNATURES.items() if any(m in head for m in marks)]
 
 
 Sink = Callable[[ParseResult], None]

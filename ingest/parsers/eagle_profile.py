@@ -21,7 +21,6 @@ speculation), so it is tokens per cycle as is; `ms/iter` is the cycle time.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from .records import Metric, ParseResult, Phase
 
@@ -126,9 +125,3 @@ class Parser:
             metrics.append(Metric("tokens_per_cycle", round(value + 1, 6), self.window, lineno, NAME))
         else:
             metrics.append(Metric("throughput_tok_s", value, self.window, lineno, NAME))
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

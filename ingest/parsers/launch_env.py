@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
 
 from .records import NcclValue, ParseResult
 
@@ -119,9 +118,3 @@ class Parser:
             return  # NCCL treats an empty variable as unset
         self.result.add_format(NAME)
         self.result.nccl.append(NcclValue(key, value, "declared", lineno, source))
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 
 from .records import Metric, ParseResult, Phase
 
@@ -172,9 +171,3 @@ class Parser:
             w = self.eval_windows
             metrics.append(Metric("throughput_tok_s", tokens_per_s, w, lineno, NAME))
             metrics.append(Metric("decode_ms_per_token", float(m.group(4)), w, lineno, NAME))
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

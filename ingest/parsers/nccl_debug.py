@@ -12,7 +12,6 @@ named `pid <pid>`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from .records import Issue, NcclValue, ParseResult
 
@@ -243,9 +242,3 @@ class Parser:
             r.set("nccl.allreduce_protos", enabled_p, lineno, NAME)
             r.set("nccl.allreduce_algos", enabled_a, lineno, NAME)
         return True
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 
 from .records import Collective, Issue, Metric, ParseResult
 
@@ -257,9 +256,3 @@ class Parser:
         if bad and not self.wrong_warned:
             self.wrong_warned = True  # one warning per table: the rows say the rest
             r.warnings.append(Issue(lineno, f"nccl-tests: {bad[0].wrong} wrong elements at {size} bytes"))
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

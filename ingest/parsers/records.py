@@ -7,6 +7,7 @@ can be traced back to its source line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 class ParseError(Exception):
@@ -127,3 +128,14 @@ class ParseResult:
     @property
     def record_count(self) -> int:
         return self.spilled + self.pending + len(self.nccl) + len(self.settings)
+
+
+class Parser(Protocol):
+    """What every format module's `Parser` class is: built on the shared result, fed each
+    numbered line once, finished at the end of the stream (multi-line blocks flush there)."""
+
+    def __init__(self, result: ParseResult) -> None: ...
+
+    def feed(self, lineno: int, line: str) -> None: ...
+
+    def finish(self) -> None: ...

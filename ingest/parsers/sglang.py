@@ -17,7 +17,6 @@ import ast
 import math
 import re
 import shlex
-from collections.abc import Iterable
 
 from .records import Metric, ParseResult
 from .serving import Block, BlockReader
@@ -512,9 +511,3 @@ def _call_kwargs(call: ast.Call) -> dict:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue  # a repr literal_eval cannot read (`<Enum.X: 1>` is not even parsed)
     return out
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

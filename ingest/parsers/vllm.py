@@ -16,7 +16,6 @@ import ast
 import json
 import math
 import re
-from collections.abc import Iterable
 
 from .records import Metric, ParseResult, Phase
 from .serving import Block, BlockReader
@@ -395,9 +394,3 @@ class Parser:
             r.set("engine", "vllm", block.first_line, fmt)
         if positions:
             r.set("spec.steps", positions, block.first_line, fmt)
-
-
-def parse(lines: Iterable[str]) -> ParseResult:
-    from . import parse_lines
-
-    return parse_lines(lines, formats=[NAME])

@@ -3,7 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ingest.parsers import ParseError, parse_stream, summarize
+from ingest.parsers import ParseError, parse_stream
+from runs.summary import summarize
 
 
 class Command(BaseCommand):

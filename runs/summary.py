@@ -8,17 +8,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from statistics import median
+from typing import TYPE_CHECKING
 
-from runs.compare import SOURCE_ORDER  # shared with the comparison's per-window series
+if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
+    from ingest.parsers.records import Metric, ParseResult
 
-from .records import Metric, ParseResult
+# Which source to believe first when several report the same figure for the same run: the
+# summary, the run page's provenance links and the comparison's per-window series all ask here.
+SOURCE_ORDER = (
+    "eagle_profile", "sglang_decode", "vllm_spec", "vllm_engine", "llamacpp", "llamacpp_slot",
+    # Benchmark clients: one figure per benchmark run, for logs that have no server windows.
+    "sglang_bench_one_batch", "sglang_bench", "vllm_bench",
+)
 
 # Phase sources that time only part of a cycle (llama.cpp times the drafting side): their phases
 # never add up to a cycle time, so percentages need a cycle time from elsewhere.
 PARTIAL_PHASE_SOURCES = frozenset({"llamacpp"})
 
 
-def _rank_of(source: str) -> int:
+def source_rank(source: str) -> int:
+    """Lower is believed first; unknown sources last."""
     return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER)
 
 
@@ -37,7 +46,7 @@ def series(metrics: list[Metric], *names: str, exclude: tuple[str, ...] = ()) ->
             by_source[m.source].append(m)
     if not by_source:
         return []
-    source = min(by_source, key=lambda s: (_rank_of(s), s))
+    source = min(by_source, key=lambda s: (source_rank(s), s))
     rows = by_source[source]
     name = next(n for n in names if any(m.name == n for m in rows))
     rows = sorted((m for m in rows if m.name == name), key=lambda m: (m.window, m.line, m.rank))
