@@ -7,6 +7,7 @@ its configuration with sources. The view fetches those in a fixed number of quer
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import quantiles
 
 from runs.nccl import drift_clause
 
@@ -60,8 +61,7 @@ def spread(values: list[float]) -> float | None:
     """Half the interquartile range of per-window values: the noise a delta must exceed."""
     if len(values) < 4:
         return None
-    v = sorted(values)
-    q1, q3 = v[len(v) // 4], v[(3 * len(v)) // 4]
+    q1, _, q3 = quantiles(values, n=4, method="inclusive")
     return (q3 - q1) / 2
 
 
