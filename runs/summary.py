@@ -10,6 +10,8 @@ from collections import defaultdict
 from statistics import median
 from typing import TYPE_CHECKING
 
+from runs.nccl import analyze
+
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Metric, ParseResult
 
@@ -108,8 +110,6 @@ def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
 
 def summarize(result: ParseResult) -> dict:
     """The contract's parse JSON for one file (or one run's files parsed into one result)."""
-    from runs.nccl import analyze  # pure; lives with the rest of the NCCL knowledge
-
     s = result.settings
     metrics = result.metrics
     throughput = throughput_series(metrics)
