@@ -7,7 +7,7 @@ Names that come from logs or users go into traces as data; plotly.js renders the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
@@ -19,7 +19,7 @@ PHASE_COLORS = {
     "Target forward": "#d8664f",
 }
 PALETTE = ["#6f5fb5", "#e0a93b", "#4aa3a2", "#b85c9e", "#7f7f7f", "#9c6b3f"]
-LAYOUT = {
+LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
     "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
     "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from statistics import quantiles
+from typing import Any
 
 from runs.nccl import drift_clause
 
@@ -78,7 +79,7 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
         return {"baseline": None, "runs": [], "metrics": [], "phases": [], "config": [],
                 "comparable": {"ok": True, "differences": []}, "headline": []}
     by_id = {r.id: r for r in runs}
-    base = by_id.get(baseline_id) or runs[0]
+    base = (by_id.get(baseline_id) if baseline_id is not None else None) or runs[0]
     ordered = [base] + [r for r in runs if r.id != base.id]
     figs = {r.id: figures(r) for r in ordered}
 
@@ -93,7 +94,7 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
             noise = max(noise_values) if noise_values else None
             significant = d is not None and r.id != base.id and abs(d) > (noise or 0) and abs(pct or 0) >= 1.0
             verdict = None
-            if significant:
+            if significant and d is not None:  # significant already implies a delta; this tells mypy
                 verdict = "better" if (d > 0) == (better == "higher") else "worse"
             rows[r.id] = {"value": value, "delta": d, "delta_pct": pct, "noise": noise,
                           "significant": significant, "verdict": verdict}
@@ -184,7 +185,8 @@ def headline(result: dict) -> list[dict]:
     runs = result["runs"]
     if len(runs) < 2:
         return []
-    base, out = runs[0], []
+    base = runs[0]
+    out: list[dict[str, Any]] = []
     tput = next(m for m in result["metrics"] if m["key"] == "throughput_tok_s")
     others = [r for r in runs[1:] if tput["runs"][r["id"]]["delta_pct"] is not None]
     if others:
@@ -238,7 +240,7 @@ def downsample(points: list[tuple[int, float, int | None]], limit: int = MAX_POI
 def to_csv_rows(result: dict) -> list[list]:
     """The summary and phase tables as CSV rows (run, metric, value, delta, delta %, noise)."""
     names = {r["id"]: r["name"] for r in result["runs"]}
-    rows = [["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]]
+    rows: list[list[Any]] = [["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]]
     for m in result["metrics"]:
         for rid, cell in m["runs"].items():
             rows.append([rid, names[rid], rid == result["baseline"], m["key"], cell["value"], m["unit"],
