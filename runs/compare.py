@@ -240,7 +240,9 @@ def downsample(points: list[tuple[int, float, int | None]], limit: int = MAX_POI
 def to_csv_rows(result: dict) -> list[list]:
     """The summary and phase tables as CSV rows (run, metric, value, delta, delta %, noise)."""
     names = {r["id"]: r["name"] for r in result["runs"]}
-    rows: list[list[Any]] = [["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]]
+    rows: list[list[Any]] = [
+        ["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]
+    ]
     for m in result["metrics"]:
         for rid, cell in m["runs"].items():
             rows.append([rid, names[rid], rid == result["baseline"], m["key"], cell["value"], m["unit"],
