@@ -27,7 +27,9 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(error_messages={"required": "choose at least one log file"})
+    # The form metaclass moves declared fields into base_fields, so this never shadows BaseForm.files
+    # (the uploads) at run time; django-stubs reads it as a class attribute of that name.
+    files = MultipleFileField(error_messages={"required": "choose at least one log file"})  # type: ignore[assignment]
     name = forms.CharField(max_length=200, required=False)
     project = forms.CharField(max_length=100, required=False)
     tags = forms.CharField(max_length=2000, required=False)

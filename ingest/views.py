@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from ingest import services, storage
 from ingest.forms import UploadForm
 from ingest.parsers.text import clean
+from runs.http import AuthenticatedRequest
 from runs.models import LogFile, Membership, visible_runs
 
 MAX_LINES = 200
@@ -20,7 +21,7 @@ MAX_LINES = 200
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: AuthenticatedRequest) -> HttpResponse:
     projects = [m.project for m in Membership.objects.filter(user=request.user).select_related("project")]
     if request.method == "GET":
         return render(request, "ingest/upload.html", {"projects": projects})
@@ -31,7 +32,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if refused:
         error, status = refused, 413
     elif not form.is_valid():
-        error = "; ".join(problem for problems in form.errors.values() for problem in problems)
+        error = "; ".join(str(problem) for problems in form.errors.values() for problem in problems)
     if error is None:
         data = form.cleaned_data
         try:

@@ -7,7 +7,7 @@ Names that come from logs or users go into traces as data; plotly.js renders the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
@@ -22,7 +22,7 @@ PHASE_COLORS = {
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f",
            "#ff9da7", "#7f7f7f"]
 DASHES = ["solid", "dash", "dot", "dashdot"]
-LAYOUT = {
+LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
     "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
     "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13},
@@ -32,7 +32,7 @@ LAYOUT = {
 
 
 class PhaseRow(Protocol):
-    logfile_id: int
+    logfile_id: int | None  # PhaseSample.logfile is a nullable key
     name: str
     window: int
     ms: float

@@ -7,6 +7,7 @@ its configuration with sources. The view fetches those in a fixed number of quer
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from runs.nccl import drift_clause
 from runs.summary import spread
@@ -72,7 +73,7 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
         return {"baseline": None, "runs": [], "metrics": [], "phases": [], "config": [],
                 "comparable": {"ok": True, "differences": []}, "headline": []}
     by_id = {r.id: r for r in runs}
-    base = by_id.get(baseline_id) or runs[0]
+    base = (by_id.get(baseline_id) if baseline_id is not None else None) or runs[0]
     ordered = [base] + [r for r in runs if r.id != base.id]
     figs = {r.id: figures(r) for r in ordered}
 
@@ -197,7 +198,8 @@ def headline(result: dict) -> list[dict]:
     runs = result["runs"]
     if len(runs) < 2:
         return []
-    base, out = runs[0], []
+    base = runs[0]
+    out: list[dict[str, Any]] = []
     tput = next(m for m in result["metrics"] if m["key"] == "throughput_tok_s")
     others = [r for r in runs[1:] if tput["runs"][r["id"]]["delta_pct"] is not None]
     if others:
@@ -255,7 +257,9 @@ def downsample(points: list[tuple[int, float, int | None]], limit: int = MAX_POI
 def to_csv_rows(result: dict) -> list[list]:
     """The summary and phase tables as CSV rows (run, metric, value, delta, delta %, noise)."""
     names = {r["id"]: r["name"] for r in result["runs"]}
-    rows = [["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]]
+    rows: list[list[Any]] = [
+        ["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]
+    ]
     for m in result["metrics"]:
         for rid, cell in m["runs"].items():
             rows.append([rid, names[rid], rid == result["baseline"], m["key"], cell["value"], m["unit"],

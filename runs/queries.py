@@ -7,6 +7,9 @@ elsewhere (compare.py, nccl.py, specdecode.py, summary.py): these only assemble 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
 from django.db.models import Count, F, Prefetch, QuerySet
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
@@ -39,9 +42,9 @@ CARD_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": 
                 "tokens_per_cycle": "tokens_per_cycle", "cycle_ms": "cycle_ms"}
 
 
-def is_int(text: str | None) -> bool:
+def is_int(text: str | None) -> TypeGuard[str]:
     """ASCII digits only, and a size the database takes (`"²".isdigit()` is True; int() refuses it)."""
-    return bool(text) and text.isascii() and text.isdecimal() and len(text) <= 18
+    return text is not None and text.isascii() and text.isdecimal() and len(text) <= 18
 
 
 def positive_float(raw: str | None) -> float | None:
@@ -67,7 +70,7 @@ def visible_run(user, pk: int) -> Run:
 def filters_from_query(query: QueryDict) -> RunFilters:
     """The run list page's filters from its query string, with the API's schema. A page is
     lenient where the API is strict: a field that does not validate is left out, not an error."""
-    data = {k: v for k, v in query.items() if k in RunFilters.model_fields and v != ""}
+    data: dict[str, Any] = {k: v for k, v in query.items() if k in RunFilters.model_fields and v != ""}
     while True:
         try:
             return RunFilters(**data)
@@ -107,9 +110,10 @@ def phase_rows(run: Run) -> list[PhaseSample]:
                 .only("name", "window", "ms", "line", "logfile_id"))
 
 
-def collective_rows(run: Run) -> list[dict]:
-    return list(CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line").values(
-        "op", "size_bytes", "busbw_gbs", "in_place"))
+def collective_rows(run: Run) -> list[dict[str, Any]]:
+    # dict(): the stubs type .values() rows as TypedDicts, which are not plain dicts to mypy.
+    return [dict(row) for row in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line").values(
+        "op", "size_bytes", "busbw_gbs", "in_place")]
 
 
 def baseline_choices(user, run: Run) -> QuerySet[Run]:
@@ -152,9 +156,9 @@ def _model_and_tp(run: Run) -> tuple:
     return settings.get("model"), settings.get("tp_size")
 
 
-def first_lines(run: Run) -> dict[str, dict]:
+def first_lines(run: Run) -> dict[str, Mapping[str, Any]]:
     """For each phase name and metric, the first log line it was read from (provenance links)."""
-    out: dict[str, dict] = {}
+    out: dict[str, Mapping[str, Any]] = {}
     for row in PhaseSample.objects.filter(run=run).order_by("logfile_id", "window").values(
         "name", "logfile_id", "line"
     ):
@@ -240,7 +244,7 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
         sources = nccl.get("sources") or {}
         for key, value in nccl.get("declared", {}).items():
             cfg[f"{key} (declared)"] = _sourced(value, (sources.get("declared") or {}).get(key), "launcher")
-        first_rank = next(iter((sources.get("effective") or {}).values()), {})
+        first_rank: dict = next(iter((sources.get("effective") or {}).values()), {})
         for key, value in nccl.get("effective", {}).items():
             cfg[f"{key} (effective)"] = _sourced(value, first_rank.get(key), "workers")
     picked: dict[tuple[int, str], str] = {}
@@ -263,7 +267,8 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
     for c in CollectiveResult.objects.filter(run_id__in=ids).order_by("logfile_id", "line").values(
         "run_id", "op", "size_bytes", "busbw_gbs", "algbw_gbs", "time_us", "in_place", "line"
     ):
-        inputs[c.pop("run_id")].collectives.append(c)
+        row: dict[str, Any] = dict(c)  # a plain dict: the TypedDict the stubs give cannot drop a key
+        inputs[row.pop("run_id")].collectives.append(row)
     return [inputs[i] for i in ids]
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from django.db.models import Q, QuerySet
+from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Field, FilterLookup, FilterSchema, Schema
 from ninja.pagination import PaginationBase
@@ -41,20 +42,20 @@ class RunFilters(FilterSchema):
     """The run list's filters: the page (/?tag=...) and `GET /api/v1/runs` read this one schema."""
 
     tag: Annotated[Text | None, FilterLookup("tags__name")] = Field(
-        None, max_length=64, description="runs with this tag")
+        default=None, max_length=64, description="runs with this tag")
     status: Annotated[StatusName | None, FilterLookup("status")] = None
     engine: Annotated[Text | None, FilterLookup("engine")] = Field(
-        None, max_length=32, description="sglang, vllm, nccl-tests, ...")
+        default=None, max_length=32, description="sglang, vllm, nccl-tests, ...")
     steps: Annotated[int | None, FilterLookup("steps")] = Field(
-        None, ge=0, le=32767, description="draft steps per cycle")
+        default=None, ge=0, le=32767, description="draft steps per cycle")
     q: Annotated[Text | None, FilterLookup("name__icontains")] = Field(
-        None, max_length=200, description="name contains (case-insensitive)")
+        default=None, max_length=200, description="name contains (case-insensitive)")
     project: Annotated[Text | None, FilterLookup("project__name")] = Field(
-        None, max_length=100, description="project name")
+        default=None, max_length=100, description="project name")
     nccl_status: Annotated[Literal["ok", "drift", "unknown"] | None, FilterLookup("nccl_status")] = Field(
-        None, description="the NCCL verdict")
+        default=None, description="the NCCL verdict")
     nccl: Text | None = Field(
-        None, max_length=600, pattern=r"^[^=]+=.*$",
+        default=None, max_length=600, pattern=r"^[^=]+=.*$",
         description="KEY=VALUE: runs whose workers really had this NCCL setting (effective, not declared)",
     )
 
@@ -81,7 +82,7 @@ class RunPagination(PaginationBase):
         page: int
         page_size: int
 
-    def paginate_queryset(self, queryset: QuerySet, pagination: Input, **params: Any) -> dict:
+    def paginate_queryset(self, queryset: QuerySet, pagination: Input, request: HttpRequest, **params: Any) -> dict:
         start = (pagination.page - 1) * pagination.page_size
         return {
             "items": queryset[start:start + pagination.page_size], "total": self._items_count(queryset),
@@ -196,7 +197,7 @@ class AnnotationIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: AnnotationKind = Field(
-        Annotation.Kind.NOTE,
+        default="note",  # Annotation.Kind.NOTE as the Literal the field is typed with
         description="note: free text. nccl: `env | grep NCCL` output or NCCL_X=value lines, declared "
         "settings of the run. steps: one integer, the run's draft step count.",
     )
@@ -257,9 +258,10 @@ def _nullable(schema: dict) -> None:
 class CiIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    commit: Text = Field("", max_length=100)
-    branch: Text = Field("", max_length=255)
-    url: Text = Field("", max_length=2000, description="the CI job's page")
+    # default= by name: mypy sees a positional default as none, and CiIn() below needs all three.
+    commit: Text = Field(default="", max_length=100)
+    branch: Text = Field(default="", max_length=255)
+    url: Text = Field(default="", max_length=2000, description="the CI job's page")
 
     def stored(self) -> dict[str, str]:
         return self.model_dump(exclude_defaults=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -65,7 +65,7 @@ def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
 MIN_STEPS, MAX_STEPS = 1, 16
 
 
-def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
+def add_annotation(user: User, run: Run, kind: str, body: str) -> Annotation:
     """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
     `steps`: an integer becomes the run's step count. Both win over what the logs say.
     """
@@ -144,10 +144,11 @@ def run_result(run: Run) -> rec.ParseResult:
             result.set(key, s["value"], s["line"], s["source"])
         last = offset
         for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line, p.source))
+            # Parsed rows always have a line (only annotation NCCL rows lack one); 0 is "no line".
+            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line or 0, p.source))
             last = max(last, p.window + offset)
         for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line, m.source, m.rank))
+            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line or 0, m.source, m.rank))
             last = max(last, m.window + offset)
         offset = last
         for w in lf.warnings:

@@ -13,6 +13,7 @@ non-speculative baseline throughput `B`:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 # Bisection halves [0, 1] this many times: 2**-60 is far below the 1e-9 the pages need, and a
 # fixed count keeps the answer monotonic in the target (see required_acceptance).
@@ -113,7 +114,13 @@ def projected_throughput(
     return throughput_tok_s(tokens_per_cycle, new_cycle_ms)
 
 
-def margin(tokens_per_cycle: float, baseline_tok_s: float, cycle_ms: float) -> dict[str, float | None]:
+class Margin(TypedDict):
+    break_even: float
+    tokens_per_cycle: float
+    pct: float | None
+
+
+def margin(tokens_per_cycle: float, baseline_tok_s: float, cycle_ms: float) -> Margin:
     """This run's tokens per cycle against break-even: absolute and in % of break-even.
 
     `pct` is None when break-even is 0 (a baseline of 0 tok/s): any run beats it, by no
@@ -228,9 +235,13 @@ def analysis(
 
     run_reason = _missing({"tokens per cycle": tau, "cycle time": cycle})
     implied_reason = _missing({"tokens per cycle": tau, "step count": steps})
-    implied = implied_acceptance(tau, steps) if implied_reason is None else None
+    implied = implied_acceptance(tau, steps) if tau is not None and steps is not None else None
     if implied_reason is None and implied is None:
         implied_reason = f"{tau:g} tokens/cycle is more than {steps} steps can yield"
+    modelled = None
+    if run_reason is None:
+        assert tau is not None and cycle is not None  # _missing() found both present
+        modelled = throughput_tok_s(tau, cycle)
     run = {
         "throughput_tok_s": _number(run_summary, "throughput_tok_s"),
         "tokens_per_cycle": tau,
@@ -239,7 +250,7 @@ def analysis(
         "steps": steps,
         # tau / T, not the logged throughput: the projection and the curve are on this basis,
         # so a page comparing them must compare like with like.
-        "modelled_tok_s": throughput_tok_s(tau, cycle) if run_reason is None else None,
+        "modelled_tok_s": modelled,
         "modelled_reason": run_reason,
         "implied_acceptance": implied,
         "implied_acceptance_reason": implied_reason,
@@ -259,8 +270,10 @@ def analysis(
                         "acceptance": None, "can_beat": None,
                         "acceptance_reason": baseline_reason or _missing({"step count": steps})}
     if baseline_reason is None:
+        assert baseline is not None and cycle is not None  # the checks above found both present
         break_even["tokens_per_cycle"] = break_even_tokens_per_cycle(baseline, cycle)
     if break_even["acceptance_reason"] is None:
+        assert baseline is not None and cycle is not None and steps is not None  # all checked above
         break_even["acceptance"] = required_acceptance(baseline, steps, cycle)
         break_even["can_beat"] = can_beat_baseline(baseline, steps, cycle)
         if break_even["acceptance"] is None:
@@ -269,6 +282,7 @@ def analysis(
     margin_section: dict = {"tokens_per_cycle": None, "pct": None,
                             "reason": baseline_reason or _missing({"tokens per cycle": tau})}
     if margin_section["reason"] is None:
+        assert tau is not None and baseline is not None and cycle is not None  # all checked above
         m = margin(tau, baseline, cycle)
         margin_section.update(tokens_per_cycle=m["tokens_per_cycle"], pct=m["pct"])
         if m["pct"] is None:
@@ -278,6 +292,7 @@ def analysis(
                       "reason": _missing({"target throughput": target_tok_s, "cycle time": cycle,
                                           "step count": steps})}
     if required["reason"] is None:
+        assert target_tok_s is not None and cycle is not None and steps is not None  # _missing() checked
         required["tokens_per_cycle"] = target_tok_s * (cycle / 1000.0)
         required["acceptance"] = required_acceptance(target_tok_s, steps, cycle)
         if required["acceptance"] is None:
@@ -290,10 +305,14 @@ def analysis(
                         "new_cycle_ms": None, "throughput_tok_s": None, "change_pct": None,
                         "reason": _missing({"verify time to try": best_verify_ms, "verify time": verify,
                                             "tokens per cycle": tau, "cycle time": cycle})}
-    if projection["reason"] is None and verify <= best_verify_ms:
+    if projection["reason"] is None and verify is not None and best_verify_ms is not None \
+            and verify <= best_verify_ms:
         # Only a run slower in verify than the best has anything to gain from the best's verify.
         projection["reason"] = "verify is already the fastest compared"
     if projection["reason"] is None:
+        # _missing() found all four present, so run_reason was None and `modelled` is set too.
+        assert best_verify_ms is not None and verify is not None and tau is not None
+        assert cycle is not None and modelled is not None
         new_cycle = cycle - verify + best_verify_ms
         if new_cycle <= 0:
             projection["reason"] = f"a {best_verify_ms:g} ms verify leaves no cycle time"
@@ -302,13 +321,13 @@ def analysis(
             projection.update(
                 new_cycle_ms=new_cycle,
                 throughput_tok_s=projected,
-                change_pct=(projected / run["modelled_tok_s"] - 1) * 100,
+                change_pct=(projected / modelled - 1) * 100,
             )
 
     curve_reason = _missing({"cycle time": cycle})
     curve = {
         "cycle_ms": cycle,
-        "series": acceptance_curve(cycle) if curve_reason is None else [],
+        "series": acceptance_curve(cycle) if curve_reason is None and cycle is not None else [],
         "baseline_tok_s": baseline if baseline_reason is None else None,
         "target_tok_s": target_tok_s,
         "run_point": (
@@ -319,6 +338,7 @@ def analysis(
     }
 
     if baseline_reason is None:
+        assert baseline is not None and cycle is not None  # the baseline checks found both present
         sentence = verdict(tau, steps, cycle, baseline)
     else:
         sentence = f"No break-even verdict: {baseline_reason}."

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from runs import charts, queries, services, specdecode
 from runs.compare import downsample, to_csv_rows
 from runs.forms import AnnotationForm
+from runs.http import AuthenticatedRequest
 from runs.models import Status
 from runs.nccl import nccl_sentence
 from runs.summary import person_vs_logs
@@ -124,7 +125,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None)
     fmt = request.GET.get("format")
     if fmt == "json":
-        response = JsonResponse({**result, "left_out": left_out})
+        response: HttpResponse = JsonResponse({**result, "left_out": left_out})
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
         return response
     if fmt == "csv":
@@ -160,14 +161,14 @@ def compare_view(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def annotate(request: HttpRequest, pk: int) -> HttpResponse:
+def annotate(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """The run page's annotation form: a note, pasted NCCL settings, or the step count."""
     run = queries.visible_run(request.user, pk)
     form = AnnotationForm(request.POST)
     if not form.is_valid():
         for problems in form.errors.values():
             for problem in problems:
-                messages.error(request, problem)
+                messages.error(request, str(problem))  # the stubs allow a ValidationError; Django yields str
     else:
         try:
             annotation = services.add_annotation(request.user, run, form.cleaned_data["kind"],

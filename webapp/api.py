@@ -20,7 +20,7 @@ from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, Throttled, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
-from ninja.throttling import AnonRateThrottle, AuthRateThrottle
+from ninja.throttling import AnonRateThrottle, AuthRateThrottle, SimpleRateThrottle
 
 from runs.api import router as runs_router
 from runs.schemas import ErrorOut
@@ -30,8 +30,9 @@ from webapp.auth import user_for_token
 log = logging.getLogger(__name__)
 
 
-class SettingsRate:
-    """A ninja throttle whose rate is the setting named `setting`, read per request."""
+class SettingsRate(SimpleRateThrottle):
+    """A ninja throttle whose rate is the setting named `setting`, read per request. Mixed in
+    before AuthRateThrottle or AnonRateThrottle, which share this base, so the MRO is unchanged."""
 
     setting: str
 
@@ -67,7 +68,8 @@ class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
         user = user_for_token(token)
         if user is None and not self.failures.allow_request(request):
-            raise Throttled(wait=self.failures.wait())
+            # ninja types `wait` as int, yet its own throttling passes wait()'s float as well.
+            raise Throttled(wait=self.failures.wait())  # type: ignore[arg-type]
         return user
 
 
@@ -115,7 +117,7 @@ CODES = {
 
 
 def error(request: HttpRequest, status: int, code: str, message: str, line: int | None = None) -> HttpResponse:
-    detail = {"code": code, "message": message}
+    detail: dict[str, str | int] = {"code": code, "message": message}
     if line is not None:
         detail["line"] = line
     return api.create_response(request, {"error": detail}, status=status)
@@ -146,7 +148,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
     if refused:
         return error(request, 413, "upload_too_large", refused)
     sources = {str(e.get("loc", ("",))[0]) for e in exc.errors}
-    if sources & {"file", "form"} and not request.content_type.startswith("multipart/form-data"):
+    if sources & {"file", "form"} and not (request.content_type or "").startswith("multipart/form-data"):
         return error(request, 415, "unsupported_media_type", "send the files as multipart/form-data")
     problems = []
     for e in exc.errors:

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db.models import Q
 from django.utils import timezone
 
@@ -17,7 +17,7 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_token(user: AbstractBaseUser, name: str = "") -> str:
+def create_token(user: User, name: str = "") -> str:
     """Create a token for the user and return it; it is shown once and never stored in clear."""
     prefix = secrets.token_hex(6)
     token = f"rlt_{prefix}_{secrets.token_urlsafe(32)}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -44,7 +45,8 @@ def database_from_url(url: str) -> dict:
     scheme = url.partition("://")[0]
     if scheme not in ("sqlite", "postgres", "postgresql", "pgsql"):
         raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported (postgres or sqlite)")
-    db = dict(dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True))
+    db: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True))
     if db["ENGINE"].endswith("sqlite3"):
         # sqlite:///var/x.db is relative to the project (not to the current directory), sqlite:////abs/x.db absolute.
         db["NAME"] = str(BASE_DIR / db["NAME"])

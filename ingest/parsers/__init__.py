@@ -11,10 +11,11 @@ from typing import BinaryIO
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, sglang, vllm
 from .records import ParseError, ParseResult
+from .records import Parser as FormatParser
 from .text import number_lines, read_lines
 
 # Written out in full: the one place that says which formats runlens reads.
-PARSERS = {
+PARSERS: dict[str, type[FormatParser]] = {
     "eagle_profile": eagle_profile.Parser,
     "sglang": sglang.Parser,
     "vllm": vllm.Parser,

@@ -106,15 +106,14 @@ class BlockReader:
                 if m:
                     self._section(self._open(lineno), m.group(1))
             elif ("requests:" in line or "s):" in line) and _START.match(line) and (m := _ROW.match(line)):
-                self._open(lineno)
-                self._row(lineno, m)
+                self._row(self._open(lineno), lineno, m)
             return None
         if _TITLE in line:
             self._open(lineno).titled = True
             return block if block.rows else None
         m = _ROW.match(line)
         if m:
-            self._row(lineno, m)
+            self._row(block, lineno, m)
             return None
         if "---" in line and (s := _SECTION.match(line)):
             self._section(block, s.group(1))
@@ -140,13 +139,13 @@ class BlockReader:
         block.note_section(header)
         self.subsection = ""
 
-    def _row(self, lineno: int, m: re.Match) -> None:
+    def _row(self, block: Block, lineno: int, m: re.Match) -> None:
         label, text = m.group(1).strip(), m.group(2)
-        self.block.note_row(label)
+        block.note_row(label)
         if text is None:
             # `Per-position acceptance (%):` heads the `  Position i:` rows below it.
             self.subsection = label
-            self.block.rows.append(Row(lineno, label, serving_key(label), None))
+            block.rows.append(Row(lineno, label, serving_key(label), None))
             return
         value = parse_value(text)
         if value is None:
@@ -154,7 +153,7 @@ class BlockReader:
         key = serving_key(label)
         if self.subsection and label.lower().startswith("position "):
             key = f"acceptance_{key}_pct"
-        self.block.rows.append(Row(lineno, label, key, value))
+        block.rows.append(Row(lineno, label, key, value))
 
 
 def serving_key(label: str) -> str:

@@ -17,6 +17,8 @@ import ast
 import math
 import re
 import shlex
+from collections.abc import Callable
+from typing import Any
 
 from .records import Metric, ParseResult
 from .serving import Block, BlockReader
@@ -66,7 +68,7 @@ _PREFILL_METRICS = {
 }
 
 # ServerArgs field -> (setting key, how to read the value).
-_SERVER_ARGS = {
+_SERVER_ARGS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "model_path": ("model", str),
     "speculative_algorithm": ("spec.algorithm", lambda v: str(v).upper()),
     "speculative_draft_model_path": ("spec.draft_model", str),
@@ -104,7 +106,7 @@ _MAX_JOIN_CHARS = 1 << 18
 
 # Launch flags -> (setting key, type). Aliases listed as argparse registers them; other
 # abbreviations resolve as argparse does, by unique prefix.
-_FLAGS = {
+_FLAGS: dict[str, tuple[str, Callable[[str], object]]] = {
     "--model-path": ("model", str),
     "--model": ("model", str),
     "--speculative-algorithm": ("spec.algorithm", lambda v: v.upper()),
@@ -290,6 +292,7 @@ class Parser:
 
     def _continue_args(self, lineno: int, line: str) -> bool:
         """Take `line` as the wrapped tail of the repr; False when it is a log line of its own."""
+        assert self.args is not None  # feed() calls this only while a repr is being joined
         if (
             not line.strip() or _LOG_START.match(line) or "Decode batch" in line or "Prefill batch" in line
             or len(self.args) >= _MAX_JOIN_LINES or sum(map(len, self.args)) > _MAX_JOIN_CHARS
@@ -300,6 +303,8 @@ class Parser:
         return True
 
     def _add_args(self, text: str) -> None:
+        args = self.args
+        assert args is not None  # _start_args() or _continue_args() has a repr open
         depth, quote, i = self.args_depth, self.args_quote, 0
         n = len(text)
         while i < n:
@@ -316,16 +321,17 @@ class Parser:
             elif c in ")]}":
                 depth -= 1
                 if depth <= 0:
-                    self.args.append(text[:i + 1])
+                    args.append(text[:i + 1])
                     self.args_depth, self.args_quote = 0, ""
                     self._finish_args()
                     return
             i += 1
-        self.args.append(text)
+        args.append(text)
         self.args_depth, self.args_quote = depth, quote
 
     def _finish_args(self) -> None:
         # Wrapped copies break mid-token (`max_total_token` / `s=None`): join without a space.
+        assert self.args is not None  # called only with a repr open
         text, lineno = "".join(self.args), self.args_line
         self.args = None
         values = _literal_call(text)
@@ -357,6 +363,7 @@ class Parser:
     # -- launch command ---------------------------------------------------------------------
 
     def _continue_launch(self, line: str) -> None:
+        assert self.launch is not None  # feed() calls this only with a launch command open
         text = line.rstrip()
         more = text.endswith("\\") and len(self.launch) < _MAX_JOIN_LINES
         self.launch.append(text[:-1] if text.endswith("\\") else text)
@@ -364,6 +371,7 @@ class Parser:
             self._finish_launch()
 
     def _finish_launch(self) -> None:
+        assert self.launch is not None  # called only with a launch command open
         text, lineno = " ".join(self.launch), self.launch_line
         self.launch = None
         try:
@@ -476,7 +484,7 @@ class Parser:
                                     "sglang_bench_one_batch"))
 
 
-def _resolve_flag(flag: str) -> tuple[str, object] | None:
+def _resolve_flag(flag: str) -> tuple[str, Callable[[str], object]] | None:
     """`--speculative-algo` -> the `--speculative-algorithm` entry, as argparse resolves it."""
     if flag in _FLAGS:
         return _FLAGS[flag]

@@ -173,10 +173,10 @@ class Parser:
         r.add_format("vllm_spec")
         r.set("engine", "vllm", lineno, "vllm_spec")
         k = f.get("k")
-        if k is not None and k >= 1 and k == int(k):
+        if isinstance(k, float) and k >= 1 and k == int(k):  # _value() gives floats, positions a list
             r.set("spec.steps", int(k), lineno, "vllm_spec")
         positions = f.get("positions")
-        if positions:
+        if isinstance(positions, list) and positions:
             r.set("spec.steps", len(positions), lineno, "vllm_spec")
         if "efficiency" in f or "emitted" in f:
             self._spec_v0(lineno, f)
