@@ -106,10 +106,11 @@ def register_upload(
         raise ValueError("no files given")
     proj = project_for(user, project)
     if dedupe and idempotency_key:
-        existing = Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key).first()
+        existing = _retryable(Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key)).first()
         if existing:
             return existing, False
     stored = []
+    committed = False
     try:
         for f in files:
             rel, sha, size = storage.store_upload(f.stream, f.size)
@@ -136,9 +137,12 @@ def register_upload(
                 )
                 _declare(run, user, steps, nccl_env, "upload metadata")
                 enqueue_run(run)
+        committed = True
     except BaseException:
-        # Nothing half-written: no stored bytes without the rows that point at them.
-        _discard(stored)
+        # Nothing half-written: no stored bytes without the rows that point at them. Once the
+        # rows are committed the files are the run's, whatever happens after (issue 14).
+        if not committed:
+            _discard(stored)
         raise
     if existing is not None:
         _discard(stored)
@@ -156,8 +160,14 @@ def content_sha256(file_shas: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(file_shas)).encode()).hexdigest()
 
 
+def _retryable(runs):
+    """Runs an upload retry may be answered with: a failed run does not swallow a new try of
+    the same content (its stored file may be what failed)."""
+    return runs.exclude(status=Status.FAILED)
+
+
 def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | None:
-    runs = Run.objects.filter(project=project)
+    runs = _retryable(Run.objects.filter(project=project))
     if idempotency_key:
         found = runs.filter(meta__idempotency_key=idempotency_key).first()
         if found:
@@ -349,10 +359,30 @@ def set_tags(run: Run, tags: Iterable[str]) -> None:
 
 def enqueue_run(run: Run) -> None:
     """Queue every queued log file of the run, once the surrounding transaction commits."""
+    for lf_id in run.logfiles.filter(status=Status.QUEUED).values_list("id", flat=True):
+        transaction.on_commit(lambda i=lf_id: send_parse(i))
+
+
+def send_parse(logfile_id: int) -> bool:
+    """Ring the worker's doorbell for one log file; False if the broker could not be reached.
+
+    The database already says `queued`, so a broker that is down loses nothing: the file is
+    marked queued since long ago and the reconciler's next pass (every minute) sends it again.
+    Never raises: the caller's rows are committed and its answer is "accepted" (issue 14).
+    """
     from ingest.tasks import parse_logfile as task
 
-    for lf_id in run.logfiles.filter(status=Status.QUEUED).values_list("id", flat=True):
-        transaction.on_commit(lambda i=lf_id: task.delay(i))
+    try:
+        task.delay(logfile_id)
+        return True
+    except Exception as e:
+        log.warning("logfile %s: queue unreachable (%s); the reconciler will send it", logfile_id, e)
+    overdue = timezone.now() - timedelta(seconds=settings.RECONCILE_AFTER_SECONDS + 1)
+    try:
+        LogFile.objects.filter(id=logfile_id, status=Status.QUEUED).update(updated_at=overdue)
+    except Exception:
+        log.exception("logfile %s: could not mark it for the reconciler", logfile_id)
+    return False
 
 
 def claim(logfile_id: int, token: str = "") -> bool:
@@ -617,8 +647,6 @@ def reconcile(now=None) -> int:
             else:
                 if not unchanged.update(status=Status.QUEUED, claimed_at=None, claim_token="", updated_at=now):
                     continue
-                from ingest.tasks import parse_logfile as task
-
-                transaction.on_commit(lambda i=lf.id: task.delay(i))
+                transaction.on_commit(lambda i=lf.id: send_parse(i))
         count += 1
     return count

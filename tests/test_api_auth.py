@@ -45,7 +45,7 @@ def test_bad_authorization_headers_are_401(client, alice, header):
 
 
 def test_health_needs_no_credentials(client):
-    assert client.get("/api/v1/health").json() == {"status": "ok"}
+    assert client.get("/api/v1/health").json() == {"status": "ok", "database": "ok", "redis": "ok"}
 
 
 @pytest.mark.parametrize("field", ["revoked_at", "expires_at"])

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
@@ -19,6 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, Throttled, ValidationError
 from ninja.parser import Parser
+from ninja.responses import Status
 from ninja.security import HttpBearer, SessionAuth
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 from ninja.utils import normalize_path
@@ -28,12 +31,19 @@ from ingest.services import ServiceError
 from runs.api import router as runs_router
 from runs.schemas import ErrorOut
 from webapp.auth import user_for_token
+from webapp.middleware import RETRY_AFTER, SERVICE_DOWN, health_of, unavailable
 
 log = logging.getLogger(__name__)
 
 
 class SettingsRate:
-    """A ninja throttle whose rate is the setting named `setting`, read per request."""
+    """A ninja throttle whose rate is the setting named `setting`, read per request.
+
+    Counted atomically in a fixed window (cache.add + cache.incr): ninja's get-then-set history
+    let parallel requests slip through (issue 14). The client address is REMOTE_ADDR unless
+    RUNLENS_TRUSTED_PROXIES says how many proxies append to X-Forwarded-For (NINJA_NUM_PROXIES).
+    The cache (Redis) being down fails open: reads must not go down with it.
+    """
 
     setting: str
 
@@ -45,7 +55,26 @@ class SettingsRate:
         if self.rate != rate:
             self.rate = rate
             self.num_requests, self.duration = self.parse_rate(rate)
-        return super().allow_request(request)
+        key = self.get_cache_key(request)
+        if key is None:
+            return True
+        now = time.time()
+        window = int(now // self.duration)
+        self.retry_in = self.duration * (window + 1) - now
+        key = f"{key}:{window}"
+        try:
+            cache.add(key, 0, self.duration + 1)
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr: this request opens the window
+            cache.add(key, 1, self.duration + 1)
+            count = 1
+        except Exception as e:
+            log.warning("throttle %s not counted, the cache is unreachable: %s", self.setting, e)
+            return True
+        return count <= self.num_requests
+
+    def wait(self) -> float | None:
+        return getattr(self, "retry_in", None)
 
 
 class ApiRateThrottle(SettingsRate, AuthRateThrottle):
@@ -205,6 +234,19 @@ def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
     return error(request, 404, "not_found", str(exc) or "not found")
 
 
+def on_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """The database is busy or away, or Redis is: nothing half-done, try again shortly."""
+    what = unavailable(exc)
+    log.warning("API %s %s: %s unavailable: %s", request.method, request.path, what, exc)
+    response = error(request, 503, "unavailable", f"the {what} is busy or unreachable; retry in {RETRY_AFTER} s")
+    response["Retry-After"] = str(RETRY_AFTER)
+    return response
+
+
+for _exc in SERVICE_DOWN:
+    api.add_exception_handler(_exc, on_unavailable)
+
+
 @api.exception_handler(Exception)
 def on_crash(request: HttpRequest, exc: Exception) -> HttpResponse:
     log.exception("API %s %s failed", request.method, request.path)
@@ -220,12 +262,21 @@ def not_found(request: HttpRequest) -> JsonResponse:
 
 class HealthOut(Schema):
     status: str
+    database: str
+    redis: str
 
 
-@api.get("/health", auth=None, response={200: HealthOut, 429: ErrorOut}, tags=["health"])
-def health(request: HttpRequest) -> dict:
-    """Liveness, without credentials (load balancers, CI waiting for the server)."""
-    return {"status": "ok"}
+@api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut, 429: ErrorOut}, tags=["health"])
+def health(request: HttpRequest) -> Status:
+    """Liveness, without credentials (load balancers, CI waiting for the server).
+
+    `status` is ok, `degraded` (Redis down: reads work, uploads are kept and queued later) or
+    `down` (the database is unreachable: 503). `database` and `redis` say `ok` or `down`.
+    """
+    parts = health_of()
+    if parts["database"] != "ok":
+        return Status(503, {"status": "down", **parts})
+    return Status(200, {"status": "ok" if parts["redis"] == "ok" else "degraded", **parts})
 
 
 api.add_router("/", runs_router, tags=["runs"])

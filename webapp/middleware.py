@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 # Pages load scripts only from our own static files; chart data travels in json_script tags.
 CSP = (
@@ -24,4 +24,76 @@ class SecurityHeadersMiddleware:
         if not request.path.startswith("/api/v1/docs"):
             response.headers.setdefault("Content-Security-Policy", CSP)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        return response
+
+
+# Seconds a client is told to wait when a backing service is busy or away.
+RETRY_AFTER = 5
+
+
+def _service_down_types() -> tuple[type[BaseException], ...]:
+    from django.db import InterfaceError, OperationalError
+    from kombu.exceptions import OperationalError as QueueDown
+    from redis.exceptions import ConnectionError as RedisDown
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    return (OperationalError, InterfaceError, RedisDown, RedisTimeout, QueueDown)
+
+
+SERVICE_DOWN = _service_down_types()
+
+
+def unavailable(exc: BaseException) -> str | None:
+    """Which backing service an exception says is busy or unreachable, or None."""
+    from django.db import DatabaseError
+
+    if not isinstance(exc, SERVICE_DOWN):
+        return None
+    return "database" if isinstance(exc, DatabaseError) else "redis"
+
+
+def health_of() -> dict[str, str]:
+    """{"database": ok|down, "redis": ok|down}, each checked with a short timeout."""
+    import redis
+    from django.conf import settings
+    from django.db import connection
+
+    parts = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        parts["database"] = "ok"
+    except Exception:
+        parts["database"] = "down"
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1).ping()
+        parts["redis"] = "ok"
+    except Exception:
+        parts["redis"] = "down"
+    return parts
+
+
+class ServiceUnavailableMiddleware:
+    """Pages (not the API, which has its own handler) answer 503 with Retry-After when the
+    database is locked or unreachable, or Redis is down, instead of a 500 (issue 14)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        what = unavailable(exc)
+        if what is None:
+            return None
+        import logging
+
+        logging.getLogger(__name__).warning("%s %s: %s unavailable: %s", request.method, request.path, what, exc)
+        message = f"the {what} is busy or unreachable; nothing was saved, retry in {RETRY_AFTER} s"
+        if "application/json" in request.headers.get("Accept", ""):
+            response: HttpResponse = JsonResponse({"error": {"code": "unavailable", "message": message}}, status=503)
+        else:
+            response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(RETRY_AFTER)
         return response

@@ -101,6 +101,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "webapp.middleware.SecurityHeadersMiddleware",
+    "webapp.middleware.ServiceUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -171,8 +172,13 @@ CACHES = {
         "LOCATION": env("RUNLENS_CACHE_URL", REDIS_URL),
         "KEY_PREFIX": "runlens",
         "TIMEOUT": 300,
+        # Redis away must not hang requests: the throttle fails open after a second.
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
     }
 }
+# The client address for throttling is REMOTE_ADDR; behind N proxies that append to
+# X-Forwarded-For set RUNLENS_TRUSTED_PROXIES=N (a spoofed header is otherwise ignored).
+NINJA_NUM_PROXIES = env_int("RUNLENS_TRUSTED_PROXIES", 0)
 PARSE_SOFT_TIME_LIMIT = env_int("RUNLENS_PARSE_SOFT_SECONDS", 30 * 60)
 PARSE_TIME_LIMIT = env_int("RUNLENS_PARSE_HARD_SECONDS", 35 * 60)
 VISIBILITY_TIMEOUT = env_int("RUNLENS_VISIBILITY_TIMEOUT", 2 * 60 * 60)
@@ -195,8 +201,9 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # A run stuck in queued/parsing longer than this is queued again by the reconciler.
 RECONCILE_AFTER_SECONDS = env_int("RUNLENS_RECONCILE_AFTER_SECONDS", 10 * 60)
 MAX_PARSE_ATTEMPTS = env_int("RUNLENS_MAX_PARSE_ATTEMPTS", 3)
+RECONCILE_EVERY_SECONDS = env_int("RUNLENS_RECONCILE_EVERY_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
-    "reconcile-stuck-logfiles": {"task": "ingest.tasks.reconcile", "schedule": 60.0},
+    "reconcile-stuck-logfiles": {"task": "ingest.tasks.reconcile", "schedule": float(RECONCILE_EVERY_SECONDS)},
 }
 
 SESSION_COOKIE_HTTPONLY = True
