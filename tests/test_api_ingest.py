@@ -129,6 +129,15 @@ def test_idempotency_key_gives_back_the_first_run_and_stores_nothing(client, ali
     assert len(list((data_dir / "logs").iterdir())) == 1
 
 
+def test_a_failed_run_does_not_swallow_a_retry_with_the_same_key_or_content(client, alice, bearer):
+    headers = {**bearer(alice), "Idempotency-Key": "ci-job-43"}
+    first = _upload(client, headers, [_file()]).json()
+    Run.objects.filter(id=first["id"]).update(status=Status.FAILED)  # e.g. its stored file was lost
+    again = _upload(client, headers, [_file()])
+    assert again.status_code == 202 and again.json()["created"] is True and again.json()["id"] != first["id"]
+    assert _upload(client, bearer(alice), [_file()]).json()["id"] == again.json()["id"]
+
+
 def test_upload_over_the_cap_is_413_before_anything_is_stored(client, alice, bearer, settings, data_dir):
     settings.MAX_UPLOAD_BYTES = 1000
     response = _upload(client, bearer(alice), [_file()])
