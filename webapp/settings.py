@@ -73,8 +73,14 @@ LOG_ROOTS = [Path(p).resolve() for p in env("RUNLENS_LOG_ROOTS").split(os.pathse
 
 DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'runlens.sqlite3'}"))}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # One writer at a time: wait for the lock instead of failing while the worker writes.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30}
+    # One writer at a time, so: WAL (readers never wait for the writer), a busy timeout (a writer
+    # waits for the lock, then the request answers 503), and IMMEDIATE transactions (the write
+    # lock is taken at BEGIN, so no read-then-write upgrade fails with "database is locked").
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": env_int("RUNLENS_SQLITE_BUSY_SECONDS", 20),
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
     # A file, not :memory:, so a real worker process can see the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-runlens.sqlite3")}
 
@@ -201,6 +207,15 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # A run stuck in queued/parsing longer than this is queued again by the reconciler.
 RECONCILE_AFTER_SECONDS = env_int("RUNLENS_RECONCILE_AFTER_SECONDS", 10 * 60)
 MAX_PARSE_ATTEMPTS = env_int("RUNLENS_MAX_PARSE_ATTEMPTS", 3)
+# A parsing worker proves it is alive this often; a claim silent for CLAIM_STALE_SECONDS is a dead
+# worker's and is queued again (recovery within CLAIM_STALE + RECONCILE_EVERY seconds).
+HEARTBEAT_SECONDS = env_int("RUNLENS_HEARTBEAT_SECONDS", 10)
+CLAIM_STALE_SECONDS = env_int("RUNLENS_CLAIM_STALE_SECONDS", 60)
+# SIGTERM (a deploy): running parses get this long, then they are cancelled and their messages
+# go back to the queue (acks_late), to be taken over by the next worker.
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = float(env_int("RUNLENS_SOFT_SHUTDOWN_SECONDS", 20))
+# Orphans (a web server killed mid-upload) older than this are removed by `cleanup` and the reconciler.
+ORPHAN_AGE_SECONDS = env_int("RUNLENS_ORPHAN_AGE_SECONDS", 6 * 60 * 60)
 RECONCILE_EVERY_SECONDS = env_int("RUNLENS_RECONCILE_EVERY_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-stuck-logfiles": {"task": "ingest.tasks.reconcile", "schedule": float(RECONCILE_EVERY_SECONDS)},
