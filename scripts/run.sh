@@ -28,7 +28,8 @@ stop() {
 trap stop INT TERM EXIT
 [ -n "$private_redis" ] && echo "(a private redis-server was started for this session; Ctrl-C stops it too)"
 
-.venv/bin/celery -A webapp worker --beat --loglevel INFO --concurrency 1 \
+# SIGTERM = soft shutdown: running parses get RUNLENS_SOFT_SHUTDOWN_SECONDS, then go back to the queue.
+REMAP_SIGTERM=SIGQUIT .venv/bin/celery -A webapp worker --beat --loglevel INFO --concurrency 1 \
   --schedule var/celerybeat-schedule --hostname "runlens@%h" &
 pids+=($!)
 $PY manage.py runserver "$ADDR" --noreload &

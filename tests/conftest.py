@@ -155,7 +155,8 @@ def worker_queue(transactional_db, data_dir):
         def start(self, redis_url: str | None = None, beat: bool = False, **extra_env: str) -> subprocess.Popen:
             """`beat`: run the beat scheduler too (the reconciler); `extra_env`: more settings."""
             env = {**os.environ, "DATABASE_URL": _database_url(), "RUNLENS_DATA_DIR": str(data_dir),
-                   "RUNLENS_QUEUE": self.queue, "REDIS_URL": redis_url or settings.REDIS_URL, **extra_env}
+                   "RUNLENS_QUEUE": self.queue, "REDIS_URL": redis_url or settings.REDIS_URL,
+                   "REMAP_SIGTERM": "SIGQUIT", **extra_env}  # as in Procfile and scripts/run.sh
             more = ["--beat", "--schedule", str(data_dir / f"beat-{len(self.procs)}")] if beat else []
             proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", self.queue, "-c", "1",

@@ -109,12 +109,12 @@ def test_lost_queue_message_is_recovered_by_the_reconciler(client, alice, worker
 NOISE = b"vm:1560:1560 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" * 600_000
 
 
-def _upload_big_and_wait_parsing(client, alice, name: str) -> int:
+def _upload_big_and_wait_parsing(client, alice, name: str, noise: bytes = NOISE) -> int:
     from runs.models import LogFile
 
     client.force_login(alice)
     tail = log_path("spec_eagle3_tuned_2step.log").read_bytes()
-    response = client.post("/upload/", {"files": [SimpleUploadedFile(name, NOISE + tail)]},
+    response = client.post("/upload/", {"files": [SimpleUploadedFile(name, noise + tail)]},
                            HTTP_ACCEPT="application/json")
     run_id = response.json()["id"]
     deadline = time.monotonic() + 60
@@ -153,7 +153,7 @@ def test_sigterm_stops_the_worker_within_30_s_and_the_next_worker_parses_the_fil
     import signal
 
     proc = worker_queue.start(RUNLENS_SOFT_SHUTDOWN_SECONDS="3")
-    run_id = _upload_big_and_wait_parsing(client, alice, "deploy.log")
+    run_id = _upload_big_and_wait_parsing(client, alice, "deploy.log", NOISE * 4)  # a parse of ~30 s
     proc.send_signal(signal.SIGTERM)
     stopped_at = time.monotonic()
     proc.wait(timeout=30)
