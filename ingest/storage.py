@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 import uuid
 import zlib
 from collections.abc import Iterable
@@ -149,6 +150,35 @@ def store_upload(f: BinaryIO, size: int) -> tuple[str, str, int]:
     if is_gzip(f):
         return store_stream(gunzip_chunks(f, size))
     return store_stream(read_chunks(f))
+
+
+def orphans(older_than: float, now: float | None = None) -> list[Path]:
+    """Files a killed web server or worker left behind, untouched for `older_than` seconds:
+    Django's spooled uploads (`*.upload.*` in FILE_UPLOAD_TEMP_DIR) and our `logs/*.part`.
+    Never a stored log (`logs/*.log`): those belong to runs."""
+    now = time.time() if now is None else now
+    found = []
+    places = [(settings.DATA_DIR / "logs", "*.part")]
+    if settings.FILE_UPLOAD_TEMP_DIR:
+        places.append((Path(settings.FILE_UPLOAD_TEMP_DIR), "*.upload*"))
+    for folder, pattern in places:
+        for path in sorted(folder.glob(pattern)) if folder.is_dir() else []:
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > older_than:
+                found.append(path)
+    return found
+
+
+def remove_orphans(older_than: float) -> list[Path]:
+    """Delete what `orphans` finds; returns the paths removed."""
+    removed = []
+    for path in orphans(older_than):
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
 
 
 def remove_stored(paths: Iterable[str]) -> None:

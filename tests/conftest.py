@@ -283,6 +283,7 @@ def web_server(transactional_db, data_dir):
                 assert time.monotonic() < deadline, "gunicorn did not start"
                 time.sleep(0.2)
 
+    start.procs = procs  # a test may kill a server it started
     yield start
     for proc in procs:
         _stop(proc)

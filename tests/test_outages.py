@@ -75,3 +75,41 @@ def test_uploads_while_redis_is_down_are_kept_and_parsed_when_it_returns(
     for run_id in ids:
         assert PhaseSample.objects.filter(run_id=run_id, name="Target verify").count() == 6  # no duplicates
     assert _call("GET", f"{base}/api/v1/health", token)[1]["status"] == "ok"
+
+
+def test_web_server_killed_mid_upload_leaves_a_temp_file_that_cleanup_removes(alice, web_server, data_dir):
+    """SIGKILL gunicorn while a large upload streams in: Django's spooled `*.upload.*` file stays
+    behind (nothing else is committed); `manage.py cleanup` removes it once old enough."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from tests.samples import PROJECT_ROOT
+    from webapp.auth import create_token
+
+    token = create_token(alice)
+    uploads = data_dir / "uploads"
+    base = web_server("redis://127.0.0.1:1/0", RUNLENS_UPLOADS_DIR=str(uploads))
+    port = int(base.rsplit(":", 1)[1])
+    boundary = "killme"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.log\"\r\n"
+            f"Content-Type: application/octet-stream\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall((f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                      f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                      f"Content-Length: {100 << 20}\r\n\r\n").encode() + head)
+        for _ in range(8):
+            sock.sendall(b"x" * (1 << 20))  # 8 MiB of 100: past the in-memory limit, spooled to disk
+        deadline = time.monotonic() + 20
+        while not list(uploads.glob("*.upload*")):
+            assert time.monotonic() < deadline, "no spooled upload appeared"
+            time.sleep(0.1)
+        os.killpg(web_server.procs[-1].pid, signal.SIGKILL)  # gunicorn and its worker
+    leftovers = list(uploads.glob("*.upload*"))
+    assert leftovers and not Run.objects.exists()
+    env = {**os.environ, "RUNLENS_DATA_DIR": str(data_dir), "RUNLENS_UPLOADS_DIR": str(uploads)}
+    done = subprocess.run([sys.executable, "manage.py", "cleanup", "--older-than", "0"], cwd=PROJECT_ROOT,
+                          env=env, capture_output=True, text=True, check=True)
+    assert str(leftovers[0]) in done.stdout and not list(uploads.glob("*.upload*"))

@@ -157,7 +157,9 @@ WHITENOISE_USE_FINDERS = True
 MAX_UPLOAD_BYTES = env_int("RUNLENS_MAX_UPLOAD_BYTES", 2 * 1024**3)
 MAX_DECOMPRESSED_BYTES = env_int("RUNLENS_MAX_DECOMPRESSED_BYTES", 8 * 1024**3)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024**2
-FILE_UPLOAD_TEMP_DIR = None
+# Our own directory, so `cleanup` can remove what a killed web server left there (*.upload.*).
+FILE_UPLOAD_TEMP_DIR = env("RUNLENS_UPLOADS_DIR", str(DATA_DIR / "uploads"))
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(exist_ok=True)
 FILE_UPLOAD_HANDLERS = [
     "ingest.storage.CappedUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
