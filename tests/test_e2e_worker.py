@@ -163,3 +163,19 @@ def test_sigterm_stops_the_worker_within_30_s_and_the_next_worker_parses_the_fil
     print(f"parsed {time.monotonic() - stopped_at:.0f} s after SIGTERM")
     assert run.status == Status.READY, run.error
     assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
+
+
+def test_deleting_a_run_while_it_parses_answers_at_once_and_cancels_the_parse(client, alice, worker, bearer):
+    """The parse holds no lock while it reads: DELETE does not wait for it, and the worker,
+    finding its claim gone, writes nothing."""
+    from runs.models import LogFile
+
+    run_id = _upload_big_and_wait_parsing(client, alice, "doomed.log")
+    started = time.monotonic()
+    response = client.delete(f"/api/v1/runs/{run_id}", headers=bearer(alice))
+    took = time.monotonic() - started
+    assert response.status_code == 200 and took < 5, (response.status_code, took)
+    time.sleep(25)  # long enough for the worker to reach its write (parse of ~10 s, heartbeat 10 s)
+    assert worker.poll() is None
+    assert not Run.objects.filter(id=run_id).exists() and not LogFile.objects.exists()
+    assert not PhaseSample.objects.exists()
