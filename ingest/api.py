@@ -53,6 +53,8 @@ def _meta(text: str) -> RunMetaIn:
     except json.JSONDecodeError as e:
         raise services.ServiceError(422, "bad_meta", f"meta is not valid JSON: {e.msg} (line {e.lineno}, "
                                     f"column {e.colno})", line=e.lineno) from None
+    except RecursionError:
+        raise services.ServiceError(422, "bad_meta", "meta is nested too deeply") from None
     if not isinstance(data, dict):
         raise services.ServiceError(422, "bad_meta", f"meta must be a JSON object, not {type(data).__name__}")
     try:

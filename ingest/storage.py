@@ -110,16 +110,27 @@ def read_chunks(f: BinaryIO) -> Iterable[bytes]:
 
 
 def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
-    """Decompress a .gz stream with an output budget: a gzip bomb fails, never fills the disk."""
+    """Decompress a .gz stream with an output budget: a gzip bomb fails, never fills the disk.
+
+    Concatenated members are read in turn; zero bytes after the last member are ignored (tape
+    padding: `gzip -t` accepts it too). Anything else that is not gzip (junk, a cut-off stream)
+    is `bad_gzip`, never a crash.
+    """
     budget = min(settings.MAX_DECOMPRESSED_BYTES, max(compressed_size, 1) * 200)
     out = 0
     d = zlib.decompressobj(wbits=31)
-    while True:
-        chunk = f.read(COPY_CHUNK)
-        if not chunk:
-            break
+    padding = False  # past the last member, in zero bytes
+    while chunk := f.read(COPY_CHUNK):
         while chunk:
-            data = d.decompress(chunk, COPY_CHUNK)
+            if padding or (d.eof and not chunk.strip(b"\0")):
+                if chunk.strip(b"\0"):
+                    raise _bad_gzip("data after the zero padding that ends the gzip stream")
+                padding = True
+                break
+            try:
+                data = d.decompress(chunk, COPY_CHUNK)
+            except zlib.error as e:
+                raise _bad_gzip(str(e)) from None
             chunk = d.unconsumed_tail
             out += len(data)
             if out > budget:
@@ -129,14 +140,16 @@ def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
                 )
             yield data
             if d.eof:
-                # Concatenated multi-member gzip: start the next member.
-                rest = d.unused_data + chunk
-                d = zlib.decompressobj(wbits=31)
-                chunk = rest
-                if not rest:
-                    break
-    if not d.eof and out == 0:
-        raise StorageError("bad_gzip", "not a valid gzip file")
+                # Concatenated multi-member gzip: start the next member (or find the padding).
+                chunk = d.unused_data + chunk
+                if chunk and chunk.strip(b"\0"):
+                    d = zlib.decompressobj(wbits=31)
+    if not d.eof:
+        raise _bad_gzip("the gzip stream ends early (truncated?)" if out else "not a valid gzip file")
+
+
+def _bad_gzip(why: str) -> StorageError:
+    return StorageError("bad_gzip", f"damaged .gz file: {why}")
 
 
 def is_gzip(f: BinaryIO) -> bool:

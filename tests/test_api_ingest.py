@@ -419,3 +419,38 @@ def test_r8_admin_of_a_personal_project_still_needs_the_grant(client, alice, eve
     response = _register(client, headers, root / "run.log")
     assert response.status_code == 403 and response.json()["error"]["code"] == "not_allowed_to_register"
     assert not LogFile.objects.filter(registered=True).exists()
+
+
+# Bad input is a clear 4xx, never a 500 (issue 14)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda gz: gz + b"trailing garbage",
+    lambda gz: gz + b"\x00" * 1024 + b"more after the padding",
+    lambda gz: gz[:10] + b"junk after the header" + gz[10:],
+    lambda gz: gz[:len(gz) // 2],  # cut short
+])
+def test_a_damaged_gzip_is_400_and_stores_nothing(client, alice, bearer, data_dir, damage):
+    gz = gzip.compress(log_path(TUNED).read_bytes())
+    response = _upload(client, bearer(alice), [_file("run.log.gz", damage(gz))])
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "bad_gzip"
+    assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+def test_zero_padding_after_a_gzip_is_ignored_as_gzip_does(client, alice, bearer, data_dir):
+    raw = log_path(TUNED).read_bytes()
+    padded = gzip.compress(raw[:5000]) + gzip.compress(raw[5000:]) + b"\x00" * (3 << 20)  # over a read
+    assert _upload(client, bearer(alice), [_file("run.log.gz", padded)]).status_code == 202
+    assert (data_dir / LogFile.objects.get().path).read_bytes() == raw
+
+
+def test_deeply_nested_meta_is_422_not_a_crash(client, alice, bearer):
+    response = _upload(client, bearer(alice), [_file()], "[" * 100_000 + "]" * 100_000)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_meta"
+
+
+def test_nul_bytes_in_a_run_name_are_422(client, alice, bearer):
+    response = _upload(client, bearer(alice), [_file()], {"name": "a\u0000b"})
+    assert response.status_code == 422, response.content
+    assert not Run.objects.exists()
