@@ -16,6 +16,7 @@ from ingest.parsers.text import clean
 from runs.models import Annotation, LogFile, Membership, visible_runs
 
 MAX_LINES = 200
+MAX_LINE_NUMBER = 2**32  # far past any log we accept; larger offsets would overflow islice
 
 
 @login_required
@@ -72,7 +73,10 @@ def logfile_lines(request: HttpRequest, pk: int) -> JsonResponse:
         start = max(1, int(request.GET.get("start", "1")))
         end = int(request.GET.get("end", str(start)))
     except ValueError:
-        return JsonResponse({"error": {"code": "bad_range", "message": "start and end are line numbers"}}, status=400)
+        start = end = 0
+    if not 1 <= start <= MAX_LINE_NUMBER:
+        return JsonResponse({"error": {"code": "bad_range", "message": "start and end are line numbers "
+                                       f"(1 to {MAX_LINE_NUMBER})"}}, status=400)
     end = max(start, min(end, start + MAX_LINES - 1))
     try:
         with storage.open_log(lf.path, lf.registered) as f:

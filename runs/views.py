@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import charts, specdecode
-from runs.compare import RunInput, compare, downsample, to_csv_rows
+from runs.compare import RunInput, compare, csv_safe, downsample, to_csv_rows
 from runs.models import (
     CollectiveResult,
     LogFile,
@@ -330,7 +330,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     if fmt == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.csv"'
-        csv.writer(response).writerows(to_csv_rows(result))
+        csv.writer(response).writerows(csv_safe(to_csv_rows(result)))
         return response
     chart_data = {}
     if len(inputs) >= 1 and result["phases"]:

@@ -1,4 +1,5 @@
-"""Headers every response carries (RELIABILITY X3): a CSP without inline scripts."""
+"""Cross-cutting answers: headers every response carries (RELIABILITY X3, a CSP without inline
+scripts), 503 when a backing service is down, 400 for input no database column can hold."""
 
 from __future__ import annotations
 
@@ -97,3 +98,19 @@ class ServiceUnavailableMiddleware:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(RETRY_AFTER)
         return response
+
+
+class RejectNulQueryMiddleware:
+    """A NUL byte in the query string is 400 everywhere: no filter can mean it, and PostgreSQL
+    refuses it in a text parameter (a 500 from `/?q=%00`, issue 14)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
+            message = "the query string contains a NUL byte"
+            if request.path.startswith("/api/"):
+                return JsonResponse({"error": {"code": "bad_request", "message": message}}, status=400)
+            return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

@@ -108,6 +108,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "webapp.middleware.SecurityHeadersMiddleware",
     "webapp.middleware.ServiceUnavailableMiddleware",
+    "webapp.middleware.RejectNulQueryMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
