@@ -119,7 +119,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
 
     The path must resolve, symlinks followed, to a regular file under one of RUNLENS_LOG_ROOTS;
     otherwise 400 with a stable code (`path_outside_allowed_roots`, `path_not_readable`,
-    `not_a_regular_file`, `too_large`, `registration_disabled`). The same path again gives back
+    `not_a_regular_file`, `hard_linked`, `too_large`, `registration_disabled`). The same path again gives back
     its run (200).
     """
     try:

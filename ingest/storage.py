@@ -240,6 +240,11 @@ def _open_regular(real: Path) -> int:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise StorageError("not_a_regular_file", "path is not a regular file")
+    if st.st_nlink > 1:
+        # A hard link inside a root may be any file of the same filesystem (/etc/shadow): its
+        # path says nothing about where it belongs, so only singly linked files are read.
+        os.close(fd)
+        raise StorageError("hard_linked", "the file has more than one hard link; copy it into the log root instead")
     if st.st_size > settings.MAX_UPLOAD_BYTES:
         os.close(fd)
         raise StorageError("too_large", f"file is over {settings.MAX_UPLOAD_BYTES} bytes")

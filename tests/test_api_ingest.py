@@ -312,6 +312,13 @@ def test_r4_symlinks_out_of_the_root_are_400(client, alice, bearer, root, read_o
     assert not read_outside()
 
 
+def test_a_hard_link_in_the_root_to_a_file_outside_is_400(client, alice, bearer, root):
+    os.link(root.parent / "secret.log", root / "linked.log")
+    response = _register(client, bearer(alice), root / "linked.log")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "hard_linked"
+    assert not Run.objects.exists()
+
+
 def test_r4_file_swapped_for_a_symlink_after_registration_fails_in_the_worker(client, alice, bearer, root):
     run_id = _register(client, bearer(alice), root / "run.log").json()["id"]
     (root / "run.log").unlink()
