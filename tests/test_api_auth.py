@@ -156,6 +156,14 @@ def test_the_throttle_fails_open_when_its_cache_is_down(client, alice, bearer, s
     assert client.get("/api/v1/runs", headers=bearer(alice)).status_code == 200
 
 
+def test_a_wrong_authorization_scheme_never_logs_the_credential_even_with_debug(client, settings, caplog):
+    settings.DEBUG = True
+    with caplog.at_level("DEBUG"):
+        response = client.get("/api/v1/runs", headers={"Authorization": "Basic c2VjcmV0LXBhc3N3b3Jk"})
+    assert response.status_code == 401
+    assert "c2VjcmV0LXBhc3N3b3Jk" not in caplog.text
+
+
 def test_ninjas_own_validation_errors_use_our_error_shape(client, alice, bearer):
     response = client.get("/api/v1/runs?page=0", headers=bearer(alice))
     assert response.status_code == 422

@@ -95,6 +95,16 @@ class BearerToken(HttpBearer):
 
     failures = FailedAuthThrottle()
 
+    def __call__(self, request: HttpRequest) -> AbstractBaseUser | None:
+        # ninja's own version logs the whole header under DEBUG when the scheme is not Bearer
+        # (`Basic <password>`): a credential in the server log. Never log it; count it as a guess.
+        scheme, _, token = request.headers.get(self.header, "").partition(" ")
+        if not scheme:
+            return None
+        if scheme.lower() != self.openapi_scheme:
+            return self.authenticate(request, "")
+        return self.authenticate(request, token.strip())
+
     def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
         user = user_for_token(token)
         if user is None and not self.failures.allow_request(request):
