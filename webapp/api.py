@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
@@ -30,7 +28,7 @@ from ingest.api import router as ingest_router
 from ingest.services import ServiceError
 from runs.api import router as runs_router
 from runs.schemas import ErrorOut
-from webapp.auth import user_for_token
+from webapp.auth import hit, user_for_token
 from webapp.middleware import RETRY_AFTER, SERVICE_DOWN, health_of, unavailable
 
 log = logging.getLogger(__name__)
@@ -58,20 +56,8 @@ class SettingsRate:
         key = self.get_cache_key(request)
         if key is None:
             return True
-        now = time.time()
-        window = int(now // self.duration)
-        self.retry_in = self.duration * (window + 1) - now
-        key = f"{key}:{window}"
-        try:
-            cache.add(key, 0, self.duration + 1)
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr: this request opens the window
-            cache.add(key, 1, self.duration + 1)
-            count = 1
-        except Exception as e:
-            log.warning("throttle %s not counted, the cache is unreachable: %s", self.setting, e)
-            return True
-        return count <= self.num_requests
+        self.retry_in = hit(key, self.num_requests, self.duration)
+        return self.retry_in is None
 
     def wait(self) -> float | None:
         return getattr(self, "retry_in", None)

@@ -171,6 +171,8 @@ DATA_UPLOAD_MAX_NUMBER_FILES = 100
 API_RATE = env("RUNLENS_API_RATE", "600/m")
 # Wrong tokens per address: guessing them gets 429 (RELIABILITY A6).
 API_FAILED_AUTH_RATE = env("RUNLENS_API_FAILED_AUTH_RATE", "30/m")
+# Login form posts per address (password guessing through the browser form).
+LOGIN_RATE = env("RUNLENS_LOGIN_RATE", "20/m")
 
 # Celery (RELIABILITY §3): the database is the source of truth, the queue only a doorbell.
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
