@@ -176,3 +176,11 @@ def acceptance_curve(name: str, curve: dict) -> dict:
                              "font": {"size": 15}},
                       xaxis_title="per-position acceptance p", yaxis_title="tok/s")
     return fig.to_plotly_json()
+
+
+# Per-window series on the comparison page: key -> (chart title, unit).
+SERIES = {
+    "throughput_tok_s": ("Throughput over the run", "tok/s"),
+    "tokens_per_cycle": ("Tokens per cycle over the run", "tokens/cycle"),
+    "verify_ms": ("Target verify ms/cycle over the run", "ms/cyc"),
+}
