@@ -70,7 +70,8 @@ def test_uploads_while_redis_is_down_are_kept_and_parsed_when_it_returns(
 
     private_redis.start()  # empty: the messages never reached it
     worker_queue.start(redis_url=private_redis.url, beat=True, RUNLENS_RECONCILE_EVERY_SECONDS="5")
-    _wait_all_done(ids, timeout=150)
+    took = _wait_all_done(ids, timeout=150)
+    print(f"\n5 runs uploaded while Redis was down: all parsed {took:.0f} s after it came back")
     assert set(runs.values_list("status", flat=True)) == {Status.READY}
     for run_id in ids:
         assert PhaseSample.objects.filter(run_id=run_id, name="Target verify").count() == 6  # no duplicates
@@ -113,3 +114,16 @@ def test_web_server_killed_mid_upload_leaves_a_temp_file_that_cleanup_removes(al
     done = subprocess.run([sys.executable, "manage.py", "cleanup", "--older-than", "0"], cwd=PROJECT_ROOT,
                           env=env, capture_output=True, text=True, check=True)
     assert str(leftovers[0]) in done.stdout and not list(uploads.glob("*.upload*"))
+
+
+def test_database_unreachable_is_503_with_retry_after_and_health_says_so(web_server, private_redis):
+    """PostgreSQL away: every request is a 503 with Retry-After (never a 500), /health says what is down."""
+    base = web_server(private_redis.url, DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere")
+    status, health, _ = _call("GET", f"{base}/api/v1/health", "x")
+    assert (status, health) == (503, {"status": "down", "database": "down", "redis": "ok"})
+    status, body, headers = _call("GET", f"{base}/api/v1/runs", "rlt_abc_def")
+    assert status == 503 and body["error"]["code"] == "unavailable" and headers["Retry-After"] == "5"
+    req = urllib.request.Request(f"{base}/", headers={"Cookie": "sessionid=" + "a1" * 16})
+    with pytest.raises(urllib.error.HTTPError) as page:
+        urllib.request.urlopen(req, timeout=30)
+    assert page.value.code == 503 and page.value.headers["Retry-After"] == "5"
