@@ -179,3 +179,27 @@ def test_deleting_a_run_while_it_parses_answers_at_once_and_cancels_the_parse(cl
     assert worker.poll() is None
     assert not Run.objects.filter(id=run_id).exists() and not LogFile.objects.exists()
     assert not PhaseSample.objects.exists()
+
+
+def test_the_heartbeat_keeps_a_parse_longer_than_the_stale_limit_from_being_taken_over(
+        client, alice, worker_queue, settings):
+    """A parse that outlives RUNLENS_CLAIM_STALE_SECONDS many times over while the reconciler runs
+    every second: its heartbeat keeps the claim, so it is parsed once, by one worker."""
+    from ingest import services
+    from runs.models import LogFile
+
+    settings.CLAIM_STALE_SECONDS = 4
+    proc = worker_queue.start(RUNLENS_HEARTBEAT_SECONDS="1", RUNLENS_CLAIM_STALE_SECONDS="4")
+    run_id = _upload_big_and_wait_parsing(client, alice, "long.log")
+    claimed = LogFile.objects.get(run_id=run_id).claimed_at
+    requeued = 0
+    deadline = time.monotonic() + 240
+    while Run.objects.get(id=run_id).status not in (Status.READY, Status.FAILED):
+        assert time.monotonic() < deadline and proc.poll() is None
+        requeued += services.reconcile()
+        time.sleep(1)
+    lf = LogFile.objects.get(run_id=run_id)
+    assert lf.status == Status.READY, lf.error
+    assert (lf.parsed_at - claimed).total_seconds() > 8, "the parse was too short to prove anything"
+    assert requeued == 0 and lf.attempts == 1 and lf.heartbeat_at > claimed
+    assert PhaseSample.objects.filter(run_id=run_id, name="Target verify").count() == 6
