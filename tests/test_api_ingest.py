@@ -138,6 +138,21 @@ def test_a_failed_run_does_not_swallow_a_retry_with_the_same_key_or_content(clie
     assert _upload(client, bearer(alice), [_file()]).json()["id"] == again.json()["id"]
 
 
+def test_a_locked_database_is_503_with_retry_after_and_keeps_no_file(client, alice, bearer, data_dir, monkeypatch):
+    from django.db import OperationalError
+
+    from runs.models import Run as RunModel
+
+    def locked(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(RunModel.objects, "create", locked)  # SQLite past its busy timeout
+    response = _upload(client, bearer(alice), [_file()])
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert response.json()["error"]["code"] == "unavailable"
+    assert not list(data_dir.rglob("*.log"))  # nothing committed, nothing kept
+
+
 def test_upload_over_the_cap_is_413_before_anything_is_stored(client, alice, bearer, settings, data_dir):
     settings.MAX_UPLOAD_BYTES = 1000
     response = _upload(client, bearer(alice), [_file()])
