@@ -23,6 +23,7 @@ SORT_COLUMNS = [
     ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),
     ("tpc", "tokens/cycle"), ("cycle", "cycle ms"), ("verify", "verify ms"), ("date", "Date"),
 ]
+MAX_CURVES = 4
 FILTER_KEYS = ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")
 
 
@@ -86,7 +87,7 @@ def run_status(request: HttpRequest) -> JsonResponse:
         {
             "id": r.id, "status": r.status, "busy": r.is_busy, "error": r.error,
             "throughput_tok_s": r.throughput_tok_s, "tokens_per_cycle": r.tokens_per_cycle,
-            "verify_ms": r.verify_ms, "steps": r.steps,
+            "cycle_ms": r.cycle_ms, "verify_ms": r.verify_ms, "steps": r.steps, "nccl_status": r.nccl_status,
             "logfiles": [{"id": lf.id, "status": lf.status, "error": lf.error} for lf in r.logfiles.all()],
         }
         for r in runs
@@ -95,14 +96,32 @@ def run_status(request: HttpRequest) -> JsonResponse:
 
 @login_required
 @require_GET
+def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
+    """The windows behind one median figure of the run page, for the source panel: each window's
+    value and line (the median's marked), at most FIGURE_LINES_SHOWN of them."""
+    run = queries.visible_run(request.user, pk)
+    found = queries.figure_windows(run, request.GET.get("key", ""))
+    if found is None:
+        return JsonResponse({"error": {"code": "no_figure", "message": "no such figure in this run"}}, status=404)
+    windows = found["windows"]
+    shown = windows[:queries.FIGURE_LINES_SHOWN]
+    if found["median_line"] not in {w["line"] for w in shown}:
+        shown = shown[:-1] + [next(w for w in windows if w["line"] == found["median_line"])]
+    return JsonResponse({"logfile": found["logfile"], "median_line": found["median_line"],
+                         "median_value": found["median_value"], "total": len(windows), "windows": shown})
+
+
+@login_required
+@require_GET
 def compare_view(request: HttpRequest) -> HttpResponse:
     # ?runs=3,7,9 (shareable) or ?run=3&run=7 (the run list's checkboxes without JavaScript)
-    ids = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    asked = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    ids, left_out = asked[:queries.MAX_COMPARED], asked[queries.MAX_COMPARED:]
     baseline = request.GET.get("baseline")
     inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None)
     fmt = request.GET.get("format")
     if fmt == "json":
-        response = JsonResponse(result)
+        response = JsonResponse({**result, "left_out": left_out})
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
         return response
     if fmt == "csv":
@@ -122,7 +141,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
             chart_data[f"chart-{key}"] = charts.over_the_run(traces, key, title, unit)
     target = queries.positive_float(request.GET.get("target"))
     analyses = specdecode.analyses_against_baseline(result, target)
-    for a in analyses:
+    # A curve per run reads well for a few runs; past that the table says it and run pages have each curve.
+    for a in analyses[:MAX_CURVES]:
         if a["analysis"]["curve"].get("series"):
             chart_data[f"chart-curve-{a['id']}"] = charts.acceptance_curve(a["name"], a["analysis"]["curve"])
     coll = [(r.name, r.collectives) for r in ordered if r.collectives]
@@ -131,6 +151,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/compare.html", {
         "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
         "show_all": request.GET.get("all") == "1", "analyses": analyses, "target": target,
+        "left_out": left_out, "max_compared": queries.MAX_COMPARED, "max_curves": MAX_CURVES,
     })
 
 

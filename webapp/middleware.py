@@ -1,5 +1,8 @@
 """Cross-cutting answers: headers every response carries (RELIABILITY X3, a CSP without inline
-scripts), 503 when a backing service is down, 400 for input no database column can hold."""
+scripts), 503 when a backing service is down, 400 for input no database column can hold.
+
+`X-Content-Type-Options: nosniff` comes from Django's SecurityMiddleware (SECURE_CONTENT_TYPE_NOSNIFF).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ class SecurityHeadersMiddleware:
         # The API docs page (Swagger UI) ships its own inline bootstrap script.
         if not request.path.startswith("/api/v1/docs"):
             response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
         return response
 
 
