@@ -26,9 +26,12 @@ EXIT_FAILED, EXIT_USAGE, EXIT_HTTP, EXIT_TIMEOUT = 1, 2, 3, 4
 
 
 class ClientError(Exception):
-    def __init__(self, message: str, code: int = EXIT_HTTP) -> None:
+    def __init__(self, message: str, code: int = EXIT_HTTP, status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.status = status  # the HTTP status, when the server answered
+        self.retry_after = retry_after
 
 
 class Multipart:
@@ -68,8 +71,10 @@ class Multipart:
                 yield part
 
 
-def request(method: str, url: str, token: str, body: Multipart | None = None, timeout: float = 300) -> dict:
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": "runlens-upload"}
+def request(method: str, url: str, token: str, body: Multipart | None = None, timeout: float = 300,
+            extra_headers: dict[str, str] | None = None) -> dict:
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": "runlens-upload",
+               **(extra_headers or {})}
     data = None
     if body is not None:
         headers["Content-Type"] = body.content_type
@@ -80,11 +85,43 @@ def request(method: str, url: str, token: str, body: Multipart | None = None, ti
         with urllib.request.urlopen(req, timeout=timeout) as response:
             return json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as e:
-        raise ClientError(f"{method} {url}: HTTP {e.code} {_reason(e)}") from None
+        raise ClientError(f"{method} {url}: HTTP {e.code} {_reason(e)}", status=e.code,
+                          retry_after=_seconds(e.headers.get("Retry-After"))) from None
     except urllib.error.URLError as e:
         raise ClientError(f"cannot reach {url}: {e.reason}") from None
     except (TimeoutError, ConnectionError) as e:
         raise ClientError(f"{method} {url}: {e}") from None
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None  # an HTTP date: use our own backoff
+
+
+RETRY_STATUSES = frozenset({502, 503, 504})  # busy database, Redis away, a proxy in between restarting
+
+
+def with_retries(call, attempts: int = 6, first_delay: float = 1.0, max_delay: float = 30.0,
+                 sleep=time.sleep, say=print):
+    """`call()` again while the server answers 503 (or 502/504), with bounded
+    exponential backoff (1, 2, 4, ... s, at most `max_delay`, or the server's Retry-After if
+    longer), `attempts` tries in all. Other errors, and the last one, are raised as they are.
+    Uploads are safe to repeat: they carry an Idempotency-Key, so a retry never makes a second run.
+    """
+    delay = first_delay
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except ClientError as e:
+            if attempt == attempts or e.status not in RETRY_STATUSES:
+                raise
+            wait = min(max(delay, e.retry_after or 0.0), max_delay)
+            say(f"runlens-upload: {e}; retrying in {wait:g} s ({attempt}/{attempts - 1})", file=sys.stderr)
+            sleep(wait)
+            delay = min(delay * 2, max_delay)
+    raise AssertionError("unreachable")
 
 
 def _reason(e: urllib.error.HTTPError) -> str:
@@ -139,7 +176,7 @@ def wait_for(base: str, token: str, run_id: int, timeout: float) -> int:
     delay = 0.5
     status = "queued"
     while time.monotonic() < deadline:
-        body = request("GET", f"{base}/api/v1/runs/{run_id}/status", token, timeout=60)
+        body = with_retries(lambda: request("GET", f"{base}/api/v1/runs/{run_id}/status", token, timeout=60))
         status = body.get("status")
         if status == "ready":
             print(f"run {run_id}: ready")
@@ -181,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ClientError(f"{path}: not a readable file", EXIT_USAGE)
         base = args.url.rstrip("/")
         body = Multipart({"meta": json.dumps(build_meta(args))}, args.files)
-        created = request("POST", f"{base}/api/v1/runs", token, body)
+        key = {"Idempotency-Key": f"runlens-upload-{uuid.uuid4().hex}"}
+        created = with_retries(lambda: request("POST", f"{base}/api/v1/runs", token, body, extra_headers=key))
         print(f"run {created['id']}: {created['url']} ({created['status']}"
               f"{', uploaded before' if created.get('created') is False else ''})")
         if args.wait:

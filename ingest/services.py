@@ -8,8 +8,11 @@ source of truth: a task is only a doorbell with an id.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
-from collections.abc import Iterable, Mapping
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import BinaryIO
@@ -24,6 +27,7 @@ from django.utils import timezone
 
 from ingest import storage
 from ingest.parsers import ParseError, ParseResult, parse_stream
+from ingest.parsers import records as rec
 from runs.models import (
     CollectiveResult,
     LogFile,
@@ -95,10 +99,11 @@ def register_upload(
         raise ValueError("no files given")
     proj = project_for(user, project)
     if dedupe and idempotency_key:
-        existing = Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key).first()
+        existing = _retryable(Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key)).first()
         if existing:
             return existing, False
     stored = []
+    committed = False
     try:
         for f in files:
             rel, sha, size = storage.store_upload(f.stream, f.size)
@@ -125,9 +130,12 @@ def register_upload(
                 )
                 declare_values(run, user, steps, nccl_env, "upload metadata")
                 enqueue_run(run)
+        committed = True
     except BaseException:
-        # Nothing half-written: no stored bytes without the rows that point at them.
-        _discard(stored)
+        # Nothing half-written: no stored bytes without the rows that point at them. Once the
+        # rows are committed the files are the run's, whatever happens after (issue 14).
+        if not committed:
+            _discard(stored)
         raise
     if existing is not None:
         _discard(stored)
@@ -145,8 +153,14 @@ def content_sha256(file_shas: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(file_shas)).encode()).hexdigest()
 
 
+def _retryable(runs):
+    """Runs an upload retry may be answered with: a failed run does not swallow a new try of
+    the same content (its stored file may be what failed)."""
+    return runs.exclude(status=Status.FAILED)
+
+
 def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | None:
-    runs = Run.objects.filter(project=project)
+    runs = _retryable(Run.objects.filter(project=project))
     if idempotency_key:
         found = runs.filter(meta__idempotency_key=idempotency_key).first()
         if found:
@@ -265,30 +279,54 @@ def delete_run(user: AbstractBaseUser, run: Run) -> None:
 def enqueue_run(run: Run) -> None:
     """Queue every queued log file of the run, once the surrounding transaction commits."""
     for lf_id in run.logfiles.filter(status=Status.QUEUED).values_list("id", flat=True):
-        transaction.on_commit(lambda i=lf_id: _send(i))
+        transaction.on_commit(lambda i=lf_id: send_parse(i))
 
 
 PARSE_TASK = "ingest.tasks.parse_logfile"
 
 
-def _send(logfile_id: int) -> None:
-    # By name: tasks.py imports this module, so importing it back would be a cycle.
-    current_app.send_task(PARSE_TASK, args=[logfile_id])
+def send_parse(logfile_id: int) -> bool:
+    """Ring the worker's doorbell for one log file; False if the broker could not be reached.
+
+    The database already says `queued`, so a broker that is down loses nothing: the file is
+    marked queued since long ago and the reconciler's next pass (every minute) sends it again.
+    Never raises: the caller's rows are committed and its answer is "accepted" (issue 14).
+    """
+    try:
+        # By name: tasks.py imports this module, so importing it back would be a cycle.
+        current_app.send_task(PARSE_TASK, args=[logfile_id])
+        return True
+    except Exception as e:
+        log.warning("logfile %s: queue unreachable (%s); the reconciler will send it", logfile_id, e)
+    overdue = timezone.now() - timedelta(seconds=settings.RECONCILE_AFTER_SECONDS + 1)
+    try:
+        LogFile.objects.filter(id=logfile_id, status=Status.QUEUED).update(updated_at=overdue)
+    except Exception:
+        log.exception("logfile %s: could not mark it for the reconciler", logfile_id)
+    return False
+
+
+def _stale_claim(now) -> Q:
+    """A parsing claim whose worker stopped proving it is alive (killed, frozen, machine gone)."""
+    silent_since = now - timedelta(seconds=settings.CLAIM_STALE_SECONDS)
+    return Q(status=Status.PARSING) & (
+        Q(heartbeat_at__lt=silent_since) | Q(heartbeat_at__isnull=True, claimed_at__lt=silent_since)
+    )
 
 
 def claim(logfile_id: int, token: str = "") -> bool:
     """Take a log file for parsing with one conditional UPDATE; False if someone else has it.
 
-    Taken over: a claim older than the hard time limit (its worker died or hung), and a claim
-    with this very token (the same task redelivered because its worker process was killed).
+    Taken over: a claim whose heartbeat went stale (its worker died or hung), and a claim with
+    this very token (the same task redelivered because its worker process was killed).
     """
     now = timezone.now()
-    stale = now - timedelta(seconds=settings.PARSE_TIME_LIMIT)
-    claimable = Q(status=Status.QUEUED) | Q(status=Status.PARSING, claimed_at__lt=stale)
+    claimable = Q(status=Status.QUEUED) | _stale_claim(now)
     if token:
         claimable |= Q(status=Status.PARSING, claim_token=token)
     taken = LogFile.objects.filter(claimable, id=logfile_id).update(
-        status=Status.PARSING, claimed_at=now, claim_token=token, attempts=F("attempts") + 1, updated_at=now,
+        status=Status.PARSING, claimed_at=now, heartbeat_at=now, claim_token=token, attempts=F("attempts") + 1,
+        updated_at=now,
     )
     if taken:
         Run.objects.filter(logfiles__id=logfile_id, status=Status.QUEUED).update(status=Status.PARSING)
@@ -299,12 +337,56 @@ class _StoreError(Exception):
     """Writing rows failed (not the log's fault): roll back, hand the file back, re-raise."""
 
 
+class _ClaimLost(Exception):
+    """The run was deleted, or the file given to another worker, while this one parsed."""
+
+
+class Heartbeat:
+    """Proves to the reconciler that this worker still parses `lf` (a thread with its own
+    database connection), and notices when the claim is gone (the run was deleted): `lost`."""
+
+    def __init__(self, lf: LogFile) -> None:
+        self.mine = LogFile.objects.filter(id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at)
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{lf.id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        # Inside a caller's transaction (tests, eager tasks) the claim is not committed: another
+        # connection could neither see nor update it, so there is nobody to prove anything to.
+        if not transaction.get_connection().in_atomic_block:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _beat(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self._stop.wait(settings.HEARTBEAT_SECONDS):
+                try:
+                    if not self.mine.update(heartbeat_at=timezone.now()):
+                        self.lost.set()
+                        return
+                except OperationalError as e:  # a busy database: try again at the next beat
+                    log.warning("heartbeat not written: %s", e)
+        finally:
+            connection.close()
+
+
 def parse_logfile(logfile_id: int, token: str = "") -> str:
     """Parse one log file into rows: claim, stream through the parsers, replace rows atomically.
 
-    Rows are inserted in batches while the file streams (memory stays flat on a 1 GB log), all
-    inside one transaction with the deletion of the old rows: readers see the old rows or the
-    new ones, never a mix. Returns the final status; a re-delivered task finds no claim to take.
+    The parse holds no transaction and no lock (SQLite serves other writers meanwhile, a DELETE
+    of the run does not wait): rows stream to a spool file on disk (memory stays flat on a 1 GB
+    log), then one short transaction checks the claim is still ours, deletes the old rows and
+    inserts the new ones: readers see the old rows or the new ones, never a mix. A heartbeat
+    keeps the claim alive meanwhile. Returns the final status; a re-delivered task finds no
+    claim to take, a parse whose run was deleted returns "cancelled".
     """
     if not claim(logfile_id, token):
         log.info("logfile %s: not claimable (gone, parsed, or being parsed)", logfile_id)
@@ -315,24 +397,25 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
         return _fail(lf, f"{lf.original_name}: gave up after {lf.attempts - 1} attempts "
                          "(the worker died while parsing it)", None)
 
-    def spill(result: ParseResult) -> None:
-        try:
-            _insert_rows(lf, *result.take_rows())
-        except Exception as e:
-            raise _StoreError() from e
-
     try:
-        with transaction.atomic():
-            # Serialise with any other parse of this file: its rows are replaced, never doubled.
-            LogFile.objects.select_for_update().filter(id=lf.id).first()
-            _delete_rows(lf)
+        with Heartbeat(lf) as heartbeat, _spool_file() as spool:
+            def spill(result: ParseResult) -> None:
+                if heartbeat.lost.is_set():
+                    raise _ClaimLost()
+                _spool_rows(spool, *result.take_rows())
+
             with storage.open_log(lf.path, lf.registered) as stream:
                 result = parse_stream(stream, sink=spill)
             spill(result)
             try:
-                _finish_logfile(lf, result)
+                _store_rows(lf, spool, result)
+            except (OperationalError, _ClaimLost):
+                raise
             except Exception as e:
                 raise _StoreError() from e
+    except _ClaimLost:
+        log.info("logfile %s: claim lost while parsing (run deleted or file re-queued)", logfile_id)
+        return "cancelled"
     except ParseError as e:
         return _fail(lf, f"{lf.original_name}: {e.message}", e.line or None)
     except storage.StorageError as e:
@@ -357,6 +440,45 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
     return Status.READY
 
 
+def _spool_file() -> BinaryIO:
+    """An anonymous file under the data dir (gone with its process, even after SIGKILL)."""
+    spool_dir = settings.DATA_DIR / "spool"
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryFile(dir=spool_dir)
+
+
+def _spool_rows(spool: BinaryIO, phases: list, metrics: list, collectives: list) -> None:
+    """One JSON line per batch of parsed rows (our own output, read back by _unspool)."""
+    batch = {
+        "p": [[p.name, p.ms, p.pct, p.window, p.line, p.source] for p in phases],
+        "m": [[m.name, m.value, m.window, m.line, m.source, m.rank] for m in metrics],
+        "c": [[c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
+               c.wrong, c.in_place, c.line] for c in collectives],
+    }
+    spool.write(json.dumps(batch).encode() + b"\n")
+
+
+def _unspool(spool: BinaryIO) -> Iterator[tuple[list, list, list]]:
+    spool.seek(0)
+    for raw in spool:
+        batch = json.loads(raw)
+        yield ([rec.Phase(*p) for p in batch["p"]], [rec.Metric(*m) for m in batch["m"]],
+               [rec.Collective(*c) for c in batch["c"]])
+
+
+def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult) -> None:
+    """Replace the file's rows with the spooled ones, if the claim is still this parse's."""
+    with transaction.atomic():
+        # Serialise with any other writer of this file: its rows are replaced, never doubled.
+        if not LogFile.objects.select_for_update().filter(
+                id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).exists():
+            raise _ClaimLost()
+        _delete_rows(lf)
+        for rows in _unspool(spool):
+            _insert_rows(lf, *rows)
+        _finish_logfile(lf, result)
+
+
 def _hand_back(lf: LogFile) -> None:
     LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
         status=Status.QUEUED, claimed_at=None, updated_at=timezone.now())
@@ -364,11 +486,12 @@ def _hand_back(lf: LogFile) -> None:
 
 def _fail(lf: LogFile, message: str, line: int | None) -> str:
     with transaction.atomic():
-        _delete_rows(lf)
-        LogFile.objects.filter(id=lf.id).update(
+        if not LogFile.objects.filter(id=lf.id).update(
             status=Status.FAILED, error=message, error_line=line, parsed_at=timezone.now(),
             formats=[], settings={}, warnings=[],
-        )
+        ):
+            return "cancelled"  # the run was deleted meanwhile
+        _delete_rows(lf)
         refresh_run(lf.run_id)
     return Status.FAILED
 
@@ -438,14 +561,12 @@ def reconcile(now=None) -> int:
     """Queue again log files stuck in queued/parsing (lost message, dead worker). Returns how many."""
     now = now or timezone.now()
     stuck_before = now - timedelta(seconds=settings.RECONCILE_AFTER_SECONDS)
-    stale_claim = now - timedelta(seconds=settings.PARSE_TIME_LIMIT)
-    stuck = LogFile.objects.filter(
-        Q(status=Status.QUEUED, updated_at__lt=stuck_before) | Q(status=Status.PARSING, claimed_at__lt=stale_claim)
-    )
+    stuck = LogFile.objects.filter(Q(status=Status.QUEUED, updated_at__lt=stuck_before) | _stale_claim(now))
     count = 0
     for lf in stuck:
-        # Conditional on what was read: a worker that claimed or finished the file meanwhile wins.
-        unchanged = LogFile.objects.filter(id=lf.id, status=lf.status, updated_at=lf.updated_at)
+        # Conditional on what was read: a worker that claimed, finished or beat meanwhile wins.
+        unchanged = LogFile.objects.filter(id=lf.id, status=lf.status, updated_at=lf.updated_at,
+                                           heartbeat_at=lf.heartbeat_at)
         with transaction.atomic():
             if lf.attempts >= settings.MAX_PARSE_ATTEMPTS:
                 if not unchanged.update(
@@ -458,6 +579,6 @@ def reconcile(now=None) -> int:
             else:
                 if not unchanged.update(status=Status.QUEUED, claimed_at=None, claim_token="", updated_at=now):
                     continue
-                transaction.on_commit(lambda i=lf.id: _send(i))
+                transaction.on_commit(lambda i=lf.id: send_parse(i))
         count += 1
     return count

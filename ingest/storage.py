@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 import uuid
 import zlib
 from collections.abc import Iterable
@@ -114,16 +115,27 @@ def read_chunks(f: BinaryIO) -> Iterable[bytes]:
 
 
 def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
-    """Decompress a .gz stream with an output budget: a gzip bomb fails, never fills the disk."""
+    """Decompress a .gz stream with an output budget: a gzip bomb fails, never fills the disk.
+
+    Concatenated members are read in turn; zero bytes after the last member are ignored (tape
+    padding: `gzip -t` accepts it too). Anything else that is not gzip (junk, a cut-off stream)
+    is `bad_gzip`, never a crash.
+    """
     budget = min(settings.MAX_DECOMPRESSED_BYTES, max(compressed_size, 1) * 200)
     out = 0
     d = zlib.decompressobj(wbits=31)
-    while True:
-        chunk = f.read(COPY_CHUNK)
-        if not chunk:
-            break
+    padding = False  # past the last member, in zero bytes
+    while chunk := f.read(COPY_CHUNK):
         while chunk:
-            data = d.decompress(chunk, COPY_CHUNK)
+            if padding or (d.eof and not chunk.strip(b"\0")):
+                if chunk.strip(b"\0"):
+                    raise _bad_gzip("data after the zero padding that ends the gzip stream")
+                padding = True
+                break
+            try:
+                data = d.decompress(chunk, COPY_CHUNK)
+            except zlib.error as e:
+                raise _bad_gzip(str(e)) from None
             chunk = d.unconsumed_tail
             out += len(data)
             if out > budget:
@@ -133,14 +145,16 @@ def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
                 )
             yield data
             if d.eof:
-                # Concatenated multi-member gzip: start the next member.
-                rest = d.unused_data + chunk
-                d = zlib.decompressobj(wbits=31)
-                chunk = rest
-                if not rest:
-                    break
-    if not d.eof and out == 0:
-        raise StorageError("bad_gzip", "not a valid gzip file")
+                # Concatenated multi-member gzip: start the next member (or find the padding).
+                chunk = d.unused_data + chunk
+                if chunk and chunk.strip(b"\0"):
+                    d = zlib.decompressobj(wbits=31)
+    if not d.eof:
+        raise _bad_gzip("the gzip stream ends early (truncated?)" if out else "not a valid gzip file")
+
+
+def _bad_gzip(why: str) -> StorageError:
+    return StorageError("bad_gzip", f"damaged .gz file: {why}")
 
 
 def is_gzip(f: BinaryIO) -> bool:
@@ -154,6 +168,35 @@ def store_upload(f: BinaryIO, size: int) -> tuple[str, str, int]:
     if is_gzip(f):
         return store_stream(gunzip_chunks(f, size))
     return store_stream(read_chunks(f))
+
+
+def orphans(older_than: float, now: float | None = None) -> list[Path]:
+    """Files a killed web server or worker left behind, untouched for `older_than` seconds:
+    Django's spooled uploads (`*.upload.*` in FILE_UPLOAD_TEMP_DIR) and our `logs/*.part`.
+    Never a stored log (`logs/*.log`): those belong to runs."""
+    now = time.time() if now is None else now
+    found = []
+    places = [(settings.DATA_DIR / "logs", "*.part")]
+    if settings.FILE_UPLOAD_TEMP_DIR:
+        places.append((Path(settings.FILE_UPLOAD_TEMP_DIR), "*.upload*"))
+    for folder, pattern in places:
+        for path in sorted(folder.glob(pattern)) if folder.is_dir() else []:
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > older_than:
+                found.append(path)
+    return found
+
+
+def remove_orphans(older_than: float) -> list[Path]:
+    """Delete what `orphans` finds; returns the paths removed."""
+    removed = []
+    for path in orphans(older_than):
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
 
 
 def remove_stored(paths: Iterable[str]) -> None:
@@ -202,6 +245,11 @@ def _open_regular(real: Path) -> int:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise StorageError("not_a_regular_file", "path is not a regular file")
+    if st.st_nlink > 1:
+        # A hard link inside a root may be any file of the same filesystem (/etc/shadow): its
+        # path says nothing about where it belongs, so only singly linked files are read.
+        os.close(fd)
+        raise StorageError("hard_linked", "the file has more than one hard link; copy it into the log root instead")
     if st.st_size > settings.MAX_UPLOAD_BYTES:
         os.close(fd)
         raise StorageError("too_large", f"file is over {settings.MAX_UPLOAD_BYTES} bytes")

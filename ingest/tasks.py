@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 from django.db import OperationalError
 
-from ingest import services
+from ingest import services, storage
 
 log = logging.getLogger(__name__)
 
@@ -24,4 +25,7 @@ def reconcile() -> int:
     count = services.reconcile()
     if count:
         log.warning("reconciler re-queued or failed %d stuck log file(s)", count)
+    removed = storage.remove_orphans(settings.ORPHAN_AGE_SECONDS)
+    if removed:
+        log.warning("reconciler removed %d orphaned temporary file(s)", len(removed))
     return count

@@ -148,6 +148,8 @@ def _meta(text: str) -> RunMetaIn:
     except json.JSONDecodeError as e:
         raise ServiceError(422, "bad_meta", f"meta is not valid JSON: {e.msg} (line {e.lineno}, "
                                     f"column {e.colno})", line=e.lineno) from None
+    except RecursionError:
+        raise ServiceError(422, "bad_meta", "meta is nested too deeply") from None
     if not isinstance(data, dict):
         raise ServiceError(422, "bad_meta", f"meta must be a JSON object, not {type(data).__name__}")
     try:
@@ -212,7 +214,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
 
     The path must resolve, symlinks followed, to a regular file under one of RUNLENS_LOG_ROOTS;
     otherwise 400 with a stable code (`path_outside_allowed_roots`, `path_not_readable`,
-    `not_a_regular_file`, `too_large`, `registration_disabled`). The same path again gives back
+    `not_a_regular_file`, `hard_linked`, `too_large`, `registration_disabled`). The same path again gives back
     its run (200).
     """
     try:

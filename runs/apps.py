@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from django.apps import AppConfig
 from django.conf import settings
 
@@ -10,3 +12,5 @@ class RunsConfig(AppConfig):
         # The data dir holds the default SQLite file and the stored logs: make it before either is
         # opened, at start-up rather than as a side effect of importing the settings.
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+        # Django spools large uploads here; ours, so `cleanup` may remove what a killed server left.
+        Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)

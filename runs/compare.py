@@ -270,3 +270,11 @@ def to_csv_rows(result: dict) -> list[list]:
                          cell["delta_ms"], cell["delta_pct"], None, None])
     return rows
 
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(rows: list[list]) -> list[list]:
+    """Text cells a spreadsheet would run as a formula (`=HYPERLINK(...)` as a run name) get a
+    leading apostrophe (OWASP CSV injection); numbers, negative ones too, stay numbers."""
+    return [[f"'{c}" if isinstance(c, str) and c.startswith(FORMULA_STARTS) else c for c in row] for row in rows]

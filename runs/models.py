@@ -108,6 +108,9 @@ class LogFile(models.Model):
     # The Celery task id holding the claim: the same message delivered again after its worker
     # died may take the claim over; any other delivery finds it taken.
     claim_token = models.CharField(max_length=64, blank=True)
+    # Refreshed by the parsing worker every RUNLENS_HEARTBEAT_SECONDS: a claim whose heartbeat
+    # is older than RUNLENS_CLAIM_STALE_SECONDS belongs to a dead worker and is taken over.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     parsed_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     error_line = models.PositiveIntegerField(null=True, blank=True)

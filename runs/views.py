@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import charts, queries, services, specdecode
-from runs.compare import downsample, to_csv_rows
+from runs.compare import csv_safe, downsample, to_csv_rows
 from runs.forms import AnnotationForm
 from runs.http import AuthenticatedRequest
 from runs.models import Status
@@ -131,7 +131,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     if fmt == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.csv"'
-        csv.writer(response).writerows(to_csv_rows(result))
+        csv.writer(response).writerows(csv_safe(to_csv_rows(result)))
         return response
     ordered = queries.in_result_order(inputs, result)
     chart_data = {}

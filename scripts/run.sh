@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: migrate, make sure Redis answers, load the demo, then start one Celery worker (with
-# the beat scheduler that runs the reconciler) and Django's server. Ctrl-C stops all of them.
+# the beat scheduler that runs the reconciler) and gunicorn. Ctrl-C stops all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -28,10 +28,14 @@ stop() {
 trap stop INT TERM EXIT
 [ -n "$private_redis" ] && echo "(a private redis-server was started for this session; Ctrl-C stops it too)"
 
-.venv/bin/celery -A webapp worker --beat --loglevel INFO --concurrency 1 \
+# SIGTERM = soft shutdown: running parses get RUNLENS_SOFT_SHUTDOWN_SECONDS, then go back to the queue.
+REMAP_SIGTERM=SIGQUIT .venv/bin/celery -A webapp worker --beat --loglevel INFO --concurrency 1 \
   --schedule var/celerybeat-schedule --hostname "runlens@%h" &
 pids+=($!)
-$PY manage.py runserver "$ADDR" --noreload &
+# gunicorn, not runserver: a fixed pool of threads (so of database connections) and a real listen
+# queue; bursts of CI uploads and page loads queue up instead of failing (issue 14).
+.venv/bin/gunicorn webapp.wsgi --bind "$ADDR" --workers 2 --threads 4 --backlog 2048 \
+  --graceful-timeout 20 --access-logfile - &
 pids+=($!)
 
 cat <<MSG

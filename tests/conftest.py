@@ -157,14 +157,18 @@ def worker_queue(transactional_db, data_dir):
         queue = f"runlens-test-{uuid.uuid4().hex[:8]}"
         procs: list[subprocess.Popen] = []
 
-        def start(self) -> subprocess.Popen:
+        def start(self, redis_url: str | None = None, beat: bool = False, **extra_env: str) -> subprocess.Popen:
+            """`beat`: run the beat scheduler too (the reconciler); `extra_env`: more settings."""
             env = {**os.environ, "DATABASE_URL": _database_url(), "RUNLENS_DATA_DIR": str(data_dir),
-                   "RUNLENS_QUEUE": self.queue, "REDIS_URL": settings.REDIS_URL}
+                   "RUNLENS_QUEUE": self.queue, "REDIS_URL": redis_url or settings.REDIS_URL,
+                   "REMAP_SIGTERM": "SIGQUIT", **extra_env}  # as in Procfile and scripts/run.sh
+            more = ["--beat", "--schedule", str(data_dir / f"beat-{len(self.procs)}")] if beat else []
             proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", self.queue, "-c", "1",
                  "--without-heartbeat", "--without-gossip", "--without-mingle",
-                 "-n", f"{self.queue}-{len(self.procs)}@%h", "--loglevel", "WARNING"],
+                 "-n", f"{self.queue}-{len(self.procs)}@%h", "--loglevel", "WARNING", *more],
                 cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True,  # its own process group: a test may SIGKILL the whole worker
             )
             self.procs.append(proc)
             return proc
@@ -175,12 +179,119 @@ def worker_queue(transactional_db, data_dir):
     yield workers
     celery_app.conf.task_default_queue = old_queue
     for proc in workers.procs:
+        _stop(proc)
+    from django.db import connection
+
+    connection.close()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop a process this test started, and its children (its own process group)."""
+    import signal
+
+    if proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # pool children left behind by a killed parent
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrivateRedis:
+    """A redis-server of this test's own on its own port, to stop and start for outages (never
+    the machine's shared Redis). No persistence: a stop loses every queued message."""
+
+    def __init__(self, tmp: str) -> None:
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.tmp = tmp
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        import time
+
+        import redis
+
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no", "--dir", self.tmp],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(self.url, socket_connect_timeout=0.2).ping()
+                return
+            except redis.exceptions.ConnectionError:
+                assert time.monotonic() < deadline, "private redis-server did not start"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    server = PrivateRedis(str(tmp_path))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def web_server(transactional_db, data_dir):
+    """`start(redis_url, **env)` runs gunicorn (the production server) against the test database
+    and returns its base URL; stopped at the end."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    procs: list[subprocess.Popen] = []
+
+    def start(redis_url: str, queue: str = "runlens-test-none", **extra_env: str) -> str:
+        port = _free_port()
+        env = {**os.environ, "DATABASE_URL": _database_url(), "RUNLENS_DATA_DIR": str(data_dir),
+               "RUNLENS_QUEUE": queue, "REDIS_URL": redis_url, "DEBUG": "1", **extra_env}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "webapp.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+             "--threads", "4", "--log-level", "warning"],
+            cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/v1/health", timeout=5).read()
+                return base
+            except urllib.error.HTTPError:
+                return base  # answering (503 health is an answer too)
+            except OSError:
+                assert proc.poll() is None, f"gunicorn exited:\n{proc.stdout.read()}"
+                assert time.monotonic() < deadline, "gunicorn did not start"
+                time.sleep(0.2)
+
+    start.procs = procs  # a test may kill a server it started
+    yield start
+    for proc in procs:
+        _stop(proc)
     from django.db import connection
 
     connection.close()

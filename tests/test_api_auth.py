@@ -45,7 +45,7 @@ def test_bad_authorization_headers_are_401(client, alice, header):
 
 
 def test_health_needs_no_credentials(client):
-    assert client.get("/api/v1/health").json() == {"status": "ok"}
+    assert client.get("/api/v1/health").json() == {"status": "ok", "database": "ok", "redis": "ok"}
 
 
 @pytest.mark.parametrize("field", ["revoked_at", "expires_at"])
@@ -110,6 +110,58 @@ def test_guessing_tokens_from_one_address_is_429_while_good_tokens_still_work(cl
     assert [client.get("/api/v1/runs", headers=wrong).status_code for _ in range(4)] == [401, 401, 401, 429]
     assert client.get("/api/v1/runs", headers=wrong).json()["error"]["code"] == "rate_limited"
     assert client.get("/api/v1/runs", headers=bearer(alice)).status_code == 200
+
+
+def test_parallel_requests_are_counted_atomically_in_redis(settings):
+    """50 requests at once from one address against a limit of 10: exactly 10 pass (ninja's
+    get-then-set history let dozens more through)."""
+    import threading
+    import uuid
+
+    from django.test import RequestFactory
+
+    from webapp.api import FailedAuthThrottle
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": settings.REDIS_URL, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}}
+    settings.API_FAILED_AUTH_RATE = "10/m"
+    throttle = FailedAuthThrottle()
+    request = RequestFactory().get("/api/v1/runs", REMOTE_ADDR="10.9.8.7")
+    allowed: list[bool] = []
+    barrier = threading.Barrier(50)
+
+    def hit() -> None:
+        barrier.wait()
+        allowed.append(throttle.allow_request(request))
+
+    threads = [threading.Thread(target=hit) for _ in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert allowed.count(True) == 10
+
+
+def test_a_forged_x_forwarded_for_does_not_reset_the_failed_auth_count(client, settings):
+    settings.API_FAILED_AUTH_RATE = "3/m"
+    wrong = {"Authorization": "Bearer rlt_guess_guess"}
+    codes = [client.get("/api/v1/runs", headers={**wrong, "X-Forwarded-For": f"10.0.0.{i}"}).status_code
+             for i in range(4)]
+    assert codes == [401, 401, 401, 429]
+
+
+def test_the_throttle_fails_open_when_its_cache_is_down(client, alice, bearer, settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": "redis://127.0.0.1:1/0", "OPTIONS": {"socket_connect_timeout": 1}}}
+    assert client.get("/api/v1/runs", headers=bearer(alice)).status_code == 200
+
+
+def test_a_wrong_authorization_scheme_never_logs_the_credential_even_with_debug(client, settings, caplog):
+    settings.DEBUG = True
+    with caplog.at_level("DEBUG"):
+        response = client.get("/api/v1/runs", headers={"Authorization": "Basic c2VjcmV0LXBhc3N3b3Jk"})
+    assert response.status_code == 401
+    assert "c2VjcmV0LXBhc3N3b3Jk" not in caplog.text
 
 
 def test_ninjas_own_validation_errors_use_our_error_shape(client, alice, bearer):

@@ -129,6 +129,30 @@ def test_idempotency_key_gives_back_the_first_run_and_stores_nothing(client, ali
     assert len(list((data_dir / "logs").iterdir())) == 1
 
 
+def test_a_failed_run_does_not_swallow_a_retry_with_the_same_key_or_content(client, alice, bearer):
+    headers = {**bearer(alice), "Idempotency-Key": "ci-job-43"}
+    first = _upload(client, headers, [_file()]).json()
+    Run.objects.filter(id=first["id"]).update(status=Status.FAILED)  # e.g. its stored file was lost
+    again = _upload(client, headers, [_file()])
+    assert again.status_code == 202 and again.json()["created"] is True and again.json()["id"] != first["id"]
+    assert _upload(client, bearer(alice), [_file()]).json()["id"] == again.json()["id"]
+
+
+def test_a_locked_database_is_503_with_retry_after_and_keeps_no_file(client, alice, bearer, data_dir, monkeypatch):
+    from django.db import OperationalError
+
+    from runs.models import Run as RunModel
+
+    def locked(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(RunModel.objects, "create", locked)  # SQLite past its busy timeout
+    response = _upload(client, bearer(alice), [_file()])
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert response.json()["error"]["code"] == "unavailable"
+    assert not list(data_dir.rglob("*.log"))  # nothing committed, nothing kept
+
+
 def test_upload_over_the_cap_is_413_before_anything_is_stored(client, alice, bearer, settings, data_dir):
     settings.MAX_UPLOAD_BYTES = 1000
     response = _upload(client, bearer(alice), [_file()])
@@ -303,6 +327,13 @@ def test_r4_symlinks_out_of_the_root_are_400(client, alice, bearer, root, read_o
     assert not read_outside()
 
 
+def test_a_hard_link_in_the_root_to_a_file_outside_is_400(client, alice, bearer, root):
+    os.link(root.parent / "secret.log", root / "linked.log")
+    response = _register(client, bearer(alice), root / "linked.log")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "hard_linked"
+    assert not Run.objects.exists()
+
+
 def test_r4_file_swapped_for_a_symlink_after_registration_fails_in_the_worker(client, alice, bearer, root):
     run_id = _register(client, bearer(alice), root / "run.log").json()["id"]
     (root / "run.log").unlink()
@@ -410,3 +441,38 @@ def test_r8_admin_of_a_personal_project_still_needs_the_grant(client, alice, eve
     response = _register(client, headers, root / "run.log")
     assert response.status_code == 403 and response.json()["error"]["code"] == "not_allowed_to_register"
     assert not LogFile.objects.filter(registered=True).exists()
+
+
+# Bad input is a clear 4xx, never a 500 (issue 14)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda gz: gz + b"trailing garbage",
+    lambda gz: gz + b"\x00" * 1024 + b"more after the padding",
+    lambda gz: gz[:10] + b"junk after the header" + gz[10:],
+    lambda gz: gz[:len(gz) // 2],  # cut short
+])
+def test_a_damaged_gzip_is_400_and_stores_nothing(client, alice, bearer, data_dir, damage):
+    gz = gzip.compress(log_path(TUNED).read_bytes())
+    response = _upload(client, bearer(alice), [_file("run.log.gz", damage(gz))])
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "bad_gzip"
+    assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+def test_zero_padding_after_a_gzip_is_ignored_as_gzip_does(client, alice, bearer, data_dir):
+    raw = log_path(TUNED).read_bytes()
+    padded = gzip.compress(raw[:5000]) + gzip.compress(raw[5000:]) + b"\x00" * (3 << 20)  # over a read
+    assert _upload(client, bearer(alice), [_file("run.log.gz", padded)]).status_code == 202
+    assert (data_dir / LogFile.objects.get().path).read_bytes() == raw
+
+
+def test_deeply_nested_meta_is_422_not_a_crash(client, alice, bearer):
+    response = _upload(client, bearer(alice), [_file()], "[" * 100_000 + "]" * 100_000)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_meta"
+
+
+def test_nul_bytes_in_a_run_name_are_422(client, alice, bearer):
+    response = _upload(client, bearer(alice), [_file()], {"name": "a\u0000b"})
+    assert response.status_code == 422, response.content
+    assert not Run.objects.exists()

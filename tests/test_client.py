@@ -156,3 +156,38 @@ def test_curl_upload_and_status_as_the_readme_and_newcomer_check_do(live_server,
     assert json.loads(status)["status"] == "queued"
     run = Run.objects.get(id=run_id)
     assert run.name == TUNED and list(run.tags.values_list("name", flat=True)) == ["newcomer"]
+
+
+def test_503_is_retried_with_bounded_backoff_honouring_retry_after():
+    answers = [client.ClientError("HTTP 503", status=503, retry_after=3),
+               client.ClientError("HTTP 503", status=503), client.ClientError("HTTP 503", status=503), {"id": 7}]
+    slept: list[float] = []
+
+    def call():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert client.with_retries(call, max_delay=3, sleep=slept.append, say=lambda *a, **k: None) == {"id": 7}
+    assert slept == [3, 2, 3]  # Retry-After, then 2 s, then 4 s capped at 3
+
+
+def test_503_gives_up_after_the_last_attempt_and_other_errors_are_not_retried():
+    calls = []
+
+    def busy():
+        calls.append(1)
+        raise client.ClientError("HTTP 503", status=503)
+
+    with pytest.raises(client.ClientError):
+        client.with_retries(busy, attempts=3, sleep=lambda s: None, say=lambda *a, **k: None)
+    assert len(calls) == 3
+
+    def refused():
+        calls.append(1)
+        raise client.ClientError("HTTP 403", status=403)
+
+    with pytest.raises(client.ClientError):
+        client.with_retries(refused, sleep=lambda s: None, say=lambda *a, **k: None)
+    assert len(calls) == 4

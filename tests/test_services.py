@@ -155,7 +155,7 @@ def test_reconciler_requeues_stuck_files_and_gives_up_after_max_attempts(alice, 
     settings.MAX_PARSE_ATTEMPTS = 2
     run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
     lf = run.logfiles.get()
-    later = timezone.now() + timedelta(seconds=settings.PARSE_TIME_LIMIT + 60)
+    later = timezone.now() + timedelta(seconds=settings.CLAIM_STALE_SECONDS + 60)
     assert services.claim(lf.id)
     assert services.reconcile(now=later) == 1
     lf.refresh_from_db()
@@ -167,15 +167,30 @@ def test_reconciler_requeues_stuck_files_and_gives_up_after_max_attempts(alice, 
     assert Run.objects.get(id=run.id).status == Status.FAILED
 
 
-def test_stale_claim_of_a_dead_worker_can_be_taken_over(alice, upload_run, settings):
+def test_a_claim_whose_heartbeat_went_stale_can_be_taken_over(alice, upload_run, settings):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
     lf = run.logfiles.get()
     assert services.claim(lf.id)
     assert not services.claim(lf.id)
-    LogFile.objects.filter(id=lf.id).update(
-        claimed_at=timezone.now() - timedelta(seconds=settings.PARSE_TIME_LIMIT + 1)
-    )
+    long_ago = timezone.now() - timedelta(seconds=settings.CLAIM_STALE_SECONDS + 1)
+    LogFile.objects.filter(id=lf.id).update(claimed_at=long_ago)  # a long parse, still beating
+    assert not services.claim(lf.id)
+    LogFile.objects.filter(id=lf.id).update(heartbeat_at=long_ago)  # its worker went silent
     assert services.claim(lf.id)
+
+
+def test_a_parse_whose_run_was_deleted_meanwhile_is_cancelled_and_writes_nothing(alice, upload_run, monkeypatch):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    lf = run.logfiles.get()
+    real = services._store_rows
+
+    def delete_first(*args):  # DELETE /runs/{id} lands while the worker parses
+        Run.objects.filter(id=run.id).delete()
+        real(*args)
+
+    monkeypatch.setattr(services, "_store_rows", delete_first)
+    assert services.parse_logfile(lf.id) == "cancelled"
+    assert not PhaseSample.objects.exists() and not LogFile.objects.exists()
 
 
 def test_project_for_refuses_a_project_the_user_is_not_in(alice, eve):

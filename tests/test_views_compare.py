@@ -49,6 +49,17 @@ def test_csv_and_json_downloads(client, alice, story):
     assert data["baseline"] == base.id and [r["id"] for r in data["runs"]] == [base.id, tuned.id]
 
 
+def test_csv_cells_that_a_spreadsheet_would_run_as_formulas_are_neutralised(client, alice, upload_run):
+    evil = upload_run(alice, "spec_eagle3_tuned_2step.log", name='=HYPERLINK("http://x.example","hi")')
+    plus = upload_run(alice, "spec_baseline_nospec.log", name="+1+cmd|' /C calc'!A0")
+    client.force_login(alice)
+    response = client.get(f"/compare/?runs={plus.id},{evil.id}&baseline={plus.id}&format=csv")
+    rows = list(csv.reader(io.StringIO(response.content.decode())))[1:]
+    names = {r[1] for r in rows}
+    assert names == {"'=HYPERLINK(\"http://x.example\",\"hi\")", "'+1+cmd|' /C calc'!A0"}
+    assert any(float(r[6]) < 0 for r in rows if r[6])  # negative numbers stay numbers
+
+
 def test_runs_of_other_teams_are_not_found_even_mixed_with_own(client, alice, eve, story, upload_run):
     base, tuned, _ = story
     own = upload_run(eve, "spec_baseline_nospec.log", project=None)

@@ -107,3 +107,16 @@ def test_raw_download_is_never_rendered(client, alice, upload_run):
     assert response["Content-Disposition"].startswith("attachment")
     assert response["X-Content-Type-Options"] == "nosniff"
     assert run.status == Status.QUEUED
+
+
+def test_a_line_offset_past_2_63_is_400(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    response = client.get(f"/ingest/logfiles/{run.logfiles.get().id}/lines?start=99999999999999999999")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "bad_range"
+
+
+@pytest.mark.parametrize("query", ["q=%00", "tag=%00", "engine=a%00b", "page=%00"])
+def test_a_nul_byte_in_a_list_filter_is_400(client, alice, query):
+    client.force_login(alice)
+    assert client.get(f"/?{query}").status_code == 400

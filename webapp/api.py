@@ -19,20 +19,28 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, Throttled, ValidationError
 from ninja.parser import Parser
+from ninja.responses import Status
 from ninja.security import HttpBearer, SessionAuth
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle, SimpleRateThrottle
 
 from runs.api import router as runs_router
 from runs.schemas import ErrorOut
 from runs.services import ServiceError
-from webapp.auth import user_for_token
+from webapp.auth import hit, user_for_token
+from webapp.middleware import RETRY_AFTER, SERVICE_DOWN, health_of, unavailable
 
 log = logging.getLogger(__name__)
 
 
 class SettingsRate(SimpleRateThrottle):
     """A ninja throttle whose rate is the setting named `setting`, read per request. Mixed in
-    before AuthRateThrottle or AnonRateThrottle, which share this base, so the MRO is unchanged."""
+    before AuthRateThrottle or AnonRateThrottle, which share this base, so the MRO is unchanged.
+
+    Counted atomically in a fixed window (cache.add + cache.incr): ninja's get-then-set history
+    let parallel requests slip through (issue 14). The client address is REMOTE_ADDR unless
+    RUNLENS_TRUSTED_PROXIES says how many proxies append to X-Forwarded-For (NINJA_NUM_PROXIES).
+    The cache (Redis) being down fails open: reads must not go down with it.
+    """
 
     setting: str
 
@@ -44,7 +52,14 @@ class SettingsRate(SimpleRateThrottle):
         if self.rate != rate:
             self.rate = rate
             self.num_requests, self.duration = self.parse_rate(rate)
-        return super().allow_request(request)
+        key = self.get_cache_key(request)
+        if key is None:
+            return True
+        self.retry_in = hit(key, self.num_requests, self.duration)
+        return self.retry_in is None
+
+    def wait(self) -> float | None:
+        return getattr(self, "retry_in", None)
 
 
 class ApiRateThrottle(SettingsRate, AuthRateThrottle):
@@ -64,6 +79,16 @@ class BearerToken(HttpBearer):
     """`Authorization: Bearer rlt_...`, a token from `manage.py createtoken` (CI)."""
 
     failures = FailedAuthThrottle()
+
+    def __call__(self, request: HttpRequest) -> AbstractBaseUser | None:
+        # ninja's own version logs the whole header under DEBUG when the scheme is not Bearer
+        # (`Basic <password>`): a credential in the server log. Never log it; count it as a guess.
+        scheme, _, token = request.headers.get(self.header, "").partition(" ")
+        if not scheme:
+            return None
+        if scheme.lower() != self.openapi_scheme:
+            return self.authenticate(request, "")
+        return self.authenticate(request, token.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
         user = user_for_token(token)
@@ -186,6 +211,19 @@ def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
     return error(request, 404, "not_found", str(exc) or "not found")
 
 
+def on_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """The database is busy or away, or Redis is: nothing half-done, try again shortly."""
+    what = unavailable(exc)
+    log.warning("API %s %s: %s unavailable: %s", request.method, request.path, what, exc)
+    response = error(request, 503, "unavailable", f"the {what} is busy or unreachable; retry in {RETRY_AFTER} s")
+    response["Retry-After"] = str(RETRY_AFTER)
+    return response
+
+
+for _exc in SERVICE_DOWN:
+    api.add_exception_handler(_exc, on_unavailable)
+
+
 @api.exception_handler(Exception)
 def on_crash(request: HttpRequest, exc: Exception) -> HttpResponse:
     log.exception("API %s %s failed", request.method, request.path)
@@ -201,12 +239,21 @@ def not_found(request: HttpRequest) -> JsonResponse:
 
 class HealthOut(Schema):
     status: str
+    database: str
+    redis: str
 
 
-@api.get("/health", auth=None, response={200: HealthOut, 429: ErrorOut}, tags=["health"])
-def health(request: HttpRequest) -> dict:
-    """Liveness, without credentials (load balancers, CI waiting for the server)."""
-    return {"status": "ok"}
+@api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut, 429: ErrorOut}, tags=["health"])
+def health(request: HttpRequest) -> Status:
+    """Liveness, without credentials (load balancers, CI waiting for the server).
+
+    `status` is ok, `degraded` (Redis down: reads work, uploads are kept and queued later) or
+    `down` (the database is unreachable: 503). `database` and `redis` say `ok` or `down`.
+    """
+    parts = health_of()
+    if parts["database"] != "ok":
+        return Status(503, {"status": "down", **parts})
+    return Status(200, {"status": "ok" if parts["redis"] == "ok" else "degraded", **parts})
 
 
 api.add_router("/", runs_router, tags=["runs"])

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+import time
 
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import AbstractBaseUser, User
+from django.core.cache import cache
 from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from runs.models import ApiToken
+
+log = logging.getLogger(__name__)
 
 
 def _hash(token: str) -> str:
@@ -42,3 +49,46 @@ def user_for_token(token: str) -> AbstractBaseUser | None:
     if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(id=row.id).update(last_used_at=now)
     return row.user
+
+
+def hit(key: str, limit: int, period: int) -> float | None:
+    """Count one request against `limit` per `period` seconds (a fixed window): None if allowed,
+    else the seconds until the window ends. Atomic in the shared cache (add + incr), so parallel
+    requests cannot slip through; the cache (Redis) unreachable fails open (issue 14)."""
+    now = time.time()
+    window = int(now // period)
+    key = f"{key}:{window}"
+    try:
+        cache.add(key, 0, period + 1)
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr: this request opens the window
+        cache.add(key, 1, period + 1)
+        count = 1
+    except Exception as e:
+        log.warning("rate limit %s not counted, the cache is unreachable: %s", key, e)
+        return None
+    return None if count <= limit else period * (window + 1) - now
+
+
+def client_address(request: HttpRequest) -> str:
+    """REMOTE_ADDR, or the address RUNLENS_TRUSTED_PROXIES proxies put in X-Forwarded-For."""
+    from ninja.throttling import BaseThrottle
+
+    return BaseThrottle().get_ident(request) or ""
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login form, with password guesses limited per address (RUNLENS_LOGIN_RATE)."""
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        from django.conf import settings
+        from ninja.throttling import SimpleRateThrottle
+
+        rate = SimpleRateThrottle(settings.LOGIN_RATE)
+        wait = hit(f"login:{client_address(request)}", rate.num_requests, rate.duration)
+        if wait is not None:
+            response = HttpResponse(f"Too many login attempts from your address; try again in {int(wait) + 1} s.",
+                                    status=429, content_type="text/plain; charset=utf-8")
+            response["Retry-After"] = str(int(wait) + 1)
+            return response
+        return super().post(request, *args, **kwargs)

@@ -67,8 +67,14 @@ LOG_ROOTS = [Path(p).resolve() for p in env("RUNLENS_LOG_ROOTS").split(os.pathse
 
 DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'runlens.sqlite3'}"))}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # One writer at a time: wait for the lock instead of failing while the worker writes.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30}
+    # One writer at a time, so: WAL (readers never wait for the writer), a busy timeout (a writer
+    # waits for the lock, then the request answers 503), and IMMEDIATE transactions (the write
+    # lock is taken at BEGIN, so no read-then-write upgrade fails with "database is locked").
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": env_int("RUNLENS_SQLITE_BUSY_SECONDS", 20),
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
     # A file, not :memory:, so a real worker process can see the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-runlens.sqlite3")}
 
@@ -95,6 +101,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "webapp.middleware.SecurityHeadersMiddleware",
+    "webapp.middleware.ServiceUnavailableMiddleware",
+    "webapp.middleware.RejectNulQueryMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -144,7 +152,8 @@ WHITENOISE_USE_FINDERS = True
 MAX_UPLOAD_BYTES = env_int("RUNLENS_MAX_UPLOAD_BYTES", 2 * 1024**3)
 MAX_DECOMPRESSED_BYTES = env_int("RUNLENS_MAX_DECOMPRESSED_BYTES", 8 * 1024**3)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024**2
-FILE_UPLOAD_TEMP_DIR = None
+# Our own directory, so `cleanup` can remove what a killed web server left there (*.upload.*).
+FILE_UPLOAD_TEMP_DIR = env("RUNLENS_UPLOADS_DIR", str(DATA_DIR / "uploads"))  # created by RunsConfig.ready()
 FILE_UPLOAD_HANDLERS = [
     "ingest.storage.CappedUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
@@ -155,6 +164,8 @@ DATA_UPLOAD_MAX_NUMBER_FILES = 100
 API_RATE = env("RUNLENS_API_RATE", "600/m")
 # Wrong tokens per address: guessing them gets 429 (RELIABILITY A6).
 API_FAILED_AUTH_RATE = env("RUNLENS_API_FAILED_AUTH_RATE", "30/m")
+# Login form posts per address (password guessing through the browser form).
+LOGIN_RATE = env("RUNLENS_LOGIN_RATE", "20/m")
 
 # Celery (RELIABILITY §3): the database is the source of truth, the queue only a doorbell.
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -165,8 +176,13 @@ CACHES = {
         "LOCATION": env("RUNLENS_CACHE_URL", REDIS_URL),
         "KEY_PREFIX": "runlens",
         "TIMEOUT": 300,
+        # Redis away must not hang requests: the throttle fails open after a second.
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
     }
 }
+# The client address for throttling is REMOTE_ADDR; behind N proxies that append to
+# X-Forwarded-For set RUNLENS_TRUSTED_PROXIES=N (a spoofed header is otherwise ignored).
+NINJA_NUM_PROXIES = env_int("RUNLENS_TRUSTED_PROXIES", 0)
 PARSE_SOFT_TIME_LIMIT = env_int("RUNLENS_PARSE_SOFT_SECONDS", 30 * 60)
 PARSE_TIME_LIMIT = env_int("RUNLENS_PARSE_HARD_SECONDS", 35 * 60)
 VISIBILITY_TIMEOUT = env_int("RUNLENS_VISIBILITY_TIMEOUT", 2 * 60 * 60)
@@ -188,8 +204,18 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # A run stuck in queued/parsing longer than this is queued again by the reconciler.
 RECONCILE_AFTER_SECONDS = env_int("RUNLENS_RECONCILE_AFTER_SECONDS", 10 * 60)
 MAX_PARSE_ATTEMPTS = env_int("RUNLENS_MAX_PARSE_ATTEMPTS", 3)
+# A parsing worker proves it is alive this often; a claim silent for CLAIM_STALE_SECONDS is a dead
+# worker's and is queued again (recovery within CLAIM_STALE + RECONCILE_EVERY seconds).
+HEARTBEAT_SECONDS = env_int("RUNLENS_HEARTBEAT_SECONDS", 10)
+CLAIM_STALE_SECONDS = env_int("RUNLENS_CLAIM_STALE_SECONDS", 60)
+# SIGTERM (a deploy): running parses get this long, then they are cancelled and their messages
+# go back to the queue (acks_late), to be taken over by the next worker.
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = float(env_int("RUNLENS_SOFT_SHUTDOWN_SECONDS", 20))
+# Orphans (a web server killed mid-upload) older than this are removed by `cleanup` and the reconciler.
+ORPHAN_AGE_SECONDS = env_int("RUNLENS_ORPHAN_AGE_SECONDS", 6 * 60 * 60)
+RECONCILE_EVERY_SECONDS = env_int("RUNLENS_RECONCILE_EVERY_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
-    "reconcile-stuck-logfiles": {"task": "ingest.tasks.reconcile", "schedule": 60.0},
+    "reconcile-stuck-logfiles": {"task": "ingest.tasks.reconcile", "schedule": float(RECONCILE_EVERY_SECONDS)},
 }
 
 SESSION_COOKIE_HTTPONLY = True

@@ -71,7 +71,15 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
         chunk = chunk[3:]
     buf = b""
     lineno = 0
+    skipping = False  # inside the rest of a line that was cut: drop bytes up to its newline
     while chunk:
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                chunk = stream.read(CHUNK)
+                continue
+            chunk = chunk[nl + 1:]
+            skipping = False
         buf += chunk
         start = 0
         while True:
@@ -81,30 +89,31 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
             raw = buf[start:nl]
             start = nl + 1
             lineno += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raw = raw[:MAX_LINE_BYTES]
+                _cut(lineno, warnings)
             yield lineno, _decode(raw, lineno, warnings)
         buf = buf[start:]
         if len(buf) > MAX_LINE_BYTES:
-            # Keep the first MiB of the monster line, drop the rest up to its end.
+            # Keep the first MiB of the monster line, drop the rest up to its end; the lines
+            # after it are read as usual (never more than a MiB of it in memory).
             lineno += 1
+            _cut(lineno, warnings)
             yield lineno, _decode(buf[:MAX_LINE_BYTES], lineno, warnings)
-            if warnings is not None:
-                warnings.append(Issue(lineno, f"line longer than {MAX_LINE_BYTES} bytes was cut"))
-            buf = _skip_to_newline(stream, buf[MAX_LINE_BYTES:])
+            buf = b""
+            skipping = True
         chunk = stream.read(CHUNK)
-    if buf.strip():
+    if buf.strip() and not skipping:
         lineno += 1
         if warnings is not None:
             warnings.append(Issue(lineno, "the file ends mid-line (truncated?); that last line was skipped"))
 
 
-def _skip_to_newline(stream: BinaryIO, rest: bytes) -> bytes:
-    while True:
-        nl = rest.find(b"\n")
-        if nl >= 0:
-            return rest[nl + 1:]
-        rest = stream.read(CHUNK)
-        if not rest:
-            return b""
+def _cut(lineno: int, warnings: list | None) -> None:
+    from .records import Issue
+
+    if warnings is not None:
+        warnings.append(Issue(lineno, f"line longer than {MAX_LINE_BYTES} bytes was cut"))
 
 
 def _decode(raw: bytes, lineno: int, warnings: list | None) -> str:
