@@ -37,6 +37,8 @@ from runs.models import (
     Status,
     Tag,
 )
+from runs.nccl import PERSON
+from runs.processes import ROLES
 from runs.summary import summarize
 
 log = logging.getLogger(__name__)
@@ -130,8 +132,10 @@ def register_upload(
                     meta=run_meta,
                 )
                 set_tags(run, tags)
+                roles = file_roles(meta, [original for original, _, _, _ in stored])
                 LogFile.objects.bulk_create(
-                    LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size)
+                    LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size,
+                            role=roles.get(original, ""))
                     for original, rel, sha, size in stored
                 )
                 _declare(run, user, steps, nccl_env, "upload metadata")
@@ -144,6 +148,39 @@ def register_upload(
         _discard(stored)
         return existing, False
     return run, True
+
+
+def file_roles(meta: dict | None, names: list[str]) -> dict[str, str]:
+    """`meta.roles` {file name: role}: a person's word on who wrote a file (runs/processes.py ROLES)."""
+    roles = (meta or {}).get("roles") or {}
+    if not isinstance(roles, dict):
+        raise ServiceError(422, "bad_roles", "meta.roles is an object {file name: role}")
+    for name, role in roles.items():
+        if name not in names:
+            raise ServiceError(422, "bad_roles", f"meta.roles names {name!r}, which is not one of the uploaded files")
+        if role not in ROLES:
+            raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
+    return roles
+
+
+def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -> None:
+    """Correct the role of some of a run's log files ({log file id or name: role, "" = detected})
+    and recompute the run's verdicts. Members of the run's project may."""
+    if not (user.is_superuser or Membership.objects.filter(project_id=run.project_id, user=user).exists()):
+        raise ServiceError(403, "not_allowed", "only members of the run's project may change roles")
+    files = list(run.logfiles.all())
+    changes = {}
+    for key, role in roles.items():
+        lf = next((f for f in files if str(f.id) == str(key) or f.original_name == key), None)
+        if lf is None:
+            raise ServiceError(422, "bad_roles", f"{key!r} is not a log file of this run")
+        if role and role not in ROLES:
+            raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
+        changes[lf.id] = role
+    with transaction.atomic():
+        for lf_id, role in changes.items():
+            LogFile.objects.filter(id=lf_id).update(role=role)
+        refresh_run(run.id)
 
 
 def _discard(stored: list[tuple[str, str, str, int]]) -> None:
@@ -461,19 +498,20 @@ def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list) ->
     run_id = lf.run_id
     PhaseSample.objects.bulk_create(
         (PhaseSample(run_id=run_id, logfile=lf, line=p.line, name=p.name[:100], window=p.window,
-                     ms=p.ms, pct=p.pct, source=p.source) for p in phases),
+                     ms=p.ms, pct=p.pct, source=p.source, process=p.process[:64]) for p in phases),
         batch_size=BATCH,
     )
     MetricSample.objects.bulk_create(
         (MetricSample(run_id=run_id, logfile=lf, line=m.line, name=m.name[:64], window=m.window,
-                      value=m.value, rank=m.rank[:32], source=m.source) for m in metrics),
+                      value=m.value, rank=m.rank[:32], source=m.source, process=m.process[:64])
+         for m in metrics),
         batch_size=BATCH,
     )
     CollectiveResult.objects.bulk_create(
         (CollectiveResult(run_id=run_id, logfile=lf, line=c.line, op=c.op, size_bytes=c.size_bytes,
                           count=c.count, dtype=c.dtype[:16], redop=c.redop[:16], root=c.root,
                           time_us=c.time_us, algbw_gbs=c.algbw_gbs, busbw_gbs=c.busbw_gbs,
-                          wrong=c.wrong, in_place=c.in_place) for c in collectives),
+                          wrong=c.wrong, in_place=c.in_place, process=c.process[:64]) for c in collectives),
         batch_size=BATCH,
     )
 
@@ -481,12 +519,14 @@ def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list) ->
 def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     NcclSetting.objects.bulk_create(
         (NcclSetting(run_id=lf.run_id, logfile=lf, line=n.line, key=n.key[:64], value=n.value[:512],
-                     kind=n.kind, rank=n.rank[:32], source=n.source[:200]) for n in result.nccl),
+                     kind=n.kind, rank=n.rank[:32], source=n.source[:200], process=n.process[:64])
+         for n in result.nccl),
         batch_size=BATCH,
     )
     LogFile.objects.filter(id=lf.id).update(
         status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
         formats=result.formats,
+        processes={"processes": result.processes, "launch_lines": result.launch_lines[:1000]},
         settings={k: {"value": s.value, "line": s.line, "source": s.source} for k, s in result.settings.items()},
         warnings=[{"line": w.line, "message": w.message} for w in result.warnings][:200],
     )
@@ -505,6 +545,10 @@ def run_result(run: Run) -> ParseResult:
     for lf in files:
         for f in lf.formats:
             result.add_format(f)
+        result.files[lf.id] = {
+            "name": lf.original_name, "role": lf.role, **(lf.processes or {}),
+            "settings": {k: s["value"] for k, s in lf.settings.items()},
+        }
         for key, s in lf.settings.items():
             seen = result.settings.get(key)
             if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
@@ -514,10 +558,12 @@ def run_result(run: Run) -> ParseResult:
             result.set(key, s["value"], s["line"], s["source"])
         last = offset
         for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line, p.source))
+            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line, p.source,
+                                           p.process, lf.id))
             last = max(last, p.window + offset)
         for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line, m.source, m.rank))
+            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line, m.source, m.rank,
+                                             m.process, lf.id))
             last = max(last, m.window + offset)
         offset = last
         for w in lf.warnings:
@@ -526,11 +572,13 @@ def run_result(run: Run) -> ParseResult:
     # Rows without a log file (annotations, upload metadata) last on every database: the last
     # declaration wins in the analysis, and a person's word wins over the logs.
     for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id))
+        # A person's values (no log file) count for every launch of the run (runs.nccl).
+        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id,
+                                         n.process if n.logfile_id else PERSON))
     for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
         result.collectives.append(rec.Collective(
             c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-            c.wrong, c.in_place, c.line or 0,
+            c.wrong, c.in_place, c.line or 0, c.process, c.logfile_id,
         ))
     return result
 
@@ -569,6 +617,16 @@ def refresh_run(run_id: int) -> None:
         run.steps_source = _steps_source(run) if run.steps is not None else ""
     run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
     run.save()
+    mark_nccl_roles(run, parsed.get("processes") or [])
+
+
+def mark_nccl_roles(run: Run, processes: list[dict]) -> None:
+    """Write each NCCL row's process role (the run list's KEY=VALUE filter reads it)."""
+    rows = NcclSetting.objects.filter(run=run, logfile__isnull=False)
+    rows.exclude(role="").update(role="")
+    for p in processes:
+        if p.get("logfile") and p["role"] != "unknown":
+            rows.filter(logfile_id=p["logfile"], process__in=[p["tag"], *p["aliases"]]).update(role=p["role"])
 
 
 def _phase(parsed: dict, word: str) -> dict | None:

@@ -61,9 +61,10 @@ def filtered_runs(request: HttpRequest) -> tuple[QuerySet[Run], dict]:
         runs = runs.filter(nccl_status=q["nccl_status"])
     key, sep, value = q.get("nccl", "").partition("=")
     if sep and key.strip():
-        # What the workers really had, not what the launcher said.
+        # What the serving workers really had: not what the launcher said, nor nccl-tests.
         runs = runs.filter(id__in=NcclSetting.objects.filter(
             kind=NcclSetting.Kind.EFFECTIVE, key=key.strip().upper(), value__iexact=value.strip(),
+            role="serving worker",
         ).values("run_id"))
     sort = q.get("sort", "-date")
     field = SORTS.get(sort.lstrip("-"), "created_at")
