@@ -102,6 +102,7 @@ def upload(
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta={"ci": ci} if (ci := info.ci.stored()) else {},
             steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
+            roles=info.roles,
         )
     except storage.StorageError as e:
         raise _refused(e) from None
@@ -124,7 +125,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
         run, created = services.register_path(
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
             notes=payload.notes, meta={"ci": ci} if (ci := payload.ci.stored()) else {},
-            steps=payload.steps, nccl_env=payload.nccl_env,
+            steps=payload.steps, nccl_env=payload.nccl_env, roles=payload.roles,
         )
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None

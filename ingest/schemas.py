@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from ninja import Field, Schema
 from pydantic import BeforeValidator, ConfigDict
@@ -40,6 +40,9 @@ class CiIn(Schema):
         return self.model_dump(exclude_defaults=True)
 
 
+RoleName = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown"]
+
+
 class RunMetaIn(Schema):
     """What a client says about a new run (the `meta` JSON of an upload; the body of a register)."""
 
@@ -59,6 +62,10 @@ class RunMetaIn(Schema):
     )
     notes: Text = Field("", max_length=100_000)
     ci: CiIn = Field(default_factory=CiIn)
+    roles: dict[Annotated[Text, Field(max_length=255)], RoleName] = Field(
+        {}, max_length=200,
+        description="who wrote each file, when detection is wrong: {\"server.log\": \"serving worker\"}",
+    )
 
 
 class RegisterIn(RunMetaIn):

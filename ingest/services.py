@@ -95,17 +95,19 @@ def register_upload(
     nccl_env: Mapping[str, str] | None = None,
     idempotency_key: str = "",
     dedupe: bool = False,
+    roles: Mapping[str, str] | None = None,
 ) -> tuple[Run, bool]:
     """Store uploaded files under the data dir and create a queued run that will parse them.
 
     Returns (run, created). With `dedupe` (CI, where retries happen) an upload whose content
     (the sha256 of every file) or Idempotency-Key matches a run of the same project gives back
     that run and stores nothing. `nccl_env` becomes declared NCCL settings of the run and
-    `steps` a step count set by the uploader.
+    `steps` a step count set by the uploader; `roles` ({file name: role}) corrects who wrote a file.
     """
     files = list(files)
     if not files:
         raise ValueError("no files given")
+    file_roles(roles, [f.name for f in files])
     proj = project_for(user, project)
     if dedupe and idempotency_key:
         existing = Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key).first()
@@ -132,7 +134,7 @@ def register_upload(
                     meta=run_meta,
                 )
                 set_tags(run, tags)
-                roles = file_roles(meta, [original for original, _, _, _ in stored])
+                roles = roles or {}
                 LogFile.objects.bulk_create(
                     LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size,
                             role=roles.get(original, ""))
@@ -150,17 +152,13 @@ def register_upload(
     return run, True
 
 
-def file_roles(meta: dict | None, names: list[str]) -> dict[str, str]:
-    """`meta.roles` {file name: role}: a person's word on who wrote a file (runs/processes.py ROLES)."""
-    roles = (meta or {}).get("roles") or {}
-    if not isinstance(roles, dict):
-        raise ServiceError(422, "bad_roles", "meta.roles is an object {file name: role}")
-    for name, role in roles.items():
+def file_roles(roles: Mapping[str, str] | None, names: list[str]) -> None:
+    """Check `roles` {file name: role}, a person's word on who wrote a file (runs/processes.py ROLES)."""
+    for name, role in (roles or {}).items():
         if name not in names:
-            raise ServiceError(422, "bad_roles", f"meta.roles names {name!r}, which is not one of the uploaded files")
+            raise ServiceError(400, "unknown_file", f"roles names {name!r}, which is not one of the uploaded files")
         if role not in ROLES:
             raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
-    return roles
 
 
 def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -> None:
@@ -173,7 +171,7 @@ def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -
     for key, role in roles.items():
         lf = next((f for f in files if str(f.id) == str(key) or f.original_name == key), None)
         if lf is None:
-            raise ServiceError(422, "bad_roles", f"{key!r} is not a log file of this run")
+            raise ServiceError(400, "unknown_file", f"{key!r} is not a log file of this run")
         if role and role not in ROLES:
             raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
         changes[lf.id] = role
@@ -181,6 +179,62 @@ def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -
         for lf_id, role in changes.items():
             LogFile.objects.filter(id=lf_id).update(role=role)
         refresh_run(run.id)
+
+
+def split_run(user: AbstractBaseUser, run: Run) -> list[Run]:
+    """One run per serving launch: the run keeps its first launch, each other launch's log files
+    (with their rows) move to a new run of the same project. Files of no launch (nccl-tests,
+    a benchmark client's log) stay. Returns the new runs. A project admin or the creator may.
+
+    Refused when launches share a log file (a server restarted inside one log): a file is not
+    cut in two.
+    """
+    admins = Membership.objects.filter(project_id=run.project_id, role=Membership.Role.ADMIN)
+    if not (user.is_superuser or run.created_by_id == user.pk or admins.filter(user=user).exists()):
+        raise ServiceError(403, "not_allowed", "only a project admin or the run's creator may split it")
+    if run.is_busy:
+        raise ServiceError(409, "run_busy", "the run is still being parsed; split it when it is ready")
+    launches = (run.parsed or {}).get("launches") or []
+    if len(launches) < 2:
+        raise ServiceError(409, "one_launch", "this run holds a single serving launch: nothing to split")
+    owner: dict[int, int] = {}
+    for launch in launches:
+        for lf in launch["logfiles"]:
+            if owner.setdefault(lf, launch["id"]) != launch["id"]:
+                raise ServiceError(409, "launches_share_a_file", (
+                    f"launches {owner[lf]} and {launch['id']} are in the same log file; "
+                    "split the file itself and upload the parts"))
+    new_runs = []
+    with transaction.atomic():
+        Run.objects.select_for_update().get(id=run.id)
+        person = list(NcclSetting.objects.filter(run=run, logfile__isnull=True))
+        tags = [t.name for t in run.tags.all()]
+        for launch in launches[1:]:
+            files = list(run.logfiles.filter(id__in=launch["logfiles"]))
+            new = Run.objects.create(
+                project=run.project, name=f"{run.name} · launch {launch['id']}"[:200], created_by=user,
+                notes=run.notes, status=run.status,
+                meta={**{k: v for k, v in run.meta.items() if k not in ("idempotency_key", "content_sha256")},
+                      "split_from": run.id, "content_sha256": content_sha256(f.sha256 for f in files)},
+            )
+            if run.steps_source.startswith("set by"):
+                Run.objects.filter(id=new.id).update(steps=run.steps, steps_source=run.steps_source)
+            set_tags(new, tags)
+            ids = [f.id for f in files]
+            LogFile.objects.filter(id__in=ids).update(run=new)
+            for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult):
+                model.objects.filter(logfile_id__in=ids).update(run=new)
+            NcclSetting.objects.bulk_create(
+                NcclSetting(run=new, logfile=None, line=None, key=n.key, value=n.value, kind=n.kind,
+                            source=n.source, process=n.process) for n in person)
+            new_runs.append(new)
+        kept = run.logfiles.values_list("sha256", flat=True)
+        run.meta = {**run.meta, "content_sha256": content_sha256(kept),
+                    "split_into": [r.id for r in new_runs]}
+        run.save(update_fields=["meta"])
+        for r in [run, *new_runs]:
+            refresh_run(r.id)
+    return [Run.objects.get(id=r.id) for r in new_runs]
 
 
 def _discard(stored: list[tuple[str, str, str, int]]) -> None:
@@ -240,6 +294,7 @@ def register_path(
     meta: dict | None = None,
     steps: int | None = None,
     nccl_env: Mapping[str, str] | None = None,
+    roles: Mapping[str, str] | None = None,
 ) -> tuple[Run, bool]:
     """Create a run from a log file on the server, left where it is (RELIABILITY 2.1).
 
@@ -248,6 +303,7 @@ def register_path(
     """
     proj = _admin_project(user, project)
     real = storage.resolve_registered(path)
+    file_roles(roles, [real.name])
     sha, size = storage.registered_digest(str(real))
     with transaction.atomic():
         Project.objects.select_for_update().get(id=proj.id)
@@ -260,7 +316,7 @@ def register_path(
         )
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
-                               sha256=sha, size=size)
+                               sha256=sha, size=size, role=(roles or {}).get(real.name, ""))
         _declare(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
     return run, True

@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ingest import services, storage
 from ingest.parsers.text import clean
@@ -114,3 +114,34 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
     except services.ServiceError as e:
         messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]) + "#annotations")
+
+
+@login_required
+@require_POST
+def split_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's "split into runs" button: one run per serving launch."""
+    run = visible_runs(request.user).filter(pk=pk).first()
+    if run is None:
+        raise Http404("no such run")
+    try:
+        new = services.split_run(request.user, run)
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+        return redirect(reverse("run_detail", args=[run.id]))
+    messages.info(request, f"split: this run keeps launch 1; new runs {', '.join(f'#{r.id}' for r in new)}")
+    return redirect(reverse("run_detail", args=[run.id]))
+
+
+@login_required
+@require_POST
+def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's role correction: one select per log file (`role-<id>`)."""
+    run = visible_runs(request.user).filter(pk=pk).first()
+    if run is None:
+        raise Http404("no such run")
+    roles = {key[len("role-"):]: value for key, value in request.POST.items() if key.startswith("role-")}
+    try:
+        services.set_file_roles(request.user, run, roles)
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[run.id]) + "#processes")

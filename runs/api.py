@@ -20,10 +20,12 @@ from runs.schemas import (
     CompareQuery,
     DeletedOut,
     ErrorOut,
+    RolesIn,
     RunDetailOut,
     RunFilters,
     RunPageOut,
     RunStatusOut,
+    SplitOut,
     TagsIn,
     TagsOut,
     errors,
@@ -95,6 +97,22 @@ def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
     services.reparse_run(run)
     run.refresh_from_db()
     return Status(202, run)
+
+
+@router.post("/runs/{int:run_id}/split", response={200: SplitOut, errors(403, 404, 409, 422): ErrorOut})
+def split_run(request: HttpRequest, run_id: int = RunId) -> dict:
+    """One run per serving launch: the run keeps its first launch; each other launch's log files
+    and rows move to a new run. 409 when the run has one launch or launches share a log file."""
+    run = get_run_for_user(request, run_id)
+    return {"id": run.id, "runs": services.split_run(request.auth, run)}
+
+
+@router.post("/runs/{int:run_id}/roles", response={200: RunDetailOut, errors(400, 403, 404, 415, 422): ErrorOut})
+def set_roles(request: HttpRequest, payload: RolesIn, run_id: int = RunId) -> Run:
+    """Correct who wrote a log file (its processes' role); the run's verdicts are computed again."""
+    run = get_run_for_user(request, run_id)
+    services.set_file_roles(request.auth, run, payload.roles)
+    return get_run_for_user(request, run_id)
 
 
 @router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 404, 415, 422): ErrorOut})

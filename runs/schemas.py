@@ -67,11 +67,17 @@ class RunOut(Schema):
     verify_pct: float | None
     windows: int | None
     nccl_status: str
+    launches_count: int = Field(0, description=(
+        "serving launches in the run; 2 or more means its figures blend them (see parsed.launches)"))
     url: str = Field(description="the run's page")
 
     @staticmethod
     def resolve_project(run: Run) -> str:
         return run.project.name
+
+    @staticmethod
+    def resolve_launches_count(run: Run) -> int:
+        return (run.parsed or {}).get("launches_count") or 0
 
     @staticmethod
     def resolve_created_by(run: Run) -> str | None:
@@ -188,3 +194,17 @@ class CompareQuery(Schema):
     runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,11}$", description="run ids, comma-separated (up to 12)",
                       examples=["3,7,9"])
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
+
+
+RoleName = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown", ""]
+
+
+class RolesIn(Schema):
+    roles: dict[Annotated[str, Field(max_length=255)], RoleName] = Field(max_length=200, description=(
+        "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
+        "nccl-tests, unknown, or \"\" to go back to the detected roles"))
+
+
+class SplitOut(Schema):
+    id: int = Field(description="the run split (it keeps its first launch)")
+    runs: list[RunOut] = Field(description="the new runs, one per other launch")

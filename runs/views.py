@@ -165,6 +165,16 @@ def nccl_sentence(nccl: dict) -> str:
     """The NCCL verdict in one sentence a person can act on."""
     status = nccl.get("status")
     drift = nccl.get("drift", [])
+    if nccl.get("launches_count", 0) > 1:
+        per = {}
+        for d in drift:
+            per[d["launch"]] = per.get(d["launch"], 0) + 1
+        verdicts = [
+            f"launch {n}: " + (f"{per[n]} variable{'s' if per[n] != 1 else ''} drifted" if n in per else "no drift")
+            for n in range(1, nccl["launches_count"] + 1)
+        ]
+        return (f"{nccl['launches_count']} serving launches, each judged on its own ({'; '.join(verdicts)}); "
+                "see Launches.")
     if status == "drift":
         missing = [d for d in drift if d.get("effective") is None]
         changed = [d for d in drift if d.get("effective") is not None]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from ingest import services
 from runs.models import NcclSetting
@@ -122,7 +123,82 @@ def test_the_same_launch_in_two_files_is_one_launch(alice):
 
 def test_a_file_role_correction_moves_its_processes(alice):
     # Told that the "nccl-tests" file is really a serving worker's NCCL log, its echoes count.
-    run = dropped_plus_tuned_tests(alice, meta={"roles": {"all_reduce_tuned.log": "serving worker"}})
+    run = dropped_plus_tuned_tests(alice, roles={"all_reduce_tuned.log": "serving worker"})
     assert run.logfiles.get(original_name="all_reduce_tuned.log").role == "serving worker"
     assert run.parsed["nccl_tests"] == []
     assert run.parsed["launches_count"] == 1
+
+
+def two_launches(user, **kw):
+    return upload(user, {
+        "tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes(),
+        "default.log": log_path("sweep/sweep_default_2step.log").read_bytes(),
+    }, **kw)
+
+
+def test_run_page_and_list_warn_about_several_launches(alice, client):
+    run = two_launches(alice, name="two-launches")
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert "This run holds 2 serving launches" in page and 'id="split-button"' in page
+    assert 'data-launch="1"' in page and 'data-launch="2"' in page and "472.8" in page
+    assert "2 serving launches, each judged on its own" in page
+    assert "⚠ 2 launches" in client.get("/").content.decode()
+
+
+def test_api_reports_launches_and_splits_the_run(alice, client, bearer):
+    run = two_launches(alice)
+    headers = bearer(alice)
+    body = client.get(f"/api/v1/runs/{run.id}", headers=headers).json()
+    assert body["launches_count"] == 2 and body["parsed"]["launches_count"] == 2
+    assert [launch["nccl"]["status"] for launch in body["parsed"]["launches"]] == ["ok", "ok"]
+    assert {"id", "logfile", "role", "rank", "host", "pid", "first_line"} <= set(body["parsed"]["processes"][0])
+
+    response = client.post(f"/api/v1/runs/{run.id}/split", headers=headers)
+    assert response.status_code == 200
+    [new] = response.json()["runs"]
+    run.refresh_from_db()
+    assert [lf.original_name for lf in run.logfiles.all()] == ["tuned.log"]
+    assert run.parsed["launches_count"] == 1 and run.nccl_status == "ok" and run.throughput_tok_s == 472.8
+    other = client.get(f"/api/v1/runs/{new['id']}", headers=headers).json()
+    assert [lf["name"] for lf in other["logfiles"]] == ["default.log"] and other["launches_count"] == 1
+    assert other["windows"] == 8
+    # Nothing left to split.
+    assert client.post(f"/api/v1/runs/{run.id}/split", headers=headers).json()["error"]["code"] == "one_launch"
+
+
+def test_split_is_refused_to_outsiders(alice, eve, client, bearer):
+    run = two_launches(alice)
+    assert client.post(f"/api/v1/runs/{run.id}/split", headers=bearer(eve)).status_code == 404
+
+
+def test_roles_are_corrected_through_the_api_and_the_page(alice, client, bearer):
+    run = dropped_plus_tuned_tests(alice)
+    tests = run.logfiles.get(original_name="all_reduce_tuned.log")
+    response = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"all_reduce_tuned.log": "serving worker"}}, content_type="application/json",
+                           headers=bearer(alice))
+    assert response.status_code == 200 and response.json()["parsed"]["nccl_tests"] == []
+    bad = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"all_reduce_tuned.log": "chef"}}, content_type="application/json",
+                      headers=bearer(alice))
+    assert bad.status_code == 422
+    client.force_login(alice)
+    client.post(f"/runs/{run.id}/roles", {f"role-{tests.id}": ""})
+    run.refresh_from_db()
+    assert run.parsed["nccl_tests"][0]["file"] == "all_reduce_tuned.log"
+
+
+def test_upload_api_takes_roles_in_meta(alice, client, bearer):
+    data = tuned_nccl_tests_log()
+    response = client.post("/api/v1/runs", {
+        "files": [SimpleUploadedFile("tests.log", data)],
+        "meta": '{"project": "team", "roles": {"tests.log": "benchmark client"}}',
+    }, headers=bearer(alice))
+    assert response.status_code == 202
+    from runs.models import Run
+
+    assert Run.objects.get(id=response.json()["id"]).logfiles.get().role == "benchmark client"
+    wrong = client.post("/api/v1/runs", {
+        "files": [SimpleUploadedFile("tests.log", data)],
+        "meta": '{"project": "team", "roles": {"other.log": "nccl-tests"}}',
+    }, headers=bearer(alice))
+    assert wrong.status_code == 400 and "other.log" in wrong.json()["error"]["message"]
