@@ -1,19 +1,19 @@
-"""Every important write of runlens goes through a function here (STYLE 4).
+"""Getting logs in: register, store, parse, reconcile (STYLE 4: every such write is a function here).
 
-Views, API operations, management commands and Celery tasks call these; status changes happen
-only here. The database is the source of truth: a task is only a doorbell with an id.
+Views, API operations, management commands and Celery tasks call these; log file status changes
+happen only here. Edits of runs and their summaries are in runs/services.py. The database is the
+source of truth: a task is only a doorbell with an id.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import BinaryIO
 
+from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -23,9 +23,7 @@ from django.utils import timezone
 
 from ingest import storage
 from ingest.parsers import ParseError, ParseResult, parse_stream
-from ingest.parsers import records as rec
 from runs.models import (
-    Annotation,
     CollectiveResult,
     LogFile,
     Membership,
@@ -35,11 +33,9 @@ from runs.models import (
     Project,
     Run,
     Status,
-    Tag,
 )
-from runs.nccl import PERSON
 from runs.processes import ROLES
-from runs.summary import summarize
+from runs.services import ServiceError, content_sha256, declare_values, refresh_run, set_tags
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +49,6 @@ class IncomingFile:
     size: int
 
 
-class ServiceError(Exception):
-    """A request a service refuses: `code` is stable for the API, `status` is its HTTP answer."""
-
-    def __init__(self, status: int, code: str, message: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.line = line
 
 
 def project_for(user: AbstractBaseUser, name: str | None) -> Project:
@@ -140,7 +127,7 @@ def register_upload(
                             role=roles.get(original, ""))
                     for original, rel, sha, size in stored
                 )
-                _declare(run, user, steps, nccl_env, "upload metadata")
+                declare_values(run, user, steps, nccl_env, "upload metadata")
                 enqueue_run(run)
     except BaseException:
         # Nothing half-written: no stored bytes without the rows that point at them.
@@ -161,90 +148,9 @@ def file_roles(roles: Mapping[str, str] | None, names: list[str]) -> None:
             raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
 
 
-def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -> None:
-    """Correct the role of some of a run's log files ({log file id or name: role, "" = detected})
-    and recompute the run's verdicts. Members of the run's project may."""
-    if not (user.is_superuser or Membership.objects.filter(project_id=run.project_id, user=user).exists()):
-        raise ServiceError(403, "not_allowed", "only members of the run's project may change roles")
-    files = list(run.logfiles.all())
-    changes = {}
-    for key, role in roles.items():
-        lf = next((f for f in files if str(f.id) == str(key) or f.original_name == key), None)
-        if lf is None:
-            raise ServiceError(400, "unknown_file", f"{key!r} is not a log file of this run")
-        if role and role not in ROLES:
-            raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
-        changes[lf.id] = role
-    with transaction.atomic():
-        for lf_id, role in changes.items():
-            LogFile.objects.filter(id=lf_id).update(role=role)
-        refresh_run(run.id)
-
-
-def split_run(user: AbstractBaseUser, run: Run) -> list[Run]:
-    """One run per serving launch: the run keeps its first launch, each other launch's log files
-    (with their rows) move to a new run of the same project. Files of no launch (nccl-tests,
-    a benchmark client's log) stay. Returns the new runs. A project admin or the creator may.
-
-    Refused when launches share a log file (a server restarted inside one log): a file is not
-    cut in two.
-    """
-    admins = Membership.objects.filter(project_id=run.project_id, role=Membership.Role.ADMIN)
-    if not (user.is_superuser or run.created_by_id == user.pk or admins.filter(user=user).exists()):
-        raise ServiceError(403, "not_allowed", "only a project admin or the run's creator may split it")
-    if run.is_busy:
-        raise ServiceError(409, "run_busy", "the run is still being parsed; split it when it is ready")
-    launches = (run.parsed or {}).get("launches") or []
-    if len(launches) < 2:
-        raise ServiceError(409, "one_launch", "this run holds a single serving launch: nothing to split")
-    owner: dict[int, int] = {}
-    for launch in launches:
-        for lf in launch["logfiles"]:
-            if owner.setdefault(lf, launch["id"]) != launch["id"]:
-                raise ServiceError(409, "launches_share_a_file", (
-                    f"launches {owner[lf]} and {launch['id']} are in the same log file; "
-                    "split the file itself and upload the parts"))
-    new_runs = []
-    with transaction.atomic():
-        Run.objects.select_for_update().get(id=run.id)
-        person = list(NcclSetting.objects.filter(run=run, logfile__isnull=True))
-        tags = [t.name for t in run.tags.all()]
-        for launch in launches[1:]:
-            files = list(run.logfiles.filter(id__in=launch["logfiles"]))
-            new = Run.objects.create(
-                project=run.project, name=f"{run.name} · launch {launch['id']}"[:200], created_by=user,
-                notes=run.notes, status=run.status,
-                meta={**{k: v for k, v in run.meta.items() if k not in ("idempotency_key", "content_sha256")},
-                      "split_from": run.id, "content_sha256": content_sha256(f.sha256 for f in files)},
-            )
-            if run.steps_source.startswith("set by"):
-                Run.objects.filter(id=new.id).update(steps=run.steps, steps_source=run.steps_source)
-            set_tags(new, tags)
-            ids = [f.id for f in files]
-            LogFile.objects.filter(id__in=ids).update(run=new)
-            for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult):
-                model.objects.filter(logfile_id__in=ids).update(run=new)
-            NcclSetting.objects.bulk_create(
-                NcclSetting(run=new, logfile=None, line=None, key=n.key, value=n.value, kind=n.kind,
-                            source=n.source, process=n.process) for n in person)
-            new_runs.append(new)
-        kept = run.logfiles.values_list("sha256", flat=True)
-        run.meta = {**run.meta, "content_sha256": content_sha256(kept),
-                    "split_into": [r.id for r in new_runs]}
-        run.save(update_fields=["meta"])
-        for r in [run, *new_runs]:
-            refresh_run(r.id)
-    return [Run.objects.get(id=r.id) for r in new_runs]
-
-
 def _discard(stored: list[tuple[str, str, str, int]]) -> None:
     for _, rel, _, _ in stored:
         (settings.DATA_DIR / rel).unlink(missing_ok=True)
-
-
-def content_sha256(file_shas: Iterable[str]) -> str:
-    """The identity of a run's content: sha256 over its files' sha256 digests, sorted."""
-    return hashlib.sha256("\n".join(sorted(file_shas)).encode()).hexdigest()
 
 
 def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | None:
@@ -256,31 +162,10 @@ def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | 
     return runs.filter(meta__content_sha256=content).order_by("id").first()
 
 
-NCCL_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
-_ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
-def _declare(run: Run, user: AbstractBaseUser, steps: int | None, nccl_env: Mapping[str, str] | None,
-             how: str) -> None:
-    """Values a person gave for a new run: its step count and its declared NCCL settings."""
-    now = timezone.now().isoformat(timespec="seconds")
-    if steps is not None:
-        run.steps = steps
-        run.steps_source = f"set by {user.get_username()} at {now} ({how})"[:300]
-        run.save(update_fields=["steps", "steps_source"])
-    if nccl_env:
-        _declare_nccl(run, nccl_env, how)
 
 
-def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
-    for key in pairs:
-        if not NCCL_KEY.match(key):
-            raise ServiceError(422, "bad_nccl_key", f"{key!r} is not an NCCL variable name (NCCL_...)")
-    NcclSetting.objects.bulk_create(
-        NcclSetting(run=run, logfile=None, line=None, key=key, value=str(value)[:512],
-                    kind=NcclSetting.Kind.DECLARED, source=source[:200])
-        for key, value in pairs.items()
-    )
 
 
 def register_path(
@@ -317,7 +202,7 @@ def register_path(
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
                                sha256=sha, size=size, role=(roles or {}).get(real.name, ""))
-        _declare(run, user, steps, nccl_env, "registration")
+        declare_values(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
     return run, True
 
@@ -381,71 +266,24 @@ def delete_run(user: AbstractBaseUser, run: Run) -> None:
         transaction.on_commit(lambda: storage.remove_stored(stored))
 
 
-def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
-    """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
-    `steps`: an integer becomes the run's step count. Both win over what the logs say.
-    """
-    nccl: dict[str, str] = {}
-    steps = None
-    if kind == Annotation.Kind.NCCL:
-        nccl = parse_nccl_lines(body)
-    elif kind == Annotation.Kind.STEPS:
-        try:
-            steps = int(body.strip())
-        except ValueError:
-            raise ServiceError(422, "bad_steps", "a steps annotation is one integer, e.g. 3") from None
-        if not 0 <= steps <= 32767:
-            raise ServiceError(422, "bad_steps", "steps must be between 0 and 32767")
-    elif kind != Annotation.Kind.NOTE:
-        raise ServiceError(422, "bad_kind", f"kind must be one of {', '.join(Annotation.Kind.values)}")
-    with transaction.atomic():
-        annotation = Annotation.objects.create(run=run, author=user, kind=kind, body=body)
-        who = f"{user.get_username()} at {annotation.created_at.isoformat(timespec='seconds')}"
-        if nccl:
-            _declare_nccl(run, nccl, f"annotation by {who}")
-            refresh_run(run.id)
-        if steps is not None:
-            Run.objects.filter(id=run.id).update(steps=steps, steps_source=f"set by {who}"[:300])
-    return annotation
 
 
-def parse_nccl_lines(text: str) -> dict[str, str]:
-    """`env | grep NCCL` output or KEY=VALUE lines -> {NCCL_X: value}.
-
-    Blank lines and `#` comments are skipped, and so are other variables that grep let through
-    (`LD_LIBRARY_PATH=/opt/nccl/lib`); a line that is not an assignment is an error with its number.
-    """
-    pairs: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _ENV_LINE.match(line)
-        if not match:
-            raise ServiceError(422, "bad_nccl_line",
-                               f"line {number}: expected NCCL_NAME=value, got {line[:80]!r}", line=number)
-        key, value = match.groups()
-        if NCCL_KEY.match(key):
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            pairs[key] = value
-    if not pairs:
-        raise ServiceError(422, "no_nccl_values", "no NCCL_NAME=value line found")
-    return pairs
 
 
-def set_tags(run: Run, tags: Iterable[str]) -> None:
-    names = sorted({t.strip()[:64] for t in tags if t and t.strip()})
-    run.tags.set([Tag.objects.get_or_create(name=n)[0] for n in names])
 
 
 def enqueue_run(run: Run) -> None:
     """Queue every queued log file of the run, once the surrounding transaction commits."""
-    from ingest.tasks import parse_logfile as task
-
     for lf_id in run.logfiles.filter(status=Status.QUEUED).values_list("id", flat=True):
-        transaction.on_commit(lambda i=lf_id: task.delay(i))
+        transaction.on_commit(lambda i=lf_id: _send(i))
+
+
+PARSE_TASK = "ingest.tasks.parse_logfile"
+
+
+def _send(logfile_id: int) -> None:
+    # By name: tasks.py imports this module, so importing it back would be a cycle.
+    current_app.send_task(PARSE_TASK, args=[logfile_id])
 
 
 def claim(logfile_id: int, token: str = "") -> bool:
@@ -589,112 +427,12 @@ def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     refresh_run(lf.run_id)
 
 
-# Settings whose disagreement between two files of one run means they are not one experiment.
-CONFLICT_KEYS = frozenset({"spec.steps", "spec.algorithm", "model", "tp_size", "engine", "gpu"})
 
 
-def run_result(run: Run) -> ParseResult:
-    """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on)."""
-    result = ParseResult()
-    offset = 0
-    files = list(run.logfiles.filter(status=Status.READY).order_by("id"))
-    for lf in files:
-        for f in lf.formats:
-            result.add_format(f)
-        result.files[lf.id] = {
-            "name": lf.original_name, "role": lf.role, **(lf.processes or {}),
-            "settings": {k: s["value"] for k, s in lf.settings.items()},
-        }
-        for key, s in lf.settings.items():
-            seen = result.settings.get(key)
-            if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
-                result.warnings.append(rec.Issue(s["line"], (
-                    f"{lf.original_name}: {key} is {s['value']} here but {seen.value} in an earlier file "
-                    f"(line {seen.line}); the run uses {seen.value}")))
-            result.set(key, s["value"], s["line"], s["source"])
-        last = offset
-        for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line, p.source,
-                                           p.process, lf.id))
-            last = max(last, p.window + offset)
-        for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line, m.source, m.rank,
-                                             m.process, lf.id))
-            last = max(last, m.window + offset)
-        offset = last
-        for w in lf.warnings:
-            result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
-    # NCCL values include annotations (no log file): the analysis sees every declaration.
-    # Rows without a log file (annotations, upload metadata) last on every database: the last
-    # declaration wins in the analysis, and a person's word wins over the logs.
-    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
-        # A person's values (no log file) count for every launch of the run (runs.nccl).
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id,
-                                         n.process if n.logfile_id else PERSON))
-    for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
-        result.collectives.append(rec.Collective(
-            c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-            c.wrong, c.in_place, c.line or 0, c.process, c.logfile_id,
-        ))
-    return result
 
 
-def refresh_run(run_id: int) -> None:
-    """Recompute a run's status and summary figures from its log files and rows."""
-    run = Run.objects.select_for_update().get(id=run_id)
-    statuses = list(run.logfiles.values_list("status", "error"))
-    codes = {s for s, _ in statuses}
-    if not statuses or codes == {Status.FAILED}:
-        status = Status.FAILED
-    elif Status.PARSING in codes:
-        status = Status.PARSING
-    elif Status.QUEUED in codes:
-        status = Status.QUEUED
-    else:
-        status = Status.READY
-    run.status = status
-    run.error = "\n".join(e for s, e in statuses if s == Status.FAILED and e)
-    parsed = summarize(run_result(run)) if Status.READY in codes else {}
-    run.parsed = parsed
-    summary = parsed.get("summary", {})
-    verify = _phase(parsed, "verify")
-    spec = parsed.get("spec", {})
-    run.throughput_tok_s = summary.get("throughput_tok_s")
-    run.tokens_per_cycle = summary.get("tokens_per_cycle")
-    run.cycle_ms = summary.get("cycle_ms")
-    run.windows = summary.get("windows")
-    run.verify_ms = verify["ms"] if verify else None
-    run.verify_pct = verify["pct"] if verify else None
-    run.engine = (parsed.get("engine") or "")[:32]
-    run.spec_algorithm = (spec.get("algorithm") or "")[:32]
-    if not run.steps_source.startswith("set by"):
-        # A person's value wins over the logs; otherwise the logs say, with their line.
-        run.steps = spec.get("steps")
-        run.steps_source = _steps_source(run) if run.steps is not None else ""
-    run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
-    run.save()
-    mark_nccl_roles(run, parsed.get("processes") or [])
 
 
-def mark_nccl_roles(run: Run, processes: list[dict]) -> None:
-    """Write each NCCL row's process role (the run list's KEY=VALUE filter reads it)."""
-    rows = NcclSetting.objects.filter(run=run, logfile__isnull=False)
-    rows.exclude(role="").update(role="")
-    for p in processes:
-        if p.get("logfile") and p["role"] != "unknown":
-            rows.filter(logfile_id=p["logfile"], process__in=[p["tag"], *p["aliases"]]).update(role=p["role"])
-
-
-def _phase(parsed: dict, word: str) -> dict | None:
-    return next((p for p in parsed.get("phases", []) if word in p["name"].lower()), None)
-
-
-def _steps_source(run: Run) -> str:
-    for lf in run.logfiles.filter(status=Status.READY).order_by("id"):
-        s = lf.settings.get("spec.steps")
-        if s:
-            return f"{lf.original_name} line {s['line']} ({s['source']})"
-    return ""
 
 
 def reparse_run(run: Run) -> None:
@@ -731,8 +469,6 @@ def reconcile(now=None) -> int:
             else:
                 if not unchanged.update(status=Status.QUEUED, claimed_at=None, claim_token="", updated_at=now):
                     continue
-                from ingest.tasks import parse_logfile as task
-
-                transaction.on_commit(lambda i=lf.id: task.delay(i))
+                transaction.on_commit(lambda i=lf.id: _send(i))
         count += 1
     return count

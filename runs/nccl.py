@@ -6,11 +6,17 @@ source) and says whether what the launcher declared reached every worker.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Layout
+
 # NCCL's documented environment parameters (NVIDIA NCCL docs, "Environment Variables").
 # Variables outside this list (NCCL_VERSION, set by NGC containers) are not tuning knobs.
+# The shape of an NCCL variable name (a pasted or uploaded declaration must have it).
+NCCL_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
+
 NCCL_PARAMETERS = frozenset("""
 NCCL_SOCKET_IFNAME NCCL_SOCKET_FAMILY NCCL_SOCKET_RETRY_CNT NCCL_SOCKET_RETRY_SLEEP_MSEC
 NCCL_SOCKET_NTHREADS NCCL_NSOCKS_PERTHREAD NCCL_CROSS_NIC NCCL_IB_HCA NCCL_IB_TIMEOUT
@@ -155,10 +161,51 @@ def _agreed(effective: dict[str, dict[str, NcclValueLike]]) -> dict[str, str]:
     return {k: v for k, v in sorted(merged.items()) if k not in conflict}
 
 
+def drift_clause(drift: list[dict], limit: int = 6) -> str:
+    """What drifted, in words: the one phrasing of the run page, the comparison's headline and the
+    run list. `drift` is the analysis' list of {key, declared, effective}."""
+    missing = [d["key"] for d in drift if d.get("effective") is None]
+    changed = [d for d in drift if d.get("effective") is not None]
+    parts = []
+    if missing:
+        names = ", ".join(missing[:limit]) + (", ..." if len(missing) > limit else "")
+        parts.append(f"the workers never got {len(missing)} NCCL variable{'s' if len(missing) != 1 else ''} "
+                     f"the launcher declared ({names})")
+    if changed:
+        values = ", ".join(f"{d['key']} {d['declared']} → {d['effective']}" for d in changed[:limit])
+        parts.append(f"{len(changed)} reached them with another value ({values})")
+    return "; ".join(parts)
+
+
+def nccl_sentence(nccl: dict) -> str:
+    """The NCCL verdict in one sentence a person can act on."""
+    status = nccl.get("status")
+    if nccl.get("launches_count", 0) > 1:
+        per: dict[int, int] = {}
+        for d in nccl.get("drift", []):
+            per[d["launch"]] = per.get(d["launch"], 0) + 1
+        verdicts = [
+            f"launch {n}: " + (f"{per[n]} variable{'s' if per[n] != 1 else ''} drifted" if n in per else "no drift")
+            for n in range(1, nccl["launches_count"] + 1)
+        ]
+        return (f"{nccl['launches_count']} serving launches, each judged on its own ({'; '.join(verdicts)}); "
+                "see Launches.")
+    if status == "drift":
+        clause = drift_clause(nccl.get("drift", []))
+        return clause[:1].upper() + clause[1:] + "."
+    if status == "ok":
+        if not nccl.get("declared"):
+            count = len(nccl.get("effective") or {})
+            return (f"No launcher declaration in the logs; the workers report {count} NCCL "
+                    f"variable{'s' if count != 1 else ''} set by environment.")
+        return "Every NCCL variable the launcher declared reached every worker."
+    return "No log shows what the workers actually used (no NCCL echo lines or worker environment dumps)."
+
+
 PERSON = "person"  # the process tag of values a person gave (upload metadata, annotations)
 
 
-def launch_verdicts(values: Iterable[NcclValueLike], lay, version: object = None) -> dict:
+def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: object = None) -> dict:
     """Drift per serving launch: what its launcher declared against what each of its workers had.
 
     `lay` is a runs.processes.Layout. A person's declarations count for every launch.
@@ -167,8 +214,6 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay, version: object = None
     `drift` when any drifts, else `several`), or None when there is no launch, in which case
     the caller judges `other_values` (everything but nccl-tests) as one set, as before.
     """
-    from runs.processes import LAUNCHER, NCCL_TESTS, WORKER  # pure sibling
-
     values = list(values)
     per_launch: list[list] = [[] for _ in lay.launches]
     tests: dict[object, list] = {}

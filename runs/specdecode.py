@@ -290,6 +290,9 @@ def analysis(
                         "new_cycle_ms": None, "throughput_tok_s": None, "change_pct": None,
                         "reason": _missing({"verify time to try": best_verify_ms, "verify time": verify,
                                             "tokens per cycle": tau, "cycle time": cycle})}
+    if projection["reason"] is None and verify <= best_verify_ms:
+        # Only a run slower in verify than the best has anything to gain from the best's verify.
+        projection["reason"] = "verify is already the fastest compared"
     if projection["reason"] is None:
         new_cycle = cycle - verify + best_verify_ms
         if new_cycle <= 0:
@@ -329,3 +332,21 @@ def analysis(
         "curve": curve,
         "verdict": sentence,
     }
+
+
+def analyses_against_baseline(result: dict, target: float | None) -> list[dict]:
+    """The speculative-decoding arithmetic of each speculative run against the baseline."""
+    runs = result["runs"]
+    if not runs:
+        return []
+    base = runs[0]
+    verifies = [r["verify_ms"] for r in runs if r["verify_ms"]]
+    best_verify = min(verifies) if verifies else None
+    out = []
+    for r in runs:
+        if not r["tokens_per_cycle"] or r["id"] == base["id"]:
+            continue
+        summary = {k: r[k] for k in ("throughput_tok_s", "tokens_per_cycle", "cycle_ms", "verify_ms")}
+        out.append({"id": r["id"], "name": r["name"], "analysis": analysis(
+            {**summary, "steps": r["steps"]}, base, target_tok_s=target, best_verify_ms=best_verify)})
+    return out

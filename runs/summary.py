@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from statistics import median
+from statistics import median, quantiles
 from typing import TYPE_CHECKING
 
+from runs.nccl import analyze, launch_verdicts
 from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
@@ -86,12 +87,40 @@ def robust_median(values: list[float]) -> float | None:
     return round(median(values), 4) if values else None
 
 
+def spread(values: list[float]) -> float | None:
+    """Half the interquartile range of per-window values: the noise a change must exceed to count
+    (the comparison's one rule, for every figure). None under four windows: too few to tell."""
+    if len(values) < 4:
+        return None
+    q1, _, q3 = quantiles(values, n=4, method="inclusive")
+    return round((q3 - q1) / 2, 4)
+
+
 def throughput_series(metrics: list[Metric]) -> list[float]:
     values = series(metrics, "throughput_tok_s", "gen_throughput_tok_s")
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
     if len(values) > 2 and values[0] < 0.25 * median(values[1:]):
         values = values[1:]
     return values
+
+
+# The raw figure each source prints for tokens per cycle, and whether it already counts the bonus token.
+RAW_ACCEPT = {"eagle_profile": ("Accept len", "accept_len_raw", False), "sglang_decode": ("accept len", None, True)}
+
+
+def _tokens_per_cycle_origin(metrics: list[Metric], tokens_per_cycle: float | None) -> dict | None:
+    """{label, raw, bonus_added}: `Accept len 1.61` in an EAGLE profile is 2.61 tokens per cycle."""
+    if tokens_per_cycle is None:
+        return None
+    sources = {m.source for m in metrics if m.name == "tokens_per_cycle"}
+    if not sources:
+        return None
+    source = min(sources, key=lambda s: (source_rank(s), s))
+    if source not in RAW_ACCEPT:
+        return None
+    label, raw_name, includes_bonus = RAW_ACCEPT[source]
+    raw = robust_median(series(metrics, raw_name)) if raw_name else tokens_per_cycle
+    return {"label": label, "raw": raw, "bonus_added": not includes_bonus, "source": source}
 
 
 def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
@@ -105,18 +134,20 @@ def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
         pct = robust_median(pcts)
         if pct is None and ms is not None and cycle_ms:
             pct = round(100 * ms / cycle_ms, 2)
-        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(samples)})
+        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(samples),
+                     "spread": spread([p.ms for p in samples])})
     return rows
 
 
 def figures(result: ParseResult) -> tuple[dict, list[dict]]:
-    """The summary figures (medians over windows) and the phase table of these records."""
+    """The summary figures (medians over windows, with their spread) and the phase table."""
     metrics = result.metrics
     throughput = throughput_series(metrics)
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(m.source == "sglang_decode" for m in metrics)
     tokens = series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ())
+    tokens_from = _tokens_per_cycle_origin(metrics, robust_median(tokens))
     cycle = series(metrics, "cycle_ms")
     if not cycle and result.phases:
         per_window: dict[int, float] = defaultdict(float)
@@ -131,6 +162,11 @@ def figures(result: ParseResult) -> tuple[dict, list[dict]]:
         "tokens_per_cycle": robust_median(tokens),
         "cycle_ms": cycle_ms,
         "windows": windows,
+        # The noise of each figure across windows (half the IQR), for the comparison's rule.
+        "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
+                   "cycle_ms": spread(cycle)},
+        # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
+        "tokens_per_cycle_from": tokens_from,
     }
     return summary, phase_table(result, cycle_ms)
 
@@ -142,8 +178,6 @@ def summarize(result: ParseResult) -> dict:
     `summary` are its one serving launch's; with several, each launch has its own and the
     run-level ones carry `launches_count` and a warning instead of passing for one verdict.
     """
-    from runs.nccl import analyze, launch_verdicts  # pure; lives with the rest of the NCCL knowledge
-
     s = result.settings
     version = _value(s, "nccl.version")
     lay, records = launch_records(result)
@@ -220,18 +254,12 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, verdicts: dict) -> list[
             "logfile": logfile,
             "file": (process_files(result).get(logfile) or {}).get("name"),
             "processes": [p["id"] for p in lay.processes if p["logfile"] == logfile and p["role"] == NCCL_TESTS],
-            "nccl": verdicts.get(logfile) or analyze_empty(),
+            "nccl": verdicts.get(logfile) or analyze([]),
             "avg_busbw_gbs": avg[-1] if avg else None,
             "peak_busbw_gbs": max(busbw) if busbw else None,
             "rows": len(busbw),
         })
     return panels
-
-
-def analyze_empty() -> dict:
-    from runs.nccl import analyze
-
-    return analyze([])
 
 
 def process_files(result: ParseResult) -> dict:

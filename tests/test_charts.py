@@ -14,11 +14,12 @@ def _run(id, name, verify):
 
 
 def test_phase_timeline_stacks_phases_and_carries_line_numbers():
-    rows = [SimpleNamespace(name="Draft", window=1, ms=0.5, line=10),
-            SimpleNamespace(name="Target verify", window=1, ms=4.0, line=11)]
+    rows = [SimpleNamespace(logfile_id=7, name="Draft", window=1, ms=0.5, line=10),
+            SimpleNamespace(logfile_id=7, name="Target verify", window=1, ms=4.0, line=11)]
     fig = charts.phase_timeline(rows)
     assert [t["name"] for t in fig["data"]] == ["Draft", "Target verify"]
-    assert fig["data"][1]["customdata"] == [11] and fig["data"][1]["stackgroup"] == "phases"
+    # [log file, line]: what a click on the point opens in the source panel.
+    assert fig["data"][1]["customdata"] == [[7, 11]] and fig["data"][1]["stackgroup"] == "phases"
 
 
 def test_cycle_breakdown_has_one_bar_per_run_with_baseline_first():
@@ -45,3 +46,17 @@ def test_collectives_use_a_log_size_axis_and_split_sides():
 def test_names_are_data_not_markup():
     fig = charts.over_the_run([("<img src=x onerror=alert(1)>", [(1, 2.0, 5)])], "k", "t", "ms")
     assert fig["data"][0]["name"] == "<img src=x onerror=alert(1)>"
+
+
+def test_twenty_runs_get_twenty_distinct_lines():
+    from runs.charts import run_line
+
+    lines = {(run_line(i)["color"], run_line(i)["dash"]) for i in range(20)}
+    assert len(lines) == 20
+
+
+def test_over_the_run_legend_sits_above_the_plot_with_room_for_every_row():
+    from runs.charts import over_the_run
+
+    fig = over_the_run([(f"run {i}", [(1, 1.0, 10)]) for i in range(20)], "throughput_tok_s", "t", "tok/s")
+    assert fig["layout"]["legend"]["yanchor"] == "bottom" and fig["layout"]["margin"]["t"] >= 50 + 22 * 5

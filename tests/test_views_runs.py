@@ -99,6 +99,15 @@ def test_plotly_is_served_from_the_installed_package(client):
     assert len(body) > 1_000_000 and b"plotly" in body[:2000].lower()
 
 
+def test_plotly_is_sent_gzipped_to_browsers_that_accept_it(client):
+    import gzip
+
+    response = client.get(reverse("plotly_js"), HTTP_ACCEPT_ENCODING="gzip")
+    body = b"".join(response.streaming_content)
+    assert response["Content-Encoding"] == "gzip" and len(body) < 2_000_000
+    assert b"plotly" in gzip.decompress(body)[:2000].lower()
+
+
 def test_run_list_filters_by_effective_nccl_value_and_drift(client, alice, upload_run):
     upload_run(alice, "spec_eagle3_tuned_2step.log", name="tuned")
     upload_run(alice, "sweep/sweep_dropped_2step.log", name="dropped")
@@ -131,7 +140,7 @@ def test_drift_panel_names_the_variables_that_never_reached_the_workers(client, 
     run = upload_run(alice, "sweep/sweep_dropped_2step.log")
     client.force_login(alice)
     body = client.get(f"/runs/{run.id}/").content.decode()
-    assert ("6 NCCL variables declared in the launcher never reached the workers (NCCL_ALGO, NCCL_BUFFSIZE, "
+    assert ("The workers never got 6 NCCL variables the launcher declared (NCCL_ALGO, NCCL_BUFFSIZE, "
             "NCCL_MAX_NCHANNELS, NCCL_NTHREADS, NCCL_P2P_LEVEL, NCCL_PROTO)") in body
     assert "debug-only knobs" in body
     # Each declared value links to the line it was read from.
@@ -220,3 +229,21 @@ def test_run_page_lists_reading_warnings(client, alice, upload_run):
     client.force_login(alice)
     body = client.get(f"/runs/{run.id}/").content.decode()
     assert "while reading the logs" in body and "spec.steps is 3 here but 2 in an earlier file" in body
+
+
+def test_a_median_figure_lists_every_window_line_with_the_median_marked(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/figure.json", {"key": "phase:Target verify"}).json()
+    lines = [w["line"] for w in body["windows"]]
+    assert body["total"] == 6 == len(lines) and lines == sorted(lines)
+    assert body["median_line"] in lines and body["median_value"] == 4.08
+    text = client.get(f"/ingest/logfiles/{body['logfile']}/lines", {"at": ",".join(map(str, lines))}).json()
+    assert [t["line"] for t in text["lines"]] == lines
+    assert all("Target verify" in t["text"] for t in text["lines"])
+
+
+def test_figure_lines_of_another_teams_run_are_not_found(client, alice, eve, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(eve)
+    assert client.get(f"/runs/{run.id}/figure.json", {"key": "metric:throughput_tok_s"}).status_code == 404

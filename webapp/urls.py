@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.http import FileResponse, HttpRequest
 from django.urls import path, re_path
 from django.views.decorators.cache import cache_control
+from django.views.decorators.gzip import gzip_page
 
 from ingest import views as ingest_views
 from runs import views as run_views
@@ -14,6 +15,7 @@ from webapp.api import api, not_found
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
+@gzip_page  # 4.8 MB as sent by plotly; about 1.4 MB gzipped
 @cache_control(max_age=86400, public=True)
 def plotly_js(request: HttpRequest) -> FileResponse:
     """plotly.js from the installed plotly package: no CDN, ever (air-gapped clusters)."""
@@ -24,10 +26,11 @@ urlpatterns = [
     path("", run_views.run_list, name="run_list"),
     path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
     path("runs/status.json", run_views.run_status, name="run_status"),
+    path("runs/<int:pk>/figure.json", run_views.figure_lines, name="figure_lines"),
     path("compare/", run_views.compare_view, name="compare"),
-    path("runs/<int:pk>/annotate", ingest_views.annotate, name="annotate"),
-    path("runs/<int:pk>/split", ingest_views.split_run, name="split_run"),
-    path("runs/<int:pk>/roles", ingest_views.set_roles, name="set_roles"),
+    path("runs/<int:pk>/annotate", run_views.annotate, name="annotate"),
+    path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
+    path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),
     path("upload/", ingest_views.upload, name="upload"),
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
     path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),
