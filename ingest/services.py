@@ -103,7 +103,10 @@ def register_upload(
     stored = []
     try:
         for f in files:
-            rel, sha, size = storage.store_upload(f.stream, f.size)
+            try:
+                rel, sha, size = storage.store_upload(f.stream, f.size)
+            except storage.StorageError as e:
+                raise storage.StorageError(e.code, f"{f.name}: {e.message}") from None
             stored.append((f.name, rel, sha, size))
         content = content_sha256(sha for _, _, sha, _ in stored)
         with transaction.atomic():

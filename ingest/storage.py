@@ -113,11 +113,13 @@ def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
     budget = min(settings.MAX_DECOMPRESSED_BYTES, max(compressed_size, 1) * 200)
     out = 0
     d = zlib.decompressobj(wbits=31)
+    in_member = False  # a gzip member started and its end-of-stream marker not yet seen
     while True:
         chunk = f.read(COPY_CHUNK)
         if not chunk:
             break
         while chunk:
+            in_member = True
             data = d.decompress(chunk, COPY_CHUNK)
             chunk = d.unconsumed_tail
             out += len(data)
@@ -131,11 +133,16 @@ def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
                 # Concatenated multi-member gzip: start the next member.
                 rest = d.unused_data + chunk
                 d = zlib.decompressobj(wbits=31)
+                in_member = False
                 chunk = rest
                 if not rest:
                     break
     if not d.eof and out == 0:
         raise StorageError("bad_gzip", "not a valid gzip file")
+    if in_member and not d.eof:
+        # Keeping the part that inflated would hide the loss: the log would look complete.
+        raise StorageError("truncated_gzip", "the .gz file is cut short (no end-of-stream marker): "
+                                             "upload it again, or the uncompressed log")
 
 
 def is_gzip(f: BinaryIO) -> bool:
