@@ -163,7 +163,7 @@ class Tagger:
     def stamp(self) -> None:
         """Tag the records the parsers added since the last call with their line's process."""
         r = self.result
-        lists = (r.metrics, r.phases, r.nccl, r.collectives)
+        lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
         for i, records in enumerate(lists):
             start = self.marks[i] if self.marks[i] <= len(records) else 0
             for rec in records[start:]:
