@@ -130,7 +130,7 @@ def layout(files: dict[int | None, dict]) -> Layout:
                 current = Launch(len(launches) + 1, starts={logfile: line})
                 launches.append(current)
                 segments.setdefault(logfile, []).append((line, len(launches) - 1))
-            if pid:
+            if pid and current is not None:
                 current.processes.append(pid)
                 launch_of[pid] = len(launches) - 1
                 has_worker = has_worker or kind == 1
