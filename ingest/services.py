@@ -7,7 +7,6 @@ source of truth: a task is only a doorbell with an id.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import tempfile
@@ -39,7 +38,8 @@ from runs.models import (
     Run,
     Status,
 )
-from runs.services import ServiceError, declare_values, refresh_run, set_tags
+from runs.processes import ROLES
+from runs.services import ServiceError, content_sha256, declare_values, refresh_run, set_tags
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +86,19 @@ def register_upload(
     nccl_env: Mapping[str, str] | None = None,
     idempotency_key: str = "",
     dedupe: bool = False,
+    roles: Mapping[str, str] | None = None,
 ) -> tuple[Run, bool]:
     """Store uploaded files under the data dir and create a queued run that will parse them.
 
     Returns (run, created). With `dedupe` (CI, where retries happen) an upload whose content
     (the sha256 of every file) or Idempotency-Key matches a run of the same project gives back
     that run and stores nothing. `nccl_env` becomes declared NCCL settings of the run and
-    `steps` a step count set by the uploader.
+    `steps` a step count set by the uploader; `roles` ({file name: role}) corrects who wrote a file.
     """
     files = list(files)
     if not files:
         raise ValueError("no files given")
+    file_roles(roles, [f.name for f in files])
     proj = project_for(user, project)
     if dedupe and idempotency_key:
         existing = _retryable(Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key)).first()
@@ -106,7 +108,10 @@ def register_upload(
     committed = False
     try:
         for f in files:
-            rel, sha, size = storage.store_upload(f.stream, f.size)
+            try:
+                rel, sha, size = storage.store_upload(f.stream, f.size)
+            except storage.StorageError as e:
+                raise storage.StorageError(e.code, f"{f.name}: {e.message}") from None
             stored.append((f.name, rel, sha, size))
         content = content_sha256(sha for _, _, sha, _ in stored)
         with transaction.atomic():
@@ -124,8 +129,10 @@ def register_upload(
                     meta=run_meta,
                 )
                 set_tags(run, tags)
+                roles = roles or {}
                 LogFile.objects.bulk_create(
-                    LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size)
+                    LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size,
+                            role=roles.get(original, ""))
                     for original, rel, sha, size in stored
                 )
                 declare_values(run, user, steps, nccl_env, "upload metadata")
@@ -143,14 +150,18 @@ def register_upload(
     return run, True
 
 
+def file_roles(roles: Mapping[str, str] | None, names: list[str]) -> None:
+    """Check `roles` {file name: role}, a person's word on who wrote a file (runs/processes.py ROLES)."""
+    for name, role in (roles or {}).items():
+        if name not in names:
+            raise ServiceError(400, "unknown_file", f"roles names {name!r}, which is not one of the uploaded files")
+        if role not in ROLES:
+            raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
+
+
 def _discard(stored: list[tuple[str, str, str, int]]) -> None:
     for _, rel, _, _ in stored:
         (settings.DATA_DIR / rel).unlink(missing_ok=True)
-
-
-def content_sha256(file_shas: Iterable[str]) -> str:
-    """The identity of a run's content: sha256 over its files' sha256 digests, sorted."""
-    return hashlib.sha256("\n".join(sorted(file_shas)).encode()).hexdigest()
 
 
 def _retryable(runs):
@@ -185,6 +196,7 @@ def register_path(
     meta: dict | None = None,
     steps: int | None = None,
     nccl_env: Mapping[str, str] | None = None,
+    roles: Mapping[str, str] | None = None,
 ) -> tuple[Run, bool]:
     """Create a run from a log file on the server, left where it is (RELIABILITY 2.1).
 
@@ -193,6 +205,7 @@ def register_path(
     """
     proj = _admin_project(user, project)
     real = storage.resolve_registered(path)
+    file_roles(roles, [real.name])
     sha, size = storage.registered_digest(str(real))
     with transaction.atomic():
         Project.objects.select_for_update().get(id=proj.id)
@@ -205,7 +218,7 @@ def register_path(
         )
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
-                               sha256=sha, size=size)
+                               sha256=sha, size=size, role=(roles or {}).get(real.name, ""))
         declare_values(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
     return run, True
@@ -450,10 +463,10 @@ def _spool_file() -> BinaryIO:
 def _spool_rows(spool: BinaryIO, phases: list, metrics: list, collectives: list) -> None:
     """One JSON line per batch of parsed rows (our own output, read back by _unspool)."""
     batch = {
-        "p": [[p.name, p.ms, p.pct, p.window, p.line, p.source] for p in phases],
-        "m": [[m.name, m.value, m.window, m.line, m.source, m.rank] for m in metrics],
+        "p": [[p.name, p.ms, p.pct, p.window, p.line, p.source, p.process] for p in phases],
+        "m": [[m.name, m.value, m.window, m.line, m.source, m.rank, m.process] for m in metrics],
         "c": [[c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-               c.wrong, c.in_place, c.line] for c in collectives],
+               c.wrong, c.in_place, c.line, c.process] for c in collectives],
     }
     spool.write(json.dumps(batch).encode() + b"\n")
 
@@ -505,19 +518,20 @@ def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list) ->
     run_id = lf.run_id
     PhaseSample.objects.bulk_create(
         (PhaseSample(run_id=run_id, logfile=lf, line=p.line, name=p.name[:100], window=p.window,
-                     ms=p.ms, pct=p.pct, source=p.source) for p in phases),
+                     ms=p.ms, pct=p.pct, source=p.source, process=p.process[:64]) for p in phases),
         batch_size=BATCH,
     )
     MetricSample.objects.bulk_create(
         (MetricSample(run_id=run_id, logfile=lf, line=m.line, name=m.name[:64], window=m.window,
-                      value=m.value, rank=m.rank[:32], source=m.source) for m in metrics),
+                      value=m.value, rank=m.rank[:32], source=m.source, process=m.process[:64])
+         for m in metrics),
         batch_size=BATCH,
     )
     CollectiveResult.objects.bulk_create(
         (CollectiveResult(run_id=run_id, logfile=lf, line=c.line, op=c.op, size_bytes=c.size_bytes,
                           count=c.count, dtype=c.dtype[:16], redop=c.redop[:16], root=c.root,
                           time_us=c.time_us, algbw_gbs=c.algbw_gbs, busbw_gbs=c.busbw_gbs,
-                          wrong=c.wrong, in_place=c.in_place) for c in collectives),
+                          wrong=c.wrong, in_place=c.in_place, process=c.process[:64]) for c in collectives),
         batch_size=BATCH,
     )
 
@@ -525,18 +539,18 @@ def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list) ->
 def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     NcclSetting.objects.bulk_create(
         (NcclSetting(run_id=lf.run_id, logfile=lf, line=n.line, key=n.key[:64], value=n.value[:512],
-                     kind=n.kind, rank=n.rank[:32], source=n.source[:200]) for n in result.nccl),
+                     kind=n.kind, rank=n.rank[:32], source=n.source[:200], process=n.process[:64])
+         for n in result.nccl),
         batch_size=BATCH,
     )
     LogFile.objects.filter(id=lf.id).update(
         status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
         formats=result.formats,
+        processes={"processes": result.processes, "launch_lines": result.launch_lines[:1000]},
         settings={k: {"value": s.value, "line": s.line, "source": s.source} for k, s in result.settings.items()},
         warnings=[{"line": w.line, "message": w.message} for w in result.warnings][:200],
     )
     refresh_run(lf.run_id)
-
-
 
 
 

@@ -149,8 +149,12 @@ def gunzip_chunks(f: BinaryIO, compressed_size: int) -> Iterable[bytes]:
                 chunk = d.unused_data + chunk
                 if chunk and chunk.strip(b"\0"):
                     d = zlib.decompressobj(wbits=31)
+    if not d.eof and not out:
+        raise _bad_gzip("not a valid gzip file")
     if not d.eof:
-        raise _bad_gzip("the gzip stream ends early (truncated?)" if out else "not a valid gzip file")
+        # Keeping the part that inflated would hide the loss: the log would look complete.
+        raise StorageError("truncated_gzip", "the .gz file is cut short (no end-of-stream marker): "
+                                             "upload it again, or the uncompressed log")
 
 
 def _bad_gzip(why: str) -> StorageError:

@@ -34,6 +34,7 @@ from runs.schemas import (
     ErrorOut,
     RefreshOut,
     RegisterIn,
+    RolesIn,
     RunCreatedOut,
     RunDetailOut,
     RunFilters,
@@ -41,6 +42,7 @@ from runs.schemas import (
     RunOut,
     RunPagination,
     RunStatusOut,
+    SplitOut,
     TagsIn,
     TagsOut,
     errors,
@@ -86,6 +88,22 @@ def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
     ingest_services.reparse_run(run)
     run.refresh_from_db()
     return Status(202, run)
+
+
+@router.post("/runs/{int:run_id}/split", response={200: SplitOut, errors(403, 404, 409, 422): ErrorOut})
+def split_run(request: HttpRequest, run_id: int = RunId) -> dict:
+    """One run per serving launch: the run keeps its first launch; each other launch's log files
+    and rows move to a new run. 409 when the run has one launch or launches share a log file."""
+    run = queries.visible_run(request.auth, run_id)
+    return {"id": run.id, "runs": services.split_run(request.auth, run)}
+
+
+@router.post("/runs/{int:run_id}/roles", response={200: RunDetailOut, errors(400, 403, 404, 415, 422): ErrorOut})
+def set_roles(request: HttpRequest, payload: RolesIn, run_id: int = RunId) -> Run:
+    """Correct who wrote a log file (its processes' role); the run's verdicts are computed again."""
+    run = queries.visible_run(request.auth, run_id)
+    services.set_file_roles(request.auth, run, payload.roles)
+    return queries.visible_run(request.auth, run_id)
 
 
 @router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 404, 415, 422): ErrorOut})
@@ -199,6 +217,7 @@ def upload(
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta={"ci": ci} if (ci := info.ci.stored()) else {},
             steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
+            roles=info.roles,
         )
     except storage.StorageError as e:
         raise _refused(e) from None
@@ -221,7 +240,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
         run, created = ingest_services.register_path(
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
             notes=payload.notes, meta={"ci": ci} if (ci := payload.ci.stored()) else {},
-            steps=payload.steps, nccl_env=payload.nccl_env,
+            steps=payload.steps, nccl_env=payload.nccl_env, roles=payload.roles,
         )
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None

@@ -117,6 +117,10 @@ class LogFile(models.Model):
     warnings = models.JSONField(default=list, blank=True)
     formats = models.JSONField(default=list, blank=True)
     settings = models.JSONField(default=dict, blank=True)  # {key: {value, line, source}}
+    # Who wrote the lines: {"processes": {tag: {pid, host, rank, role, ...}}, "launch_lines": [...]}.
+    processes = models.JSONField(default=dict, blank=True)
+    # A person's correction of the role of this file's processes (runs/processes.py ROLES); "" = detected.
+    role = models.CharField(max_length=20, blank=True)
     lines = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -137,6 +141,7 @@ class _Parsed(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE)
     logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, null=True, blank=True)
     line = models.PositiveIntegerField(null=True, blank=True)
+    process = models.CharField(max_length=64, blank=True)  # the writer's tag in its log file
 
     class Meta:
         abstract = True
@@ -174,6 +179,9 @@ class NcclSetting(_Parsed):
     kind = models.CharField(max_length=10, choices=Kind.choices)
     rank = models.CharField(max_length=32, blank=True)
     source = models.CharField(max_length=200)  # "launch prefix", "nccl echo", "annotation by alice at ..."
+    # Role of the process the value came from, written when the run's summary is computed: the
+    # run list's KEY=VALUE filter matches serving workers only.
+    role = models.CharField(max_length=20, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["run", "key"], name="nccl_run_key")]

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Layout
+
 # NCCL's documented environment parameters (NVIDIA NCCL docs, "Environment Variables").
 # Variables outside this list (NCCL_VERSION, set by NGC containers) are not tuning knobs.
 # The shape of an NCCL variable name (a pasted or uploaded declaration must have it).
@@ -199,6 +201,16 @@ def drift_clause(drift: list[dict], limit: int = 6) -> str:
 def nccl_sentence(nccl: dict) -> str:
     """The NCCL verdict in one sentence a person can act on."""
     status = nccl.get("status")
+    if nccl.get("launches_count", 0) > 1:
+        per: dict[int, int] = {}
+        for d in nccl.get("drift", []):
+            per[d["launch"]] = per.get(d["launch"], 0) + 1
+        verdicts = [
+            f"launch {n}: " + (f"{per[n]} variable{'s' if per[n] != 1 else ''} drifted" if n in per else "no drift")
+            for n in range(1, nccl["launches_count"] + 1)
+        ]
+        return (f"{nccl['launches_count']} serving launches, each judged on its own ({'; '.join(verdicts)}); "
+                "see Launches.")
     if status == "drift":
         clause = drift_clause(nccl.get("drift", []))
         return clause[:1].upper() + clause[1:] + "."
@@ -209,3 +221,55 @@ def nccl_sentence(nccl: dict) -> str:
                     f"variable{'s' if count != 1 else ''} set by environment.")
         return "Every NCCL variable the launcher declared reached every worker."
     return "No log shows what the workers actually used (no NCCL echo lines or worker environment dumps)."
+
+
+PERSON = "person"  # the process tag of values a person gave (upload metadata, annotations)
+
+
+def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: object = None) -> dict:
+    """Drift per serving launch: what its launcher declared against what each of its workers had.
+
+    `lay` is a runs.processes.Layout. A person's declarations count for every launch.
+    nccl-tests processes get their own verdict per log file (`nccl_tests`: {logfile: verdict})
+    and count for no launch. `run` is the run's verdict: its one launch's, several launches summed up (status
+    `drift` when any drifts, else `several`), or None when there is no launch, in which case
+    the caller judges `other_values` (everything but nccl-tests) as one set, as before.
+    """
+    values = list(values)
+    per_launch: list[list] = [[] for _ in lay.launches]
+    tests: dict[object, list] = {}
+    other: list = []
+    person: list = []
+    for v in values:
+        process = getattr(v, "process", "") or ""
+        logfile = getattr(v, "logfile", None)
+        if process == PERSON:
+            person.append(v)
+            continue
+        role = lay.role(logfile, process)
+        if role == NCCL_TESTS:
+            tests.setdefault(logfile, []).append(v)
+            continue
+        other.append(v)
+        i = lay.launch_index(logfile, process, v.line)
+        if i is None:
+            continue
+        if (v.kind == "declared" and role == LAUNCHER) or (v.kind == "effective" and role == WORKER):
+            per_launch[i].append(v)
+    verdicts = [analyze(vs + person, version=version) for vs in per_launch]
+    panels = {logfile: analyze(vs, version=version) for logfile, vs in tests.items()}
+    run = None
+    if len(verdicts) == 1:
+        run = verdicts[0]
+    elif verdicts:
+        statuses = {v["status"] for v in verdicts}
+        run = {
+            "version": version,
+            "status": "drift" if "drift" in statuses else "unknown" if statuses == {"unknown"} else "several",
+            "launches_count": len(verdicts),
+            "declared": {}, "effective": {}, "effective_by_rank": {},
+            "drift": [{**d, "launch": n} for n, v in enumerate(verdicts, 1) for d in v["drift"]],
+            "debug_knobs": sorted({k for v in verdicts for k in v["debug_knobs"]}),
+            "sources": {"declared": {}, "effective": {}},
+        }
+    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person}

@@ -52,20 +52,21 @@ class RunFilters(FilterSchema):
         default=None, max_length=200, description="name contains (case-insensitive)")
     project: Annotated[Text | None, FilterLookup("project__name")] = Field(
         default=None, max_length=100, description="project name")
-    nccl_status: Annotated[Literal["ok", "drift", "unknown"] | None, FilterLookup("nccl_status")] = Field(
-        default=None, description="the NCCL verdict")
+    nccl_status: Annotated[Literal["ok", "drift", "unknown", "several"] | None, FilterLookup("nccl_status")] = Field(
+        default=None, description="the NCCL verdict (several: 2+ serving launches, none drifting)")
     nccl: Text | None = Field(
         default=None, max_length=600, pattern=r"^[^=]+=.*$",
-        description="KEY=VALUE: runs whose workers really had this NCCL setting (effective, not declared)",
+        description="KEY=VALUE: runs whose serving workers really had this NCCL setting (effective, not declared)",
     )
 
     def filter_nccl(self, value: str | None) -> Q:
         if not value:
             return Q()
         key, _, wanted = value.partition("=")
-        # What the workers really had, not what the launcher said.
+        # What the serving workers really had: not what the launcher said, nor an nccl-tests process.
         return Q(id__in=NcclSetting.objects.filter(
             kind=NcclSetting.Kind.EFFECTIVE, key=key.strip().upper(), value__iexact=wanted.strip(),
+            role="serving worker",
         ).values("run_id"))
 
 
@@ -112,11 +113,17 @@ class RunOut(Schema):
     verify_pct: float | None
     windows: int | None
     nccl_status: str
+    launches_count: int = Field(0, description=(
+        "serving launches in the run; 2 or more means its figures blend them (see parsed.launches)"))
     url: str = Field(description="the run's page")
 
     @staticmethod
     def resolve_project(run: Run) -> str:
         return run.project.name
+
+    @staticmethod
+    def resolve_launches_count(run: Run) -> int:
+        return (run.parsed or {}).get("launches_count") or 0
 
     @staticmethod
     def resolve_created_by(run: Run) -> str | None:
@@ -234,6 +241,21 @@ class CompareQuery(Schema):
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
 
 
+UploadRole = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown"]
+RoleName = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown", ""]
+
+
+class RolesIn(Schema):
+    roles: dict[Annotated[str, Field(max_length=255)], RoleName] = Field(max_length=200, description=(
+        "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
+        "nccl-tests, unknown, or \"\" to go back to the detected roles"))
+
+
+class SplitOut(Schema):
+    id: int = Field(description="the run split (it keeps its first launch)")
+    runs: list[RunOut] = Field(description="the new runs, one per other launch")
+
+
 # Getting a run in: upload metadata, register by path, refresh.
 
 NcclName = Annotated[str, Field(pattern=NCCL_KEY.pattern, max_length=64)]
@@ -286,6 +308,10 @@ class RunMetaIn(Schema):
     )
     notes: Text = Field("", max_length=100_000)
     ci: CiIn = Field(default_factory=CiIn)
+    roles: dict[Annotated[Text, Field(max_length=255)], UploadRole] = Field(
+        {}, max_length=200,
+        description="who wrote each file, when detection is wrong: {\"server.log\": \"serving worker\"}",
+    )
 
 
 class RegisterIn(RunMetaIn):

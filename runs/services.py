@@ -7,6 +7,7 @@ Getting logs in (register, store, parse, reconcile) lives in ingest/services.py,
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 
 from django.contrib.auth.models import AbstractBaseUser, User
@@ -16,9 +17,26 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs.models import Annotation, CollectiveResult, MetricSample, NcclSetting, PhaseSample, Run, Status, Tag
-from runs.nccl import NCCL_KEY, is_parameter
+from runs.models import (
+    Annotation,
+    CollectiveResult,
+    LogFile,
+    Membership,
+    MetricSample,
+    NcclSetting,
+    PhaseSample,
+    Run,
+    Status,
+    Tag,
+)
+from runs.nccl import NCCL_KEY, PERSON, is_parameter
+from runs.processes import ROLES
 from runs.summary import person_vs_logs, summarize
+
+
+def content_sha256(file_shas: Iterable[str]) -> str:
+    """The identity of a run's content: sha256 over its files' sha256 digests, sorted."""
+    return hashlib.sha256("\n".join(sorted(file_shas)).encode()).hexdigest()
 
 
 class ServiceError(Exception):
@@ -135,6 +153,10 @@ def run_result(run: Run) -> rec.ParseResult:
     for lf in files:
         for f in lf.formats:
             result.add_format(f)
+        result.files[lf.id] = {
+            "name": lf.original_name, "role": lf.role, **(lf.processes or {}),
+            "settings": {k: s["value"] for k, s in lf.settings.items()},
+        }
         for key, s in lf.settings.items():
             seen = result.settings.get(key)
             if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
@@ -145,10 +167,12 @@ def run_result(run: Run) -> rec.ParseResult:
         last = offset
         for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
             # Parsed rows always have a line (only annotation NCCL rows lack one); 0 is "no line".
-            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line or 0, p.source))
+            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line or 0, p.source,
+                                           p.process, lf.id))
             last = max(last, p.window + offset)
         for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line or 0, m.source, m.rank))
+            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line or 0, m.source, m.rank,
+                                             m.process, lf.id))
             last = max(last, m.window + offset)
         offset = last
         for w in lf.warnings:
@@ -157,11 +181,13 @@ def run_result(run: Run) -> rec.ParseResult:
     # Rows without a log file (annotations, upload metadata) last on every database: the last
     # declaration wins in the analysis, and a person's word wins over the logs.
     for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id))
+        # A person's values (no log file) count for every launch of the run (runs.nccl).
+        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id,
+                                         n.process if n.logfile_id else PERSON))
     for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
         result.collectives.append(rec.Collective(
             c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-            c.wrong, c.in_place, c.line or 0,
+            c.wrong, c.in_place, c.line or 0, c.process, c.logfile_id,
         ))
     return result
 
@@ -201,6 +227,16 @@ def refresh_run(run_id: int) -> None:
     run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
     run.person_conflict = bool(person_vs_logs(parsed, run.steps, run.steps_by_person))
     run.save()
+    mark_nccl_roles(run, parsed.get("processes") or [])
+
+
+def mark_nccl_roles(run: Run, processes: list[dict]) -> None:
+    """Write each NCCL row's process role (the run list's KEY=VALUE filter reads it)."""
+    rows = NcclSetting.objects.filter(run=run, logfile__isnull=False)
+    rows.exclude(role="").update(role="")
+    for p in processes:
+        if p.get("logfile") and p["role"] != "unknown":
+            rows.filter(logfile_id=p["logfile"], process__in=[p["tag"], *p["aliases"]]).update(role=p["role"])
 
 
 def _phase(parsed: dict, word: str) -> dict | None:
@@ -213,3 +249,79 @@ def _steps_source(run: Run) -> str:
         if s:
             return f"{lf.original_name} line {s['line']} ({s['source']})"
     return ""
+
+
+def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -> None:
+    """Correct the role of some of a run's log files ({log file id or name: role, "" = detected})
+    and recompute the run's verdicts. Members of the run's project may."""
+    if not (user.is_superuser or Membership.objects.filter(project_id=run.project_id, user=user).exists()):
+        raise ServiceError(403, "not_allowed", "only members of the run's project may change roles")
+    files = list(run.logfiles.all())
+    changes = {}
+    for key, role in roles.items():
+        lf = next((f for f in files if str(f.id) == str(key) or f.original_name == key), None)
+        if lf is None:
+            raise ServiceError(400, "unknown_file", f"{key!r} is not a log file of this run")
+        if role and role not in ROLES:
+            raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
+        changes[lf.id] = role
+    with transaction.atomic():
+        for lf_id, role in changes.items():
+            LogFile.objects.filter(id=lf_id).update(role=role)
+        refresh_run(run.id)
+
+
+def split_run(user: AbstractBaseUser, run: Run) -> list[Run]:
+    """One run per serving launch: the run keeps its first launch, each other launch's log files
+    (with their rows) move to a new run of the same project. Files of no launch (nccl-tests,
+    a benchmark client's log) stay. Returns the new runs. A project admin or the creator may.
+
+    Refused when launches share a log file (a server restarted inside one log): a file is not
+    cut in two.
+    """
+    admins = Membership.objects.filter(project_id=run.project_id, role=Membership.Role.ADMIN)
+    if not (user.is_superuser or run.created_by_id == user.pk or admins.filter(user=user).exists()):
+        raise ServiceError(403, "not_allowed", "only a project admin or the run's creator may split it")
+    if run.is_busy:
+        raise ServiceError(409, "run_busy", "the run is still being parsed; split it when it is ready")
+    launches = (run.parsed or {}).get("launches") or []
+    if len(launches) < 2:
+        raise ServiceError(409, "one_launch", "this run holds a single serving launch: nothing to split")
+    owner: dict[int, int] = {}
+    for launch in launches:
+        for lf in launch["logfiles"]:
+            if owner.setdefault(lf, launch["id"]) != launch["id"]:
+                raise ServiceError(409, "launches_share_a_file", (
+                    f"launches {owner[lf]} and {launch['id']} are in the same log file; "
+                    "split the file itself and upload the parts"))
+    new_runs = []
+    with transaction.atomic():
+        Run.objects.select_for_update().get(id=run.id)
+        person = list(NcclSetting.objects.filter(run=run, logfile__isnull=True))
+        tags = [t.name for t in run.tags.all()]
+        for launch in launches[1:]:
+            files = list(run.logfiles.filter(id__in=launch["logfiles"]))
+            new = Run.objects.create(
+                project=run.project, name=f"{run.name} · launch {launch['id']}"[:200], created_by=user,
+                notes=run.notes, status=run.status,
+                meta={**{k: v for k, v in run.meta.items() if k not in ("idempotency_key", "content_sha256")},
+                      "split_from": run.id, "content_sha256": content_sha256(f.sha256 for f in files)},
+            )
+            if run.steps_source.startswith("set by"):
+                Run.objects.filter(id=new.id).update(steps=run.steps, steps_source=run.steps_source)
+            set_tags(new, tags)
+            ids = [f.id for f in files]
+            LogFile.objects.filter(id__in=ids).update(run=new)
+            for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult):
+                model.objects.filter(logfile_id__in=ids).update(run=new)
+            NcclSetting.objects.bulk_create(
+                NcclSetting(run=new, logfile=None, line=None, key=n.key, value=n.value, kind=n.kind,
+                            source=n.source, process=n.process) for n in person)
+            new_runs.append(new)
+        kept = run.logfiles.values_list("sha256", flat=True)
+        run.meta = {**run.meta, "content_sha256": content_sha256(kept),
+                    "split_into": [r.id for r in new_runs]}
+        run.save(update_fields=["meta"])
+        for r in [run, *new_runs]:
+            refresh_run(r.id)
+    return [Run.objects.get(id=r.id) for r in new_runs]

@@ -7,10 +7,12 @@ the first tiny `gen throughput` after idle) and would drag a mean.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from statistics import median, quantiles
 from typing import TYPE_CHECKING
 
-from runs.nccl import analyze, person_conflicts
+from runs.nccl import analyze, launch_verdicts, person_conflicts
+from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Metric, ParseResult
@@ -137,9 +139,8 @@ def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
     return rows
 
 
-def summarize(result: ParseResult) -> dict:
-    """The contract's parse JSON for one file (or one run's files parsed into one result)."""
-    s = result.settings
+def figures(result: ParseResult) -> tuple[dict, list[dict]]:
+    """The summary figures (medians over windows, with their spread) and the phase table."""
     metrics = result.metrics
     throughput = throughput_series(metrics)
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
@@ -156,6 +157,61 @@ def summarize(result: ParseResult) -> dict:
         cycle = list(per_window.values())
     cycle_ms = robust_median(cycle)
     windows = max(len(throughput), len(tokens), len(cycle)) or None
+    summary = {
+        "throughput_tok_s": robust_median(throughput),
+        "tokens_per_cycle": robust_median(tokens),
+        "cycle_ms": cycle_ms,
+        "windows": windows,
+        # The noise of each figure across windows (half the IQR), for the comparison's rule.
+        "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
+                   "cycle_ms": spread(cycle)},
+        # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
+        "tokens_per_cycle_from": tokens_from,
+    }
+    return summary, phase_table(result, cycle_ms)
+
+
+def summarize(result: ParseResult) -> dict:
+    """The contract's parse JSON for one file (or one run's files parsed into one result).
+
+    Processes and launches (runs/processes.py) decide what counts: the run's `nccl` and
+    `summary` are its one serving launch's; with several, each launch has its own and the
+    run-level ones carry `launches_count` and a warning instead of passing for one verdict.
+    """
+    s = result.settings
+    version = _value(s, "nccl.version")
+    lay, records = launch_records(result)
+    launches_count = len(lay.launches)
+    warnings = [{"line": w.line, "message": w.message} for w in result.warnings]
+    verdicts = launch_verdicts(result.nccl, lay, version)
+    launches = []
+    for i, launch in enumerate(lay.launches):
+        summary, phases = figures(replace(result, metrics=records[i][0], phases=records[i][1]))
+        launches.append({
+            "id": launch.number,
+            "processes": list(launch.processes),
+            "logfiles": sorted(lf for lf in launch.starts if lf is not None),
+            "starts": [{"logfile": lf, "line": line} for lf, line in launch.starts.items()],
+            "launcher": [p for p in launch.processes if lay.roles[p] == LAUNCHER],
+            "workers": [p for p in launch.processes if lay.roles[p] == WORKER],
+            "nccl": verdicts["launches"][i],
+            "summary": summary,
+            "phases": phases,
+            "spec": launch_spec(result, launch),
+        })
+    if launches_count == 1:
+        summary, phases = launches[0]["summary"], launches[0]["phases"]
+    else:
+        summary, phases = figures(result)
+        if launches_count > 1:
+            summary = {**summary, "blended": True}
+            warnings.insert(0, {"line": None, "message": several_launches_warning(launches)})
+    nccl = verdicts["run"]
+    if nccl is None:
+        other = verdicts["other_values"]
+        tests = verdicts["nccl_tests"]
+        # A run of nccl-tests alone: its verdict is the tests' own (there is no serving worker).
+        nccl = next(iter(tests.values())) if len(tests) == 1 and not other else analyze(other, version=version)
     return {
         "formats": list(result.formats),
         "engine": _value(s, "engine"),
@@ -165,20 +221,13 @@ def summarize(result: ParseResult) -> dict:
             "topk": _value(s, "spec.topk"),
             "draft_tokens": _value(s, "spec.draft_tokens"),
         },
-        "summary": {
-            "throughput_tok_s": robust_median(throughput),
-            "tokens_per_cycle": robust_median(tokens),
-            "cycle_ms": cycle_ms,
-            "windows": windows,
-            # The noise of each figure across windows (half the IQR), for the comparison's rule.
-            "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
-                       "cycle_ms": spread(cycle)},
-            # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
-            "tokens_per_cycle_from": tokens_from,
-        },
-        "phases": phase_table(result, cycle_ms),
-        "nccl": {**analyze(result.nccl, version=_value(s, "nccl.version")),
-                 "conflicts": person_conflicts(result.nccl)},
+        "summary": summary,
+        "phases": phases,
+        "nccl": {**nccl, "conflicts": person_conflicts(result.nccl)},
+        "processes": lay.processes,
+        "launches": launches,
+        "launches_count": launches_count,
+        "nccl_tests": nccl_tests_panels(result, lay, verdicts["nccl_tests"]),
         "collectives": [
             {
                 "op": c.op, "size_bytes": c.size_bytes, "time_us": c.time_us,
@@ -188,8 +237,86 @@ def summarize(result: ParseResult) -> dict:
         ],
         "serving": {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")},
         "errors": [{"line": e.line, "message": e.message} for e in result.errors],
-        "warnings": [{"line": w.line, "message": w.message} for w in result.warnings],
+        "warnings": warnings,
     }
+
+
+def nccl_tests_panels(result: ParseResult, lay: Layout, verdicts: dict) -> list[dict]:
+    """One panel per log file holding nccl-tests processes: their NCCL settings and bandwidth."""
+    files = {p["logfile"] for p in lay.processes if p["role"] == NCCL_TESTS}
+    panels = []
+    for logfile in sorted(files, key=lambda f: (f is None, f or 0)):
+        busbw = [c.busbw_gbs for c in result.collectives
+                 if c.logfile == logfile and c.busbw_gbs is not None
+                 and lay.role(logfile, c.process) == NCCL_TESTS]
+        avg = [m.value for m in result.metrics if m.logfile == logfile and m.name == "avg_busbw_gbs"]
+        panels.append({
+            "logfile": logfile,
+            "file": (process_files(result).get(logfile) or {}).get("name"),
+            "processes": [p["id"] for p in lay.processes if p["logfile"] == logfile and p["role"] == NCCL_TESTS],
+            "nccl": verdicts.get(logfile) or analyze([]),
+            "avg_busbw_gbs": avg[-1] if avg else None,
+            "peak_busbw_gbs": max(busbw) if busbw else None,
+            "rows": len(busbw),
+        })
+    return panels
+
+
+def process_files(result: ParseResult) -> dict:
+    """The per-file process tables of a run, or the one file of a lone parse (logfile None)."""
+    if result.files:
+        return result.files
+    return {None: {"name": None, "role": "", "processes": result.processes,
+                   "launch_lines": result.launch_lines, "settings": {}}}
+
+
+def launch_records(result: ParseResult) -> tuple[Layout, list[tuple[list, list]]]:
+    """The run's layout and, per launch, its (metrics, phases)."""
+    lay = layout(process_files(result))
+
+    def assign() -> list[tuple[list, list]]:
+        out: list[tuple[list, list]] = [([], []) for _ in lay.launches]
+        for m in result.metrics:
+            i = lay.launch_index(m.logfile, m.process, m.line)
+            if i is not None:
+                out[i][0].append(m)
+        for p in result.phases:
+            i = lay.launch_index(p.logfile, p.process, p.line)
+            if i is not None:
+                out[i][1].append(p)
+        return out
+
+    records = assign()
+    before = len(lay.launches)
+    # Serving figures of its own (not an nccl-tests bandwidth) keep a worker-only launch apart.
+    merge_orphans(lay, {i for i, (ms, ps) in enumerate(records) if ps or any(m.source in SOURCE_ORDER for m in ms)})
+    if len(lay.launches) != before:
+        records = assign()
+    return lay, records
+
+
+def launch_spec(result: ParseResult, launch: Launch) -> dict:
+    """The speculative settings of a launch, from the first of its files that states them."""
+    files = process_files(result)
+    spec: dict = {}
+    for lf in launch.starts:
+        settings = (files.get(lf) or {}).get("settings") or {}
+        for key in ("spec.algorithm", "spec.steps"):
+            if key in settings:
+                spec.setdefault(key.split(".")[1], settings[key])
+    if not result.files:  # a lone parse: the file's own settings
+        spec = {"algorithm": _value(result.settings, "spec.algorithm"), "steps": _value(result.settings, "spec.steps")}
+    return {"algorithm": spec.get("algorithm"), "steps": spec.get("steps")}
+
+
+def several_launches_warning(launches: list[dict]) -> str:
+    parts = []
+    for launch in launches:
+        tput = launch["summary"].get("throughput_tok_s")
+        parts.append(f"launch {launch['id']}: NCCL {launch['nccl']['status']}"
+                     + (f", {tput:g} tok/s" if tput is not None else ""))
+    return (f"this run holds {len(launches)} serving launches ({'; '.join(parts)}); its figures blend "
+            "them: look at each launch, or split the run into one run per launch")
 
 
 def _value(settings: dict, key: str) -> object:

@@ -41,7 +41,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/run_list.html", {
         "page": page, "filters": {**{k: request.GET.get(k, "") for k in FILTER_KEYS}, "sort": sort},
         "busy_ids": [r.id for r in page if r.is_busy], "statuses": Status.values,
-        "query": query.urlencode(), "nccl_statuses": ["ok", "drift", "unknown"],
+        "query": query.urlencode(), "nccl_statuses": ["ok", "drift", "unknown", "several"],
         "engines": queries.engines(request.user), "sort_columns": SORT_COLUMNS,
     })
 
@@ -178,3 +178,30 @@ def annotate(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         except services.ServiceError as e:
             messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]) + "#annotations")
+
+
+@login_required
+@require_POST
+def split_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's "split into runs" button: one run per serving launch."""
+    run = queries.visible_run(request.user, pk)
+    try:
+        new = services.split_run(request.user, run)
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    else:
+        messages.info(request, f"Split: this run keeps launch 1; new runs {', '.join(f'#{r.id}' for r in new)}.")
+    return redirect(reverse("run_detail", args=[run.id]))
+
+
+@login_required
+@require_POST
+def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's role correction: one select per log file (`role-<id>`)."""
+    run = queries.visible_run(request.user, pk)
+    roles = {key[len("role-"):]: value for key, value in request.POST.items() if key.startswith("role-")}
+    try:
+        services.set_file_roles(request.user, run, roles)
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[run.id]) + "#processes")

@@ -22,7 +22,7 @@ MAX_EXAMPLES = int(os.environ.get("RUNLENS_SCHEMA_EXAMPLES", "25"))
 
 # Valid by the schema yet refused by the domain: a file that starts like gzip but is not one (400)
 # or inflates past the cap (413), a path outside the log roots, a run that was not registered (400),
-# an `nccl`/`steps` annotation whose body does not parse (422). Those codes are what
+# an `nccl`/`steps` annotation whose body does not parse (422), a role for a file the run lacks (400). Those codes are what
 # positive_data_acceptance should accept for these operations; everything else stays strict.
 DEFAULT_ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
 DOMAIN_REFUSALS = {
@@ -30,6 +30,7 @@ DOMAIN_REFUSALS = {
     "POST /api/v1/runs/register": ["400"],
     "POST /api/v1/runs/{run_id}/refresh": ["400"],
     "POST /api/v1/runs/{run_id}/annotations": ["422"],
+    "POST /api/v1/runs/{run_id}/roles": ["400"],  # names a file the run does not have
 }
 config = schemathesis.Config.from_dict({"operations": [
     {"include-name": name, "checks": {"positive_data_acceptance": {"expected-statuses": DEFAULT_ACCEPTED + codes}}}

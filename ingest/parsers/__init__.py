@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, sglang, vllm
+from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
 from .text import number_lines, read_lines
@@ -46,14 +46,21 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
     result = result or ParseResult()
     parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
     feeds = [p.feed for p in parsers]
+    # Every record learns the process that wrote its line (processes.py): tagged before the
+    # format parsers see the line, stamped after them.
+    tagger = processes.Tagger(result)
+    tag, stamp = tagger.feed, tagger.stamp
     for lineno, line in numbered:
         result.lines = lineno
+        tag(lineno, line)
         for feed in feeds:
             feed(lineno, line)
+        stamp()
         if sink is not None and not lineno & 1023 and result.pending >= SPILL_AT:
             sink(result)
     for p in parsers:
         p.finish()
+    tagger.finish()
     return result
 
 

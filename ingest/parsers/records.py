@@ -29,6 +29,8 @@ class Phase:
     window: int
     line: int
     source: str
+    process: str = ""  # the writer's tag in its log file (processes.py): "pid 1573", "TP0", "main"
+    logfile: int | None = None  # set when rebuilt from stored rows
 
 
 @dataclass(slots=True)
@@ -41,6 +43,8 @@ class Metric:
     line: int
     source: str
     rank: str = ""
+    process: str = ""
+    logfile: int | None = None
 
 
 @dataclass(slots=True)
@@ -54,6 +58,7 @@ class NcclValue:
     source: str  # e.g. "launch prefix", "export", "launcher env dump", "worker env dump", "nccl echo"
     rank: str = ""
     logfile: int | None = None  # set when rebuilt from stored rows (provenance across files)
+    process: str = ""
 
 
 @dataclass(slots=True)
@@ -72,6 +77,8 @@ class Collective:
     wrong: int | None
     in_place: bool
     line: int
+    process: str = ""
+    logfile: int | None = None
 
 
 @dataclass(slots=True)
@@ -98,6 +105,11 @@ class ParseResult:
     nccl: list[NcclValue] = field(default_factory=list)
     collectives: list[Collective] = field(default_factory=list)
     settings: dict[str, Setting] = field(default_factory=dict)
+    # Who wrote the lines (processes.py): {tag: {pid, host, rank, label, first_line, role, ...}}.
+    processes: dict[str, dict] = field(default_factory=dict)
+    # Built from stored rows (a run of several files): {logfile id: {name, role, processes}}.
+    files: dict[int, dict] = field(default_factory=dict)
+    launch_lines: list[int] = field(default_factory=list)  # lines that start a serving engine
     errors: list[Issue] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
     lines: int = 0

@@ -24,7 +24,15 @@ def drift_keys(nccl: dict) -> set[str]:
 
 @register.filter
 def src_of(logfile, line: int) -> dict:
-    return {"logfile_id": logfile.id, "line": line}
+    """A provenance link's target from a log file (or its id) and a line."""
+    return {"logfile_id": getattr(logfile, "id", logfile), "line": line}
+
+
+@register.simple_tag
+def process_roles() -> tuple[str, ...]:
+    from runs.processes import ROLES
+
+    return ROLES
 
 
 @register.filter

@@ -1,0 +1,204 @@
+"""runs/processes.py through whole runs: processes, roles, launches, per-launch verdicts.
+
+The two cases at the top of issue 9, built from the project's own samples.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from ingest import services
+from runs.models import NcclSetting
+from tests.samples import log_path
+
+pytestmark = pytest.mark.django_db
+
+TUNING = ["NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_MAX_NCHANNELS", "NCCL_NTHREADS", "NCCL_P2P_LEVEL", "NCCL_PROTO"]
+
+
+def tuned_nccl_tests_log() -> bytes:
+    """samples/nccl-tests_all_reduce_default.log as if all_reduce_perf had been started with the
+    PCIe tuning: the six echo lines of samples/spec_eagle3_tuned_2step.log, moved to its pid."""
+    tuned = log_path("spec_eagle3_tuned_2step.log").read_text().splitlines()
+    echoes = [line.replace("vm:1560:1560", "vm:1377:1377") for line in tuned
+              if line.startswith("vm:1560:1560") and "set by environment" in line]
+    assert len(echoes) == 7  # the six tuning knobs and NCCL_NVLS_ENABLE
+    lines = log_path("nccl-tests_all_reduce_default.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "NCCL_NVLS_ENABLE set by environment" in line)
+    return ("\n".join(lines[:at] + echoes + lines[at + 1:]) + "\n").encode()
+
+
+def upload(user, files: dict[str, bytes], **kw):
+    run, _ = services.register_upload(
+        user, [services.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in files.items()],
+        project="team", **kw)
+    for lf in run.logfiles.all():
+        services.parse_logfile(lf.id)
+    run.refresh_from_db()
+    return run
+
+
+def dropped_plus_tuned_tests(user, **kw):
+    return upload(user, {
+        "sweep_dropped_2step.log": log_path("sweep/sweep_dropped_2step.log").read_bytes(),
+        "all_reduce_tuned.log": tuned_nccl_tests_log(),
+    }, **kw)
+
+
+def test_nccl_tests_echoes_never_count_for_the_serving_workers(alice):
+    run = dropped_plus_tuned_tests(alice)
+    nccl = run.parsed["nccl"]
+    assert run.nccl_status == "drift"
+    assert sorted(d["key"] for d in nccl["drift"]) == TUNING
+    assert all(d["effective"] is None and d["ranks"] == ["0", "1"] for d in nccl["drift"])
+    # The nccl-tests process had the tuning: its own panel says so, with its bandwidth.
+    [panel] = run.parsed["nccl_tests"]
+    assert panel["file"] == "all_reduce_tuned.log" and panel["nccl"]["effective"]["NCCL_PROTO"] == "LL"
+    assert panel["avg_busbw_gbs"] == 68.7056 and panel["peak_busbw_gbs"] == 300.39
+
+
+def test_provenance_of_the_drift_points_into_the_serving_log(alice):
+    run = dropped_plus_tuned_tests(alice)
+    serving = run.logfiles.get(original_name="sweep_dropped_2step.log")
+    nccl = run.parsed["nccl"]
+    assert {d["declared_logfile"] for d in nccl["drift"]} == {serving.id}
+    assert {where[0] for rank in nccl["sources"]["effective"].values() for where in rank.values()} == {serving.id}
+
+
+def test_effective_filter_ignores_nccl_tests_processes(alice, client):
+    dropped_plus_tuned_tests(alice, name="dropped+tests")
+    upload(alice, {"tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes()}, name="tuned-alone")
+    client.force_login(alice)
+    body = client.get("/?nccl=NCCL_PROTO=LL").content.decode()
+    assert "tuned-alone" in body and "dropped+tests" not in body
+    # The rows still know they are nccl-tests' (not deleted, just not a worker's).
+    assert NcclSetting.objects.filter(key="NCCL_PROTO", kind="effective", role="nccl-tests").count() == 1
+
+
+def test_processes_say_who_wrote_what(alice):
+    run = dropped_plus_tuned_tests(alice)
+    serving = run.logfiles.get(original_name="sweep_dropped_2step.log")
+    tests = run.logfiles.get(original_name="all_reduce_tuned.log")
+    by_id = {p["id"]: p for p in run.parsed["processes"]}
+    worker = by_id[f"{serving.id}:pid 1573"]
+    assert (worker["role"], worker["rank"], worker["host"], worker["pid"], worker["first_line"]) == (
+        "serving worker", "0", "vm", 1573, 3)
+    assert worker["aliases"] == ["TP0"] and worker["logfile"] == serving.id
+    assert by_id[f"{serving.id}:pid 1572"]["role"] == "serving launcher"
+    assert by_id[f"{tests.id}:pid 1377"]["role"] == "nccl-tests"
+    [launch] = run.parsed["launches"]
+    assert sorted(launch["workers"]) == [f"{serving.id}:pid 1573", f"{serving.id}:pid 1574"]
+    assert launch["nccl"]["status"] == "drift" and launch["summary"]["throughput_tok_s"] == 489.55
+    assert run.parsed["launches_count"] == 1
+
+
+def test_two_serving_launches_are_flagged_not_blended_into_ok(alice):
+    run = upload(alice, {
+        "tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes(),
+        "default.log": log_path("sweep/sweep_default_2step.log").read_bytes(),
+    })
+    parsed = run.parsed
+    assert parsed["launches_count"] == 2 and len(parsed["launches"]) == 2
+    assert run.nccl_status != "ok" and parsed["nccl"]["launches_count"] == 2
+    assert parsed["summary"]["blended"] is True
+    assert "2 serving launches" in parsed["warnings"][0]["message"]
+    tuned, default = parsed["launches"]
+    assert tuned["nccl"]["status"] == "ok" and tuned["nccl"]["declared"]["NCCL_PROTO"] == "LL"
+    assert "NCCL_PROTO" not in default["nccl"]["declared"]
+    # Each launch's own figure, from its own windows only.
+    assert tuned["summary"]["windows"] == 6 and default["summary"]["windows"] == 8
+    assert tuned["summary"]["throughput_tok_s"] == 472.8
+    assert default["summary"]["throughput_tok_s"] != tuned["summary"]["throughput_tok_s"]
+
+
+def test_the_same_launch_in_two_files_is_one_launch(alice):
+    text = log_path("sweep/sweep_dropped_2step.log").read_text().splitlines(keepends=True)
+    run = upload(alice, {"part1.log": "".join(text[:150]).encode(), "part2.log": "".join(text[150:]).encode()})
+    assert run.parsed["launches_count"] == 1
+    assert run.parsed["launches"][0]["nccl"]["status"] == "drift"
+
+
+def test_a_file_role_correction_moves_its_processes(alice):
+    # Told that the "nccl-tests" file is really a serving worker's NCCL log, its echoes count.
+    run = dropped_plus_tuned_tests(alice, roles={"all_reduce_tuned.log": "serving worker"})
+    assert run.logfiles.get(original_name="all_reduce_tuned.log").role == "serving worker"
+    assert run.parsed["nccl_tests"] == []
+    assert run.parsed["launches_count"] == 1
+
+
+def two_launches(user, **kw):
+    return upload(user, {
+        "tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes(),
+        "default.log": log_path("sweep/sweep_default_2step.log").read_bytes(),
+    }, **kw)
+
+
+def test_run_page_and_list_warn_about_several_launches(alice, client):
+    run = two_launches(alice, name="two-launches")
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert "This run holds 2 serving launches" in page and 'id="split-button"' in page
+    assert 'data-launch="1"' in page and 'data-launch="2"' in page and "472.8" in page
+    assert "2 serving launches, each judged on its own" in page
+    assert "⚠ 2 launches" in client.get("/").content.decode()
+
+
+def test_api_reports_launches_and_splits_the_run(alice, client, bearer):
+    run = two_launches(alice)
+    headers = bearer(alice)
+    body = client.get(f"/api/v1/runs/{run.id}", headers=headers).json()
+    assert body["launches_count"] == 2 and body["parsed"]["launches_count"] == 2
+    assert [launch["nccl"]["status"] for launch in body["parsed"]["launches"]] == ["ok", "ok"]
+    assert {"id", "logfile", "role", "rank", "host", "pid", "first_line"} <= set(body["parsed"]["processes"][0])
+
+    response = client.post(f"/api/v1/runs/{run.id}/split", headers=headers)
+    assert response.status_code == 200
+    [new] = response.json()["runs"]
+    run.refresh_from_db()
+    assert [lf.original_name for lf in run.logfiles.all()] == ["tuned.log"]
+    assert run.parsed["launches_count"] == 1 and run.nccl_status == "ok" and run.throughput_tok_s == 472.8
+    other = client.get(f"/api/v1/runs/{new['id']}", headers=headers).json()
+    assert [lf["name"] for lf in other["logfiles"]] == ["default.log"] and other["launches_count"] == 1
+    assert other["windows"] == 8
+    # Nothing left to split.
+    assert client.post(f"/api/v1/runs/{run.id}/split", headers=headers).json()["error"]["code"] == "one_launch"
+
+
+def test_split_is_refused_to_outsiders(alice, eve, client, bearer):
+    run = two_launches(alice)
+    assert client.post(f"/api/v1/runs/{run.id}/split", headers=bearer(eve)).status_code == 404
+
+
+def test_roles_are_corrected_through_the_api_and_the_page(alice, client, bearer):
+    run = dropped_plus_tuned_tests(alice)
+    tests = run.logfiles.get(original_name="all_reduce_tuned.log")
+    response = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"all_reduce_tuned.log": "serving worker"}}, content_type="application/json",
+                           headers=bearer(alice))
+    assert response.status_code == 200 and response.json()["parsed"]["nccl_tests"] == []
+    bad = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"all_reduce_tuned.log": "chef"}}, content_type="application/json",
+                      headers=bearer(alice))
+    assert bad.status_code == 422
+    client.force_login(alice)
+    client.post(f"/runs/{run.id}/roles", {f"role-{tests.id}": ""})
+    run.refresh_from_db()
+    assert run.parsed["nccl_tests"][0]["file"] == "all_reduce_tuned.log"
+
+
+def test_upload_api_takes_roles_in_meta(alice, client, bearer):
+    data = tuned_nccl_tests_log()
+    response = client.post("/api/v1/runs", {
+        "files": [SimpleUploadedFile("tests.log", data)],
+        "meta": '{"project": "team", "roles": {"tests.log": "benchmark client"}}',
+    }, headers=bearer(alice))
+    assert response.status_code == 202
+    from runs.models import Run
+
+    assert Run.objects.get(id=response.json()["id"]).logfiles.get().role == "benchmark client"
+    wrong = client.post("/api/v1/runs", {
+        "files": [SimpleUploadedFile("tests.log", data)],
+        "meta": '{"project": "team", "roles": {"other.log": "nccl-tests"}}',
+    }, headers=bearer(alice))
+    assert wrong.status_code == 400 and "other.log" in wrong.json()["error"]["message"]
