@@ -24,6 +24,7 @@ from runs.schemas import (
     RunFilters,
     RunPageOut,
     RunStatusOut,
+    SweepQuery,
     TagsIn,
     TagsOut,
     errors,
@@ -130,6 +131,27 @@ def compare_runs(request: HttpRequest, query: Query[CompareQuery]) -> dict:
 
     try:
         _, result = comparison_for(request.auth, parse_ids(query.runs), query.baseline)
+    except Http404 as e:
+        raise HttpError(404, str(e)) from None
+    return result
+
+
+@router.get("/sweep", response={200: dict, errors(404, 422): ErrorOut})
+def sweep_runs(request: HttpRequest, query: Query[SweepQuery]) -> dict:
+    """A step-count sweep, as on /sweep/: `runs` (ids) or `project` (and `tag`). Runs grouped by
+    model, TP size, GPU, engine and effective NCCL settings; per group the measured `points`,
+    the `best`, the no-speculation `baseline`, the model `fit` (acceptance p, cost per draft
+    step, predicted curve for 1-8 steps with its band, predicted best) and a `headline`."""
+    from django.http import Http404, QueryDict
+
+    from runs.views import sweep_for
+
+    params = QueryDict(mutable=True)
+    for key in ("runs", "project", "tag"):
+        if getattr(query, key):
+            params[key] = getattr(query, key)
+    try:
+        result, _ = sweep_for(request.auth, params)
     except Http404 as e:
         raise HttpError(404, str(e)) from None
     return result

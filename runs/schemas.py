@@ -188,3 +188,10 @@ class CompareQuery(Schema):
     runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,11}$", description="run ids, comma-separated (up to 12)",
                       examples=["3,7,9"])
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
+
+
+class SweepQuery(Schema):
+    runs: str | None = Field(None, pattern=r"^\d{1,18}(,\d{1,18})*$", max_length=4000,
+                             description="run ids, comma-separated (up to 200)", examples=["3,7,9"])
+    project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
+    tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")

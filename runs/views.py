@@ -389,3 +389,50 @@ def _ordered(inputs: list[RunInput], result: dict) -> list[RunInput]:
 def _series_title(key: str) -> str:
     return {"throughput_tok_s": "Throughput over the run", "tokens_per_cycle": "Tokens per cycle over the run",
             "verify_ms": "Target verify ms/cycle over the run"}[key]
+
+
+def sweep_for(user, query) -> tuple[dict, dict]:
+    """The sweep a query string asks for (?runs=, ?run= or ?project=&tag=) and its selection."""
+    from runs import sweep as sweep_analysis
+    from runs.queries_sweep import MAX_SWEEP_RUNS, sweep_inputs, sweep_runs
+
+    ids = parse_ids(",".join([query.get("runs", ""), *query.getlist("run")]), limit=MAX_SWEEP_RUNS)
+    project, tag = query.get("project", "").strip(), query.get("tag", "").strip()
+    runs = list(sweep_runs(user, ids, project, tag))
+    if ids:
+        missing = sorted(set(ids) - {r.id for r in runs})
+        if missing:
+            raise Http404(f"no ready run {', '.join(map(str, missing))} in your projects")
+    selection = {"runs": ",".join(str(r.id) for r in runs), "project": "" if ids else project,
+                 "tag": "" if ids else tag}
+    return sweep_analysis.sweep(sweep_inputs(runs)), selection
+
+
+@login_required
+@require_GET
+def sweep_view(request: HttpRequest) -> HttpResponse:
+    from django.utils.http import urlencode
+
+    from runs.sweep import to_csv_rows as sweep_csv_rows
+
+    result, selection = sweep_for(request.user, request.GET)
+    fmt = request.GET.get("format")
+    if fmt == "json":
+        response = JsonResponse(result)
+        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
+        return response
+    if fmt == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.csv"'
+        csv.writer(response).writerows(sweep_csv_rows(result))
+        return response
+    chart_data = {}
+    if result["groups"]:
+        for key in charts.SWEEP_METRICS:
+            if any(p[key] is not None for g in result["groups"] for p in g["points"]):
+                chart_data[f"chart-sweep-{key}"] = charts.sweep_chart(result, key)
+    share = {"runs": selection["runs"]} if not selection["project"] else {
+        k: selection[k] for k in ("project", "tag") if selection[k]}
+    return render(request, "runs/sweep.html", {
+        "result": result, "charts": chart_data, "selection": selection, "share": urlencode(share),
+    })

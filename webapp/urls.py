@@ -25,6 +25,7 @@ urlpatterns = [
     path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
     path("runs/status.json", run_views.run_status, name="run_status"),
     path("compare/", run_views.compare_view, name="compare"),
+    path("sweep/", run_views.sweep_view, name="sweep"),
     path("runs/<int:pk>/annotate", ingest_views.annotate, name="annotate"),
     path("upload/", ingest_views.upload, name="upload"),
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
