@@ -188,7 +188,10 @@ function setupForms() {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     if (picked.length < 1) return;
-    window.location.assign(`${form.action}?runs=${picked.join(",")}&baseline=${picked[0]}`);
+    // "Sweep selected" posts to its own formaction; a sweep has no baseline run to name.
+    const action = (e.submitter && e.submitter.formAction) || form.action;
+    const sweep = e.submitter && e.submitter.id === "sweep-button";
+    window.location.assign(`${action}?runs=${picked.join(",")}${sweep ? "" : `&baseline=${picked[0]}`}`);
   });
 }
 
