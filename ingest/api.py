@@ -26,7 +26,7 @@ router = Router()
 SIZE_CODES = {"too_large", "decompressed_too_large"}
 META_HELP = (
     'JSON object: {"name", "project", "tags": [...], "steps", "nccl_env": {"NCCL_X": "value"}, "notes", '
-    '"ci": {"commit", "branch", "url"}}'
+    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}}'
 )
 
 
@@ -100,7 +100,7 @@ def upload(
         run, created = services.register_upload(
             request.auth, [services.IncomingFile(f.name or "upload.log", f, f.size) for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
-            meta={"ci": ci} if (ci := info.ci.stored()) else {},
+            meta=info.stored(),
             steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
         )
     except storage.StorageError as e:
@@ -123,7 +123,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
     try:
         run, created = services.register_path(
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
-            notes=payload.notes, meta={"ci": ci} if (ci := payload.ci.stored()) else {},
+            notes=payload.notes, meta=payload.stored(),
             steps=payload.steps, nccl_env=payload.nccl_env,
         )
     except storage.StorageError as e:

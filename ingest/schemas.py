@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from ninja import Field, Schema
 from pydantic import BeforeValidator, ConfigDict
 
 from ingest.services import NCCL_KEY
-from runs.schemas import StatusName, Text
+from runs.schemas import MAX_ID, StatusName, Text
 
 NcclName = Annotated[str, Field(pattern=NCCL_KEY.pattern, max_length=64)]
 
@@ -40,6 +40,16 @@ class CiIn(Schema):
         return self.model_dump(exclude_defaults=True)
 
 
+class BranchBaselineIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    branch: Text = Field(..., min_length=1, max_length=255, description="the latest ready run of this "
+                         "branch (its `ci.branch`) in the project, uploaded before this one")
+
+
+Baseline = Annotated[int, Field(ge=1, le=MAX_ID)] | Literal["pinned"] | BranchBaselineIn
+
+
 class RunMetaIn(Schema):
     """What a client says about a new run (the `meta` JSON of an upload; the body of a register)."""
 
@@ -59,6 +69,18 @@ class RunMetaIn(Schema):
     )
     notes: Text = Field("", max_length=100_000)
     ci: CiIn = Field(default_factory=CiIn)
+    baseline: Baseline | None = Field(
+        None, description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
+        'pinned baseline, also the default) or {"branch": "main"}',
+    )
+
+    def stored(self) -> dict:
+        """The run's `meta`: CI details and the baseline it asked for."""
+        meta: dict = {"ci": ci} if (ci := self.ci.stored()) else {}
+        if self.baseline is not None:
+            meta["baseline"] = self.baseline if not isinstance(self.baseline, BranchBaselineIn) else \
+                self.baseline.model_dump()
+        return meta
 
 
 class RegisterIn(RunMetaIn):

@@ -288,6 +288,25 @@ def delete_run(user: AbstractBaseUser, run: Run) -> None:
         transaction.on_commit(lambda: storage.remove_stored(stored))
 
 
+def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Project:
+    """Make the run its project's pinned baseline (CI verdicts compare against it), or unpin it.
+
+    Project admins (or superusers) only: it changes every later CI verdict of the project.
+    """
+    is_admin = Membership.objects.filter(project_id=run.project_id, user=user, role=Membership.Role.ADMIN).exists()
+    if not (user.is_superuser or is_admin):
+        raise ServiceError(403, "not_allowed", "only a project admin may pin the project's baseline")
+    if pinned and run.status != Status.READY:
+        raise ServiceError(409, "not_ready", f"run {run.id} is {run.status}: only a ready run can be the baseline")
+    project = run.project
+    if pinned:
+        project.pinned_baseline = run
+    elif project.pinned_baseline_id == run.id:
+        project.pinned_baseline = None
+    project.save(update_fields=["pinned_baseline"])
+    return project
+
+
 def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
     """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
     `steps`: an integer becomes the run's step count. Both win over what the logs say.

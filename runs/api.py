@@ -20,6 +20,8 @@ from runs.schemas import (
     CompareQuery,
     DeletedOut,
     ErrorOut,
+    PinIn,
+    PinOut,
     RunDetailOut,
     RunFilters,
     RunPageOut,
@@ -27,6 +29,7 @@ from runs.schemas import (
     SweepQuery,
     TagsIn,
     TagsOut,
+    VerdictQuery,
     errors,
 )
 
@@ -78,8 +81,14 @@ def get_run(request: HttpRequest, run_id: int = RunId) -> Run:
 
 @router.get("/runs/{int:run_id}/status", response={200: RunStatusOut, errors(404, 422): ErrorOut})
 def run_status(request: HttpRequest, run_id: int = RunId) -> Run:
-    """Poll this while a run parses: `queued`, `parsing`, then `ready` or `failed` (with `error`)."""
-    return get_run_for_user(request, run_id)
+    """Poll this while a run parses: `queued`, `parsing`, then `ready` or `failed` (with `error`).
+    Once ready, `verdict` is the run against its baseline (GET /runs/{id}/verdict)."""
+    run = get_run_for_user(request, run_id)
+    if run.status == "ready":
+        from runs.reads import verdict_for
+
+        run.verdict = verdict_for(request.auth, run)
+    return run
 
 
 @router.delete("/runs/{int:run_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
@@ -155,3 +164,35 @@ def sweep_runs(request: HttpRequest, query: Query[SweepQuery]) -> dict:
     except Http404 as e:
         raise HttpError(404, str(e)) from None
     return result
+
+
+@router.get("/runs/{int:run_id}/verdict", response={200: dict, errors(404, 422): ErrorOut})
+def run_verdict(request: HttpRequest, query: Query[VerdictQuery], run_id: int = RunId) -> dict:
+    """The run against the baseline its upload named (`meta.baseline`: a run id, "pinned" or
+    {"branch": "main"}; the project's pinned baseline when none): per figure (throughput, tokens
+    per cycle, cycle, verify, each phase) the delta, the noise, whether it is outside the noise,
+    and the overall `verdict`: `regression`, `improvement`, `no change`, `not comparable` (with
+    `reasons`) or `pending` while it parses. `compare_url` opens the comparison page."""
+    from django.urls import reverse
+
+    from runs.reads import verdict_for
+    from runs.verdict import gate
+
+    run = get_run_for_user(request, run_id)
+    result = verdict_for(request.auth, run)
+    result["compare_url"] = None
+    if result["baseline"]:
+        base = result["baseline"]["id"]
+        result["compare_url"] = request.build_absolute_uri(f"{reverse('compare')}?runs={base},{run.id}&baseline={base}")
+    result["run_url"] = request.build_absolute_uri(reverse("run_detail", args=[run.id]))
+    if query.fail_on_regression is not None:
+        result["gate"] = gate(result, query.metric, query.fail_on_regression)
+    return result
+
+
+@router.put("/runs/{int:run_id}/pinned", response={200: PinOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
+def pin_run(request: HttpRequest, payload: PinIn, run_id: int = RunId) -> dict:
+    """Pin the run as its project's baseline (CI uploads with `meta.baseline` "pinned", or none,
+    are judged against it), or unpin it. Project admins only; the run must be ready."""
+    project = services.pin_baseline(request.auth, get_run_for_user(request, run_id), payload.pinned)
+    return {"project": project.name, "pinned_baseline": project.pinned_baseline_id}

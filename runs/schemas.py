@@ -133,10 +133,16 @@ class RunStatusOut(Schema):
     status: StatusName
     error: str = Field(description="why the run failed: file and reason, one line per failed file")
     logfiles: list[LogFileStatusOut]
+    verdict: dict[str, Any] | None = Field(None, description="once ready: the verdict against the run's "
+                                           "baseline, as GET /runs/{id}/verdict")
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
         return list(run.logfiles.all())
+
+    @staticmethod
+    def resolve_verdict(run: Run) -> dict | None:
+        return getattr(run, "verdict", None)
 
 
 class TagsIn(Schema):
@@ -195,3 +201,22 @@ class SweepQuery(Schema):
                              description="run ids, comma-separated (up to 200)", examples=["3,7,9"])
     project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
     tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
+
+
+class VerdictQuery(Schema):
+    metric: str = Field("throughput_tok_s", max_length=100, pattern=r"^[\w:. /-]+$",
+                        description="the figure the gate checks: throughput_tok_s, tokens_per_cycle, cycle_ms, "
+                        "verify_ms or phase:NAME")
+    fail_on_regression: float | None = Field(None, ge=0, le=1000, description="with it, `gate` says whether "
+                                             "`metric` got worse by more than this % beyond the noise")
+
+
+class PinIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    pinned: bool = Field(description="true: this run becomes the project's pinned baseline; false: unpin it")
+
+
+class PinOut(Schema):
+    project: str
+    pinned_baseline: int | None = Field(description="the project's pinned baseline run, if any")

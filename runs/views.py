@@ -394,7 +394,7 @@ def _series_title(key: str) -> str:
 def sweep_for(user, query) -> tuple[dict, dict]:
     """The sweep a query string asks for (?runs=, ?run= or ?project=&tag=) and its selection."""
     from runs import sweep as sweep_analysis
-    from runs.queries_sweep import MAX_SWEEP_RUNS, sweep_inputs, sweep_runs
+    from runs.reads import MAX_SWEEP_RUNS, sweep_inputs, sweep_runs
 
     ids = parse_ids(",".join([query.get("runs", ""), *query.getlist("run")]), limit=MAX_SWEEP_RUNS)
     project, tag = query.get("project", "").strip(), query.get("tag", "").strip()
