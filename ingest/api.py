@@ -6,9 +6,10 @@ Writes go through ingest.services; storage refusals keep their stable codes.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import File, Form, Header, Router
 from ninja.files import UploadedFile
@@ -22,6 +23,7 @@ from runs.models import Run
 from runs.schemas import ErrorOut, errors
 
 router = Router()
+CLIENT = Path(__file__).with_name("client.py")
 
 SIZE_CODES = {"too_large", "decompressed_too_large"}
 META_HELP = (
@@ -141,3 +143,15 @@ def refresh(request: HttpRequest, run_id: int = RunId) -> dict:
         raise _refused(e, size_status=400) from None
     run.refresh_from_db()
     return {"id": run.id, "status": run.status, "changed": changed}
+
+
+@router.get("/client/runlens-upload.py", auth=None, response={200: None},
+            openapi_extra={"responses": {"200": {"description": "the client, a Python 3 script",
+                                                 "content": {"text/x-python": {"schema": {"type": "string"}}}}}})
+def client_script(request: HttpRequest) -> HttpResponse:
+    """runlens-upload, the one-file standard-library CI client, so a runner needs only Python and
+    curl: `curl -fsS $RUNLENS_URL/api/v1/client/runlens-upload.py -o runlens-upload.py`. No token:
+    the client holds no secret, and CI fetches it before it has one in hand."""
+    response = HttpResponse(CLIENT.read_bytes(), content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = 'inline; filename="runlens-upload.py"'
+    return response

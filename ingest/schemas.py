@@ -47,7 +47,7 @@ class BranchBaselineIn(Schema):
                          "branch (its `ci.branch`) in the project, uploaded before this one")
 
 
-Baseline = Annotated[int, Field(ge=1, le=MAX_ID)] | Literal["pinned"] | BranchBaselineIn
+Baseline = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_whole)] | Literal["pinned"] | BranchBaselineIn
 
 
 class RunMetaIn(Schema):
@@ -69,15 +69,15 @@ class RunMetaIn(Schema):
     )
     notes: Text = Field("", max_length=100_000)
     ci: CiIn = Field(default_factory=CiIn)
-    baseline: Baseline | None = Field(
-        None, description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
+    baseline: Baseline = Field(
+        "pinned", description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
         'pinned baseline, also the default) or {"branch": "main"}',
     )
 
     def stored(self) -> dict:
         """The run's `meta`: CI details and the baseline it asked for."""
         meta: dict = {"ci": ci} if (ci := self.ci.stored()) else {}
-        if self.baseline is not None:
+        if "baseline" in self.model_fields_set:
             meta["baseline"] = self.baseline if not isinstance(self.baseline, BranchBaselineIn) else \
                 self.baseline.model_dump()
         return meta

@@ -8,7 +8,7 @@ the other figures are its evidence.
 
 from __future__ import annotations
 
-from runs.compare import METRICS, RunInput, compare, spread
+from runs.compare import METRICS, RunInput, _verify, compare, spread
 
 VERDICTS = ("regression", "improvement", "no change", "not comparable", "pending")
 # The comparison's floor: a change under 1% is not called a change whatever the noise.
@@ -58,7 +58,10 @@ def verdict(run: RunInput, base: RunInput | None, baseline_how: str = "", missin
     mine, theirs = figs[1], figs[0]
     for key, label, unit, better in METRICS:
         out["figures"].append(figure(key, label, unit, better, mine[key], theirs[key], noise[key]))
+    verify = _verify(run.parsed)
     for row in result["phases"]:
+        if verify and row["name"] == verify["name"]:
+            continue  # already there as verify_ms, with its per-window noise
         cell, base_cell = row["runs"][run.id], row["runs"][base.id]
         base_name = row["baseline_as"] or row["name"]
         base_ms = base_cell["ms"] if base_cell["ms"] is not None else (

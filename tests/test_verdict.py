@@ -52,13 +52,14 @@ def test_missing_baseline_is_not_comparable_with_why():
     assert out["verdict"] == "not comparable" and out["reasons"] == ["project team has no pinned baseline"]
 
 
-def test_each_phase_gets_its_delta():
+def test_each_phase_gets_its_delta_and_verify_appears_once():
     phases = [{"name": "Draft", "ms": 0.2, "pct": 4.0}, {"name": "Target verify", "ms": 4.4, "pct": 90.0}]
     base_phases = [{"name": "Draft", "ms": 0.2, "pct": 4.0}, {"name": "Target verify", "ms": 4.0, "pct": 89.0}]
     out = verdict(run(2, 450.0, phases=phases), run(1, 500.0, phases=base_phases))
     rows = {f["key"]: f for f in out["figures"]}
-    assert rows["phase:Target verify"]["delta"] == pytest.approx(0.4) and rows["phase:Target verify"]["direction"] == "worse"
-    assert rows["phase:Draft"]["significant"] is False
+    assert rows["verify_ms"]["delta"] == pytest.approx(0.4) and rows["verify_ms"]["direction"] == "worse"
+    assert rows["phase:Draft"]["delta"] == 0 and rows["phase:Draft"]["significant"] is False
+    assert "phase:Target verify" not in rows  # verify_ms already is that phase
 
 
 def test_worse_beyond_noise_subtracts_the_noise():
