@@ -235,3 +235,41 @@ def sweep_chart(result: dict, key: str) -> dict:
     fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, title={"text": title, "font": {"size": 15}},
                       xaxis={"title": "draft steps", "dtick": 1}, yaxis_title=unit)
     return fig.to_plotly_json()
+
+
+def trend_chart(result: dict) -> dict:
+    """The figure run after run: a line through every point (click one to open its run),
+    regressions beyond the noise as red crosses, annotations as markers above their run."""
+    points = result["points"]
+    xs = list(range(1, len(points) + 1))
+    labels = [p["label"] for p in points]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=xs, y=[p["value"] for p in points], name=result["label"], mode="lines+markers",
+        line={"color": PALETTE[0]}, marker={"size": 8},
+        customdata=[[f"/runs/{p['run_id']}/", p["name"], p["nccl_status"]] for p in points],
+        hovertemplate="%{customdata[1]}<br>%{y:.2f} " + result["unit"] + " · NCCL %{customdata[2]}<extra></extra>",
+    ))
+    flagged = [(x, p) for x, p in zip(xs, points, strict=True) if p["flag"] == "regression"]
+    if flagged:
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in flagged], y=[p["value"] for _, p in flagged], name="regression", mode="markers",
+            marker={"symbol": "x", "size": 14, "color": "#c0392b"},
+            customdata=[[f"/runs/{p['run_id']}/", p["name"], p["delta_pct"]] for _, p in flagged],
+            hovertemplate="%{customdata[1]}: %{customdata[2]:+.1f}% beyond the noise<extra>regression</extra>",
+        ))
+    noted = [(x, p) for x, p in zip(xs, points, strict=True) if p["annotations"]]
+    if noted:
+        top = max(p["value"] for p in points)
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in noted], y=[top * 1.04] * len(noted), name="annotations", mode="markers",
+            marker={"symbol": "triangle-down", "size": 12, "color": PALETTE[1]},
+            customdata=[[f"/runs/{p['run_id']}/", " / ".join(a["body"][:80] for a in p["annotations"][:3])]
+                        for _, p in noted],
+            hovertemplate="%{customdata[1]}<extra>annotation</extra>",
+        ))
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest"},
+                      title={"text": f"{result['label']} over time", "font": {"size": 15}},
+                      xaxis={"title": "run (commit order)", "tickmode": "array", "tickvals": xs, "ticktext": labels},
+                      yaxis_title=result["unit"])
+    return fig.to_plotly_json()

@@ -104,3 +104,55 @@ def verdict_for(user, run: Run) -> dict:
         series = inputs[row[0]].series.setdefault(f"phase:{row[1]}", [])
         series.append((len(series) + 1, row[2], row[3]))
     return verdict(inputs[run.id], inputs[base.id] if base else None, how, why)
+
+
+MAX_TREND_RUNS = 300
+TREND_SERIES = {"throughput_tok_s": ("throughput_tok_s", "gen_throughput_tok_s"),
+                "tokens_per_cycle": ("tokens_per_cycle",)}
+
+
+def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "",
+                 nccl_status: str = "") -> list:
+    """The ready runs of a project (filtered) as TrendPoints, in four queries whatever their number."""
+    from runs.models import Annotation, MetricSample
+    from runs.summary import source_rank
+    from runs.trend import TrendPoint
+
+    runs = visible_runs(user).filter(status=Status.READY, project__name=project).exclude(**{metric: None})
+    if branch:
+        runs = runs.filter(meta__ci__branch=branch)
+    if tag:
+        runs = runs.filter(tags__name=tag)
+    if nccl_status in ("ok", "drift", "unknown"):
+        runs = runs.filter(nccl_status=nccl_status)
+    runs = list(runs.order_by("-created_at", "-id")[:MAX_TREND_RUNS])
+    ids = [r.id for r in runs]
+    windows: dict[int, list[float]] = {}
+    if metric in TREND_SERIES:
+        best: dict[int, str] = {}
+        for run_id, source, value in MetricSample.objects.filter(
+            run_id__in=ids, name__in=TREND_SERIES[metric]
+        ).order_by("logfile_id", "window", "id").values_list("run_id", "source", "value"):
+            if run_id not in best or source_rank(source) < source_rank(best[run_id]):
+                best[run_id], windows[run_id] = source, []
+            if best[run_id] == source:
+                windows[run_id].append(value)
+    elif metric == "verify_ms":
+        for run_id, ms in PhaseSample.objects.filter(run_id__in=ids, name__icontains="verify").values_list(
+            "run_id", "ms"
+        ):
+            windows.setdefault(run_id, []).append(ms)
+    notes: dict[int, list] = {}
+    for a in Annotation.objects.filter(run_id__in=ids).order_by("created_at", "id").values(
+        "run_id", "created_at", "kind", "body"
+    ):
+        notes.setdefault(a["run_id"], []).append((a["created_at"], a["kind"], a["body"]))
+    points = []
+    for r in runs:
+        ci = (r.meta or {}).get("ci") or {}
+        points.append(TrendPoint(
+            id=r.id, name=r.name, created_at=r.created_at, value=getattr(r, metric),
+            windows=tuple(windows.get(r.id, ())), commit=str(ci.get("commit", "")), branch=str(ci.get("branch", "")),
+            nccl_status=r.nccl_status or "unknown", annotations=tuple(notes.get(r.id, ())),
+        ))
+    return points

@@ -436,3 +436,26 @@ def sweep_view(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/sweep.html", {
         "result": result, "charts": chart_data, "selection": selection, "share": urlencode(share),
     })
+
+
+@login_required
+@require_GET
+def trend_view(request: HttpRequest) -> HttpResponse:
+    from runs.reads import trend_points
+    from runs.trend import METRIC_INFO, trend
+
+    q = request.GET
+    metric = q.get("metric") if q.get("metric") in METRIC_INFO else "throughput_tok_s"
+    filters = {k: q.get(k, "").strip() for k in ("project", "branch", "tag", "nccl_status")}
+    projects = list(visible_runs(request.user).order_by().values_list("project__name", flat=True).distinct())
+    if not filters["project"] and len(projects) == 1:
+        filters["project"] = projects[0]
+    result = trend(trend_points(request.user, filters["project"], metric, filters["branch"], filters["tag"],
+                                filters["nccl_status"]), metric) if filters["project"] else None
+    if result is not None and q.get("format") == "json":
+        return JsonResponse(result)
+    chart = charts.trend_chart(result) if result and result["points"] else None
+    return render(request, "runs/trend.html", {
+        "result": result, "chart": chart, "filters": filters, "metric": metric, "projects": sorted(projects),
+        "metrics": [(k, v[0]) for k, v in METRIC_INFO.items()], "nccl_statuses": ["ok", "drift", "unknown"],
+    })

@@ -26,6 +26,7 @@ urlpatterns = [
     path("runs/status.json", run_views.run_status, name="run_status"),
     path("compare/", run_views.compare_view, name="compare"),
     path("sweep/", run_views.sweep_view, name="sweep"),
+    path("trend/", run_views.trend_view, name="trend"),
     path("runs/<int:pk>/annotate", ingest_views.annotate, name="annotate"),
     path("upload/", ingest_views.upload, name="upload"),
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),

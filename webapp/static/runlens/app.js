@@ -18,7 +18,14 @@ function drawCharts() {
     const fig = JSON.parse(data.textContent);
     const config = { responsive: true, displaylogo: false,
                      toImageButtonOptions: { filename: el.id || "runlens-chart", scale: 2 } };
-    window.Plotly.newPlot(el, fig.data, fig.layout, config);
+    window.Plotly.newPlot(el, fig.data, fig.layout, config).then(() => {
+      // Trend points carry their run's page as customdata[0]: a click opens it.
+      if (el.dataset.clickRuns !== "1") return;
+      el.on("plotly_click", (ev) => {
+        const url = ev.points.length && ev.points[0].customdata && ev.points[0].customdata[0];
+        if (typeof url === "string" && /^\/runs\/\d+\/$/.test(url)) window.location.assign(url);
+      });
+    });
   });
 }
 
