@@ -1,19 +1,20 @@
-"""Every important write of runlens goes through a function here (STYLE 4).
+"""Getting logs in: register, store, parse, reconcile (STYLE 4: every such write is a function here).
 
-Views, API operations, management commands and Celery tasks call these; status changes happen
-only here. The database is the source of truth: a task is only a doorbell with an id.
+Views, API operations, management commands and Celery tasks call these; log file status changes
+happen only here. Edits of runs and their summaries are in runs/services.py. The database is the
+source of truth: a task is only a doorbell with an id.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import BinaryIO
 
+from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -23,9 +24,7 @@ from django.utils import timezone
 
 from ingest import storage
 from ingest.parsers import ParseError, ParseResult, parse_stream
-from ingest.parsers import records as rec
 from runs.models import (
-    Annotation,
     CollectiveResult,
     LogFile,
     Membership,
@@ -35,9 +34,8 @@ from runs.models import (
     Project,
     Run,
     Status,
-    Tag,
 )
-from runs.summary import summarize
+from runs.services import ServiceError, declare_values, refresh_run, set_tags
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +49,6 @@ class IncomingFile:
     size: int
 
 
-class ServiceError(Exception):
-    """A request a service refuses: `code` is stable for the API, `status` is its HTTP answer."""
-
-    def __init__(self, status: int, code: str, message: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.line = line
 
 
 def project_for(user: AbstractBaseUser, name: str | None) -> Project:
@@ -134,7 +123,7 @@ def register_upload(
                     LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size)
                     for original, rel, sha, size in stored
                 )
-                _declare(run, user, steps, nccl_env, "upload metadata")
+                declare_values(run, user, steps, nccl_env, "upload metadata")
                 enqueue_run(run)
     except BaseException:
         # Nothing half-written: no stored bytes without the rows that point at them.
@@ -165,31 +154,10 @@ def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | 
     return runs.filter(meta__content_sha256=content).order_by("id").first()
 
 
-NCCL_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
-_ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
-def _declare(run: Run, user: AbstractBaseUser, steps: int | None, nccl_env: Mapping[str, str] | None,
-             how: str) -> None:
-    """Values a person gave for a new run: its step count and its declared NCCL settings."""
-    now = timezone.now().isoformat(timespec="seconds")
-    if steps is not None:
-        run.steps = steps
-        run.steps_source = f"set by {user.get_username()} at {now} ({how})"[:300]
-        run.save(update_fields=["steps", "steps_source"])
-    if nccl_env:
-        _declare_nccl(run, nccl_env, how)
 
 
-def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
-    for key in pairs:
-        if not NCCL_KEY.match(key):
-            raise ServiceError(422, "bad_nccl_key", f"{key!r} is not an NCCL variable name (NCCL_...)")
-    NcclSetting.objects.bulk_create(
-        NcclSetting(run=run, logfile=None, line=None, key=key, value=str(value)[:512],
-                    kind=NcclSetting.Kind.DECLARED, source=source[:200])
-        for key, value in pairs.items()
-    )
 
 
 def register_path(
@@ -224,7 +192,7 @@ def register_path(
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
                                sha256=sha, size=size)
-        _declare(run, user, steps, nccl_env, "registration")
+        declare_values(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
     return run, True
 
@@ -288,90 +256,24 @@ def delete_run(user: AbstractBaseUser, run: Run) -> None:
         transaction.on_commit(lambda: storage.remove_stored(stored))
 
 
-def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Project:
-    """Make the run its project's pinned baseline (CI verdicts compare against it), or unpin it.
-
-    Project admins (or superusers) only: it changes every later CI verdict of the project.
-    """
-    is_admin = Membership.objects.filter(project_id=run.project_id, user=user, role=Membership.Role.ADMIN).exists()
-    if not (user.is_superuser or is_admin):
-        raise ServiceError(403, "not_allowed", "only a project admin may pin the project's baseline")
-    if pinned and run.status != Status.READY:
-        raise ServiceError(409, "not_ready", f"run {run.id} is {run.status}: only a ready run can be the baseline")
-    project = run.project
-    if pinned:
-        project.pinned_baseline = run
-    elif project.pinned_baseline_id == run.id:
-        project.pinned_baseline = None
-    project.save(update_fields=["pinned_baseline"])
-    return project
 
 
-def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
-    """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
-    `steps`: an integer becomes the run's step count. Both win over what the logs say.
-    """
-    nccl: dict[str, str] = {}
-    steps = None
-    if kind == Annotation.Kind.NCCL:
-        nccl = parse_nccl_lines(body)
-    elif kind == Annotation.Kind.STEPS:
-        try:
-            steps = int(body.strip())
-        except ValueError:
-            raise ServiceError(422, "bad_steps", "a steps annotation is one integer, e.g. 3") from None
-        if not 0 <= steps <= 32767:
-            raise ServiceError(422, "bad_steps", "steps must be between 0 and 32767")
-    elif kind != Annotation.Kind.NOTE:
-        raise ServiceError(422, "bad_kind", f"kind must be one of {', '.join(Annotation.Kind.values)}")
-    with transaction.atomic():
-        annotation = Annotation.objects.create(run=run, author=user, kind=kind, body=body)
-        who = f"{user.get_username()} at {annotation.created_at.isoformat(timespec='seconds')}"
-        if nccl:
-            _declare_nccl(run, nccl, f"annotation by {who}")
-            refresh_run(run.id)
-        if steps is not None:
-            Run.objects.filter(id=run.id).update(steps=steps, steps_source=f"set by {who}"[:300])
-    return annotation
 
 
-def parse_nccl_lines(text: str) -> dict[str, str]:
-    """`env | grep NCCL` output or KEY=VALUE lines -> {NCCL_X: value}.
-
-    Blank lines and `#` comments are skipped, and so are other variables that grep let through
-    (`LD_LIBRARY_PATH=/opt/nccl/lib`); a line that is not an assignment is an error with its number.
-    """
-    pairs: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _ENV_LINE.match(line)
-        if not match:
-            raise ServiceError(422, "bad_nccl_line",
-                               f"line {number}: expected NCCL_NAME=value, got {line[:80]!r}", line=number)
-        key, value = match.groups()
-        if NCCL_KEY.match(key):
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            pairs[key] = value
-    if not pairs:
-        raise ServiceError(422, "no_nccl_values", "no NCCL_NAME=value line found")
-    return pairs
-
-
-def set_tags(run: Run, tags: Iterable[str]) -> None:
-    names = sorted({t.strip()[:64] for t in tags if t and t.strip()})
-    run.tags.set([Tag.objects.get_or_create(name=n)[0] for n in names])
 
 
 def enqueue_run(run: Run) -> None:
     """Queue every queued log file of the run, once the surrounding transaction commits."""
-    from ingest.tasks import parse_logfile as task
-
     for lf_id in run.logfiles.filter(status=Status.QUEUED).values_list("id", flat=True):
-        transaction.on_commit(lambda i=lf_id: task.delay(i))
+        transaction.on_commit(lambda i=lf_id: _send(i))
+
+
+PARSE_TASK = "ingest.tasks.parse_logfile"
+
+
+def _send(logfile_id: int) -> None:
+    # By name: tasks.py imports this module, so importing it back would be a cycle.
+    current_app.send_task(PARSE_TASK, args=[logfile_id])
 
 
 def claim(logfile_id: int, token: str = "") -> bool:
@@ -512,94 +414,14 @@ def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     refresh_run(lf.run_id)
 
 
-# Settings whose disagreement between two files of one run means they are not one experiment.
-CONFLICT_KEYS = frozenset({"spec.steps", "spec.algorithm", "model", "tp_size", "engine", "gpu"})
 
 
-def run_result(run: Run) -> ParseResult:
-    """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on)."""
-    result = ParseResult()
-    offset = 0
-    files = list(run.logfiles.filter(status=Status.READY).order_by("id"))
-    for lf in files:
-        for f in lf.formats:
-            result.add_format(f)
-        for key, s in lf.settings.items():
-            seen = result.settings.get(key)
-            if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
-                result.warnings.append(rec.Issue(s["line"], (
-                    f"{lf.original_name}: {key} is {s['value']} here but {seen.value} in an earlier file "
-                    f"(line {seen.line}); the run uses {seen.value}")))
-            result.set(key, s["value"], s["line"], s["source"])
-        last = offset
-        for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line, p.source))
-            last = max(last, p.window + offset)
-        for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line, m.source, m.rank))
-            last = max(last, m.window + offset)
-        offset = last
-        for w in lf.warnings:
-            result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
-    # NCCL values include annotations (no log file): the analysis sees every declaration.
-    # Rows without a log file (annotations, upload metadata) last on every database: the last
-    # declaration wins in the analysis, and a person's word wins over the logs.
-    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id))
-    for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
-        result.collectives.append(rec.Collective(
-            c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-            c.wrong, c.in_place, c.line or 0,
-        ))
-    return result
 
 
-def refresh_run(run_id: int) -> None:
-    """Recompute a run's status and summary figures from its log files and rows."""
-    run = Run.objects.select_for_update().get(id=run_id)
-    statuses = list(run.logfiles.values_list("status", "error"))
-    codes = {s for s, _ in statuses}
-    if not statuses or codes == {Status.FAILED}:
-        status = Status.FAILED
-    elif Status.PARSING in codes:
-        status = Status.PARSING
-    elif Status.QUEUED in codes:
-        status = Status.QUEUED
-    else:
-        status = Status.READY
-    run.status = status
-    run.error = "\n".join(e for s, e in statuses if s == Status.FAILED and e)
-    parsed = summarize(run_result(run)) if Status.READY in codes else {}
-    run.parsed = parsed
-    summary = parsed.get("summary", {})
-    verify = _phase(parsed, "verify")
-    spec = parsed.get("spec", {})
-    run.throughput_tok_s = summary.get("throughput_tok_s")
-    run.tokens_per_cycle = summary.get("tokens_per_cycle")
-    run.cycle_ms = summary.get("cycle_ms")
-    run.windows = summary.get("windows")
-    run.verify_ms = verify["ms"] if verify else None
-    run.verify_pct = verify["pct"] if verify else None
-    run.engine = (parsed.get("engine") or "")[:32]
-    run.spec_algorithm = (spec.get("algorithm") or "")[:32]
-    if not run.steps_source.startswith("set by"):
-        # A person's value wins over the logs; otherwise the logs say, with their line.
-        run.steps = spec.get("steps")
-        run.steps_source = _steps_source(run) if run.steps is not None else ""
-    run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
-    run.save()
 
 
-def _phase(parsed: dict, word: str) -> dict | None:
-    return next((p for p in parsed.get("phases", []) if word in p["name"].lower()), None)
 
 
-def _steps_source(run: Run) -> str:
-    for lf in run.logfiles.filter(status=Status.READY).order_by("id"):
-        s = lf.settings.get("spec.steps")
-        if s:
-            return f"{lf.original_name} line {s['line']} ({s['source']})"
-    return ""
 
 
 def reparse_run(run: Run) -> None:
@@ -636,8 +458,6 @@ def reconcile(now=None) -> int:
             else:
                 if not unchanged.update(status=Status.QUEUED, claimed_at=None, claim_token="", updated_at=now):
                     continue
-                from ingest.tasks import parse_logfile as task
-
-                transaction.on_commit(lambda i=lf.id: task.delay(i))
+                transaction.on_commit(lambda i=lf.id: _send(i))
         count += 1
     return count

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from itertools import islice
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -12,8 +11,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ingest import services, storage
+from ingest.forms import UploadForm
 from ingest.parsers.text import clean
-from runs.models import Annotation, LogFile, Membership, visible_runs
+from runs.models import LogFile, Membership, visible_runs
 
 MAX_LINES = 200
 
@@ -25,22 +25,21 @@ def upload(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "ingest/upload.html", {"projects": projects})
     wants_json = "application/json" in request.headers.get("Accept", "")
-    files = request.FILES.getlist("files")  # parses the body: the size cap is checked here
+    form = UploadForm(request.POST, request.FILES)  # reads the body: the size cap is checked here
     refused = getattr(request, "upload_refused", None)
     error, status = None, 400
     if refused:
         error, status = refused, 413
-    elif not files:
-        error = "choose at least one log file"
+    elif not form.is_valid():
+        error = "; ".join(problem for problems in form.errors.values() for problem in problems)
     if error is None:
+        data = form.cleaned_data
         try:
             run, _ = services.register_upload(
                 request.user,
-                [services.IncomingFile(f.name, f, f.size) for f in files],
-                name=request.POST.get("name", "").strip(),
-                project=request.POST.get("project") or None,
-                tags=request.POST.get("tags", "").split(","),
-                notes=request.POST.get("notes", ""),
+                [services.IncomingFile(f.name, f, f.size) for f in data["files"]],
+                name=data["name"].strip(), project=data["project"] or None, tags=form.tag_list(),
+                notes=data["notes"],
             )
         except storage.StorageError as e:
             error, status = e.message, 413 if "too_large" in e.code else 400
@@ -99,18 +98,3 @@ def logfile_raw(request: HttpRequest, pk: int) -> FileResponse:
                             content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     return response
-
-
-@login_required
-@require_http_methods(["POST"])
-def annotate(request: HttpRequest, pk: int) -> HttpResponse:
-    """The run page's annotation form: a note, pasted NCCL settings, or the step count."""
-    run = visible_runs(request.user).filter(pk=pk).first()
-    if run is None:
-        raise Http404("no such run")
-    kind = request.POST.get("kind", Annotation.Kind.NOTE)
-    try:
-        services.add_annotation(request.user, run, kind, request.POST.get("body", ""))
-    except services.ServiceError as e:
-        messages.error(request, e.message)
-    return redirect(reverse("run_detail", args=[run.id]) + "#annotations")

@@ -1,18 +1,33 @@
-"""The runs router of /api/v1/: list, read, watch, delete, re-parse, tag and annotate runs.
+"""The runs router of /api/v1/: upload or register runs, list, read, watch, delete, re-parse,
+tag and annotate them, compare them.
 
 A run of a project the user is not in does not exist for them (404, RELIABILITY A2). Writes go
-through ingest.services (STYLE 4); auth is set once on the NinjaAPI (webapp/api.py).
+through named services (STYLE 4): runs.services for run edits, ingest.services for what touches
+stored files or the queue. Auth is set once on the NinjaAPI (webapp/api.py).
+
+No `from __future__ import annotations` here: ninja's @paginate wrapper resolves the wrapped
+operation's annotations in its own module, where string annotations name nothing.
 """
 
-from __future__ import annotations
+import json
+from pathlib import Path as PathLib
+from typing import Annotated
 
-from django.http import HttpRequest
-from ninja import Path, Query, Router
-from ninja.errors import HttpError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import reverse
+from ninja import File, Form, Header, Path, Query, Router
+from ninja.files import UploadedFile
+from ninja.pagination import paginate
 from ninja.responses import Status
+from pydantic import ValidationError as PydanticValidationError
 
-from ingest import services
-from runs.models import Run, visible_runs
+from ingest import client as ingest_client
+from ingest import services as ingest_services
+from ingest import storage
+from runs import queries, services
+from runs.models import Run
+from runs.models import Status as RunStatus
 from runs.schemas import (
     MAX_ID,
     AnnotationIn,
@@ -22,9 +37,14 @@ from runs.schemas import (
     ErrorOut,
     PinIn,
     PinOut,
+    RefreshOut,
+    RegisterIn,
+    RunCreatedOut,
     RunDetailOut,
     RunFilters,
-    RunPageOut,
+    RunMetaIn,
+    RunOut,
+    RunPagination,
     RunStatusOut,
     SweepQuery,
     TagsIn,
@@ -32,77 +52,50 @@ from runs.schemas import (
     VerdictQuery,
     errors,
 )
+from runs.services import ServiceError
+from runs.verdict import gate
 
 router = Router()
 
 RunId = Path(..., ge=1, le=MAX_ID, description="the run's id")
 
 
-def get_run_for_user(request: HttpRequest, run_id: int) -> Run:
-    run = (
-        visible_runs(request.auth).filter(pk=run_id)
-        .select_related("project", "created_by").prefetch_related("tags").first()
-    )
-    if run is None:
-        raise HttpError(404, f"no run {run_id} in your projects")
-    return run
-
-
-@router.get("/runs", response={200: RunPageOut, errors(422): ErrorOut})
-def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict:
+@router.get("/runs", response={200: list[RunOut], errors(422): ErrorOut})
+@paginate(RunPagination)
+def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> QuerySet[Run]:
     """Runs of your projects, newest first, filtered and a page at a time."""
-    runs = visible_runs(request.auth).select_related("project", "created_by").prefetch_related("tags")
-    if filters.tag:
-        runs = runs.filter(tags__name=filters.tag)
-    if filters.status:
-        runs = runs.filter(status=filters.status)
-    if filters.engine:
-        runs = runs.filter(engine=filters.engine)
-    if filters.steps is not None:
-        runs = runs.filter(steps=filters.steps)
-    if filters.q:
-        runs = runs.filter(name__icontains=filters.q)
-    if filters.project:
-        runs = runs.filter(project__name=filters.project)
-    runs = runs.order_by("-created_at", "-id")
-    start = (filters.page - 1) * filters.page_size
-    return {
-        "items": list(runs[start:start + filters.page_size]), "total": runs.count(),
-        "page": filters.page, "page_size": filters.page_size,
-    }
+    return queries.filtered_runs(request.auth, filters)
 
 
 @router.get("/runs/{int:run_id}", response={200: RunDetailOut, errors(404, 422): ErrorOut})
 def get_run(request: HttpRequest, run_id: int = RunId) -> Run:
     """One run: summary figures, tags, log files with their parse status, and `parsed`, the
     whole parse in the DESIGN "Contract" shape."""
-    return get_run_for_user(request, run_id)
+    return queries.visible_run(request.auth, run_id)
 
 
 @router.get("/runs/{int:run_id}/status", response={200: RunStatusOut, errors(404, 422): ErrorOut})
 def run_status(request: HttpRequest, run_id: int = RunId) -> Run:
     """Poll this while a run parses: `queued`, `parsing`, then `ready` or `failed` (with `error`).
     Once ready, `verdict` is the run against its baseline (GET /runs/{id}/verdict)."""
-    run = get_run_for_user(request, run_id)
-    if run.status == "ready":
-        from runs.reads import verdict_for
-
-        run.verdict = verdict_for(request.auth, run)
+    run = queries.visible_run(request.auth, run_id)
+    if run.status == RunStatus.READY:
+        run.verdict = queries.verdict_for(request.auth, run)
     return run
 
 
 @router.delete("/runs/{int:run_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
 def delete_run(request: HttpRequest, run_id: int = RunId) -> dict:
     """Delete a run, its parsed rows and its stored files. A project admin or the run's creator may."""
-    services.delete_run(request.auth, get_run_for_user(request, run_id))
+    ingest_services.delete_run(request.auth, queries.visible_run(request.auth, run_id))
     return {"id": run_id, "deleted": True}
 
 
 @router.post("/runs/{int:run_id}/reparse", response={202: RunStatusOut, errors(404, 422): ErrorOut})
 def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
     """Parse every log file of the run again (after a parser upgrade); rows are replaced atomically."""
-    run = get_run_for_user(request, run_id)
-    services.reparse_run(run)
+    run = queries.visible_run(request.auth, run_id)
+    ingest_services.reparse_run(run)
     run.refresh_from_db()
     return Status(202, run)
 
@@ -110,7 +103,7 @@ def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
 @router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 404, 415, 422): ErrorOut})
 def set_tags(request: HttpRequest, payload: TagsIn, run_id: int = RunId) -> dict:
     """Replace the run's tags."""
-    run = get_run_for_user(request, run_id)
+    run = queries.visible_run(request.auth, run_id)
     services.set_tags(run, payload.tags)
     return {"id": run.id, "tags": sorted(t.name for t in run.tags.all())}
 
@@ -118,7 +111,7 @@ def set_tags(request: HttpRequest, payload: TagsIn, run_id: int = RunId) -> dict
 @router.get("/runs/{int:run_id}/annotations", response={200: list[AnnotationOut], errors(404, 422): ErrorOut})
 def list_annotations(request: HttpRequest, run_id: int = RunId) -> list:
     """The run's annotations, oldest first."""
-    return list(get_run_for_user(request, run_id).annotations.select_related("author"))
+    return list(queries.visible_run(request.auth, run_id).annotations.select_related("author"))
 
 
 @router.post("/runs/{int:run_id}/annotations", response={201: AnnotationOut, errors(400, 404, 415, 422): ErrorOut})
@@ -126,7 +119,7 @@ def add_annotation(request: HttpRequest, payload: AnnotationIn, run_id: int = Ru
     """Annotate a run. `nccl`: paste `env | grep NCCL` (or NCCL_X=value lines) from the launching
     shell: they become the run's declared NCCL settings and its drift is computed again.
     `steps`: the draft step count, when the logs do not say it. `note`: free text."""
-    run = get_run_for_user(request, run_id)
+    run = queries.visible_run(request.auth, run_id)
     return Status(201, services.add_annotation(request.auth, run, payload.kind, payload.body))
 
 
@@ -134,15 +127,127 @@ def add_annotation(request: HttpRequest, payload: AnnotationIn, run_id: int = Ru
 def compare_runs(request: HttpRequest, query: Query[CompareQuery]) -> dict:
     """Runs against a baseline, as on /compare/: per-phase and per-metric deltas with their noise,
     the configuration diff and comparability verdict, NCCL status and the headline sentences."""
-    from django.http import Http404
-
-    from runs.views import comparison_for, parse_ids
-
-    try:
-        _, result = comparison_for(request.auth, parse_ids(query.runs), query.baseline)
-    except Http404 as e:
-        raise HttpError(404, str(e)) from None
+    _, result = queries.comparison_for(request.auth, queries.parse_ids(query.runs), query.baseline)
     return result
+
+SIZE_CODES = {"too_large", "decompressed_too_large"}
+META_HELP = (
+    'JSON object: {"name", "project", "tags": [...], "steps", "nccl_env": {"NCCL_X": "value"}, "notes", '
+    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}}'
+)
+
+
+def _meta_in_openapi() -> dict:
+    """`meta` is a JSON text in the form; say so in the schema, with its fields (OpenAPI encoding)."""
+    schema = RunMetaIn.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)  # CiIn is in the components already (RegisterIn uses it)
+    schema.update(default={}, description=META_HELP)
+    return {"requestBody": {"content": {"multipart/form-data": {
+        "schema": {"properties": {"meta": schema}, "additionalProperties": False},
+        "encoding": {"meta": {"contentType": "application/json"}},
+    }}}}
+
+
+def _created(request: HttpRequest, run: Run, created: bool) -> Status:
+    url = request.build_absolute_uri(reverse("run_detail", args=[run.id]))
+    return Status(202 if created else 200, {"id": run.id, "status": run.status, "url": url, "created": created})
+
+
+def _meta(text: str) -> RunMetaIn:
+    """The upload's `meta` form field, with a message that names what is wrong with it."""
+    try:
+        data = json.loads(text or "{}")
+    except json.JSONDecodeError as e:
+        raise ServiceError(422, "bad_meta", f"meta is not valid JSON: {e.msg} (line {e.lineno}, "
+                                    f"column {e.colno})", line=e.lineno) from None
+    if not isinstance(data, dict):
+        raise ServiceError(422, "bad_meta", f"meta must be a JSON object, not {type(data).__name__}")
+    try:
+        return RunMetaIn.model_validate(data)
+    except PydanticValidationError as e:
+        problems = "; ".join(
+            f"meta.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
+        )
+        raise ServiceError(422, "bad_meta", problems) from None
+
+
+def _refused(e: storage.StorageError, size_status: int = 413) -> ServiceError:
+    return ServiceError(size_status if e.code in SIZE_CODES else 400, e.code, e.message)
+
+
+@router.post(
+    "/runs",
+    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 413, 415, 422): ErrorOut},
+    openapi_extra=_meta_in_openapi(),
+)
+def upload(
+    request: HttpRequest,
+    files: Annotated[list[UploadedFile], File(min_length=1, description="the run's log files")],
+    meta: Annotated[str, Form(description=META_HELP)] = "{}",
+    idempotency_key: Annotated[str | None, Header(
+        alias="Idempotency-Key", pattern=r"^[\x21-\x7e]{1,200}$",
+        description="a retry with the same key gives back the run of the first try",
+    )] = None,
+) -> Status:
+    """Upload the log files of one run (multipart: `files`, one or more, `.gz` is fine; `meta`).
+
+    202 with the new run, queued for parsing. The same content (every file's sha256) or the same
+    `Idempotency-Key` in the same project answers 200 with the existing run. Over
+    RUNLENS_MAX_UPLOAD_BYTES: 413, nothing stored.
+    """
+    refused = getattr(request, "upload_refused", None)
+    if refused:
+        raise ServiceError(413, "upload_too_large", refused)
+    unexpected = sorted((set(request.POST) - {"meta"}) | (set(request.FILES) - {"files"}))
+    if unexpected:
+        raise ServiceError(422, "unexpected_fields",
+                                    f"unexpected form fields {unexpected}: send `files` and `meta` only")
+    info = _meta(meta)
+    try:
+        run, created = ingest_services.register_upload(
+            request.auth, [ingest_services.IncomingFile(f.name or "upload.log", f, f.size) for f in files],
+            name=info.name, project=info.project, tags=info.tags, notes=info.notes,
+            meta=info.stored(),
+            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
+        )
+    except storage.StorageError as e:
+        raise _refused(e) from None
+    return _created(request, run, created)
+
+
+@router.post(
+    "/runs/register",
+    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 415, 422): ErrorOut},
+)
+def register(request: HttpRequest, payload: RegisterIn) -> Status:
+    """Create a run from a log file on the server, read in place (project admins only).
+
+    The path must resolve, symlinks followed, to a regular file under one of RUNLENS_LOG_ROOTS;
+    otherwise 400 with a stable code (`path_outside_allowed_roots`, `path_not_readable`,
+    `not_a_regular_file`, `too_large`, `registration_disabled`). The same path again gives back
+    its run (200).
+    """
+    try:
+        run, created = ingest_services.register_path(
+            request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
+            notes=payload.notes, meta=payload.stored(),
+            steps=payload.steps, nccl_env=payload.nccl_env,
+        )
+    except storage.StorageError as e:
+        raise _refused(e, size_status=400) from None
+    return _created(request, run, created)
+
+
+@router.post("/runs/{int:run_id}/refresh", response={200: RefreshOut, errors(400, 404, 422): ErrorOut})
+def refresh(request: HttpRequest, run_id: int = RunId) -> dict:
+    """Read a registered log again (it has grown): if its content changed, the run is parsed again."""
+    run = queries.visible_run(request.auth, run_id)
+    try:
+        changed = ingest_services.refresh_registered(run)
+    except storage.StorageError as e:
+        raise _refused(e, size_status=400) from None
+    run.refresh_from_db()
+    return {"id": run.id, "status": run.status, "changed": changed}
 
 
 @router.get("/sweep", response={200: dict, errors(404, 422): ErrorOut})
@@ -151,18 +256,11 @@ def sweep_runs(request: HttpRequest, query: Query[SweepQuery]) -> dict:
     model, TP size, GPU, engine and effective NCCL settings; per group the measured `points`,
     the `best`, the no-speculation `baseline`, the model `fit` (acceptance p, cost per draft
     step, predicted curve for 1-8 steps with its band, predicted best) and a `headline`."""
-    from django.http import Http404, QueryDict
-
-    from runs.views import sweep_for
-
     params = QueryDict(mutable=True)
     for key in ("runs", "project", "tag"):
         if getattr(query, key):
             params[key] = getattr(query, key)
-    try:
-        result, _ = sweep_for(request.auth, params)
-    except Http404 as e:
-        raise HttpError(404, str(e)) from None
+    result, _ = queries.sweep_for(request.auth, params)
     return result
 
 
@@ -172,14 +270,10 @@ def run_verdict(request: HttpRequest, query: Query[VerdictQuery], run_id: int = 
     {"branch": "main"}; the project's pinned baseline when none): per figure (throughput, tokens
     per cycle, cycle, verify, each phase) the delta, the noise, whether it is outside the noise,
     and the overall `verdict`: `regression`, `improvement`, `no change`, `not comparable` (with
-    `reasons`) or `pending` while it parses. `compare_url` opens the comparison page."""
-    from django.urls import reverse
-
-    from runs.reads import verdict_for
-    from runs.verdict import gate
-
-    run = get_run_for_user(request, run_id)
-    result = verdict_for(request.auth, run)
+    `reasons`) or `pending` while it parses. `compare_url` opens the comparison page; with
+    `fail_on_regression`, `gate` says whether `metric` got worse by more than that % beyond the noise."""
+    run = queries.visible_run(request.auth, run_id)
+    result = queries.verdict_for(request.auth, run)
     result["compare_url"] = None
     if result["baseline"]:
         base = result["baseline"]["id"]
@@ -194,5 +288,20 @@ def run_verdict(request: HttpRequest, query: Query[VerdictQuery], run_id: int = 
 def pin_run(request: HttpRequest, payload: PinIn, run_id: int = RunId) -> dict:
     """Pin the run as its project's baseline (CI uploads with `meta.baseline` "pinned", or none,
     are judged against it), or unpin it. Project admins only; the run must be ready."""
-    project = services.pin_baseline(request.auth, get_run_for_user(request, run_id), payload.pinned)
+    project = services.pin_baseline(request.auth, queries.visible_run(request.auth, run_id), payload.pinned)
     return {"project": project.name, "pinned_baseline": project.pinned_baseline_id}
+
+
+CLIENT = PathLib(ingest_client.__file__)
+
+
+@router.get("/client/runlens-upload.py", auth=None, response={200: None},
+            openapi_extra={"responses": {"200": {"description": "the client, a Python 3 script",
+                                                 "content": {"text/x-python": {"schema": {"type": "string"}}}}}})
+def client_script(request: HttpRequest) -> HttpResponse:
+    """runlens-upload, the one-file standard-library CI client, so a runner needs only Python and
+    curl: `curl -fsS $RUNLENS_URL/api/v1/client/runlens-upload.py -o runlens-upload.py`. No token:
+    the client holds no secret, and CI fetches it before it has one in hand."""
+    response = HttpResponse(CLIENT.read_bytes(), content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = 'inline; filename="runlens-upload.py"'
+    return response

@@ -178,6 +178,14 @@ def acceptance_curve(name: str, curve: dict) -> dict:
     return fig.to_plotly_json()
 
 
+# Per-window series on the comparison page: key -> (chart title, unit).
+SERIES = {
+    "throughput_tok_s": ("Throughput over the run", "tok/s"),
+    "tokens_per_cycle": ("Tokens per cycle over the run", "tokens/cycle"),
+    "verify_ms": ("Target verify ms/cycle over the run", "ms/cyc"),
+}
+
+
 SWEEP_METRICS = {
     "throughput_tok_s": ("Throughput vs draft steps", "tok/s"),
     "tokens_per_cycle": ("Tokens per cycle vs draft steps", "tokens/cycle"),

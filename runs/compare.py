@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runs.nccl import drift_clause
+
 # The summary table, in reading order: key, label, unit, which direction is better.
 METRICS = [
     ("throughput_tok_s", "Throughput", "tok/s", "higher"),
@@ -144,7 +146,8 @@ def _phase_rows(ordered: list[RunInput], base: RunInput) -> list[dict]:
 def _nccl_brief(nccl: dict) -> dict:
     drift = nccl.get("drift", [])
     return {"status": nccl.get("status") or "unknown", "drift": [d["key"] for d in drift],
-            "changed": [d["key"] for d in drift if d.get("effective") is not None], "version": nccl.get("version")}
+            "changed": [d["key"] for d in drift if d.get("effective") is not None], "version": nccl.get("version"),
+            "sentence": drift_clause(drift, limit=4)}
 
 
 def config_diff(ordered: list[RunInput]) -> list[dict]:
@@ -212,17 +215,7 @@ def headline(result: dict) -> list[dict]:
     for r in runs:
         if r["nccl"]["status"] != "drift":
             continue
-        drift = r["nccl"]["drift"]
-        missing = [d for d in drift if d not in r["nccl"]["changed"]]
-        changed = r["nccl"]["changed"]
-        parts = []
-        if missing:
-            names = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
-            parts.append(f"the workers never got {len(missing)} NCCL variable{'s' if len(missing) != 1 else ''} "
-                         f"the launcher declared ({names})")
-        if changed:
-            parts.append(f"{len(changed)} reached them with another value ({', '.join(changed[:4])})")
-        out.append({"text": f"{r['name']}: " + "; ".join(parts) + ".", "anchor": "config", "alarm": True})
+        out.append({"text": f"{r['name']}: {r['nccl']['sentence']}.", "anchor": "config", "alarm": True})
     for d in result["comparable"]["differences"]:
         out.append({"text": d["text"] + ".", "anchor": "config"})
     return out

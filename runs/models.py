@@ -66,6 +66,8 @@ class Run(models.Model):
     spec_algorithm = models.CharField(max_length=32, blank=True)
     steps = models.PositiveSmallIntegerField(null=True, blank=True)
     steps_source = models.CharField(max_length=300, blank=True)  # "x.log line 12" or "set by alice at ..."
+    # A person set the step count (upload metadata, annotation): it wins over what the logs say.
+    steps_by_person = models.BooleanField(default=False)
     throughput_tok_s = models.FloatField(null=True, blank=True)
     tokens_per_cycle = models.FloatField(null=True, blank=True)
     cycle_ms = models.FloatField(null=True, blank=True)

@@ -6,11 +6,15 @@ source) and says whether what the launcher declared reached every worker.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Protocol
 
 # NCCL's documented environment parameters (NVIDIA NCCL docs, "Environment Variables").
 # Variables outside this list (NCCL_VERSION, set by NGC containers) are not tuning knobs.
+# The shape of an NCCL variable name (a pasted or uploaded declaration must have it).
+NCCL_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
+
 NCCL_PARAMETERS = frozenset("""
 NCCL_SOCKET_IFNAME NCCL_SOCKET_FAMILY NCCL_SOCKET_RETRY_CNT NCCL_SOCKET_RETRY_SLEEP_MSEC
 NCCL_SOCKET_NTHREADS NCCL_NSOCKS_PERTHREAD NCCL_CROSS_NIC NCCL_IB_HCA NCCL_IB_TIMEOUT
@@ -153,3 +157,34 @@ def _agreed(effective: dict[str, dict[str, NcclValueLike]]) -> dict[str, str]:
                 conflict.add(key)
             merged.setdefault(key, v.value)
     return {k: v for k, v in sorted(merged.items()) if k not in conflict}
+
+
+def drift_clause(drift: list[dict], limit: int = 6) -> str:
+    """What drifted, in words: the one phrasing of the run page, the comparison's headline and the
+    run list. `drift` is the analysis' list of {key, declared, effective}."""
+    missing = [d["key"] for d in drift if d.get("effective") is None]
+    changed = [d for d in drift if d.get("effective") is not None]
+    parts = []
+    if missing:
+        names = ", ".join(missing[:limit]) + (", ..." if len(missing) > limit else "")
+        parts.append(f"the workers never got {len(missing)} NCCL variable{'s' if len(missing) != 1 else ''} "
+                     f"the launcher declared ({names})")
+    if changed:
+        values = ", ".join(f"{d['key']} {d['declared']} → {d['effective']}" for d in changed[:limit])
+        parts.append(f"{len(changed)} reached them with another value ({values})")
+    return "; ".join(parts)
+
+
+def nccl_sentence(nccl: dict) -> str:
+    """The NCCL verdict in one sentence a person can act on."""
+    status = nccl.get("status")
+    if status == "drift":
+        clause = drift_clause(nccl.get("drift", []))
+        return clause[:1].upper() + clause[1:] + "."
+    if status == "ok":
+        if not nccl.get("declared"):
+            count = len(nccl.get("effective") or {})
+            return (f"No launcher declaration in the logs; the workers report {count} NCCL "
+                    f"variable{'s' if count != 1 else ''} set by environment.")
+        return "Every NCCL variable the launcher declared reached every worker."
+    return "No log shows what the workers actually used (no NCCL echo lines or worker environment dumps)."

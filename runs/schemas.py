@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from django.db.models import Q, QuerySet
 from django.urls import reverse
-from ninja import Field, Schema
-from pydantic import ConfigDict
+from ninja import Field, FilterLookup, FilterSchema, Schema
+from ninja.pagination import PaginationBase
+from pydantic import BeforeValidator, ConfigDict
 
-from runs.models import Annotation, LogFile, Run
+from runs.models import Annotation, LogFile, NcclSetting, Run
+from runs.nccl import NCCL_KEY
 
 StatusName = Literal["queued", "parsing", "ready", "failed"]
 MAX_ID = 2**63 - 1  # bigint primary keys: a larger id is no id, not a database error
@@ -34,15 +37,56 @@ def errors(*codes: int) -> frozenset[int]:
     return frozenset({401, 429, *codes})
 
 
-class RunFilters(Schema):
-    tag: Text | None = Field(None, max_length=64, description="runs with this tag")
-    status: StatusName | None = None
-    engine: Text | None = Field(None, max_length=32, description="sglang, vllm, nccl-tests, ...")
-    steps: int | None = Field(None, ge=0, le=32767, description="draft steps per cycle")
-    q: Text | None = Field(None, max_length=200, description="name contains (case-insensitive)")
-    project: Text | None = Field(None, max_length=100, description="project name")
-    page: int = Field(1, ge=1, le=100_000)
-    page_size: int = Field(50, ge=1, le=200)
+class RunFilters(FilterSchema):
+    """The run list's filters: the page (/?tag=...) and `GET /api/v1/runs` read this one schema."""
+
+    tag: Annotated[Text | None, FilterLookup("tags__name")] = Field(
+        None, max_length=64, description="runs with this tag")
+    status: Annotated[StatusName | None, FilterLookup("status")] = None
+    engine: Annotated[Text | None, FilterLookup("engine")] = Field(
+        None, max_length=32, description="sglang, vllm, nccl-tests, ...")
+    steps: Annotated[int | None, FilterLookup("steps")] = Field(
+        None, ge=0, le=32767, description="draft steps per cycle")
+    q: Annotated[Text | None, FilterLookup("name__icontains")] = Field(
+        None, max_length=200, description="name contains (case-insensitive)")
+    project: Annotated[Text | None, FilterLookup("project__name")] = Field(
+        None, max_length=100, description="project name")
+    nccl_status: Annotated[Literal["ok", "drift", "unknown"] | None, FilterLookup("nccl_status")] = Field(
+        None, description="the NCCL verdict")
+    nccl: Text | None = Field(
+        None, max_length=600, pattern=r"^[^=]+=.*$",
+        description="KEY=VALUE: runs whose workers really had this NCCL setting (effective, not declared)",
+    )
+
+    def filter_nccl(self, value: str | None) -> Q:
+        if not value:
+            return Q()
+        key, _, wanted = value.partition("=")
+        # What the workers really had, not what the launcher said.
+        return Q(id__in=NcclSetting.objects.filter(
+            kind=NcclSetting.Kind.EFFECTIVE, key=key.strip().upper(), value__iexact=wanted.strip(),
+        ).values("run_id"))
+
+
+class RunPagination(PaginationBase):
+    """Page numbers, with the total over all pages (the run list's and the API's shape)."""
+
+    class Input(Schema):
+        page: int = Field(1, ge=1, le=100_000)
+        page_size: int = Field(50, ge=1, le=200)
+
+    class Output(Schema):
+        items: list[Any]
+        total: int = Field(description="runs matching the filters, over all pages")
+        page: int
+        page_size: int
+
+    def paginate_queryset(self, queryset: QuerySet, pagination: Input, **params: Any) -> dict:
+        start = (pagination.page - 1) * pagination.page_size
+        return {
+            "items": queryset[start:start + pagination.page_size], "total": self._items_count(queryset),
+            "page": pagination.page, "page_size": pagination.page_size,
+        }
 
 
 class RunOut(Schema):
@@ -84,13 +128,6 @@ class RunOut(Schema):
     @staticmethod
     def resolve_url(run: Run, context: dict) -> str:
         return context["request"].build_absolute_uri(reverse("run_detail", args=[run.id]))
-
-
-class RunPageOut(Schema):
-    items: list[RunOut]
-    total: int = Field(description="runs matching the filters, over all pages")
-    page: int
-    page_size: int
 
 
 class LogFileStatusOut(Schema):
@@ -194,6 +231,102 @@ class CompareQuery(Schema):
     runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,11}$", description="run ids, comma-separated (up to 12)",
                       examples=["3,7,9"])
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
+
+
+# Getting a run in: upload metadata, register by path, refresh.
+
+NcclName = Annotated[str, Field(pattern=NCCL_KEY.pattern, max_length=64)]
+
+
+def _whole(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# A JSON integer: 3 or 3.0 (JSON Schema's "integer"), never true or "3" (the models are strict).
+Whole = Annotated[int, BeforeValidator(_whole)]
+
+
+def _nullable(schema: dict) -> None:
+    """`int | None` as {"type": ["integer", "null"]}, not anyOf: Schemathesis's negative mode turns an
+    anyOf branch into null and then expects the (valid) request to be refused."""
+    branches = schema.pop("anyOf")
+    value = next(b for b in branches if b.get("type") != "null")
+    schema.update(value, type=[value["type"], "null"])
+
+
+class CiIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    commit: Text = Field("", max_length=100)
+    branch: Text = Field("", max_length=255)
+    url: Text = Field("", max_length=2000, description="the CI job's page")
+
+    def stored(self) -> dict[str, str]:
+        return self.model_dump(exclude_defaults=True)
+
+
+class BranchBaselineIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    branch: Text = Field(..., min_length=1, max_length=255, description="the latest ready run of this "
+                         "branch (its `ci.branch`) in the project, uploaded before this one")
+
+
+Baseline = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_whole)] | Literal["pinned"] | BranchBaselineIn
+
+
+class RunMetaIn(Schema):
+    """What a client says about a new run (the `meta` JSON of an upload; the body of a register)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Text = Field("", max_length=200, description="default: the first file's name")
+    project: Text = Field("", max_length=100, description="default: your first project")
+    tags: list[Annotated[Text, Field(max_length=64)]] = Field([], max_length=100)
+    steps: Annotated[int, Field(ge=0, le=32767), BeforeValidator(_whole)] | None = Field(
+        None, description="draft steps per cycle, when the logs do not say", json_schema_extra=_nullable,
+    )
+    nccl_env: dict[NcclName, Annotated[Text, Field(max_length=512)] | Whole] = Field(
+        {}, max_length=200,
+        description="NCCL variables the launcher set, {\"NCCL_PROTO\": \"LL\"}: the run's declared NCCL settings",
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": NCCL_KEY.pattern, "maxLength": 64}},
+    )
+    notes: Text = Field("", max_length=100_000)
+    ci: CiIn = Field(default_factory=CiIn)
+    baseline: Baseline = Field(
+        "pinned", description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
+        'pinned baseline, also the default) or {"branch": "main"}',
+    )
+
+    def stored(self) -> dict:
+        """The run's `meta`: CI details and the baseline it asked for."""
+        meta: dict = {"ci": ci} if (ci := self.ci.stored()) else {}
+        if "baseline" in self.model_fields_set:
+            meta["baseline"] = self.baseline if not isinstance(self.baseline, BranchBaselineIn) else \
+                self.baseline.model_dump()
+        return meta
+
+
+class RegisterIn(RunMetaIn):
+    path: str = Field(
+        max_length=65536,
+        description="absolute path of a log file on the server, under one of RUNLENS_LOG_ROOTS",
+    )
+
+
+class RunCreatedOut(Schema):
+    id: int
+    status: StatusName
+    url: str = Field(description="the run's page")
+    created: bool = Field(description="false when the same upload (content or Idempotency-Key) or the "
+                          "same registered path gave back an existing run")
+
+
+class RefreshOut(Schema):
+    id: int
+    status: StatusName
+    changed: bool = Field(description="the file had changed: its run is parsed again")
 
 
 class SweepQuery(Schema):

@@ -329,3 +329,21 @@ def analysis(
         "curve": curve,
         "verdict": sentence,
     }
+
+
+def analyses_against_baseline(result: dict, target: float | None) -> list[dict]:
+    """The speculative-decoding arithmetic of each speculative run against the baseline."""
+    runs = result["runs"]
+    if not runs:
+        return []
+    base = runs[0]
+    verifies = [r["verify_ms"] for r in runs if r["verify_ms"]]
+    best_verify = min(verifies) if verifies else None
+    out = []
+    for r in runs:
+        if not r["tokens_per_cycle"] or r["id"] == base["id"]:
+            continue
+        summary = {k: r[k] for k in ("throughput_tok_s", "tokens_per_cycle", "cycle_ms", "verify_ms")}
+        out.append({"id": r["id"], "name": r["name"], "analysis": analysis(
+            {**summary, "steps": r["steps"]}, base, target_tok_s=target, best_verify_ms=best_verify)})
+    return out

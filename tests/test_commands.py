@@ -93,7 +93,7 @@ def test_demo_loads_the_sweep_samples_as_a_ready_sweep(settings, data_dir):
 
     from ingest import services
     from runs.models import LogFile
-    from runs.views import sweep_for
+    from runs.queries import sweep_for
 
     settings.DEBUG = True
     out = StringIO()

@@ -219,18 +219,3 @@ def test_nul_bytes_after_the_head_are_dropped_not_stored(alice, data_dir):
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
     run.refresh_from_db()
     assert run.verify_ms == 4.02 and run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
-
-
-def test_a_persons_nccl_declaration_wins_over_the_log(alice, upload_run):
-    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
-    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
-    services.add_annotation(alice, run, "nccl", "NCCL_PROTO=Simple")
-    run.refresh_from_db()
-    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "Simple" and run.nccl_status == "drift"
-
-
-def test_files_of_one_run_that_disagree_on_steps_get_a_warning(alice, upload_run):
-    run = upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_tuned_3step.log")
-    assert run.steps == 2
-    messages = [w["message"] for w in run.parsed["warnings"]]
-    assert any("spec.steps is 3 here but 2 in an earlier file" in m for m in messages)

@@ -131,7 +131,7 @@ def test_drift_panel_names_the_variables_that_never_reached_the_workers(client, 
     run = upload_run(alice, "sweep/sweep_dropped_2step.log")
     client.force_login(alice)
     body = client.get(f"/runs/{run.id}/").content.decode()
-    assert ("6 NCCL variables declared in the launcher never reached the workers (NCCL_ALGO, NCCL_BUFFSIZE, "
+    assert ("The workers never got 6 NCCL variables the launcher declared (NCCL_ALGO, NCCL_BUFFSIZE, "
             "NCCL_MAX_NCHANNELS, NCCL_NTHREADS, NCCL_P2P_LEVEL, NCCL_PROTO)") in body
     assert "debug-only knobs" in body
     # Each declared value links to the line it was read from.

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from ingest import services
+from runs import services
 from runs.models import Tag
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
 """The one NinjaAPI of runlens, at /api/v1/ (OpenAPI at /api/v1/openapi.json, docs at /api/v1/docs).
 
-Routers: runs/api.py (reading and annotating runs), ingest/api.py (getting logs in). Auth is
+Routers: runs/api.py (getting runs in, reading, annotating and comparing them). Auth is
 set once here: a Bearer token (CI), or the browser's session, whose writes need the CSRF token.
 Every error leaves as {"error": {"code", "message", "line"?}} with a stable code.
 """
@@ -21,12 +21,10 @@ from ninja.errors import HttpError, Throttled, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle
-from ninja.utils import normalize_path
 
-from ingest.api import router as ingest_router
-from ingest.services import ServiceError
 from runs.api import router as runs_router
 from runs.schemas import ErrorOut
+from runs.services import ServiceError
 from webapp.auth import user_for_token
 
 log = logging.getLogger(__name__)
@@ -99,26 +97,7 @@ class JsonParser(Parser):
         return super().parse_body(request)
 
 
-class RunlensAPI(NinjaAPI):
-    def _get_bound_routers(self):
-        """ninja gives each router its own URL pattern per path, so `POST /runs` (ingest) behind
-        `GET /runs` (runs) would answer 405 (vitalik/django-ninja#1546). A path that two routers
-        share is served by one PathView holding the operations of both."""
-        fresh = self._bound_routers_cache is None
-        bound = super()._get_bound_routers()
-        if fresh:
-            seen = {}
-            for router in bound:
-                for path in list(router.path_operations):
-                    route = normalize_path("/".join((router.prefix, path)))
-                    if route in seen:
-                        seen[route].operations.extend(router.path_operations.pop(path).operations)
-                    else:
-                        seen[route] = router.path_operations[path]
-        return bound
-
-
-api = RunlensAPI(
+api = NinjaAPI(
     title="runlens API",
     version="1",
     description="Upload or register run logs from CI, read parsed runs, annotate them. "
@@ -229,4 +208,3 @@ def health(request: HttpRequest) -> dict:
 
 
 api.add_router("/", runs_router, tags=["runs"])
-api.add_router("/", ingest_router, tags=["ingest"])

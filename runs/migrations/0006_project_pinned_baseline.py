@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0003_register_path_permission'),
+        ('runs', '0004_run_steps_by_person'),
     ]
 
     operations = [

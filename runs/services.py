@@ -1,0 +1,232 @@
+"""Writes that edit runs and their summaries (STYLE 4): tags, annotations, a person's values,
+and the run summary recomputed from stored rows.
+
+Getting logs in (register, store, parse, reconcile) lives in ingest/services.py, which calls
+`refresh_run` when a parse ends; this module never touches stored files or the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ingest.parsers import parse_lines
+from ingest.parsers import records as rec
+from runs.models import (
+    Annotation,
+    CollectiveResult,
+    Membership,
+    MetricSample,
+    NcclSetting,
+    PhaseSample,
+    Project,
+    Run,
+    Status,
+    Tag,
+)
+from runs.nccl import NCCL_KEY
+from runs.summary import summarize
+
+
+class ServiceError(Exception):
+    """A request a service refuses: `code` is stable for the API, `status` is its HTTP answer."""
+
+    def __init__(self, status: int, code: str, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.line = line
+
+
+# Settings whose disagreement between two files of one run mean they are not one experiment.
+CONFLICT_KEYS = frozenset({"spec.steps", "spec.algorithm", "model", "tp_size", "engine", "gpu"})
+
+
+def declare_values(run: Run, user: AbstractBaseUser, steps: int | None, nccl_env: Mapping[str, str] | None,
+             how: str) -> None:
+    """Values a person gave for a new run (upload metadata, registration): its step count and its
+    declared NCCL settings."""
+    now = timezone.now().isoformat(timespec="seconds")
+    if steps is not None:
+        run.steps = steps
+        run.steps_source = f"set by {user.get_username()} at {now} ({how})"[:300]
+        run.steps_by_person = True
+        run.save(update_fields=["steps", "steps_source", "steps_by_person"])
+    if nccl_env:
+        _declare_nccl(run, nccl_env, how)
+
+
+def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
+    for key in pairs:
+        if not NCCL_KEY.match(key):
+            raise ServiceError(422, "bad_nccl_key", f"{key!r} is not an NCCL variable name (NCCL_...)")
+    NcclSetting.objects.bulk_create(
+        NcclSetting(run=run, logfile=None, line=None, key=key, value=str(value)[:512],
+                    kind=NcclSetting.Kind.DECLARED, source=source[:200])
+        for key, value in pairs.items()
+    )
+
+
+def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Project:
+    """Make the run its project's pinned baseline (CI verdicts compare against it), or unpin it.
+
+    Project admins (or superusers) only: it changes every later CI verdict of the project.
+    """
+    is_admin = Membership.objects.filter(project_id=run.project_id, user=user, role=Membership.Role.ADMIN).exists()
+    if not (user.is_superuser or is_admin):
+        raise ServiceError(403, "not_allowed", "only a project admin may pin the project's baseline")
+    if pinned and run.status != Status.READY:
+        raise ServiceError(409, "not_ready", f"run {run.id} is {run.status}: only a ready run can be the baseline")
+    project = run.project
+    if pinned:
+        project.pinned_baseline = run
+    elif project.pinned_baseline_id == run.id:
+        project.pinned_baseline = None
+    project.save(update_fields=["pinned_baseline"])
+    return project
+
+
+def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
+    """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
+    `steps`: an integer becomes the run's step count. Both win over what the logs say.
+    """
+    nccl: dict[str, str] = {}
+    steps = None
+    if kind == Annotation.Kind.NCCL:
+        nccl = parse_nccl_lines(body)
+    elif kind == Annotation.Kind.STEPS:
+        try:
+            steps = int(body.strip())
+        except ValueError:
+            raise ServiceError(422, "bad_steps", "a steps annotation is one integer, e.g. 3") from None
+        if not 0 <= steps <= 32767:
+            raise ServiceError(422, "bad_steps", "steps must be between 0 and 32767")
+    elif kind != Annotation.Kind.NOTE:
+        raise ServiceError(422, "bad_kind", f"kind must be one of {', '.join(Annotation.Kind.values)}")
+    with transaction.atomic():
+        annotation = Annotation.objects.create(run=run, author=user, kind=kind, body=body)
+        who = f"{user.get_username()} at {annotation.created_at.isoformat(timespec='seconds')}"
+        if nccl:
+            _declare_nccl(run, nccl, f"annotation by {who}")
+            refresh_run(run.id)
+        if steps is not None:
+            Run.objects.filter(id=run.id).update(steps=steps, steps_source=f"set by {who}"[:300], steps_by_person=True)
+    return annotation
+
+
+def parse_nccl_lines(text: str) -> dict[str, str]:
+    """`env | grep NCCL` output or KEY=VALUE lines -> {NCCL_X: value}, read by the launch_env
+    parser (so a pasted `export NCCL_X=Y` means what it means in a launch log).
+
+    Blank lines and `#` comments are skipped, and so are other variables that grep let through
+    (`LD_LIBRARY_PATH=/opt/nccl/lib`); a line that is not an assignment is an error with its number.
+    """
+    lines = text.splitlines()
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if line and not line.startswith("#") and "=" not in line:
+            raise ServiceError(422, "bad_nccl_line",
+                               f"line {number}: expected NCCL_NAME=value, got {line[:80]!r}", line=number)
+    pairs = {v.key: v.value for v in parse_lines(lines, formats=["launch_env"]).nccl if v.kind == "declared"}
+    for key in pairs:
+        if not NCCL_KEY.match(key):
+            raise ServiceError(422, "bad_nccl_key", f"{key!r} is not an NCCL variable name (NCCL_...)")
+    if not pairs:
+        raise ServiceError(422, "no_nccl_values", "no NCCL_NAME=value line found")
+    return pairs
+
+
+def set_tags(run: Run, tags: Iterable[str]) -> None:
+    names = sorted({t.strip()[:64] for t in tags if t and t.strip()})
+    run.tags.set([Tag.objects.get_or_create(name=n)[0] for n in names])
+
+
+def run_result(run: Run) -> rec.ParseResult:
+    """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on)."""
+    result = rec.ParseResult()
+    offset = 0
+    files = list(run.logfiles.filter(status=Status.READY).order_by("id"))
+    for lf in files:
+        for f in lf.formats:
+            result.add_format(f)
+        for key, s in lf.settings.items():
+            seen = result.settings.get(key)
+            if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
+                result.warnings.append(rec.Issue(s["line"], (
+                    f"{lf.original_name}: {key} is {s['value']} here but {seen.value} in an earlier file "
+                    f"(line {seen.line}); the run uses {seen.value}")))
+            result.set(key, s["value"], s["line"], s["source"])
+        last = offset
+        for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
+            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line, p.source))
+            last = max(last, p.window + offset)
+        for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
+            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line, m.source, m.rank))
+            last = max(last, m.window + offset)
+        offset = last
+        for w in lf.warnings:
+            result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
+    # NCCL values include annotations (no log file): the analysis sees every declaration.
+    # Rows without a log file (annotations, upload metadata) last on every database: the last
+    # declaration wins in the analysis, and a person's word wins over the logs.
+    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
+        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id))
+    for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
+        result.collectives.append(rec.Collective(
+            c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
+            c.wrong, c.in_place, c.line or 0,
+        ))
+    return result
+
+
+def refresh_run(run_id: int) -> None:
+    """Recompute a run's status and summary figures from its log files and rows."""
+    run = Run.objects.select_for_update().get(id=run_id)
+    statuses = list(run.logfiles.values_list("status", "error"))
+    codes = {s for s, _ in statuses}
+    if not statuses or codes == {Status.FAILED}:
+        status = Status.FAILED
+    elif Status.PARSING in codes:
+        status = Status.PARSING
+    elif Status.QUEUED in codes:
+        status = Status.QUEUED
+    else:
+        status = Status.READY
+    run.status = status
+    run.error = "\n".join(e for s, e in statuses if s == Status.FAILED and e)
+    parsed = summarize(run_result(run)) if Status.READY in codes else {}
+    run.parsed = parsed
+    summary = parsed.get("summary", {})
+    verify = _phase(parsed, "verify")
+    spec = parsed.get("spec", {})
+    run.throughput_tok_s = summary.get("throughput_tok_s")
+    run.tokens_per_cycle = summary.get("tokens_per_cycle")
+    run.cycle_ms = summary.get("cycle_ms")
+    run.windows = summary.get("windows")
+    run.verify_ms = verify["ms"] if verify else None
+    run.verify_pct = verify["pct"] if verify else None
+    run.engine = (parsed.get("engine") or "")[:32]
+    run.spec_algorithm = (spec.get("algorithm") or "")[:32]
+    if not run.steps_by_person:
+        # A person's value wins over the logs; otherwise the logs say, with their line.
+        run.steps = spec.get("steps")
+        run.steps_source = _steps_source(run) if run.steps is not None else ""
+    run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
+    run.save()
+
+
+def _phase(parsed: dict, word: str) -> dict | None:
+    return next((p for p in parsed.get("phases", []) if word in p["name"].lower()), None)
+
+
+def _steps_source(run: Run) -> str:
+    for lf in run.logfiles.filter(status=Status.READY).order_by("id"):
+        s = lf.settings.get("spec.steps")
+        if s:
+            return f"{lf.original_name} line {s['line']} ({s['source']})"
+    return ""

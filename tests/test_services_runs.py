@@ -1,0 +1,45 @@
+"""runs/services.py: run edits (annotations, a person's values) and the run summary."""
+
+import pytest
+
+from runs import services
+
+
+def test_a_persons_nccl_declaration_wins_over_the_log(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "LL"
+    services.add_annotation(alice, run, "nccl", "NCCL_PROTO=Simple")
+    run.refresh_from_db()
+    assert run.parsed["nccl"]["declared"]["NCCL_PROTO"] == "Simple" and run.nccl_status == "drift"
+
+
+def test_files_of_one_run_that_disagree_on_steps_get_a_warning(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_tuned_3step.log")
+    assert run.steps == 2
+    messages = [w["message"] for w in run.parsed["warnings"]]
+    assert any("spec.steps is 3 here but 2 in an earlier file" in m for m in messages)
+
+
+def test_pasted_settings_are_read_like_a_launch_log():
+    pasted = "# from the launch shell\nexport NCCL_PROTO=LL\nNCCL_ALGO='Ring'\nLD_LIBRARY_PATH=/opt/nccl/lib\n\n"
+    assert services.parse_nccl_lines(pasted) == {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"}
+
+
+def test_a_pasted_line_that_is_no_assignment_is_refused_with_its_number():
+    with pytest.raises(services.ServiceError) as e:
+        services.parse_nccl_lines("NCCL_PROTO=LL\nhello world\n")
+    assert e.value.line == 2 and "hello world" in e.value.message
+
+
+def test_pasted_text_without_nccl_values_is_refused():
+    with pytest.raises(services.ServiceError) as e:
+        services.parse_nccl_lines("HOME=/root\n")
+    assert e.value.code == "no_nccl_values"
+
+
+def test_a_person_set_step_count_survives_a_reparse(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    services.add_annotation(alice, run, "steps", "3")
+    services.refresh_run(run.id)
+    run.refresh_from_db()
+    assert run.steps == 3 and run.steps_by_person and run.steps_source.startswith("set by alice")
