@@ -196,7 +196,8 @@ function setupForms() {
     e.preventDefault();
     if (picked.length < 1) return;
     // "Sweep selected" posts to its own formaction; a sweep has no baseline run to name.
-    const action = (e.submitter && e.submitter.formAction) || form.action;
+    // (formAction without the attribute is the page's own URL, not the form's action.)
+    const action = e.submitter && e.submitter.hasAttribute("formaction") ? e.submitter.formAction : form.action;
     const sweep = e.submitter && e.submitter.id === "sweep-button";
     window.location.assign(`${action}?runs=${picked.join(",")}${sweep ? "" : `&baseline=${picked[0]}`}`);
   });
