@@ -71,6 +71,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "collectives_chart": charts.collectives([(run.name, collectives)]) if collectives else None,
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
+        "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
     })
 
 
@@ -150,6 +151,19 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
         except services.ServiceError as e:
             messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]) + "#annotations")
+
+
+@login_required
+@require_POST
+def pin(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's "pin as CI baseline" button (and its unpin twin)."""
+    run = queries.visible_run(request.user, pk)
+    pinned = request.POST.get("pinned") == "1"
+    try:
+        services.pin_baseline(request.user, run, pinned)
+    except services.ServiceError as e:  # the button shows only to admins: a race, or a hand-made POST
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[run.id]))
 
 
 @login_required

@@ -43,3 +43,16 @@ def test_a_person_set_step_count_survives_a_reparse(alice, upload_run):
     services.refresh_run(run.id)
     run.refresh_from_db()
     assert run.steps == 3 and run.steps_by_person and run.steps_source.startswith("set by alice")
+
+
+@pytest.mark.django_db
+def test_only_a_ready_run_can_be_pinned_and_unpinning_another_run_keeps_the_pin(alice, upload_run):
+    from runs.services import ServiceError, pin_baseline
+
+    queued = upload_run(alice, "sweep/sweep_default_1step.log", parse=False)
+    with pytest.raises(ServiceError) as refused:
+        pin_baseline(alice, queued)
+    assert refused.value.status == 409
+    ready = upload_run(alice, "sweep/sweep_default_2step.log")
+    assert pin_baseline(alice, ready).pinned_baseline == ready
+    assert pin_baseline(alice, queued, pinned=False).pinned_baseline == ready

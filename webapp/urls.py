@@ -25,6 +25,7 @@ urlpatterns = [
     path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
     path("runs/status.json", run_views.run_status, name="run_status"),
     path("compare/", run_views.compare_view, name="compare"),
+    path("runs/<int:pk>/pin", run_views.pin, name="pin"),
     path("sweep/", run_views.sweep_view, name="sweep"),
     path("trend/", run_views.trend_view, name="trend"),
     path("runs/<int:pk>/annotate", run_views.annotate, name="annotate"),
