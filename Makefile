@@ -23,8 +23,11 @@ test: venv
 	scripts/ensure-redis.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Lint, the import arrows of docs/architecture.md, types, then the whole suite.
 check: venv
 	.venv/bin/ruff check .
+	.venv/bin/lint-imports
+	.venv/bin/mypy
 	$(MAKE) test
 
 bench: venv

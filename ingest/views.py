@@ -96,5 +96,4 @@ def logfile_raw(request: HttpRequest, pk: int) -> FileResponse:
         raise Http404("the stored log cannot be read") from None
     response = FileResponse(f, as_attachment=True, filename=lf.original_name or f"log-{lf.id}.log",
                             content_type="text/plain; charset=utf-8")
-    response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runs.nccl import drift_clause
+from runs.summary import spread
 
 # The summary table, in reading order: key, label, unit, which direction is better.
 METRICS = [
@@ -56,15 +57,6 @@ def figures(run: RunInput) -> dict[str, float | None]:
     }
 
 
-def spread(values: list[float]) -> float | None:
-    """Half the interquartile range of per-window values: the noise a delta must exceed."""
-    if len(values) < 4:
-        return None
-    v = sorted(values)
-    q1, q3 = v[len(v) // 4], v[(3 * len(v)) // 4]
-    return (q3 - q1) / 2
-
-
 def _delta(value: float | None, base: float | None) -> tuple[float | None, float | None]:
     if value is None or base is None:
         return None, None
@@ -87,16 +79,8 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
         base_value = figs[base.id][key]
         rows = {}
         for r in ordered:
-            value = figs[r.id][key]
-            d, pct = _delta(value, base_value)
-            noise_values = [x for x in (_noise(r, key), _noise(base, key)) if x is not None]
-            noise = max(noise_values) if noise_values else None
-            significant = d is not None and r.id != base.id and abs(d) > (noise or 0) and abs(pct or 0) >= 1.0
-            verdict = None
-            if significant:
-                verdict = "better" if (d > 0) == (better == "higher") else "worse"
-            rows[r.id] = {"value": value, "delta": d, "delta_pct": pct, "noise": noise,
-                          "significant": significant, "verdict": verdict}
+            rows[r.id] = {"value": figs[r.id][key], **judge(
+                figs[r.id][key], base_value, _noise(r, key), _noise(base, key), better, r.id == base.id)}
         metrics.append({"key": key, "label": label, "unit": unit, "better": better, "runs": rows})
 
     phases = _phase_rows(ordered, base)
@@ -118,7 +102,30 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
     return result
 
 
+def judge(value: float | None, base: float | None, noise: float | None, base_noise: float | None,
+          better: str, is_base: bool = False) -> dict:
+    """The one rule for every compared figure (throughput, cycle, each phase): a change counts when
+    it exceeds the larger noise of the two runs and is at least 1% of the baseline's value."""
+    d, pct = _delta(value, base)
+    known = [x for x in (noise, base_noise) if x is not None]
+    worst = max(known) if known else None
+    significant = d is not None and not is_base and abs(d) > (worst or 0) and abs(pct or 0) >= 1.0
+    verdict = None
+    if significant and d is not None:
+        verdict = "better" if (d > 0) == (better == "higher") else "worse"
+    return {"delta": d, "delta_pct": pct, "noise": worst, "significant": significant, "verdict": verdict}
+
+
 def _noise(run: RunInput, key: str) -> float | None:
+    """A figure's noise: from the parse summary, else from the per-window series (runs parsed
+    before the summary kept it)."""
+    if key == "verify_ms":
+        verify = _verify(run.parsed)
+        if verify and verify.get("spread") is not None:
+            return verify["spread"]
+    stored = ((run.parsed.get("summary") or {}).get("spread") or {}).get(key)
+    if stored is not None:
+        return stored
     return spread([v for _, v, _ in run.series.get(key, [])])
 
 
@@ -136,8 +143,11 @@ def _phase_rows(ordered: list[RunInput], base: RunInput) -> list[dict]:
         for r in ordered:
             p = table[r.id].get(name)
             ms = p["ms"] if p else None
-            d, pct = _delta(ms, base_ms)
-            cells[r.id] = {"ms": ms, "pct": p["pct"] if p else None, "delta_ms": d, "delta_pct": pct}
+            verdict = judge(ms, base_ms, (p or {}).get("spread"), (base_phase or {}).get("spread"), "lower",
+                            r.id == base.id)
+            cells[r.id] = {"ms": ms, "pct": p["pct"] if p else None, "delta_ms": verdict["delta"],
+                           "delta_pct": verdict["delta_pct"], "noise": verdict["noise"],
+                           "significant": verdict["significant"], "verdict": verdict["verdict"]}
         rows.append({"name": name, "runs": cells,
                      "baseline_as": base_phase["name"] if base_phase and base_phase["name"] != name else None})
     return rows
@@ -202,7 +212,8 @@ def headline(result: dict) -> list[dict]:
     for row in result["phases"]:
         for r in runs[1:]:
             cell = row["runs"][r["id"]]
-            if cell["delta_ms"] is not None and (best is None or abs(cell["delta_ms"]) > abs(best[2]["delta_ms"])):
+            # Only a change outside the noise makes the headline (the same rule as the tables).
+            if cell["significant"] and (best is None or abs(cell["delta_ms"]) > abs(best[2]["delta_ms"])):
                 best = (row, r, cell)
     if best and abs(best[2]["delta_ms"]) >= 0.01:
         row, r, cell = best

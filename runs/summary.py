@@ -7,8 +7,10 @@ the first tiny `gen throughput` after idle) and would drag a mean.
 from __future__ import annotations
 
 from collections import defaultdict
-from statistics import median
+from statistics import median, quantiles
 from typing import TYPE_CHECKING
+
+from runs.nccl import analyze
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Metric, ParseResult
@@ -83,6 +85,15 @@ def robust_median(values: list[float]) -> float | None:
     return round(median(values), 4) if values else None
 
 
+def spread(values: list[float]) -> float | None:
+    """Half the interquartile range of per-window values: the noise a change must exceed to count
+    (the comparison's one rule, for every figure). None under four windows: too few to tell."""
+    if len(values) < 4:
+        return None
+    q1, _, q3 = quantiles(values, n=4, method="inclusive")
+    return round((q3 - q1) / 2, 4)
+
+
 def throughput_series(metrics: list[Metric]) -> list[float]:
     values = series(metrics, "throughput_tok_s", "gen_throughput_tok_s")
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
@@ -102,14 +113,13 @@ def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
         pct = robust_median(pcts)
         if pct is None and ms is not None and cycle_ms:
             pct = round(100 * ms / cycle_ms, 2)
-        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(samples)})
+        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(samples),
+                     "spread": spread([p.ms for p in samples])})
     return rows
 
 
 def summarize(result: ParseResult) -> dict:
     """The contract's parse JSON for one file (or one run's files parsed into one result)."""
-    from runs.nccl import analyze  # pure; lives with the rest of the NCCL knowledge
-
     s = result.settings
     metrics = result.metrics
     throughput = throughput_series(metrics)
@@ -140,6 +150,9 @@ def summarize(result: ParseResult) -> dict:
             "tokens_per_cycle": robust_median(tokens),
             "cycle_ms": cycle_ms,
             "windows": windows,
+            # The noise of each figure across windows (half the IQR), for the comparison's rule.
+            "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
+                       "cycle_ms": spread(cycle)},
         },
         "phases": phase_table(result, cycle_ms),
         "nccl": analyze(result.nccl, version=_value(s, "nccl.version")),

@@ -28,9 +28,14 @@ def golden(request: pytest.FixtureRequest):
     def check(name: str, value: object) -> None:
         path = DATA / "golden" / f"{name}.json"
         text = json.dumps(value, indent=1, sort_keys=True) + "\n"
-        if request.config.getoption("--regen-golden") or not path.exists():
+        if request.config.getoption("--regen-golden"):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+        elif not path.exists():
+            # A missing golden file must not pass by writing itself: say how to make it, then review it.
+            pytest.fail(f"no golden file {path.relative_to(PROJECT_ROOT)}: create it with "
+                        f"`.venv/bin/python -m pytest {request.node.nodeid} --regen-golden` and review it",
+                        pytrace=False)
         assert json.loads(text) == json.loads(path.read_text()), f"differs from {path}"
 
     return check

@@ -9,7 +9,8 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 PROJECT_ROOT = Path(__file__).parent.parent
-# Public samples are read from the shared folder, never copied in (they are not ours).
+# Public samples are read from the shared folder, never copied in (they are not ours: the samples'
+# README asks us not to). .ci/run finds that folder and sets RUNLENS_SHARED_SAMPLES.
 SHARED_SAMPLES = Path(os.environ.get("RUNLENS_SHARED_SAMPLES", PROJECT_ROOT.parent / "shared" / "samples"))
 
 
@@ -19,10 +20,12 @@ def log_path(name: str) -> Path:
 
 
 def public_sample(name: str) -> Path:
-    """A public sample from ../shared/samples/public; skip the test when it is not there."""
+    """A public sample from ../shared/samples/public. Missing is a failure, not a skip: a golden test
+    that silently skips proves nothing (set RUNLENS_SHARED_SAMPLES to the samples folder)."""
     path = SHARED_SAMPLES / "public" / name
     if not path.exists():
-        pytest.skip(f"public sample {name} is not present under {SHARED_SAMPLES / 'public'}")
+        pytest.fail(f"public sample {name} is not under {SHARED_SAMPLES / 'public'}: "
+                    "set RUNLENS_SHARED_SAMPLES to the folder holding public/", pytrace=False)
     return path
 
 

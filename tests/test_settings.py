@@ -15,13 +15,18 @@ from webapp.settings import database_from_url, env_bool
 def test_database_url_for_postgres():
     db = database_from_url("postgres://u:p%40ss@db.example:6543/runs?sslmode=require")
     assert db["ENGINE"] == "django.db.backends.postgresql" and db["NAME"] == "runs"
-    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == ("u", "p@ss", "db.example", "6543")
+    assert (db["USER"], db["PASSWORD"], db["HOST"], str(db["PORT"])) == ("u", "p@ss", "db.example", "6543")
     assert db["OPTIONS"] == {"sslmode": "require"}
 
 
 def test_database_url_for_sqlite_relative_and_absolute():
     assert database_from_url("sqlite:////tmp/x.db")["NAME"] == "/tmp/x.db"
     assert database_from_url("sqlite:///var/x.db")["NAME"].endswith("/var/x.db")
+
+
+def test_database_url_with_a_socket_directory_is_unquoted():
+    db = database_from_url("postgres://postgres@%2Fvar%2Frun%2Fpostgresql/test")
+    assert db["HOST"] == "/var/run/postgresql" and db["NAME"] == "test"
 
 
 def test_unknown_database_scheme_fails_loudly():

@@ -99,6 +99,15 @@ def test_plotly_is_served_from_the_installed_package(client):
     assert len(body) > 1_000_000 and b"plotly" in body[:2000].lower()
 
 
+def test_plotly_is_sent_gzipped_to_browsers_that_accept_it(client):
+    import gzip
+
+    response = client.get(reverse("plotly_js"), HTTP_ACCEPT_ENCODING="gzip")
+    body = b"".join(response.streaming_content)
+    assert response["Content-Encoding"] == "gzip" and len(body) < 2_000_000
+    assert b"plotly" in gzip.decompress(body)[:2000].lower()
+
+
 def test_run_list_filters_by_effective_nccl_value_and_drift(client, alice, upload_run):
     upload_run(alice, "spec_eagle3_tuned_2step.log", name="tuned")
     upload_run(alice, "sweep/sweep_dropped_2step.log", name="dropped")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlparse
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -39,25 +39,18 @@ def env_int(name: str, default: int) -> int:
 
 
 def database_from_url(url: str) -> dict:
-    """`postgres://user:pass@host:5432/name` or `sqlite:///path` -> a DATABASES entry."""
-    parsed = urlparse(url)
-    if parsed.scheme == "sqlite":
-        # sqlite:///var/x.db is relative to the project, sqlite:////abs/x.db absolute.
-        name = unquote(parsed.path)[1:]
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(BASE_DIR / name)}
-    if parsed.scheme in ("postgres", "postgresql", "pgsql"):
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(parsed.path.lstrip("/")),
-            "USER": unquote(parsed.username or ""),
-            "PASSWORD": unquote(parsed.password or ""),
-            "HOST": parsed.hostname or "",
-            "PORT": str(parsed.port or ""),
-            "OPTIONS": dict(parse_qsl(parsed.query)),
-            "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
-            "CONN_HEALTH_CHECKS": True,
-        }
-    raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (postgres or sqlite)")
+    """`postgres://user:pass@host:5432/name` (a socket dir as `%2Fvar%2Frun%2Fpostgresql`) or
+    `sqlite:///path` -> a DATABASES entry, by dj-database-url. Only the two engines runlens runs on."""
+    scheme = url.partition("://")[0]
+    if scheme not in ("sqlite", "postgres", "postgresql", "pgsql"):
+        raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported (postgres or sqlite)")
+    db = dict(dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True))
+    if db["ENGINE"].endswith("sqlite3"):
+        # sqlite:///var/x.db is relative to the project (not to the current directory), sqlite:////abs/x.db absolute.
+        db["NAME"] = str(BASE_DIR / db["NAME"])
+        db.pop("CONN_MAX_AGE", None)
+        db.pop("CONN_HEALTH_CHECKS", None)
+    return db
 
 
 DEBUG = env_bool("DEBUG", True)
@@ -67,8 +60,7 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = [h for h in env("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS").split(",") if o]
 
-DATA_DIR = Path(env("RUNLENS_DATA_DIR", str(BASE_DIR / "var"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATA_DIR = Path(env("RUNLENS_DATA_DIR", str(BASE_DIR / "var"))).resolve()  # created by RunsConfig.ready()
 LOG_ROOTS = [Path(p).resolve() for p in env("RUNLENS_LOG_ROOTS").split(os.pathsep) if p]
 
 DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'runlens.sqlite3'}"))}
@@ -185,7 +177,6 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": VISIBILITY_TIMEOUT}
-CELERY_VISIBILITY_TIMEOUT = VISIBILITY_TIMEOUT
 CELERY_TASK_SOFT_TIME_LIMIT = PARSE_SOFT_TIME_LIMIT
 CELERY_TASK_TIME_LIMIT = PARSE_TIME_LIMIT
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
