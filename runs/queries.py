@@ -344,11 +344,6 @@ def verdict_for(user, run: Run) -> dict:
         raise Run.DoesNotExist(run.id)
     if base is not None and base.id not in inputs:
         base, why = None, f"the baseline #{base.pk} is not visible to you"
-    for row in PhaseSample.objects.filter(run_id__in=ids).order_by("logfile_id", "window", "id").values_list(
-        "run_id", "name", "ms", "line"
-    ):
-        series = inputs[row[0]].series.setdefault(f"phase:{row[1]}", [])
-        series.append((len(series) + 1, row[2], row[3]))
     return verdict(inputs[run.id], inputs[base.id] if base else None, how, why)
 
 
@@ -360,6 +355,15 @@ TREND_SERIES = {"throughput_tok_s": ("throughput_tok_s", "gen_throughput_tok_s")
 def project_names(user) -> list[str]:
     """Names of the projects the user has runs in (the trend page's project picker)."""
     return sorted(set(visible_runs(user).order_by().values_list("project__name", flat=True)))
+
+
+def _stored_spread(run: Run, metric: str) -> float | None:
+    """The noise the parse summary kept for this figure (None for runs parsed before it did)."""
+    parsed = run.parsed or {}
+    if metric == "verify_ms":
+        verify = next((p for p in parsed.get("phases", []) if "verify" in p["name"].lower()), None)
+        return (verify or {}).get("spread")
+    return ((parsed.get("summary") or {}).get("spread") or {}).get(metric)
 
 
 def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "",
@@ -399,7 +403,7 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
     for r in runs:
         ci = (r.meta or {}).get("ci") or {}
         points.append(TrendPoint(
-            id=r.id, name=r.name, created_at=r.created_at, value=getattr(r, metric),
+            id=r.id, name=r.name, created_at=r.created_at, value=getattr(r, metric), noise=_stored_spread(r, metric),
             windows=tuple(windows.get(r.id, ())), commit=str(ci.get("commit", "")), branch=str(ci.get("branch", "")),
             nccl_status=r.nccl_status or "unknown", annotations=tuple(notes.get(r.id, ())),
         ))

@@ -2,8 +2,8 @@
 
 Points come in upload order; runs of one commit stay together, in the order their commit first
 appeared (CI uploads each commit once it is built, so this is commit order on a branch). Each
-point is judged against the point before it by the verdict's rule (`runs/verdict.py`: beyond the
-noise of either run and at least 1%), so a flag on the trend means what a CI gate would have said.
+point is judged against the point before it by the comparison's one rule (`compare.judge`: beyond
+the noise of either run and at least 1%), so a flag on the trend means what a CI gate would have said.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from runs.compare import METRICS, spread
-from runs.verdict import figure
+from runs.compare import METRICS, judge, spread
 
 METRIC_INFO = {key: (label, unit, better) for key, label, unit, better in METRICS}
 
@@ -23,7 +22,8 @@ class TrendPoint:
     name: str
     created_at: datetime
     value: float | None
-    windows: tuple[float, ...] = ()  # per-window values of the metric: the noise
+    noise: float | None = None  # the parse summary's spread of the figure, when it kept one
+    windows: tuple[float, ...] = ()  # else the per-window values the noise is computed from
     commit: str = ""
     branch: str = ""
     nccl_status: str = "unknown"
@@ -47,17 +47,16 @@ def trend(points: list[TrendPoint], metric: str) -> dict:
     label, unit, better = METRIC_INFO[metric]
     rows, previous = [], None
     for p in ordered([p for p in points if p.value is not None]):
-        noise = spread(list(p.windows))
+        noise = p.noise if p.noise is not None else spread(list(p.windows))
         row = {"run_id": p.id, "name": p.name, "created_at": p.created_at.isoformat(), "value": p.value,
                "commit": p.commit, "branch": p.branch, "nccl_status": p.nccl_status, "noise": noise,
                "label": p.commit[:8] if p.commit else p.name, "delta": None, "delta_pct": None,
                "flag": None, "annotations": [{"at": at.isoformat(), "kind": kind, "body": body}
                                              for at, kind, body in p.annotations]}
         if previous is not None:
-            noises = [n for n in (noise, previous["noise"]) if n is not None]
-            judged = figure(metric, label, unit, better, p.value, previous["value"], max(noises) if noises else None)
+            judged = judge(p.value, previous["value"], noise, previous["noise"], better)
             row.update(delta=judged["delta"], delta_pct=judged["delta_pct"],
-                       flag={"worse": "regression", "better": "improvement"}.get(judged["direction"] or ""))
+                       flag={"worse": "regression", "better": "improvement"}.get(judged["verdict"] or ""))
         rows.append(row)
         previous = row
     regressions = [r for r in rows if r["flag"] == "regression"]

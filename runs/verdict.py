@@ -1,46 +1,34 @@
 """A run's verdict against its baseline, for CI (DESIGN, "Analysis": verdict.py). Pure.
 
-Built on the comparison (`runs/compare.py`): the same deltas, the same noise (half the
-interquartile range of the per-window values, the larger of the two runs') and the same rule
-for a real change (beyond the noise and at least 1%). Throughput decides the overall verdict;
-the other figures are its evidence.
+Read off the comparison (`runs/compare.py`): the same deltas, the same noise (half the
+interquartile range across windows, the larger of the two runs') and its one rule for a real
+change (`judge`: beyond the noise and at least 1%). Throughput decides the overall verdict; the
+other figures are its evidence.
 """
 
 from __future__ import annotations
 
-from runs.compare import METRICS, RunInput, _verify, compare, spread
+from runs.compare import RunInput, _verify, compare
 
 VERDICTS = ("regression", "improvement", "no change", "not comparable", "pending")
-# The comparison's floor: a change under 1% is not called a change whatever the noise.
+# compare.judge's floor: a change under 1% is not called a change whatever the noise.
 MIN_CHANGE_PCT = 1.0
 
 
-def figure(key: str, label: str, unit: str, better: str, value: float | None, base: float | None,
-           noise: float | None) -> dict:
-    """One figure's delta, whether it is outside the noise, and how far beyond it in the bad direction."""
-    row = {"key": key, "label": label, "unit": unit, "better": better, "value": value, "baseline": base,
-           "delta": None, "delta_pct": None, "noise": noise, "significant": False, "direction": None,
-           "worse_beyond_noise_pct": 0.0}
-    if value is None or base is None:
-        return row
-    d = value - base
-    pct = 100 * d / base if base else None
-    significant = abs(d) > (noise or 0) and abs(pct or 0) >= MIN_CHANGE_PCT
-    direction = None
-    if significant:
-        direction = "better" if (d > 0) == (better == "higher") else "worse"
-    beyond = 0.0
-    if direction == "worse" and base:
-        # The part of the change the noise cannot explain, in % of the baseline: what a CI gate
-        # compares with its threshold.
-        beyond = 100 * (abs(d) - (noise or 0)) / abs(base)
-    row.update(delta=round(d, 4), delta_pct=None if pct is None else round(pct, 2), significant=significant,
-               direction=direction, worse_beyond_noise_pct=round(beyond, 2))
-    return row
+def worse_beyond_noise_pct(judged: dict, base: float | None) -> float:
+    """The part of a worsening the noise cannot explain, in % of the baseline's value (0 unless
+    `judge` called it worse): what a CI gate compares with its threshold."""
+    if judged["verdict"] != "worse" or not base or judged["delta"] is None:
+        return 0.0
+    return round(100 * (abs(judged["delta"]) - (judged["noise"] or 0)) / abs(base), 2)
 
 
-def _phase_noise(run: RunInput, name: str) -> float | None:
-    return spread([v for _, v, _ in run.series.get(f"phase:{name}", [])])
+def _row(key: str, label: str, unit: str, better: str, value: float | None, base: float | None,
+         judged: dict) -> dict:
+    return {"key": key, "label": label, "unit": unit, "better": better, "value": value, "baseline": base,
+            "delta": judged["delta"], "delta_pct": judged["delta_pct"], "noise": judged["noise"],
+            "significant": judged["significant"], "direction": judged["verdict"],
+            "worse_beyond_noise_pct": worse_beyond_noise_pct(judged, base)}
 
 
 def verdict(run: RunInput, base: RunInput | None, baseline_how: str = "", missing_reason: str = "") -> dict:
@@ -52,23 +40,22 @@ def verdict(run: RunInput, base: RunInput | None, baseline_how: str = "", missin
         out["headline"] = f"{run.name}: not comparable: {out['reasons'][0]}."
         return out
     out["baseline"] = {"id": base.id, "name": base.name}
+    # The comparison judges every figure by its one rule; the verdict only reads it.
     result = compare([base, run], base.id)
-    noise = {m["key"]: m["runs"][run.id]["noise"] for m in result["metrics"]}
-    figs = result["runs"]
-    mine, theirs = figs[1], figs[0]
-    for key, label, unit, better in METRICS:
-        out["figures"].append(figure(key, label, unit, better, mine[key], theirs[key], noise[key]))
+    for m in result["metrics"]:
+        cell = m["runs"][run.id]
+        out["figures"].append(_row(m["key"], m["label"], m["unit"], m["better"], cell["value"],
+                                   m["runs"][base.id]["value"], cell))
     verify = _verify(run.parsed)
     for row in result["phases"]:
         if verify and row["name"] == verify["name"]:
-            continue  # already there as verify_ms, with its per-window noise
-        cell, base_cell = row["runs"][run.id], row["runs"][base.id]
-        base_name = row["baseline_as"] or row["name"]
-        base_ms = base_cell["ms"] if base_cell["ms"] is not None else (
-            cell["ms"] - cell["delta_ms"] if cell["delta_ms"] is not None else None)
-        noises = [n for n in (_phase_noise(run, row["name"]), _phase_noise(base, base_name)) if n is not None]
-        out["figures"].append(figure(f"phase:{row['name']}", row["name"], "ms/cyc", "lower", cell["ms"], base_ms,
-                                     max(noises) if noises else None))
+            continue  # already there as verify_ms
+        cell = row["runs"][run.id]
+        base_ms = row["runs"][base.id]["ms"]
+        if base_ms is None and cell["delta_ms"] is not None:  # the baseline's equivalent phase
+            base_ms = round(cell["ms"] - cell["delta_ms"], 4)
+        out["figures"].append(_row(f"phase:{row['name']}", row["name"], "ms/cyc", "lower", cell["ms"], base_ms,
+                                   {**cell, "delta": cell["delta_ms"]}))
 
     tput = out["figures"][0]
     problems = [d["text"] for d in result["comparable"]["differences"]]

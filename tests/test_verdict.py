@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runs.compare import RunInput
-from runs.verdict import figure, gate, verdict
+from runs.compare import judge
+from runs.verdict import gate, verdict, worse_beyond_noise_pct
 
 
 def run(rid: int, tput: float, cycle: float = 4.5, verify: float = 4.0, noise: float = 0.0,
@@ -63,9 +64,8 @@ def test_each_phase_gets_its_delta_and_verify_appears_once():
 
 
 def test_worse_beyond_noise_subtracts_the_noise():
-    row = figure("throughput_tok_s", "Throughput", "tok/s", "higher", 450.0, 500.0, 10.0)
-    assert row["worse_beyond_noise_pct"] == pytest.approx(8.0)
-    assert figure("cycle_ms", "Cycle", "ms", "lower", 4.0, 4.5, 0.0)["worse_beyond_noise_pct"] == 0.0
+    assert worse_beyond_noise_pct(judge(450.0, 500.0, 10.0, 4.0, "higher"), 500.0) == pytest.approx(8.0)
+    assert worse_beyond_noise_pct(judge(4.0, 4.5, 0.0, 0.0, "lower"), 4.5) == 0.0  # better, not worse
 
 
 @pytest.mark.parametrize(("tput", "fails"), [(450.0, True), (490.0, False), (540.0, False)])
