@@ -18,7 +18,10 @@ PHASE_COLORS = {
     "Accept": "#8cc084",
     "Target forward": "#d8664f",
 }
-PALETTE = ["#6f5fb5", "#e0a93b", "#4aa3a2", "#b85c9e", "#7f7f7f", "#9c6b3f"]
+# Ten colours that stay apart for colour-blind readers too; past ten runs the dash pattern changes.
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f",
+           "#ff9da7", "#7f7f7f"]
+DASHES = ["solid", "dash", "dot", "dashdot"]
 LAYOUT = {
     "template": "plotly_white",
     "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
@@ -37,6 +40,18 @@ class PhaseRow(Protocol):
 
 def phase_color(name: str, index: int) -> str:
     return PHASE_COLORS.get(name, PALETTE[index % len(PALETTE)])
+
+
+def run_line(index: int) -> dict:
+    """The i-th compared run's line: its own colour, and a dash pattern once the palette repeats."""
+    return {"color": PALETTE[index % len(PALETTE)], "dash": DASHES[(index // len(PALETTE)) % len(DASHES)]}
+
+
+def legend_on_top(count: int) -> tuple[dict, int]:
+    """A horizontal legend above the plot and the top margin its rows need (about 4 names a row),
+    so 20 runs' names never sit on the traces."""
+    rows = max(1, (count + 3) // 4)
+    return {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, 50 + 22 * rows
 
 
 def phase_timeline(rows: Iterable[PhaseRow], file_label: str = "") -> dict:
@@ -122,12 +137,14 @@ def over_the_run(runs: list, key: str, title: str, unit: str) -> dict:
     for i, (name, points) in enumerate(runs):
         fig.add_trace(go.Scatter(
             x=[p[0] for p in points], y=[p[1] for p in points], name=name, mode="lines+markers",
-            line={"color": PALETTE[i % len(PALETTE)]}, marker={"size": 5},
+            line=run_line(i), marker={"size": 5},
             customdata=[p[2] for p in points],
             hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata}}<extra>%{{fullData.name}}</extra>",
         ))
-    fig.update_layout(**LAYOUT, title={"text": title, "font": {"size": 15}}, xaxis_title="window",
-                      yaxis_title=unit, height=340, showlegend=True)
+    legend, top = legend_on_top(len(runs))
+    fig.update_layout(**{**LAYOUT, "legend": legend, "margin": {**LAYOUT["margin"], "t": top + 30}},
+                      title={"text": title, "font": {"size": 15}, "y": 0.98}, xaxis_title="window",
+                      yaxis_title=unit, height=300 + top, showlegend=True)
     return fig.to_plotly_json()
 
 
@@ -142,7 +159,7 @@ def collectives(runs: list) -> dict:
             fig.add_trace(go.Scatter(
                 x=[c["size_bytes"] for c in side], y=[c["busbw_gbs"] for c in side],
                 name=f"{name} · {'in-place' if in_place else 'out-of-place'}", mode="lines+markers",
-                line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
+                line={"color": PALETTE[i % len(PALETTE)], "dash": dash},  # dash tells the two sides apart
                 hovertemplate="%{x} B: %{y:.2f} GB/s<extra>%{fullData.name}</extra>",
             ))
     fig.update_layout(**LAYOUT, title={"text": "Collectives: bus bandwidth vs message size", "font": {"size": 15}},

@@ -228,7 +228,7 @@ class DeletedOut(Schema):
 
 
 class CompareQuery(Schema):
-    runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,11}$", description="run ids, comma-separated (up to 12)",
+    runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,19}$", description="run ids, comma-separated (up to 20)",
                       examples=["3,7,9"])
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
 

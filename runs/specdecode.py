@@ -290,6 +290,9 @@ def analysis(
                         "new_cycle_ms": None, "throughput_tok_s": None, "change_pct": None,
                         "reason": _missing({"verify time to try": best_verify_ms, "verify time": verify,
                                             "tokens per cycle": tau, "cycle time": cycle})}
+    if projection["reason"] is None and verify <= best_verify_ms:
+        # Only a run slower in verify than the best has anything to gain from the best's verify.
+        projection["reason"] = "verify is already the fastest compared"
     if projection["reason"] is None:
         new_cycle = cycle - verify + best_verify_ms
         if new_cycle <= 0:

@@ -23,6 +23,7 @@ SORT_COLUMNS = [
     ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),
     ("tpc", "tokens/cycle"), ("cycle", "cycle ms"), ("verify", "verify ms"), ("date", "Date"),
 ]
+MAX_CURVES = 4
 FILTER_KEYS = ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")
 
 
@@ -98,12 +99,13 @@ def run_status(request: HttpRequest) -> JsonResponse:
 @require_GET
 def compare_view(request: HttpRequest) -> HttpResponse:
     # ?runs=3,7,9 (shareable) or ?run=3&run=7 (the run list's checkboxes without JavaScript)
-    ids = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    asked = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    ids, left_out = asked[:queries.MAX_COMPARED], asked[queries.MAX_COMPARED:]
     baseline = request.GET.get("baseline")
     inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None)
     fmt = request.GET.get("format")
     if fmt == "json":
-        response = JsonResponse(result)
+        response = JsonResponse({**result, "left_out": left_out})
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
         return response
     if fmt == "csv":
@@ -123,7 +125,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
             chart_data[f"chart-{key}"] = charts.over_the_run(traces, key, title, unit)
     target = queries.positive_float(request.GET.get("target"))
     analyses = specdecode.analyses_against_baseline(result, target)
-    for a in analyses:
+    # A curve per run reads well for a few runs; past that the table says it and run pages have each curve.
+    for a in analyses[:MAX_CURVES]:
         if a["analysis"]["curve"].get("series"):
             chart_data[f"chart-curve-{a['id']}"] = charts.acceptance_curve(a["name"], a["analysis"]["curve"])
     coll = [(r.name, r.collectives) for r in ordered if r.collectives]
@@ -132,6 +135,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/compare.html", {
         "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
         "show_all": request.GET.get("all") == "1", "analyses": analyses, "target": target,
+        "left_out": left_out, "max_compared": queries.MAX_COMPARED, "max_curves": MAX_CURVES,
     })
 
 

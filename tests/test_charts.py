@@ -45,3 +45,17 @@ def test_collectives_use_a_log_size_axis_and_split_sides():
 def test_names_are_data_not_markup():
     fig = charts.over_the_run([("<img src=x onerror=alert(1)>", [(1, 2.0, 5)])], "k", "t", "ms")
     assert fig["data"][0]["name"] == "<img src=x onerror=alert(1)>"
+
+
+def test_twenty_runs_get_twenty_distinct_lines():
+    from runs.charts import run_line
+
+    lines = {(run_line(i)["color"], run_line(i)["dash"]) for i in range(20)}
+    assert len(lines) == 20
+
+
+def test_over_the_run_legend_sits_above_the_plot_with_room_for_every_row():
+    from runs.charts import over_the_run
+
+    fig = over_the_run([(f"run {i}", [(1, 1.0, 10)]) for i in range(20)], "throughput_tok_s", "t", "tok/s")
+    assert fig["layout"]["legend"]["yanchor"] == "bottom" and fig["layout"]["margin"]["t"] >= 50 + 22 * 5

@@ -283,3 +283,9 @@ def test_analysis_of_an_empty_summary_raises_nothing():
     assert result["run"]["modelled_tok_s"] is None
     assert result["break_even"]["reason"] == "the baseline run has no throughput"
     assert result["projection"]["reason"]
+
+
+def test_no_verify_projection_for_the_run_whose_verify_is_already_the_fastest():
+    result = analysis(TUNED_2STEP, BASELINE, best_verify_ms=TUNED_2STEP["verify_ms"])
+    assert result["projection"]["throughput_tok_s"] is None
+    assert result["projection"]["reason"] == "verify is already the fastest compared"

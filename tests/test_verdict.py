@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs.compare import RunInput
-from runs.compare import judge
+from runs.compare import RunInput, judge
 from runs.verdict import gate, verdict, worse_beyond_noise_pct
 
 

@@ -97,3 +97,22 @@ def test_config_diff_links_declared_and_effective_nccl_values_to_their_lines(cli
     effective = rows["NCCL_PROTO (effective)"]["runs"]
     assert effective[str(tuned.id)]["value"] == "LL" and effective[str(tuned.id)]["line"]
     assert effective[str(dropped.id)] is None and rows["NCCL_PROTO (effective)"]["differs"]
+
+
+def test_runs_past_the_limit_are_named_not_silently_dropped(client, alice):
+    from runs.models import Project, Run
+
+    project = Project.objects.get(name="team")
+    ids = [Run.objects.create(project=project, name=f"r{i}").id for i in range(23)]
+    client.force_login(alice)
+    response = client.get(f"/compare/?runs={','.join(map(str, ids))}")
+    body = response.content.decode()
+    assert response.status_code == 200 and "these 3 were left out" in body
+    assert all(f"#{i}" in body for i in ids[20:])
+    data = client.get(f"/compare/?runs={','.join(map(str, ids))}&format=json").json()
+    assert len(data["runs"]) == 20 and data["left_out"] == ids[20:]
+
+
+def test_the_api_refuses_more_than_twenty_runs_with_a_reason(client, alice, bearer):
+    response = client.get("/api/v1/compare?runs=" + ",".join(str(i) for i in range(1, 22)), headers=bearer(alice))
+    assert response.status_code == 422 and "runs" in response.json()["error"]["message"]

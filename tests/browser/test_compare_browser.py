@@ -78,3 +78,49 @@ def test_hostile_run_name_is_shown_not_executed(page, alice, upload_run):
         assert evil in page.inner_text("main")
     page.wait_for_selector("#breakdown-chart .main-svg")
     assert page.errors == []
+
+
+# Every link, form, script, frame and image a page has, with where it points.
+_TARGETS_JS = """() => Array.from(document.querySelectorAll('a[href], area[href], form, [src], link[href]'))
+  .map(el => el.href || el.action || el.src || '')"""
+
+
+def test_no_control_links_or_posts_to_another_host(page, alice, upload_run):
+    runs = [upload_run(alice, name) for name in ("spec_baseline_nospec.log", "spec_eagle3_tuned_2step.log",
+                                                 "nccl-tests_all_reduce_default.log")]
+    login(page, "alice", "alice-pw")
+    ids = ",".join(str(r.id) for r in runs)
+    for path in ("/", f"/runs/{runs[1].id}/", f"/runs/{runs[2].id}/", f"/compare/?runs={ids}", "/upload/"):
+        page.goto(page.base + path)
+        page.wait_for_load_state("networkidle")
+        targets = [t for t in page.evaluate(_TARGETS_JS) if t]
+        assert targets, path
+        foreign = {t for t in targets if urlparse(t).scheme in ("http", "https")
+                   and urlparse(t).hostname not in LOCAL_HOSTS}
+        assert foreign == set(), path
+        # Plotly's mode bar: download as PNG and zoom, but no Chart Studio / cloud / plot.ly link.
+        for chart in page.query_selector_all(".chart .modebar"):
+            titles = " ".join(b.get_attribute("data-title") or "" for b in chart.query_selector_all(".modebar-btn"))
+            assert "png" in titles.lower() and "chart studio" not in titles.lower() and "cloud" not in titles.lower()
+    assert page.errors == []
+
+
+def test_twenty_runs_compare_with_distinct_lines_and_a_legend_clear_of_the_plot(page, alice, upload_run):
+    first = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    # Twenty runs of one parsed log (copies of its rows are enough: the layout is under test).
+    ids = [first.id] + [upload_run(alice, "spec_eagle3_tuned_2step.log", name=f"copy {i}", dedupe=False).id
+                        for i in range(19)]
+    extra = upload_run(alice, "spec_baseline_nospec.log")
+    login(page, "alice", "alice-pw")
+    page.goto(f"{page.base}/compare/?runs={','.join(map(str, ids + [extra.id]))}")
+    assert f"#{extra.id}" in page.inner_text("#left-out")
+    chart = "[data-figure='chart-throughput_tok_s']"
+    page.wait_for_selector(f"{chart} .main-svg")
+    lines = page.eval_on_selector_all(f"{chart} .scatterlayer .trace .js-line",
+                                      "els => els.map(e => e.style.stroke + '|' + e.style.strokeDasharray)")
+    assert len(lines) == 20 and len(set(lines)) == 20
+    legend = page.eval_on_selector(f"{chart} .legend", "e => e.getBoundingClientRect().bottom")
+    plot = page.eval_on_selector(f"{chart} .draglayer .nsewdrag", "e => e.getBoundingClientRect().top")
+    assert legend <= plot + 1
+    page.screenshot(path=str(ARTIFACTS / "compare-20.png"), full_page=True)
+    assert page.errors == []

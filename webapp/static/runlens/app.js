@@ -16,7 +16,9 @@ function drawCharts() {
     const data = document.getElementById(el.dataset.figure);
     if (!data) return;
     const fig = JSON.parse(data.textContent);
-    const config = { responsive: true, displaylogo: false,
+    // Nothing leaves the server: no "edit in Chart Studio", no send-to-cloud, no link to plot.ly.
+    const config = { responsive: true, displaylogo: false, showLink: false, showSendToCloud: false,
+                     showEditInChartStudio: false, plotlyServerURL: "", linkText: "",
                      toImageButtonOptions: { filename: el.id || "runlens-chart", scale: 2 } };
     window.Plotly.newPlot(el, fig.data, fig.layout, config).then(() => {
       // Trend points carry their run's page as customdata[0]: a click opens it.
