@@ -65,22 +65,31 @@ def _get_logfile_for_user(request: HttpRequest, pk: int) -> LogFile:
 @login_required
 @require_GET
 def logfile_lines(request: HttpRequest, pk: int) -> JsonResponse:
-    """Lines start..end of a stored log (1-based, inclusive), cleaned as the parsers saw them."""
+    """Lines start..end of a stored log (1-based, inclusive), or the lines listed in ?at=3,40,77
+    (a median figure's windows), cleaned as the parsers saw them; at most MAX_LINES."""
     lf = _get_logfile_for_user(request, pk)
     try:
-        start = max(1, int(request.GET.get("start", "1")))
-        end = int(request.GET.get("end", str(start)))
+        if request.GET.get("at"):
+            wanted = sorted({int(n) for n in request.GET["at"].split(",") if n})[:MAX_LINES]
+            if not wanted or wanted[0] < 1 or wanted[-1] > 2**62:
+                raise ValueError
+        else:
+            start = max(1, int(request.GET.get("start", "1")))
+            end = int(request.GET.get("end", str(start)))
+            end = max(start, min(end, start + MAX_LINES - 1))
+            wanted = list(range(start, end + 1))
     except ValueError:
-        return JsonResponse({"error": {"code": "bad_range", "message": "start and end are line numbers"}}, status=400)
-    end = max(start, min(end, start + MAX_LINES - 1))
+        return JsonResponse({"error": {"code": "bad_range", "message": "start, end and at are line numbers"}},
+                            status=400)
+    keep = set(wanted)
     try:
         with storage.open_log(lf.path, lf.registered) as f:
-            raw = list(islice(f, start - 1, end))
+            raw = [(n, b) for n, b in enumerate(islice(f, wanted[-1]), start=1) if n in keep]
     except (OSError, storage.StorageError):
         return JsonResponse({"error": {"code": "unreadable", "message": "the stored log cannot be read"}}, status=410)
     lines = [
-        {"line": start + i, "text": clean(b.decode("utf-8", "replace").rstrip("\n").rstrip("\r"))[:4000]}
-        for i, b in enumerate(raw)
+        {"line": n, "text": clean(b.decode("utf-8", "replace").rstrip("\n").rstrip("\r"))[:4000]}
+        for n, b in raw
     ]
     return JsonResponse({"logfile": lf.id, "name": lf.original_name, "lines": lines})
 

@@ -32,6 +32,7 @@ LAYOUT = {
 
 
 class PhaseRow(Protocol):
+    logfile_id: int
     name: str
     window: int
     ms: float
@@ -64,8 +65,8 @@ def phase_timeline(rows: Iterable[PhaseRow], file_label: str = "") -> dict:
         fig.add_trace(go.Scatter(
             x=[s.window for s in samples], y=[s.ms for s in samples], name=name,
             mode="lines+markers", stackgroup="phases", line={"color": phase_color(name, i)},
-            customdata=[s.line for s in samples],
-            hovertemplate="%{y:.2f} ms/cycle · line %{customdata}<extra>%{fullData.name}</extra>",
+            customdata=[[s.logfile_id, s.line] for s in samples],  # a click opens this log line
+            hovertemplate="%{y:.2f} ms/cycle · line %{customdata[1]}<extra>%{fullData.name}</extra>",
         ))
     fig.update_layout(
         **LAYOUT,
@@ -138,8 +139,8 @@ def over_the_run(runs: list, key: str, title: str, unit: str) -> dict:
         fig.add_trace(go.Scatter(
             x=[p[0] for p in points], y=[p[1] for p in points], name=name, mode="lines+markers",
             line=run_line(i), marker={"size": 5},
-            customdata=[p[2] for p in points],
-            hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata}}<extra>%{{fullData.name}}</extra>",
+            customdata=[[p[3] if len(p) > 3 else None, p[2]] for p in points],  # a click opens this log line
+            hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
         ))
     legend, top = legend_on_top(len(runs))
     fig.update_layout(**{**LAYOUT, "legend": legend, "margin": {**LAYOUT["margin"], "t": top + 30}},

@@ -34,7 +34,8 @@ class RunInput:
     name: str
     parsed: dict
     # per-window values: {"verify_ms": [(window, value, line), ...], "throughput_tok_s": [...], ...}
-    series: dict[str, list[tuple[int, float, int | None]]] = field(default_factory=dict)
+    # key -> [(window, value, line, logfile id)]: the line and file let a chart point open its source.
+    series: dict[str, list[tuple]] = field(default_factory=dict)
     # {key: {"value": v, "source": "x.log line 12" or "set by alice at ..."}}
     config: dict[str, dict] = field(default_factory=dict)
     steps: int | None = None
@@ -126,7 +127,7 @@ def _noise(run: RunInput, key: str) -> float | None:
     stored = ((run.parsed.get("summary") or {}).get("spread") or {}).get(key)
     if stored is not None:
         return stored
-    return spread([v for _, v, _ in run.series.get(key, [])])
+    return spread([p[1] for p in run.series.get(key, [])])
 
 
 def _phase_rows(ordered: list[RunInput], base: RunInput) -> list[dict]:

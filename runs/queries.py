@@ -179,6 +179,38 @@ def first_lines(run: Run) -> dict[str, dict]:
     return out
 
 
+FIGURE_LINES_SHOWN = 200  # lines listed in the source panel for one figure (the median's always among them)
+
+
+def figure_windows(run: Run, key: str) -> dict | None:
+    """Every window behind one of the run page's median figures (`phase:Target verify`,
+    `metric:throughput_tok_s`): the log file, each window's (window, value, line) in order, and
+    the line of the window whose value is the median. None for an unknown key or no rows."""
+    kind, _, name = key.partition(":")
+    rows: list[tuple[int, int, float, int | None]]
+    if kind == "phase":
+        rows = list(PhaseSample.objects.filter(run=run, name=name).order_by("logfile_id", "window", "id")
+                    .values_list("logfile_id", "window", "ms", "line"))
+    elif kind == "metric" and name in set(CARD_METRICS.values()):
+        names = [m for m, figure in CARD_METRICS.items() if figure == name]
+        found = list(MetricSample.objects.filter(run=run, name__in=names).order_by("logfile_id", "window", "id")
+                     .values_list("source", "logfile_id", "window", "value", "line"))
+        if not found:
+            return None
+        best = min({f[0] for f in found}, key=source_rank)  # the source the summary believes first
+        rows = [(lf, w, v, line) for source, lf, w, v, line in found if source == best]
+    else:
+        return None
+    if not rows:
+        return None
+    logfile = rows[0][0]
+    rows = [r for r in rows if r[0] == logfile]
+    ordered = sorted(rows, key=lambda r: r[2])
+    median_row = ordered[(len(ordered) - 1) // 2]
+    return {"logfile": logfile, "median_line": median_row[3], "median_value": median_row[2],
+            "windows": [{"window": w, "value": v, "line": line} for _, w, v, line in rows]}
+
+
 def parse_ids(raw: str) -> list[int]:
     """Run ids from `3,7,9`, in order, once each (not cut: callers say when there are too many)."""
     ids: list[int] = []
@@ -215,8 +247,8 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
             cfg[f"{key} (effective)"] = _sourced(value, first_rank.get(key), "workers")
     picked: dict[tuple[int, str], str] = {}
     rows = MetricSample.objects.filter(run_id__in=ids, name__in=list(SERIES_METRICS)).order_by(
-        "logfile_id", "window", "id").values_list("run_id", "name", "source", "value", "line")
-    for run_id, metric, source, value, line in rows:
+        "logfile_id", "window", "id").values_list("run_id", "name", "source", "value", "line", "logfile_id")
+    for run_id, metric, source, value, line, logfile_id in rows:
         name = SERIES_METRICS[metric]
         best = picked.get((run_id, name))
         if best is None or source_rank(source) < source_rank(best):
@@ -224,12 +256,12 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
             inputs[run_id].series[name] = []
         if picked[(run_id, name)] == source:
             series = inputs[run_id].series[name]
-            series.append((len(series) + 1, value, line))
-    for run_id, ms, line in PhaseSample.objects.filter(
+            series.append((len(series) + 1, value, line, logfile_id))
+    for run_id, ms, line, logfile_id in PhaseSample.objects.filter(
         run_id__in=ids, name__icontains="verify"
-    ).order_by("logfile_id", "window", "id").values_list("run_id", "ms", "line"):
+    ).order_by("logfile_id", "window", "id").values_list("run_id", "ms", "line", "logfile_id"):
         series = inputs[run_id].series.setdefault("verify_ms", [])
-        series.append((len(series) + 1, ms, line))
+        series.append((len(series) + 1, ms, line, logfile_id))
     for c in CollectiveResult.objects.filter(run_id__in=ids).order_by("logfile_id", "line").values(
         "run_id", "op", "size_bytes", "busbw_gbs", "algbw_gbs", "time_us", "in_place", "line"
     ):

@@ -102,6 +102,25 @@ def throughput_series(metrics: list[Metric]) -> list[float]:
     return values
 
 
+# The raw figure each source prints for tokens per cycle, and whether it already counts the bonus token.
+RAW_ACCEPT = {"eagle_profile": ("Accept len", "accept_len_raw", False), "sglang_decode": ("accept len", None, True)}
+
+
+def _tokens_per_cycle_origin(metrics: list[Metric], tokens_per_cycle: float | None) -> dict | None:
+    """{label, raw, bonus_added}: `Accept len 1.61` in an EAGLE profile is 2.61 tokens per cycle."""
+    if tokens_per_cycle is None:
+        return None
+    sources = {m.source for m in metrics if m.name == "tokens_per_cycle"}
+    if not sources:
+        return None
+    source = min(sources, key=lambda s: (source_rank(s), s))
+    if source not in RAW_ACCEPT:
+        return None
+    label, raw_name, includes_bonus = RAW_ACCEPT[source]
+    raw = robust_median(series(metrics, raw_name)) if raw_name else tokens_per_cycle
+    return {"label": label, "raw": raw, "bonus_added": not includes_bonus, "source": source}
+
+
 def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
     by_name: dict[str, list] = {}
     for p in result.phases:
@@ -127,6 +146,7 @@ def summarize(result: ParseResult) -> dict:
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(m.source == "sglang_decode" for m in metrics)
     tokens = series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ())
+    tokens_from = _tokens_per_cycle_origin(metrics, robust_median(tokens))
     cycle = series(metrics, "cycle_ms")
     if not cycle and result.phases:
         per_window: dict[int, float] = defaultdict(float)
@@ -153,6 +173,8 @@ def summarize(result: ParseResult) -> dict:
             # The noise of each figure across windows (half the IQR), for the comparison's rule.
             "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
                        "cycle_ms": spread(cycle)},
+            # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
+            "tokens_per_cycle_from": tokens_from,
         },
         "phases": phase_table(result, cycle_ms),
         "nccl": analyze(result.nccl, version=_value(s, "nccl.version")),

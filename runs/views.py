@@ -88,11 +88,28 @@ def run_status(request: HttpRequest) -> JsonResponse:
         {
             "id": r.id, "status": r.status, "busy": r.is_busy, "error": r.error,
             "throughput_tok_s": r.throughput_tok_s, "tokens_per_cycle": r.tokens_per_cycle,
-            "verify_ms": r.verify_ms, "steps": r.steps,
+            "cycle_ms": r.cycle_ms, "verify_ms": r.verify_ms, "steps": r.steps, "nccl_status": r.nccl_status,
             "logfiles": [{"id": lf.id, "status": lf.status, "error": lf.error} for lf in r.logfiles.all()],
         }
         for r in runs
     ]})
+
+
+@login_required
+@require_GET
+def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
+    """The windows behind one median figure of the run page, for the source panel: each window's
+    value and line (the median's marked), at most FIGURE_LINES_SHOWN of them."""
+    run = queries.visible_run(request.user, pk)
+    found = queries.figure_windows(run, request.GET.get("key", ""))
+    if found is None:
+        return JsonResponse({"error": {"code": "no_figure", "message": "no such figure in this run"}}, status=404)
+    windows = found["windows"]
+    shown = windows[:queries.FIGURE_LINES_SHOWN]
+    if found["median_line"] not in {w["line"] for w in shown}:
+        shown = shown[:-1] + [next(w for w in windows if w["line"] == found["median_line"])]
+    return JsonResponse({"logfile": found["logfile"], "median_line": found["median_line"],
+                         "median_value": found["median_value"], "total": len(windows), "windows": shown})
 
 
 @login_required

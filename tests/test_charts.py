@@ -14,11 +14,12 @@ def _run(id, name, verify):
 
 
 def test_phase_timeline_stacks_phases_and_carries_line_numbers():
-    rows = [SimpleNamespace(name="Draft", window=1, ms=0.5, line=10),
-            SimpleNamespace(name="Target verify", window=1, ms=4.0, line=11)]
+    rows = [SimpleNamespace(logfile_id=7, name="Draft", window=1, ms=0.5, line=10),
+            SimpleNamespace(logfile_id=7, name="Target verify", window=1, ms=4.0, line=11)]
     fig = charts.phase_timeline(rows)
     assert [t["name"] for t in fig["data"]] == ["Draft", "Target verify"]
-    assert fig["data"][1]["customdata"] == [11] and fig["data"][1]["stackgroup"] == "phases"
+    # [log file, line]: what a click on the point opens in the source panel.
+    assert fig["data"][1]["customdata"] == [[7, 11]] and fig["data"][1]["stackgroup"] == "phases"
 
 
 def test_cycle_breakdown_has_one_bar_per_run_with_baseline_first():

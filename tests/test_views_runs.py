@@ -231,6 +231,24 @@ def test_run_page_lists_reading_warnings(client, alice, upload_run):
     assert "while reading the logs" in body and "spec.steps is 3 here but 2 in an earlier file" in body
 
 
+def test_a_median_figure_lists_every_window_line_with_the_median_marked(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/figure.json", {"key": "phase:Target verify"}).json()
+    lines = [w["line"] for w in body["windows"]]
+    assert body["total"] == 6 == len(lines) and lines == sorted(lines)
+    assert body["median_line"] in lines and body["median_value"] == 4.08
+    text = client.get(f"/ingest/logfiles/{body['logfile']}/lines", {"at": ",".join(map(str, lines))}).json()
+    assert [t["line"] for t in text["lines"]] == lines
+    assert all("Target verify" in t["text"] for t in text["lines"])
+
+
+def test_figure_lines_of_another_teams_run_are_not_found(client, alice, eve, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(eve)
+    assert client.get(f"/runs/{run.id}/figure.json", {"key": "metric:throughput_tok_s"}).status_code == 404
+
+
 def test_project_admin_pins_and_unpins_the_ci_baseline_from_the_run_page(client, alice, bob, upload_run):
     from runs.models import Project
 

@@ -26,6 +26,7 @@ urlpatterns = [
     path("", run_views.run_list, name="run_list"),
     path("runs/<int:pk>/", run_views.run_detail, name="run_detail"),
     path("runs/status.json", run_views.run_status, name="run_status"),
+    path("runs/<int:pk>/figure.json", run_views.figure_lines, name="figure_lines"),
     path("compare/", run_views.compare_view, name="compare"),
     path("runs/<int:pk>/pin", run_views.pin, name="pin"),
     path("sweep/", run_views.sweep_view, name="sweep"),

@@ -124,3 +124,22 @@ def test_twenty_runs_compare_with_distinct_lines_and_a_legend_clear_of_the_plot(
     assert legend <= plot + 1
     page.screenshot(path=str(ARTIFACTS / "compare-20.png"), full_page=True)
     assert page.errors == []
+
+
+def test_a_median_opens_every_window_line_and_a_chart_point_opens_its_own(page, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    login(page, "alice", "alice-pw")
+    page.goto(f"{page.base}/runs/{run.id}/")
+    assert page.inner_text("#tpc-raw").startswith("Accept len 1.20 + 1 bonus token")
+    page.click("a.src[data-figure='phase:Target verify'] >> nth=0")
+    page.wait_for_selector("#source-panel:not([hidden]) .hit")
+    rows = page.query_selector_all("#source-lines > div")
+    assert len(rows) == 6 and len(page.query_selector_all("#source-lines .hit")) == 1
+    assert "median 4.08" in page.inner_text("#source-title")
+    page.click("#source-close")
+    page.wait_for_selector("[data-figure='chart-phases'] .main-svg")
+    page.click("[data-figure='chart-phases'] .scatterlayer .trace:last-child .points path >> nth=2", force=True)
+    page.wait_for_selector("#source-panel:not([hidden]) .hit")
+    assert "Target verify" in page.inner_text("#source-panel .hit") or "Accept" in page.inner_text("#source-panel .hit")
+    page.screenshot(path=str(ARTIFACTS / "run-provenance.png"), full_page=True)
+    assert page.errors == []

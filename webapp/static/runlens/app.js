@@ -21,11 +21,19 @@ function drawCharts() {
                      showEditInChartStudio: false, plotlyServerURL: "", linkText: "",
                      toImageButtonOptions: { filename: el.id || "runlens-chart", scale: 2 } };
     window.Plotly.newPlot(el, fig.data, fig.layout, config).then(() => {
-      // Trend points carry their run's page as customdata[0]: a click opens it.
-      if (el.dataset.clickRuns !== "1") return;
       el.on("plotly_click", (ev) => {
-        const url = ev.points.length && ev.points[0].customdata && ev.points[0].customdata[0];
-        if (typeof url === "string" && /^\/runs\/\d+\/$/.test(url)) window.location.assign(url);
+        const point = ev.points && ev.points[0];
+        const where = point && point.customdata;
+        // Trend points carry their run's page as customdata[0]: a click opens it.
+        if (el.dataset.clickRuns === "1") {
+          if (Array.isArray(where) && typeof where[0] === "string" && /^\/runs\/\d+\/$/.test(where[0])) {
+            window.location.assign(where[0]);
+          }
+          return;
+        }
+        // A point whose customdata is [logfile, line] opens that log line in the source panel.
+        const panel = document.getElementById("source-panel");
+        if (panel && panel.openLine && Array.isArray(where) && where[0] && where[1]) panel.openLine(where[0], where[1]);
       });
     });
   });
@@ -66,8 +74,11 @@ function watchRunList() {
       const set = (f, v) => { const c = row.querySelector(`[data-field=${f}]`); if (c) c.textContent = v; };
       set("throughput_tok_s", fmt(run.throughput_tok_s, 1));
       set("tokens_per_cycle", fmt(run.tokens_per_cycle, 2));
+      set("cycle_ms", fmt(run.cycle_ms, 2));
       set("verify_ms", fmt(run.verify_ms, 2));
       set("steps", run.steps === null ? "—" : run.steps);
+      const drift = row.querySelector("[data-field=nccl_drift]");
+      if (drift) drift.hidden = run.nccl_status !== "drift";
     });
   });
 }
@@ -160,25 +171,50 @@ function setupSources() {
   const title = document.getElementById("source-title");
   const pre = document.getElementById("source-lines");
   document.getElementById("source-close").addEventListener("click", () => { panel.hidden = true; });
+  const show = (name, heading, lines, marked, notes) => {
+    title.textContent = heading ? `${name}, ${heading}` : name;
+    pre.replaceChildren(...lines.map((l) => {
+      const row = document.createElement("div");
+      row.className = marked.has(l.line) ? "hit" : "";
+      const no = document.createElement("span");
+      no.className = "ln"; no.textContent = String(l.line).padStart(6, " ") + "  ";
+      const note = notes && notes.get(l.line);
+      row.append(no);
+      if (note) { const v = document.createElement("span"); v.className = "val"; v.textContent = note + "  "; row.append(v); }
+      row.append(document.createTextNode(l.text));
+      return row;
+    }));
+    panel.hidden = false;
+  };
+  const fail = () => { pre.textContent = "The log cannot be read."; panel.hidden = false; };
+  // One log line with a few lines around it.
+  const openLine = async (logfile, line) => {
+    const r = await fetch(`/ingest/logfiles/${logfile}/lines?start=${Math.max(1, line - 3)}&end=${line + 3}`);
+    if (!r.ok) return fail();
+    const body = await r.json();
+    show(body.name, `line ${line}`, body.lines, new Set([line]));
+  };
+  // A median over windows: every window's line, each with its value, the median's marked.
+  const openFigure = async (run, figure) => {
+    const r = await fetch(`/runs/${run}/figure.json?key=${encodeURIComponent(figure)}`);
+    if (!r.ok) return fail();
+    const fig = await r.json();
+    const at = fig.windows.map((w) => w.line).join(",");
+    const lr = await fetch(`/ingest/logfiles/${fig.logfile}/lines?at=${at}`);
+    if (!lr.ok) return fail();
+    const body = await lr.json();
+    const notes = new Map(fig.windows.map((w) => [w.line, `w${w.window} = ${Number(w.value).toFixed(2)}`]));
+    const more = fig.total > fig.windows.length ? `, the first ${fig.windows.length} of ${fig.total}` : "";
+    show(body.name, `${fig.total} windows${more}; median ${Number(fig.median_value).toFixed(2)} at line ${fig.median_line}`,
+         body.lines, new Set([fig.median_line]), notes);
+  };
+  panel.openLine = openLine;
   document.addEventListener("click", async (e) => {
     const a = e.target.closest("a.src");
     if (!a) return;
     e.preventDefault();
-    const line = Number(a.dataset.line);
-    const start = Math.max(1, line - 3);
-    const r = await fetch(`/ingest/logfiles/${a.dataset.logfile}/lines?start=${start}&end=${line + 3}`);
-    if (!r.ok) { pre.textContent = "The log cannot be read."; panel.hidden = false; return; }
-    const body = await r.json();
-    title.textContent = `${body.name}, line ${line}`;
-    pre.replaceChildren(...body.lines.map((l) => {
-      const row = document.createElement("div");
-      row.className = l.line === line ? "hit" : "";
-      const no = document.createElement("span");
-      no.className = "ln"; no.textContent = String(l.line).padStart(6, " ") + "  ";
-      row.append(no, document.createTextNode(l.text));
-      return row;
-    }));
-    panel.hidden = false;
+    if (a.dataset.figure) return openFigure(a.dataset.run, a.dataset.figure);
+    return openLine(a.dataset.logfile, Number(a.dataset.line));
   });
 }
 
