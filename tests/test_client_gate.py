@@ -11,11 +11,12 @@ import sys
 
 import pytest
 
+from ingest import client
 from runs.models import Run
 from tests.samples import log_path
 from webapp.auth import create_token
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+live = pytest.mark.django_db(transaction=True)
 
 PYTHON = shutil.which("python3") or sys.executable
 
@@ -46,6 +47,7 @@ def run_id(proc: subprocess.CompletedProcess) -> int:
     return int(re.search(r"^run (\d+):", proc.stdout, re.M).group(1))
 
 
+@live
 def test_fail_on_regression_exits_6_for_slower_and_0_for_faster(live_server, alice, worker, script, tmp_path):
     token = create_token(alice)
     main = upload(script, live_server, token, "sweep/sweep_dropped_2step.log", branch="main")  # 489.6 tok/s
@@ -74,9 +76,35 @@ def test_fail_on_regression_exits_6_for_slower_and_0_for_faster(live_server, ali
     assert f"[Compare in runlens]({live_server.url}/compare/?runs={base},{new}&baseline={base})" in md
 
 
+@live
 def test_gate_without_wait_is_a_usage_error(live_server, alice, script):
     proc = subprocess.run([PYTHON, "-I", str(script), "--url", live_server.url, "--token", "t",
                            "--fail-on-regression", "3", str(log_path("sweep/sweep_default_2step.log"))],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "need --wait" in proc.stderr
     assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize(("given", "stored"), [("42", 42), ("pinned", "pinned"), ("branch:main", {"branch": "main"})])
+def test_baseline_flag_becomes_meta_baseline(given, stored):
+    args = client.parser().parse_args(["--url", "u", "--baseline", given, "x.log"])
+    assert client.with_baseline({}, args) == {"baseline": stored}
+
+
+@pytest.mark.parametrize("given", ["latest", "branch:", "-3"])
+def test_bad_baseline_flag_is_a_usage_error(given):
+    args = client.parser().parse_args(["--url", "u", f"--baseline={given}", "x.log"])
+    with pytest.raises(client.ClientError) as e:
+        client.with_baseline({}, args)
+    assert e.value.code == client.EXIT_USAGE
+
+
+def test_summary_escapes_names_that_would_break_the_table():
+    md = client.summary_markdown({
+        "verdict": "regression", "headline": "Regression: a|b is slower", "reasons": [],
+        "figures": [{"label": "Draft|x", "unit": "ms/cyc", "baseline": 1.0, "value": 1.2, "delta": 0.2,
+                     "delta_pct": 20.0, "noise": None, "direction": "worse"}],
+        "compare_url": "https://r.example/compare/?runs=1,2&baseline=1", "run_url": "https://r.example/runs/2/",
+    })
+    assert "a\\|b" in md and "| Draft\\|x ms/cyc | 1.00 | 1.20 | +0.20 | +20.0% | — | worse |" in md
+    assert "[Compare in runlens](https://r.example/compare/?runs=1,2&baseline=1)" in md
