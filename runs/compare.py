@@ -33,13 +33,14 @@ class RunInput:
     id: int
     name: str
     parsed: dict
-    # per-window values: {"verify_ms": [(window, value, line), ...], "throughput_tok_s": [...], ...}
     # key -> [(window, value, line, logfile id)]: the line and file let a chart point open its source.
     series: dict[str, list[tuple]] = field(default_factory=dict)
     # {key: {"value": v, "source": "x.log line 12" or "set by alice at ..."}}
     config: dict[str, dict] = field(default_factory=dict)
     steps: int | None = None
     collectives: list[dict] = field(default_factory=list)
+    # Values a person set that the logs contradict, as sentences (runs.summary.person_vs_logs).
+    person_conflicts: list[str] = field(default_factory=list)
 
 
 def _verify(parsed: dict) -> dict | None:
@@ -91,7 +92,8 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
         "baseline": base.id,
         "runs": [
             {"id": r.id, "name": r.name, "steps": r.steps, **figs[r.id],
-             "nccl": _nccl_brief(r.parsed.get("nccl") or {}), "windows": (r.parsed.get("summary") or {}).get("windows")}
+             "nccl": _nccl_brief(r.parsed.get("nccl") or {}), "windows": (r.parsed.get("summary") or {}).get("windows"),
+             "person_conflicts": r.person_conflicts}
             for r in ordered
         ],
         "metrics": metrics,
@@ -228,6 +230,9 @@ def headline(result: dict) -> list[dict]:
         if r["nccl"]["status"] != "drift":
             continue
         out.append({"text": f"{r['name']}: {r['nccl']['sentence']}.", "anchor": "config", "alarm": True})
+    for r in runs:
+        for sentence in r.get("person_conflicts", []):
+            out.append({"text": f"{r['name']}: {sentence}.", "anchor": "config", "alarm": True})
     for d in result["comparable"]["differences"]:
         out.append({"text": d["text"] + ".", "anchor": "config"})
     return out

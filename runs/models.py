@@ -68,6 +68,8 @@ class Run(models.Model):
     steps_source = models.CharField(max_length=300, blank=True)  # "x.log line 12" or "set by alice at ..."
     # A person set the step count (upload metadata, annotation): it wins over what the logs say.
     steps_by_person = models.BooleanField(default=False)
+    # A person's step count or NCCL declaration differs from what the logs say (shown, not hidden).
+    person_conflict = models.BooleanField(default=False)
     throughput_tok_s = models.FloatField(null=True, blank=True)
     tokens_per_cycle = models.FloatField(null=True, blank=True)
     cycle_ms = models.FloatField(null=True, blank=True)
@@ -204,6 +206,8 @@ class Annotation(models.Model):
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.NOTE)
     body = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by runs.services.add_annotation for the answer to its request; not stored.
+    warnings: list[str]
 
     class Meta:
         ordering = ["created_at", "id"]

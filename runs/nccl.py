@@ -132,6 +132,27 @@ def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
     }
 
 
+def person_conflicts(values: Iterable[NcclValueLike]) -> list[dict]:
+    """Declared values a person gave (annotation, upload metadata: no log file) that differ from
+    what a launcher in the logs declared for the same variable. The person's value is the one the
+    analysis uses; both are shown, so a wrong paste is visible, not silently believed."""
+    from_logs: dict[str, NcclValueLike] = {}
+    from_people: dict[str, NcclValueLike] = {}
+    for v in values:
+        if v.kind != "declared":
+            continue
+        if getattr(v, "logfile", None) is None and not v.line:
+            from_people[v.key] = v
+        else:
+            from_logs[v.key] = v  # the last, as the analysis reads them
+    return [
+        {"key": key, "person": person.value, "person_source": person.source, "log": from_logs[key].value,
+         "log_line": from_logs[key].line or None, "log_logfile": getattr(from_logs[key], "logfile", None)}
+        for key, person in sorted(from_people.items())
+        if key in from_logs and not same_value(key, person.value, from_logs[key].value)
+    ]
+
+
 def _where(v: NcclValueLike) -> list:
     return [getattr(v, "logfile", None), v.line or None, v.source]
 

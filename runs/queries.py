@@ -23,7 +23,7 @@ from runs.models import (
     visible_runs,
 )
 from runs.schemas import RunFilters
-from runs.summary import source_rank
+from runs.summary import person_vs_logs, source_rank
 from runs.sweep import CONFIG_KEYS, SweepRun, sweep
 from runs.trend import TrendPoint
 from runs.verdict import verdict
@@ -225,7 +225,9 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
     """Everything the comparison needs for the runs the user may see, in five queries."""
     runs = {r.id: r for r in visible_runs(user).filter(id__in=ids)}
     ids = [i for i in ids if i in runs]
-    inputs = {i: RunInput(id=i, name=runs[i].name, parsed=runs[i].parsed or {}, steps=runs[i].steps) for i in ids}
+    inputs = {i: RunInput(id=i, name=runs[i].name, parsed=runs[i].parsed or {}, steps=runs[i].steps,
+                          person_conflicts=person_vs_logs(runs[i].parsed or {}, runs[i].steps, runs[i].steps_by_person))
+              for i in ids}
     for lf in LogFile.objects.filter(run_id__in=ids, status=Status.READY).order_by("id").values(
         "id", "run_id", "original_name", "settings"
     ):

@@ -216,6 +216,12 @@ class AnnotationOut(Schema):
     author: str | None
     created_at: datetime
 
+    warnings: list[str] = Field(default_factory=list, description="things to check in what was sent (new only)")
+
+    @staticmethod
+    def resolve_warnings(annotation: Annotation) -> list[str]:
+        return getattr(annotation, "warnings", [])
+
     @staticmethod
     def resolve_author(annotation: Annotation) -> str | None:
         return annotation.author.get_username() if annotation.author else None
@@ -283,7 +289,7 @@ class RunMetaIn(Schema):
     name: Text = Field("", max_length=200, description="default: the first file's name")
     project: Text = Field("", max_length=100, description="default: your first project")
     tags: list[Annotated[Text, Field(max_length=64)]] = Field([], max_length=100)
-    steps: Annotated[int, Field(ge=0, le=32767), BeforeValidator(_whole)] | None = Field(
+    steps: Annotated[int, Field(ge=1, le=16), BeforeValidator(_whole)] | None = Field(
         None, description="draft steps per cycle, when the logs do not say", json_schema_extra=_nullable,
     )
     nccl_env: dict[NcclName, Annotated[Text, Field(max_length=512)] | Whole] = Field(

@@ -28,8 +28,8 @@ from runs.models import (
     Status,
     Tag,
 )
-from runs.nccl import NCCL_KEY
-from runs.summary import summarize
+from runs.nccl import NCCL_KEY, is_parameter
+from runs.summary import person_vs_logs, summarize
 
 
 class ServiceError(Exception):
@@ -101,6 +101,10 @@ def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Proje
     return project
 
 
+# Draft steps per cycle a person may set: speculative decoding runs 1 to a handful; 16 is generous.
+MIN_STEPS, MAX_STEPS = 1, 16
+
+
 def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> Annotation:
     """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
     `steps`: an integer becomes the run's step count. Both win over what the logs say.
@@ -114,8 +118,8 @@ def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> An
             steps = int(body.strip())
         except ValueError:
             raise ServiceError(422, "bad_steps", "a steps annotation is one integer, e.g. 3") from None
-        if not 0 <= steps <= 32767:
-            raise ServiceError(422, "bad_steps", "steps must be between 0 and 32767")
+        if not MIN_STEPS <= steps <= MAX_STEPS:
+            raise ServiceError(422, "bad_steps", f"steps must be between {MIN_STEPS} and {MAX_STEPS} draft steps")
     elif kind != Annotation.Kind.NOTE:
         raise ServiceError(422, "bad_kind", f"kind must be one of {', '.join(Annotation.Kind.values)}")
     with transaction.atomic():
@@ -125,7 +129,14 @@ def add_annotation(user: AbstractBaseUser, run: Run, kind: str, body: str) -> An
             _declare_nccl(run, nccl, f"annotation by {who}")
             refresh_run(run.id)
         if steps is not None:
-            Run.objects.filter(id=run.id).update(steps=steps, steps_source=f"set by {who}"[:300], steps_by_person=True)
+            Run.objects.filter(id=run.id).update(
+                steps=steps, steps_source=f"set by {who}"[:300], steps_by_person=True,
+                person_conflict=bool(person_vs_logs(run.parsed or {}, steps, True)))
+    # Not refused (NCCL grows new knobs), but said: a misspelt name tunes nothing.
+    annotation.warnings = [
+        f"{key} is not an NCCL parameter runlens knows: kept as declared, but check its spelling"
+        for key in nccl if not is_parameter(key)
+    ]
     return annotation
 
 
@@ -227,6 +238,7 @@ def refresh_run(run_id: int) -> None:
         run.steps = spec.get("steps")
         run.steps_source = _steps_source(run) if run.steps is not None else ""
     run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
+    run.person_conflict = bool(person_vs_logs(parsed, run.steps, run.steps_by_person))
     run.save()
 
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from statistics import median, quantiles
 from typing import TYPE_CHECKING
 
-from runs.nccl import analyze
+from runs.nccl import analyze, person_conflicts
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Metric, ParseResult
@@ -177,7 +177,8 @@ def summarize(result: ParseResult) -> dict:
             "tokens_per_cycle_from": tokens_from,
         },
         "phases": phase_table(result, cycle_ms),
-        "nccl": analyze(result.nccl, version=_value(s, "nccl.version")),
+        "nccl": {**analyze(result.nccl, version=_value(s, "nccl.version")),
+                 "conflicts": person_conflicts(result.nccl)},
         "collectives": [
             {
                 "op": c.op, "size_bytes": c.size_bytes, "time_us": c.time_us,
@@ -194,3 +195,16 @@ def summarize(result: ParseResult) -> dict:
 def _value(settings: dict, key: str) -> object:
     item = settings.get(key)
     return item.value if item else None
+
+
+def person_vs_logs(parsed: dict, steps: int | None, steps_by_person: bool) -> list[str]:
+    """Sentences for every value a person set that the logs contradict (step count, declared NCCL
+    variables). The person's value is used; the log's is shown beside it."""
+    out = []
+    logged = (parsed.get("spec") or {}).get("steps")
+    if steps_by_person and steps is not None and logged is not None and str(logged) != str(steps):
+        out.append(f"steps set to {steps} by a person, but the log says {logged}")
+    for c in (parsed.get("nccl") or {}).get("conflicts") or []:
+        out.append(f"{c['key']} declared as {c['person']} by a person ({c['person_source']}), "
+                   f"but the launcher in the log declared {c['log']}")
+    return out

@@ -18,6 +18,7 @@ from runs.compare import downsample, to_csv_rows
 from runs.forms import AnnotationForm
 from runs.models import Status
 from runs.nccl import nccl_sentence
+from runs.summary import person_vs_logs
 
 SORT_COLUMNS = [
     ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),
@@ -67,7 +68,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run, "logfiles": queries.logfiles_with_counts(run), "parsed": parsed,
         "phases": parsed.get("phases", []), "chart": charts.phase_timeline(phases) if phases else None,
         "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run),
-        "warnings": parsed.get("warnings", []), "annotations": run.annotations.select_related("author"),
+        "warnings": parsed.get("warnings", []),
+        "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
+        "annotations": run.annotations.select_related("author"),
         "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
         "collectives_chart": charts.collectives([(run.name, collectives)]) if collectives else None,
         "serving": sorted((parsed.get("serving") or {}).items()),
@@ -168,7 +171,10 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.error(request, problem)
     else:
         try:
-            services.add_annotation(request.user, run, form.cleaned_data["kind"], form.cleaned_data["body"])
+            annotation = services.add_annotation(request.user, run, form.cleaned_data["kind"],
+                                                 form.cleaned_data["body"])
+            for warning in annotation.warnings:
+                messages.warning(request, warning)
         except services.ServiceError as e:
             messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]) + "#annotations")

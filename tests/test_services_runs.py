@@ -45,6 +45,40 @@ def test_a_person_set_step_count_survives_a_reparse(alice, upload_run):
     assert run.steps == 3 and run.steps_by_person and run.steps_source.startswith("set by alice")
 
 
+def test_a_step_count_outside_one_to_sixteen_is_refused(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False)
+    for bad in ("0", "17"):
+        with pytest.raises(services.ServiceError) as e:
+            services.add_annotation(alice, run, "steps", bad)
+        assert e.value.code == "bad_steps" and "between 1 and 16" in e.value.message
+
+
+def test_a_person_step_count_that_contradicts_the_log_is_flagged_beside_it(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    services.add_annotation(alice, run, "steps", "3")
+    run.refresh_from_db()
+    assert run.steps == 3 and run.person_conflict
+    from runs.summary import person_vs_logs
+
+    assert person_vs_logs(run.parsed, run.steps, run.steps_by_person) == [
+        "steps set to 3 by a person, but the log says 2"]
+
+
+def test_a_pasted_nccl_value_that_contradicts_the_launcher_is_flagged(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    services.add_annotation(alice, run, "nccl", "NCCL_PROTO=Simple\nNCCL_ALGO=Ring")
+    run.refresh_from_db()
+    conflicts = run.parsed["nccl"]["conflicts"]
+    assert [(c["key"], c["person"], c["log"]) for c in conflicts] == [("NCCL_PROTO", "Simple", "LL")]
+    assert conflicts[0]["log_line"] == 2 and run.person_conflict
+
+
+def test_an_unknown_nccl_name_is_kept_with_a_warning(alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    annotation = services.add_annotation(alice, run, "nccl", "NCCL_PROTOCOL=LL")
+    assert annotation.warnings and "NCCL_PROTOCOL is not an NCCL parameter" in annotation.warnings[0]
+
+
 @pytest.mark.django_db
 def test_only_a_ready_run_can_be_pinned_and_unpinning_another_run_keeps_the_pin(alice, upload_run):
     from runs.services import ServiceError, pin_baseline

@@ -116,3 +116,17 @@ def test_runs_past_the_limit_are_named_not_silently_dropped(client, alice):
 def test_the_api_refuses_more_than_twenty_runs_with_a_reason(client, alice, bearer):
     response = client.get("/api/v1/compare?runs=" + ",".join(str(i) for i in range(1, 22)), headers=bearer(alice))
     assert response.status_code == 422 and "runs" in response.json()["error"]["message"]
+
+
+def test_the_headline_says_when_a_persons_step_count_contradicts_the_log(client, alice, story):
+    from runs import services
+
+    base, tuned, _ = story
+    services.add_annotation(alice, tuned, "steps", "5")
+    client.force_login(alice)
+    data = client.get(f"/compare/?runs={base.id},{tuned.id}&format=json").json()
+    texts = [h["text"] for h in data["headline"]]
+    assert any("steps set to 5 by a person, but the log says 2" in t for t in texts)
+    body = client.get(f"/runs/{tuned.id}/").content.decode()
+    assert "value disagrees with the logs" in body and "the log says 2" in body
+    assert "person ≠ log" in client.get("/").content.decode()
