@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0004_run_steps_by_person'),
+        ('runs', '0005_run_person_conflict'),
     ]
 
     operations = [
