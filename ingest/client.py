@@ -5,7 +5,12 @@
 
 Files stream from disk in 1 MiB chunks (never whole in memory). Exit status: 0 uploaded (and,
 with --wait, parsed), 1 the parse failed, 2 bad arguments, 3 the server refused or could not be
-reached, 4 --wait timed out.
+reached, 4 --wait timed out, 6 --fail-on-regression: the run regressed past the limit.
+
+A CI gate (the baseline: a run id, "pinned", the project's pinned run, or branch:main, the
+latest run of that branch uploaded before this one):
+
+    runlens-upload ... --baseline branch:main --wait --fail-on-regression 3 --summary-md "$GITHUB_STEP_SUMMARY"
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -23,6 +29,7 @@ from pathlib import Path
 
 CHUNK = 1 << 20
 EXIT_FAILED, EXIT_USAGE, EXIT_HTTP, EXIT_TIMEOUT = 1, 2, 3, 4
+EXIT_REGRESSION = 6
 
 
 class ClientError(Exception):
@@ -193,7 +200,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="runlens-upload", description="Upload the log files of one run to runlens.",
         epilog="Exit status: 0 done, 1 the parse failed (--wait), 2 bad arguments, 3 HTTP or network error, "
-        "4 --wait timed out.",
+        "4 --wait timed out, 6 regressed past --fail-on-regression.",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILES", help="log files of the run (.gz is fine)")
     p.add_argument("--url", required=True, help="runlens base URL, e.g. https://runlens.example")
@@ -204,7 +211,114 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--meta-json", metavar="FILE", help="JSON file with more metadata (steps, nccl_env, notes, ci)")
     p.add_argument("--wait", action="store_true", help="wait until the run is parsed; exit 1 if it failed")
     p.add_argument("--timeout", type=float, default=600, metavar="S", help="how long --wait waits (default 600)")
+    add_gate_arguments(p)
     return p
+
+
+# ---- the CI gate: the run's verdict against its baseline --------------------------------------
+
+
+def add_gate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", metavar="B",
+                   help='what the verdict compares with: a run id, "pinned" (the project\'s pinned run, the '
+                   'default) or branch:NAME (the latest ready run of that branch before this one)')
+    p.add_argument("--fail-on-regression", type=float, metavar="PCT",
+                   help="with --wait: exit 6 when the metric got worse by more than PCT %% beyond the noise")
+    p.add_argument("--metric", default="throughput_tok_s",
+                   help="the figure --fail-on-regression checks (default throughput_tok_s; also tokens_per_cycle, "
+                   "cycle_ms, verify_ms, phase:NAME)")
+    p.add_argument("--summary-md", type=Path, metavar="FILE",
+                   help="with --wait: append a markdown summary (table and links) to FILE, e.g. $GITHUB_STEP_SUMMARY")
+
+
+def gate_requested(args: argparse.Namespace) -> bool:
+    return args.fail_on_regression is not None or args.summary_md is not None
+
+
+def check_gate_arguments(args: argparse.Namespace) -> None:
+    if gate_requested(args) and not args.wait:
+        raise ClientError("--fail-on-regression and --summary-md need --wait (the verdict comes after the parse)",
+                          EXIT_USAGE)
+    if args.fail_on_regression is not None and args.fail_on_regression < 0:
+        raise ClientError("--fail-on-regression takes a percentage >= 0", EXIT_USAGE)
+
+
+def with_baseline(meta: dict, args: argparse.Namespace) -> dict:
+    """meta.baseline from --baseline: 42, "pinned" or {"branch": "main"} (from branch:main)."""
+    raw = (args.baseline or "").strip()
+    if not raw:
+        return meta
+    if raw.isdigit():
+        meta["baseline"] = int(raw)
+    elif raw == "pinned":
+        meta["baseline"] = "pinned"
+    elif raw.startswith("branch:") and raw[len("branch:"):].strip():
+        meta["baseline"] = {"branch": raw[len("branch:"):].strip()}
+    else:
+        raise ClientError(f"--baseline {raw!r}: give a run id, pinned or branch:NAME", EXIT_USAGE)
+    return meta
+
+
+def report_verdict(base: str, token: str, run_id: int, args: argparse.Namespace) -> int:
+    """Print the verdict, write the summary, and exit 6 if the gate says the run regressed."""
+    query = {"metric": args.metric}
+    if args.fail_on_regression is not None:
+        query["fail_on_regression"] = f"{args.fail_on_regression:g}"
+    verdict = request("GET", f"{base}/api/v1/runs/{run_id}/verdict?{urllib.parse.urlencode(query)}", token,
+                      timeout=60)
+    print(verdict.get("headline", ""))
+    for reason in verdict.get("reasons", []):
+        print(f"  - {reason}")
+    if verdict.get("compare_url"):
+        print(f"compare: {verdict['compare_url']}")
+    gate = verdict.get("gate") or {}
+    if gate.get("text"):
+        print(f"gate: {gate['text']}")
+    if args.summary_md:
+        try:
+            with open(args.summary_md, "a", encoding="utf-8") as f:
+                f.write(summary_markdown(verdict))
+        except OSError as e:
+            raise ClientError(f"--summary-md {args.summary_md}: {e.strerror or e}", EXIT_USAGE) from None
+    return EXIT_REGRESSION if gate.get("fail") else 0
+
+
+def _md(text: object) -> str:
+    """A table cell: run names come from people, and a pipe or newline would break the table."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _num(value: object, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def summary_markdown(verdict: dict) -> str:
+    """The verdict as markdown: headline, one row per figure, links to the comparison and the run."""
+    word = verdict.get("verdict", "?")
+    icon = {"regression": "🔴", "improvement": "🟢", "no change": "⚪"}.get(word, "⚠️")
+    lines = [f"### {icon} runlens: {word}", "", _md(verdict.get("headline", "")), ""]
+    figures = verdict.get("figures") or []
+    if figures:
+        lines += ["| Figure | Baseline | This run | Δ | Δ % | Noise ± | |", "|---|---:|---:|---:|---:|---:|---|"]
+        for f in figures:
+            pct = "—" if f.get("delta_pct") is None else f"{f['delta_pct']:+.1f}%"
+            delta = "—" if f.get("delta") is None else f"{f['delta']:+.2f}"
+            label = f"{f['label']} {f['unit']}" if f.get("unit") else f["label"]
+            lines.append(f"| {_md(label)} | {_num(f.get('baseline'))} | "
+                         f"{_num(f.get('value'))} | {delta} | {pct} | {_num(f.get('noise'))} | "
+                         f"{_md(f.get('direction') or ('noise' if f.get('delta') is not None else ''))} |")
+        lines.append("")
+    for reason in verdict.get("reasons", []) if word == "not comparable" else []:
+        lines.append(f"- {_md(reason)}")
+    links = []
+    if verdict.get("compare_url"):
+        links.append(f"[Compare in runlens]({verdict['compare_url']})")
+    if verdict.get("run_url"):
+        links.append(f"[Run]({verdict['run_url']})")
+    if (verdict.get("gate") or {}).get("text"):
+        links.append(_md(verdict["gate"]["text"]))
+    lines += [" · ".join(links), ""]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,14 +330,18 @@ def main(argv: list[str] | None = None) -> int:
         for path in args.files:
             if not path.is_file():
                 raise ClientError(f"{path}: not a readable file", EXIT_USAGE)
+        check_gate_arguments(args)
         base = args.url.rstrip("/")
-        body = Multipart({"meta": json.dumps(build_meta(args))}, args.files)
+        body = Multipart({"meta": json.dumps(with_baseline(build_meta(args), args))}, args.files)
         key = {"Idempotency-Key": f"runlens-upload-{uuid.uuid4().hex}"}
         created = with_retries(lambda: request("POST", f"{base}/api/v1/runs", token, body, extra_headers=key))
         print(f"run {created['id']}: {created['url']} ({created['status']}"
               f"{', uploaded before' if created.get('created') is False else ''})")
         if args.wait:
-            return wait_for(base, token, created["id"], args.timeout)
+            done = wait_for(base, token, created["id"], args.timeout)
+            if done == 0 and gate_requested(args):
+                return report_verdict(base, token, created["id"], args)
+            return done
         return 0
     except ClientError as e:
         print(f"runlens-upload: {e}", file=sys.stderr)

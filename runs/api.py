@@ -10,10 +10,11 @@ operation's annotations in its own module, where string annotations name nothing
 """
 
 import json
+from pathlib import Path as PathLib
 from typing import Annotated
 
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import reverse
 from ninja import File, Form, Header, Path, Query, Router
 from ninja.files import UploadedFile
@@ -21,10 +22,12 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import ValidationError as PydanticValidationError
 
+from ingest import client as ingest_client
 from ingest import services as ingest_services
 from ingest import storage
 from runs import queries, services
 from runs.models import Run
+from runs.models import Status as RunStatus
 from runs.schemas import (
     MAX_ID,
     AnnotationIn,
@@ -32,6 +35,8 @@ from runs.schemas import (
     CompareQuery,
     DeletedOut,
     ErrorOut,
+    PinIn,
+    PinOut,
     RefreshOut,
     RegisterIn,
     RolesIn,
@@ -43,11 +48,14 @@ from runs.schemas import (
     RunPagination,
     RunStatusOut,
     SplitOut,
+    SweepQuery,
     TagsIn,
     TagsOut,
+    VerdictQuery,
     errors,
 )
 from runs.services import ServiceError
+from runs.verdict import gate
 
 router = Router()
 
@@ -70,8 +78,12 @@ def get_run(request: HttpRequest, run_id: int = RunId) -> Run:
 
 @router.get("/runs/{int:run_id}/status", response={200: RunStatusOut, errors(404, 422): ErrorOut})
 def run_status(request: HttpRequest, run_id: int = RunId) -> Run:
-    """Poll this while a run parses: `queued`, `parsing`, then `ready` or `failed` (with `error`)."""
-    return queries.visible_run(request.auth, run_id)
+    """Poll this while a run parses: `queued`, `parsing`, then `ready` or `failed` (with `error`).
+    Once ready, `verdict` is the run against its baseline (GET /runs/{id}/verdict)."""
+    run = queries.visible_run(request.auth, run_id)
+    if run.status == RunStatus.READY:
+        run.verdict = queries.verdict_for(request.auth, run)
+    return run
 
 
 @router.delete("/runs/{int:run_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
@@ -139,7 +151,7 @@ def compare_runs(request: HttpRequest, query: Query[CompareQuery]) -> dict:
 SIZE_CODES = {"too_large", "decompressed_too_large"}
 META_HELP = (
     'JSON object: {"name", "project", "tags": [...], "steps", "nccl_env": {"NCCL_X": "value"}, "notes", '
-    '"ci": {"commit", "branch", "url"}}'
+    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}}'
 )
 
 
@@ -215,7 +227,7 @@ def upload(
         run, created = ingest_services.register_upload(
             request.auth, [ingest_services.IncomingFile(f.name or "upload.log", f, f.size) for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
-            meta={"ci": ci} if (ci := info.ci.stored()) else {},
+            meta=info.stored(),
             steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
             roles=info.roles,
         )
@@ -239,7 +251,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
     try:
         run, created = ingest_services.register_path(
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
-            notes=payload.notes, meta={"ci": ci} if (ci := payload.ci.stored()) else {},
+            notes=payload.notes, meta=payload.stored(),
             steps=payload.steps, nccl_env=payload.nccl_env, roles=payload.roles,
         )
     except storage.StorageError as e:
@@ -257,3 +269,60 @@ def refresh(request: HttpRequest, run_id: int = RunId) -> dict:
         raise _refused(e, size_status=400) from None
     run.refresh_from_db()
     return {"id": run.id, "status": run.status, "changed": changed}
+
+
+@router.get("/sweep", response={200: dict, errors(404, 422): ErrorOut})
+def sweep_runs(request: HttpRequest, query: Query[SweepQuery]) -> dict:
+    """A step-count sweep, as on /sweep/: `runs` (ids) or `project` (and `tag`). Runs grouped by
+    model, TP size, GPU, engine and effective NCCL settings; per group the measured `points`,
+    the `best`, the no-speculation `baseline`, the model `fit` (acceptance p, cost per draft
+    step, predicted curve for 1-8 steps with its band, predicted best) and a `headline`."""
+    params = QueryDict(mutable=True)
+    for key in ("runs", "project", "tag"):
+        if getattr(query, key):
+            params[key] = getattr(query, key)
+    result, _ = queries.sweep_for(request.auth, params)
+    return result
+
+
+@router.get("/runs/{int:run_id}/verdict", response={200: dict, errors(404, 422): ErrorOut})
+def run_verdict(request: HttpRequest, query: Query[VerdictQuery], run_id: int = RunId) -> dict:
+    """The run against the baseline its upload named (`meta.baseline`: a run id, "pinned" or
+    {"branch": "main"}; the project's pinned baseline when none): per figure (throughput, tokens
+    per cycle, cycle, verify, each phase) the delta, the noise, whether it is outside the noise,
+    and the overall `verdict`: `regression`, `improvement`, `no change`, `not comparable` (with
+    `reasons`) or `pending` while it parses. `compare_url` opens the comparison page; with
+    `fail_on_regression`, `gate` says whether `metric` got worse by more than that % beyond the noise."""
+    run = queries.visible_run(request.auth, run_id)
+    result = queries.verdict_for(request.auth, run)
+    result["compare_url"] = None
+    if result["baseline"]:
+        base = result["baseline"]["id"]
+        result["compare_url"] = request.build_absolute_uri(f"{reverse('compare')}?runs={base},{run.id}&baseline={base}")
+    result["run_url"] = request.build_absolute_uri(reverse("run_detail", args=[run.id]))
+    if query.fail_on_regression is not None:
+        result["gate"] = gate(result, query.metric, query.fail_on_regression)
+    return result
+
+
+@router.put("/runs/{int:run_id}/pinned", response={200: PinOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
+def pin_run(request: HttpRequest, payload: PinIn, run_id: int = RunId) -> dict:
+    """Pin the run as its project's baseline (CI uploads with `meta.baseline` "pinned", or none,
+    are judged against it), or unpin it. Project admins only; the run must be ready."""
+    project = services.pin_baseline(request.auth, queries.visible_run(request.auth, run_id), payload.pinned)
+    return {"project": project.name, "pinned_baseline": project.pinned_baseline_id}
+
+
+CLIENT = PathLib(ingest_client.__file__)
+
+
+@router.get("/client/runlens-upload.py", auth=None, response={200: None},
+            openapi_extra={"responses": {"200": {"description": "the client, a Python 3 script",
+                                                 "content": {"text/x-python": {"schema": {"type": "string"}}}}}})
+def client_script(request: HttpRequest) -> HttpResponse:
+    """runlens-upload, the one-file standard-library CI client, so a runner needs only Python and
+    curl: `curl -fsS $RUNLENS_URL/api/v1/client/runlens-upload.py -o runlens-upload.py`. No token:
+    the client holds no secret, and CI fetches it before it has one in hand."""
+    response = HttpResponse(CLIENT.read_bytes(), content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = 'inline; filename="runlens-upload.py"'
+    return response

@@ -202,3 +202,100 @@ SERIES = {
     "tokens_per_cycle": ("Tokens per cycle over the run", "tokens/cycle"),
     "verify_ms": ("Target verify ms/cycle over the run", "ms/cyc"),
 }
+
+
+SWEEP_METRICS = {
+    "throughput_tok_s": ("Throughput vs draft steps", "tok/s"),
+    "tokens_per_cycle": ("Tokens per cycle vs draft steps", "tokens/cycle"),
+    "cycle_ms": ("Cycle time vs draft steps", "ms"),
+    "verify_ms": ("Target verify vs draft steps", "ms/cycle"),
+}
+
+
+def sweep_chart(result: dict, key: str) -> dict:
+    """One figure per metric: each group's measured points against the step count, the best
+    point starred, the fitted prediction dashed with its band (throughput, tokens per cycle),
+    the no-speculation baseline a horizontal line (throughput)."""
+    title, unit = SWEEP_METRICS[key]
+    fig = go.Figure()
+    predicted_key = {"throughput_tok_s": "throughput_tok_s", "tokens_per_cycle": "tokens_per_cycle",
+                     "cycle_ms": "cycle_ms"}.get(key)
+    for i, g in enumerate(result["groups"]):
+        color = PALETTE[i % len(PALETTE)]
+        points = [p for p in g["points"] if p[key] is not None]
+        fig.add_trace(go.Scatter(
+            x=[p["steps"] for p in points], y=[p[key] for p in points], name=g["label"], mode="markers+lines",
+            marker={"color": color, "size": 9}, line={"color": color},
+            customdata=[[p["name"], p["run_id"]] for p in points],
+            hovertemplate="%{customdata[0]}: %{y:.2f} " + unit + "<extra>%{fullData.name}</extra>",
+        ))
+        curve = g["fit"]["curve"]
+        if curve and predicted_key:
+            xs = [c["steps"] for c in curve]
+            if key == "throughput_tok_s":
+                fig.add_trace(go.Scatter(
+                    x=xs + xs[::-1], y=[c["high_tok_s"] for c in curve] + [c["low_tok_s"] for c in curve][::-1],
+                    fill="toself", fillcolor=color, opacity=0.15, line={"width": 0}, hoverinfo="skip",
+                    name=f"{g['label']} band", showlegend=False,
+                ))
+            fig.add_trace(go.Scatter(
+                x=xs, y=[c[predicted_key] for c in curve], name=f"{g['label']} predicted", mode="lines",
+                line={"color": color, "dash": "dash"},
+                hovertemplate="predicted %{y:.2f} " + unit + "<extra>%{fullData.name}</extra>",
+            ))
+        best = g["best"]
+        if key == "throughput_tok_s":
+            fig.add_trace(go.Scatter(
+                x=[best["steps"]], y=[best[key]], name=f"{g['label']} best", mode="markers",
+                marker={"symbol": "star", "size": 18, "color": color, "line": {"color": "#222", "width": 1}},
+                customdata=[[best["name"]]], hovertemplate="best: %{customdata[0]} %{y:.1f} tok/s<extra></extra>",
+            ))
+    if key == "throughput_tok_s":
+        seen = set()
+        for g in result["groups"]:
+            b = g["baseline"]
+            if b and b["run_id"] not in seen:
+                seen.add(b["run_id"])
+                fig.add_hline(y=b["throughput_tok_s"], line={"dash": "dot", "color": "#555"},
+                              annotation_text=f"no speculation {b['throughput_tok_s']:.1f} tok/s")
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, title={"text": title, "font": {"size": 15}},
+                      xaxis={"title": "draft steps", "dtick": 1}, yaxis_title=unit)
+    return fig.to_plotly_json()
+
+
+def trend_chart(result: dict) -> dict:
+    """The figure run after run: a line through every point (click one to open its run),
+    regressions beyond the noise as red crosses, annotations as markers above their run."""
+    points = result["points"]
+    xs = list(range(1, len(points) + 1))
+    labels = [p["label"] for p in points]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=xs, y=[p["value"] for p in points], name=result["label"], mode="lines+markers",
+        line={"color": PALETTE[0]}, marker={"size": 8},
+        customdata=[[f"/runs/{p['run_id']}/", p["name"], p["nccl_status"]] for p in points],
+        hovertemplate="%{customdata[1]}<br>%{y:.2f} " + result["unit"] + " · NCCL %{customdata[2]}<extra></extra>",
+    ))
+    flagged = [(x, p) for x, p in zip(xs, points, strict=True) if p["flag"] == "regression"]
+    if flagged:
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in flagged], y=[p["value"] for _, p in flagged], name="regression", mode="markers",
+            marker={"symbol": "x", "size": 14, "color": "#c0392b"},
+            customdata=[[f"/runs/{p['run_id']}/", p["name"], p["delta_pct"]] for _, p in flagged],
+            hovertemplate="%{customdata[1]}: %{customdata[2]:+.1f}% beyond the noise<extra>regression</extra>",
+        ))
+    noted = [(x, p) for x, p in zip(xs, points, strict=True) if p["annotations"]]
+    if noted:
+        top = max(p["value"] for p in points)
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in noted], y=[top * 1.04] * len(noted), name="annotations", mode="markers",
+            marker={"symbol": "triangle-down", "size": 12, "color": PALETTE[1]},
+            customdata=[[f"/runs/{p['run_id']}/", " / ".join(a["body"][:80] for a in p["annotations"][:3])]
+                        for _, p in noted],
+            hovertemplate="%{customdata[1]}<extra>annotation</extra>",
+        ))
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest"},
+                      title={"text": f"{result['label']} over time", "font": {"size": 15}},
+                      xaxis={"title": "run (commit order)", "tickmode": "array", "tickvals": xs, "ticktext": labels},
+                      yaxis_title=result["unit"])
+    return fig.to_plotly_json()

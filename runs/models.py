@@ -15,6 +15,8 @@ class Project(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+    # The run CI uploads compare against when they say `meta.baseline = "pinned"` (or name none).
+    pinned_baseline = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     def __str__(self) -> str:
         return self.name

@@ -178,10 +178,16 @@ class RunStatusOut(Schema):
     status: StatusName
     error: str = Field(description="why the run failed: file and reason, one line per failed file")
     logfiles: list[LogFileStatusOut]
+    verdict: dict[str, Any] | None = Field(None, description="once ready: the verdict against the run's "
+                                           "baseline, as GET /runs/{id}/verdict")
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
         return list(run.logfiles.all())
+
+    @staticmethod
+    def resolve_verdict(run: Run) -> dict | None:
+        return getattr(run, "verdict", None)
 
 
 class TagsIn(Schema):
@@ -289,6 +295,16 @@ class CiIn(Schema):
         return self.model_dump(exclude_defaults=True)
 
 
+class BranchBaselineIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    branch: Text = Field(..., min_length=1, max_length=255, description="the latest ready run of this "
+                         "branch (its `ci.branch`) in the project, uploaded before this one")
+
+
+Baseline = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_whole)] | Literal["pinned"] | BranchBaselineIn
+
+
 class RunMetaIn(Schema):
     """What a client says about a new run (the `meta` JSON of an upload; the body of a register)."""
 
@@ -312,6 +328,18 @@ class RunMetaIn(Schema):
         {}, max_length=200,
         description="who wrote each file, when detection is wrong: {\"server.log\": \"serving worker\"}",
     )
+    baseline: Baseline = Field(
+        "pinned", description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
+        'pinned baseline, also the default) or {"branch": "main"}',
+    )
+
+    def stored(self) -> dict:
+        """The run's `meta`: CI details and the baseline it asked for."""
+        meta: dict = {"ci": ci} if (ci := self.ci.stored()) else {}
+        if "baseline" in self.model_fields_set:
+            meta["baseline"] = self.baseline if not isinstance(self.baseline, BranchBaselineIn) else \
+                self.baseline.model_dump()
+        return meta
 
 
 class RegisterIn(RunMetaIn):
@@ -333,3 +361,29 @@ class RefreshOut(Schema):
     id: int
     status: StatusName
     changed: bool = Field(description="the file had changed: its run is parsed again")
+
+
+class SweepQuery(Schema):
+    runs: str | None = Field(None, pattern=r"^\d{1,18}(,\d{1,18})*$", max_length=4000,
+                             description="run ids, comma-separated (up to 200)", examples=["3,7,9"])
+    project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
+    tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
+
+
+class VerdictQuery(Schema):
+    metric: str = Field("throughput_tok_s", max_length=100, pattern=r"^[\w:. /-]+$",
+                        description="the figure the gate checks: throughput_tok_s, tokens_per_cycle, cycle_ms, "
+                        "verify_ms or phase:NAME")
+    fail_on_regression: float | None = Field(None, ge=0, le=1000, description="with it, `gate` says whether "
+                                             "`metric` got worse by more than this % beyond the noise")
+
+
+class PinIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    pinned: bool = Field(description="true: this run becomes the project's pinned baseline; false: unpin it")
+
+
+class PinOut(Schema):
+    project: str
+    pinned_baseline: int | None = Field(description="the project's pinned baseline run, if any")

@@ -25,6 +25,7 @@ from runs.models import (
     MetricSample,
     NcclSetting,
     PhaseSample,
+    Project,
     Run,
     Status,
     Tag,
@@ -77,6 +78,35 @@ def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
                     kind=NcclSetting.Kind.DECLARED, source=source[:200])
         for key, value in pairs.items()
     )
+
+
+def can_pin(user: AbstractBaseUser, run: Run) -> bool:
+    """Project admins and superusers choose the project's pinned baseline."""
+    return user.is_superuser or Membership.objects.filter(
+        project_id=run.project_id, user=user, role=Membership.Role.ADMIN).exists()
+
+
+def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Project:
+    """Make the run its project's pinned baseline (CI verdicts compare against it), or unpin it.
+
+    Project admins (or superusers) only: it changes every later CI verdict of the project.
+    """
+    if not can_pin(user, run):
+        raise ServiceError(403, "not_allowed", "only a project admin may pin the project's baseline")
+    if pinned and run.status != Status.READY:
+        raise ServiceError(409, "not_ready", f"run {run.id} is {run.status}: only a ready run can be the baseline")
+    # The project row read afresh and locked: `run.project` may be older than a pin made since,
+    # and unpinning a run that is not the pinned one must leave that pin alone.
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=run.project_id)
+        if pinned:
+            project.pinned_baseline = run
+        elif project.pinned_baseline_id == run.id:
+            project.pinned_baseline = None
+        else:
+            return project
+        project.save(update_fields=["pinned_baseline"])
+    return project
 
 
 # Draft steps per cycle a person may set: speculative decoding runs 1 to a handful; 16 is generous.

@@ -76,6 +76,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "collectives_chart": charts.collectives([(run.name, collectives)]) if collectives else None,
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
+        "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
     })
 
 
@@ -196,6 +197,19 @@ def split_run(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def pin(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page's "pin as CI baseline" button (and its unpin twin)."""
+    run = queries.visible_run(request.user, pk)
+    pinned = request.POST.get("pinned") == "1"
+    try:
+        services.pin_baseline(request.user, run, pinned)
+    except services.ServiceError as e:  # the button shows only to admins: a race, or a hand-made POST
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[run.id]))
+
+
+@login_required
+@require_POST
 def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page's role correction: one select per log file (`role-<id>`)."""
     run = queries.visible_run(request.user, pk)
@@ -205,3 +219,55 @@ def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
     except services.ServiceError as e:
         messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]) + "#processes")
+
+
+@login_required
+@require_GET
+def sweep_view(request: HttpRequest) -> HttpResponse:
+    from django.utils.http import urlencode
+
+    from runs.sweep import to_csv_rows as sweep_csv_rows
+
+    result, selection = queries.sweep_for(request.user, request.GET)
+    fmt = request.GET.get("format")
+    if fmt == "json":
+        response = JsonResponse(result)
+        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
+        return response
+    if fmt == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.csv"'
+        csv.writer(response).writerows(sweep_csv_rows(result))
+        return response
+    chart_data = {}
+    if result["groups"]:
+        for key in charts.SWEEP_METRICS:
+            if any(p[key] is not None for g in result["groups"] for p in g["points"]):
+                chart_data[f"chart-sweep-{key}"] = charts.sweep_chart(result, key)
+    share = {"runs": selection["runs"]} if not selection["project"] else {
+        k: selection[k] for k in ("project", "tag") if selection[k]}
+    return render(request, "runs/sweep.html", {
+        "result": result, "charts": chart_data, "selection": selection, "share": urlencode(share),
+    })
+
+
+@login_required
+@require_GET
+def trend_view(request: HttpRequest) -> HttpResponse:
+    from runs.trend import METRIC_INFO, trend
+
+    q = request.GET
+    metric = q.get("metric") if q.get("metric") in METRIC_INFO else "throughput_tok_s"
+    filters = {k: q.get(k, "").strip() for k in ("project", "branch", "tag", "nccl_status")}
+    projects = queries.project_names(request.user)
+    if not filters["project"] and len(projects) == 1:
+        filters["project"] = projects[0]
+    result = trend(queries.trend_points(request.user, filters["project"], metric, filters["branch"], filters["tag"],
+                                filters["nccl_status"]), metric) if filters["project"] else None
+    if result is not None and q.get("format") == "json":
+        return JsonResponse(result)
+    chart = charts.trend_chart(result) if result and result["points"] else None
+    return render(request, "runs/trend.html", {
+        "result": result, "chart": chart, "filters": filters, "metric": metric, "projects": projects,
+        "metrics": [(k, v[0]) for k, v in METRIC_INFO.items()], "nccl_statuses": ["ok", "drift", "unknown"],
+    })

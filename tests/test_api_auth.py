@@ -14,7 +14,8 @@ from webapp.auth import create_token
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC = {("GET", "/api/v1/health")}
+# The CI client is served without a token: it holds no secret, and CI fetches it before using one.
+PUBLIC = {("GET", "/api/v1/health"), ("GET", "/api/v1/client/runlens-upload.py")}
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -28,7 +29,9 @@ def call(client: Client, method: str, path: str, run_id: int = 1, **kw):
 
 
 def test_schema_lists_the_operations_we_classified():
-    assert len(operations()) == 15 and PUBLIC <= set(operations())
+    # 13 + GET /sweep, GET /runs/{id}/verdict, PUT /runs/{id}/pinned, the client script,
+    # POST /runs/{id}/split and POST /runs/{id}/roles.
+    assert len(operations()) == 19 and PUBLIC <= set(operations())
 
 
 @pytest.mark.parametrize(("method", "path"), [op for op in operations() if op not in PUBLIC])
@@ -177,3 +180,9 @@ def test_docs_page_uses_swagger_from_ninjas_static_files_not_a_cdn(client):
     assert "cdn" not in html.lower() and "https://" not in html
     assert finders.find("ninja/swagger-ui-bundle.js") and finders.find("ninja/swagger-ui-init.js")
     assert client.get("/api/v1/openapi.json").json()["info"]["title"] == "runlens API"
+
+
+def test_the_ci_client_script_is_served_without_credentials(client):
+    response = client.get("/api/v1/client/runlens-upload.py")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/x-python")
+    assert b"def report_verdict(" in response.content and b"import django" not in response.content

@@ -77,3 +77,16 @@ def test_an_unknown_nccl_name_is_kept_with_a_warning(alice, upload_run):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     annotation = services.add_annotation(alice, run, "nccl", "NCCL_PROTOCOL=LL")
     assert annotation.warnings and "NCCL_PROTOCOL is not an NCCL parameter" in annotation.warnings[0]
+
+
+@pytest.mark.django_db
+def test_only_a_ready_run_can_be_pinned_and_unpinning_another_run_keeps_the_pin(alice, upload_run):
+    from runs.services import ServiceError, pin_baseline
+
+    queued = upload_run(alice, "sweep/sweep_default_1step.log", parse=False)
+    with pytest.raises(ServiceError) as refused:
+        pin_baseline(alice, queued)
+    assert refused.value.status == 409
+    ready = upload_run(alice, "sweep/sweep_default_2step.log")
+    assert pin_baseline(alice, ready).pinned_baseline == ready
+    assert pin_baseline(alice, queued, pinned=False).pinned_baseline == ready

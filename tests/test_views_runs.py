@@ -247,3 +247,20 @@ def test_figure_lines_of_another_teams_run_are_not_found(client, alice, eve, upl
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     client.force_login(eve)
     assert client.get(f"/runs/{run.id}/figure.json", {"key": "metric:throughput_tok_s"}).status_code == 404
+
+
+def test_project_admin_pins_and_unpins_the_ci_baseline_from_the_run_page(client, alice, bob, upload_run):
+    from runs.models import Project
+
+    run = upload_run(alice, "sweep/sweep_default_2step.log")
+    client.force_login(bob)  # a member, not an admin: no button, and a hand-made POST changes nothing
+    assert 'id="pin-form"' not in client.get(f"/runs/{run.id}/").content.decode()
+    client.post(f"/runs/{run.id}/pin", {"pinned": "1"})
+    assert Project.objects.get(name="team").pinned_baseline is None
+    client.force_login(alice)
+    client.post(f"/runs/{run.id}/pin", {"pinned": "1"})
+    assert Project.objects.get(name="team").pinned_baseline == run
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "CI baseline of team" in body and "Unpin CI baseline" in body
+    client.post(f"/runs/{run.id}/pin", {"pinned": "0"})
+    assert Project.objects.get(name="team").pinned_baseline is None

@@ -12,11 +12,14 @@ SAMPLES = Path(settings.BASE_DIR) / "samples"
 DEMO_RUNS = [
     ("spec_baseline_nospec.log", "baseline, no speculation", ["demo", "baseline"]),
     ("spec_eagle3_tuned_2step.log", "EAGLE3 2-step, PCIe NCCL tuning", ["demo", "eagle3"]),
-    ("sweep/sweep_default_2step.log", "sweep: 2-step, default NCCL", ["demo", "sweep"]),
-    ("sweep/sweep_tuned_3step.log", "sweep: 3-step, tuned NCCL", ["demo", "sweep"]),
+    ("sweep/sweep_baseline_nospec.log", "sweep: no speculation", ["demo", "sweep", "baseline"]),
+    *[(f"sweep/sweep_{nccl}_{k}step.log", f"sweep: {k}-step, {nccl} NCCL", ["demo", "sweep"])
+      for nccl in ("default", "tuned") for k in range(1, 6)],
     ("sweep/sweep_dropped_2step.log", "sweep: 2-step, tuning dropped by the launcher", ["demo", "sweep"]),
     ("nccl-tests_all_reduce_default.log", "nccl-tests all_reduce, 2×H200", ["demo", "nccl-tests"]),
 ]
+# The demo's ready sweep: every run above tagged "sweep".
+SWEEP_URL = "/sweep/?project=demo&tag=sweep"
 
 
 class Command(BaseCommand):
@@ -44,4 +47,5 @@ class Command(BaseCommand):
                 )
             loaded += 1
         self.stdout.write(f"demo: {loaded} run(s) queued, {len(DEMO_RUNS) - loaded} already there")
+        self.stdout.write(f"sweep: {SWEEP_URL}")
         self.stdout.write("login: demo / demo  (dev only)")

@@ -21,11 +21,18 @@ function drawCharts() {
                      showEditInChartStudio: false, plotlyServerURL: "", linkText: "",
                      toImageButtonOptions: { filename: el.id || "runlens-chart", scale: 2 } };
     window.Plotly.newPlot(el, fig.data, fig.layout, config).then(() => {
-      // A point whose customdata is [logfile, line] opens that log line in the source panel.
       el.on("plotly_click", (ev) => {
         const point = ev.points && ev.points[0];
-        const panel = document.getElementById("source-panel");
         const where = point && point.customdata;
+        // Trend points carry their run's page as customdata[0]: a click opens it.
+        if (el.dataset.clickRuns === "1") {
+          if (Array.isArray(where) && typeof where[0] === "string" && /^\/runs\/\d+\/$/.test(where[0])) {
+            window.location.assign(where[0]);
+          }
+          return;
+        }
+        // A point whose customdata is [logfile, line] opens that log line in the source panel.
+        const panel = document.getElementById("source-panel");
         if (panel && panel.openLine && Array.isArray(where) && where[0] && where[1]) panel.openLine(where[0], where[1]);
       });
     });
@@ -226,7 +233,11 @@ function setupForms() {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     if (picked.length < 1) return;
-    window.location.assign(`${form.action}?runs=${picked.join(",")}&baseline=${picked[0]}`);
+    // "Sweep selected" posts to its own formaction; a sweep has no baseline run to name.
+    // (formAction without the attribute is the page's own URL, not the form's action.)
+    const action = e.submitter && e.submitter.hasAttribute("formaction") ? e.submitter.formAction : form.action;
+    const sweep = e.submitter && e.submitter.id === "sweep-button";
+    window.location.assign(`${action}?runs=${picked.join(",")}${sweep ? "" : `&baseline=${picked[0]}`}`);
   });
 }
 

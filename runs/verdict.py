@@ -1,0 +1,102 @@
+"""A run's verdict against its baseline, for CI (DESIGN, "Analysis": verdict.py). Pure.
+
+Read off the comparison (`runs/compare.py`): the same deltas, the same noise (half the
+interquartile range across windows, the larger of the two runs') and its one rule for a real
+change (`judge`: beyond the noise and at least 1%). Throughput decides the overall verdict; the
+other figures are its evidence.
+"""
+
+from __future__ import annotations
+
+from runs.compare import RunInput, _verify, compare
+
+VERDICTS = ("regression", "improvement", "no change", "not comparable", "pending")
+# compare.judge's floor: a change under 1% is not called a change whatever the noise.
+MIN_CHANGE_PCT = 1.0
+
+
+def worse_beyond_noise_pct(judged: dict, base: float | None) -> float:
+    """The part of a worsening the noise cannot explain, in % of the baseline's value (0 unless
+    `judge` called it worse): what a CI gate compares with its threshold."""
+    if judged["verdict"] != "worse" or not base or judged["delta"] is None:
+        return 0.0
+    return round(100 * (abs(judged["delta"]) - (judged["noise"] or 0)) / abs(base), 2)
+
+
+def _row(key: str, label: str, unit: str, better: str, value: float | None, base: float | None,
+         judged: dict) -> dict:
+    return {"key": key, "label": label, "unit": unit, "better": better, "value": value, "baseline": base,
+            "delta": judged["delta"], "delta_pct": judged["delta_pct"], "noise": judged["noise"],
+            "significant": judged["significant"], "direction": judged["verdict"],
+            "worse_beyond_noise_pct": worse_beyond_noise_pct(judged, base)}
+
+
+def verdict(run: RunInput, base: RunInput | None, baseline_how: str = "", missing_reason: str = "") -> dict:
+    """`regression` / `improvement` / `no change` / `not comparable`, with per-figure rows and reasons."""
+    out: dict = {"run": run.id, "baseline": None, "baseline_how": baseline_how, "verdict": "not comparable",
+                 "reasons": [], "figures": [], "headline": ""}
+    if base is None:
+        out["reasons"] = [missing_reason or "no baseline"]
+        out["headline"] = f"{run.name}: not comparable: {out['reasons'][0]}."
+        return out
+    out["baseline"] = {"id": base.id, "name": base.name}
+    # The comparison judges every figure by its one rule; the verdict only reads it.
+    result = compare([base, run], base.id)
+    for m in result["metrics"]:
+        cell = m["runs"][run.id]
+        out["figures"].append(_row(m["key"], m["label"], m["unit"], m["better"], cell["value"],
+                                   m["runs"][base.id]["value"], cell))
+    verify = _verify(run.parsed)
+    for row in result["phases"]:
+        if verify and row["name"] == verify["name"]:
+            continue  # already there as verify_ms
+        cell = row["runs"][run.id]
+        base_ms = row["runs"][base.id]["ms"]
+        if base_ms is None and cell["delta_ms"] is not None:  # the baseline's equivalent phase
+            base_ms = round(cell["ms"] - cell["delta_ms"], 4)
+        out["figures"].append(_row(f"phase:{row['name']}", row["name"], "ms/cyc", "lower", cell["ms"], base_ms,
+                                   {**cell, "delta": cell["delta_ms"]}))
+
+    tput = out["figures"][0]
+    problems = [d["text"] for d in result["comparable"]["differences"]]
+    if tput["value"] is None:
+        problems.append(f"{run.name} has no throughput")
+    if tput["baseline"] is None:
+        problems.append(f"the baseline {base.name} has no throughput")
+    if problems:
+        out["reasons"] = problems
+        out["headline"] = f"{run.name} vs {base.name}: not comparable: {'; '.join(problems)}."
+        return out
+    out["verdict"] = {"worse": "regression", "better": "improvement", None: "no change"}[tput["direction"]]
+    out["reasons"] = [_reason(f) for f in out["figures"] if f["significant"]] or [
+        f"every figure within the noise or under {MIN_CHANGE_PCT:g}%"]
+    word = {"regression": "slower than", "improvement": "faster than", "no change": "within the noise of"}
+    out["headline"] = (f"{out['verdict'].capitalize()}: {run.name} is {word[out['verdict']]} {base.name} "
+                       f"({tput['value']:.1f} vs {tput['baseline']:.1f} tok/s, {tput['delta_pct']:+.1f}%"
+                       f"{_noise_text(tput)}).")
+    return out
+
+
+def _noise_text(f: dict) -> str:
+    return f", noise ±{f['noise']:.2f}" if f["noise"] is not None else ""
+
+
+def _reason(f: dict) -> str:
+    unit = f" {f['unit']}" if f["unit"] else ""
+    return (f"{f['label']} {f['direction']}: {f['baseline']:.2f} → {f['value']:.2f}{unit} "
+            f"({f['delta_pct']:+.1f}%{_noise_text(f)})")
+
+
+def gate(result: dict, metric: str, threshold_pct: float) -> dict:
+    """Should CI fail: did `metric` get worse by more than `threshold_pct` beyond the noise?"""
+    out = {"metric": metric, "threshold_pct": threshold_pct, "fail": False, "text": ""}
+    row = next((f for f in result["figures"] if f["key"] == metric), None)
+    if row is None:
+        known = ", ".join(f["key"] for f in result["figures"]) or "none (not comparable)"
+        out["text"] = f"no figure {metric!r} in the verdict (figures: {known})"
+        return out
+    beyond = row["worse_beyond_noise_pct"]
+    out["fail"] = beyond > threshold_pct
+    out["text"] = (f"{row['label']} {beyond:.1f}% worse beyond the noise "
+                   f"({'over' if out['fail'] else 'within'} the {threshold_pct:g}% limit)")
+    return out
