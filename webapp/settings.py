@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",  # login attempts limited (AXES_* below)
     "ninja",  # its static Swagger UI for /api/v1/docs: no CDN (air-gapped clusters)
     "runs",
     "ingest",
@@ -93,7 +94,21 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "webapp.middleware.SecurityHeadersMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes documents
 ]
+
+# Guessing passwords: after RUNLENS_LOGIN_FAILURES wrong ones for a username from one address, that
+# pair is locked out for RUNLENS_LOGIN_COOLOFF_MINUTES (django-axes, counts in the database).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("RUNLENS_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = env_int("RUNLENS_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = 1 if env_bool("RUNLENS_BEHIND_PROXY", False) else 0
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"
@@ -207,6 +222,12 @@ SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("RUNLENS_BEHIND_PROXY", False) else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+if HTTPS and not env("RUNLENS_HTTPS"):
+    # DEBUG=0 alone turns on the redirect to https: say so once at start-up, so a plain-HTTP
+    # deployment that answers everything with 301 is not a mystery (webapp/apps.py logs it).
+    HTTPS_IMPLIED_BY_DEBUG = True
+else:
+    HTTPS_IMPLIED_BY_DEBUG = False
 X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
