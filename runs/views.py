@@ -176,10 +176,9 @@ def _thread(annotations: list[Annotation], user, role: str | None) -> list[dict]
 
     def walk(parent: int | None, depth: int) -> None:
         for a in children.get(parent, []):
-            mine = a.author_id == user.pk
-            rows.append({"a": a, "depth": min(depth, 4), "html": markdown.render(a.body),
-                         "can_change": not a.deleted_at and (mine or role == Role.ADMIN),
-                         "can_edit": not a.deleted_at and a.kind == Annotation.Kind.NOTE and (mine or role == Role.ADMIN)})
+            may = not a.deleted_at and (a.author_id == user.pk or role == Role.ADMIN)
+            rows.append({"a": a, "depth": min(depth, 4), "html": markdown.render(a.body), "can_change": may,
+                         "can_edit": may and a.kind == Annotation.Kind.NOTE})
             walk(a.id, depth + 1)
 
     walk(None, 0)

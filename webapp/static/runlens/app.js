@@ -18,7 +18,31 @@ function drawCharts() {
     const fig = JSON.parse(data.textContent);
     const config = { responsive: true, displaylogo: false,
                      toImageButtonOptions: { filename: el.id || "runlens-chart", scale: 2 } };
-    window.Plotly.newPlot(el, fig.data, fig.layout, config);
+    window.Plotly.newPlot(el, fig.data, fig.layout, config).then(() => {
+      if (el.dataset.notes) linkNotes(el);
+    });
+  });
+}
+
+// Anchored notes: dragging across windows fills the note form's window range; a note's marker
+// scrolls to its text, and a note's "window" link highlights its marker.
+function linkNotes(el) {
+  const from = document.getElementById("id_window_from");
+  const to = document.getElementById("id_window_to");
+  el.on("plotly_selected", (ev) => {
+    if (!ev || !ev.range || !ev.range.x || !from || !to) return;
+    from.value = Math.max(0, Math.round(Math.min(...ev.range.x)));
+    to.value = Math.max(0, Math.round(Math.max(...ev.range.x)));
+    const kind = document.getElementById("id_kind");
+    if (kind) kind.value = "note";
+    document.getElementById("annotate-form").scrollIntoView({ block: "center" });
+    document.getElementById("id_body").focus();
+  });
+  el.on("plotly_click", (ev) => {
+    const point = ev && ev.points && ev.points.find((p) => p.data.meta === "notes");
+    if (!point) return;
+    const note = document.getElementById(`note-${point.customdata}`);
+    if (note) { note.scrollIntoView({ block: "center" }); note.classList.add("flash"); }
   });
 }
 
