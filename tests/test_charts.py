@@ -45,3 +45,17 @@ def test_collectives_use_a_log_size_axis_and_split_sides():
 def test_names_are_data_not_markup():
     fig = charts.over_the_run([("<img src=x onerror=alert(1)>", [(1, 2.0, 5)])], "k", "t", "ms")
     assert fig["data"][0]["name"] == "<img src=x onerror=alert(1)>"
+
+
+def test_notes_are_drawn_as_bands_with_escaped_hover_text():
+    from types import SimpleNamespace
+
+    from runs.charts import with_notes
+
+    note = SimpleNamespace(id=7, window_from=3, window_to=5, phase="verify", body="<b onmouseover=x>hi</b>")
+    fig = with_notes({"data": [], "layout": {}}, [note], {7: "alice"})
+    (shape,) = fig["layout"]["shapes"]
+    assert (shape["x0"], shape["x1"]) == (2.5, 5.5)
+    marker = fig["data"][-1]
+    assert marker["customdata"] == [7] and "&lt;b onmouseover" in marker["hovertext"][0]
+    assert "<b " not in marker["hovertext"][0] and fig["layout"]["dragmode"] == "select"
