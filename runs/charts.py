@@ -195,12 +195,13 @@ class Note(Protocol):
     body: str
 
 
-def with_notes(fig: dict, notes: Iterable[Note], author: dict[int, str] | None = None, label: str = "") -> dict:
+def with_notes(fig: dict, notes: Iterable[Note], author: dict[int, str] | None = None, label: str = "",
+               selectable: bool = True) -> dict:
     """Draw anchored notes on an over-the-run chart: a shaded band per window range, and a marker
     at its top whose hover is the note (escaped: plotly renders hover text as HTML-ish markup).
 
     The marker's customdata is the note id (app.js scrolls to `#note-<id>` on a click), and the
-    chart is set to box-select so dragging over windows starts a new note.
+    chart is set to box-select (unless `selectable` is off) so dragging over windows starts a note.
     """
     fig = {**fig, "data": list(fig.get("data", [])), "layout": dict(fig.get("layout", {}))}
     shapes = list(fig["layout"].get("shapes", []))
@@ -229,6 +230,7 @@ def with_notes(fig: dict, notes: Iterable[Note], author: dict[int, str] | None =
         })
         fig["layout"]["yaxis2"] = {"overlaying": "y", "range": [0, 1.08], "visible": False, "fixedrange": True}
     fig["layout"]["shapes"] = shapes
-    fig["layout"]["dragmode"] = "select"
-    fig["layout"]["selectdirection"] = "h"
+    if selectable:
+        fig["layout"]["dragmode"] = "select"
+        fig["layout"]["selectdirection"] = "h"
     return fig

@@ -101,6 +101,12 @@ def run_annotations(run: Run) -> list[Annotation]:
     return list(run.annotations.select_related("author").prefetch_related("edits"))
 
 
+def anchored_notes(run_ids: list[int]) -> list[Annotation]:
+    """Live notes anchored to windows on these runs (the caller has checked it may see them)."""
+    return list(Annotation.objects.filter(run_id__in=run_ids, window_from__isnull=False, deleted_at=None)
+                .select_related("author", "run").order_by("created_at", "id"))
+
+
 def activity(user, limit: int = 15) -> list[dict]:
     """The newest events of the user's projects (new runs, failed parses, new notes), newest first."""
     runs = visible_runs(user).select_related("project", "created_by").order_by("-created_at")

@@ -127,10 +127,14 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         chart_data["chart-breakdown"] = charts.cycle_breakdown(result)
         if len(inputs) >= 2:
             chart_data["chart-deltas"] = charts.phase_deltas(result)
+    notes = queries.anchored_notes(ids)
+    who = {n.id: f"{n.run.name} · {n.author.get_username() if n.author else 'someone'}" for n in notes}
     for key, (title, unit) in charts.SERIES.items():
         traces = [(r.name, downsample(r.series.get(key, []))) for r in ordered]
         if any(points for _, points in traces):
-            chart_data[f"chart-{key}"] = charts.over_the_run(traces, key, title, unit)
+            # Each compared run's anchored notes, labelled with the run they are about.
+            chart_data[f"chart-{key}"] = charts.with_notes(
+                charts.over_the_run(traces, key, title, unit), notes, who, selectable=False)
     target = queries.positive_float(request.GET.get("target"))
     analyses = specdecode.analyses_against_baseline(result, target)
     for a in analyses:
