@@ -38,6 +38,7 @@ from runs.models import (
     Run,
     Status,
 )
+from runs.permissions import Role, has_role, require_role, role_in
 from runs.processes import ROLES
 from runs.services import ServiceError, content_sha256, declare_values, refresh_run, set_tags
 
@@ -58,18 +59,21 @@ class IncomingFile:
 def project_for(user: AbstractBaseUser, name: str | None) -> Project:
     """The named project if the user belongs to it; a new one (user as admin) if none has the name.
 
-    With no name: the user's first project, or a personal one named after the user.
+    With no name: the first project the user may upload to, or a personal one named after the user.
     """
     if not name:
-        membership = Membership.objects.filter(user=user).select_related("project").order_by("id").first()
+        membership = (Membership.objects.filter(user=user, role__in=[Role.EDITOR, Role.ADMIN])
+                      .select_related("project").order_by("id").first())
         if membership:
             return membership.project
         name = user.get_username()
     project, created = Project.objects.get_or_create(name=name)
     if created:
         Membership.objects.create(project=project, user=user, role=Membership.Role.ADMIN)
-    elif not user.is_superuser and not Membership.objects.filter(project=project, user=user).exists():
+    elif role_in(user, project) is None:
         raise PermissionError(f"you are not a member of project {name!r}")
+    else:
+        require_role(user, project, Role.EDITOR)  # viewers read and annotate, they do not upload
     return project
 
 
@@ -271,12 +275,11 @@ def refresh_registered(run: Run) -> bool:
 def delete_run(user: AbstractBaseUser, run: Run) -> None:
     """Delete a run with its rows and its stored files (registered files are not ours: kept).
 
-    Allowed to a project admin, the run's creator, or a superuser.
+    Allowed to a project admin, or the run's creator while an editor of the project.
     """
-    admins = Membership.objects.filter(project_id=run.project_id, role=Membership.Role.ADMIN)
-    allowed = user.is_superuser or run.created_by_id == user.pk or admins.filter(user=user).exists()
-    if not allowed:
-        raise ServiceError(403, "not_allowed", "only a project admin or the run's creator may delete it")
+    own = run.created_by_id == user.pk and has_role(user, run.project_id, Role.EDITOR)
+    if not (own or has_role(user, run.project_id, Role.ADMIN)):
+        raise ServiceError(403, "not_allowed", "only a project admin, or its creator as an editor, may delete a run")
     stored = list(run.logfiles.filter(registered=False).values_list("path", flat=True))
     with transaction.atomic():
         run.delete()

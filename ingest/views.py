@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import islice
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -23,7 +24,9 @@ MAX_LINE_NUMBER = 2**32  # far past any log we accept; larger offsets would over
 @login_required
 @require_http_methods(["GET", "POST"])
 def upload(request: AuthenticatedRequest) -> HttpResponse:
-    projects = [m.project for m in Membership.objects.filter(user=request.user).select_related("project")]
+    # Projects the user may upload to: viewers read and annotate only.
+    projects = [m.project for m in Membership.objects.filter(
+        user=request.user, role__in=[Membership.Role.EDITOR, Membership.Role.ADMIN]).select_related("project")]
     if request.method == "GET":
         return render(request, "ingest/upload.html", {"projects": projects})
     wants_json = "application/json" in request.headers.get("Accept", "")
@@ -45,7 +48,7 @@ def upload(request: AuthenticatedRequest) -> HttpResponse:
             )
         except storage.StorageError as e:
             error, status = e.message, 413 if "too_large" in e.code else 400
-        except PermissionError as e:
+        except (PermissionError, PermissionDenied) as e:
             error, status = str(e), 403
     if error is not None:
         if wants_json:

@@ -28,17 +28,23 @@ from ingest import storage
 from runs import queries, services
 from runs.models import Run
 from runs.models import Status as RunStatus
+from runs.permissions import Role, require_role
 from runs.schemas import (
     MAX_ID,
     AnnotationIn,
     AnnotationOut,
+    AnnotationPatchIn,
     CompareQuery,
     DeletedOut,
     ErrorOut,
+    MemberIn,
+    MemberOut,
     PinIn,
     PinOut,
+    ProjectOut,
     RefreshOut,
     RegisterIn,
+    RoleIn,
     RolesIn,
     RunCreatedOut,
     RunDetailOut,
@@ -93,10 +99,12 @@ def delete_run(request: HttpRequest, run_id: int = RunId) -> dict:
     return {"id": run_id, "deleted": True}
 
 
-@router.post("/runs/{int:run_id}/reparse", response={202: RunStatusOut, errors(404, 422): ErrorOut})
+@router.post("/runs/{int:run_id}/reparse", response={202: RunStatusOut, errors(403, 404, 422): ErrorOut})
 def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
-    """Parse every log file of the run again (after a parser upgrade); rows are replaced atomically."""
+    """Parse every log file of the run again (after a parser upgrade); rows are replaced atomically.
+    Editors and admins of its project."""
     run = queries.visible_run(request.auth, run_id)
+    require_role(request.auth, run.project_id, Role.EDITOR)
     ingest_services.reparse_run(run)
     run.refresh_from_db()
     return Status(202, run)
@@ -118,27 +126,52 @@ def set_roles(request: HttpRequest, payload: RolesIn, run_id: int = RunId) -> Ru
     return queries.visible_run(request.auth, run_id)
 
 
-@router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 404, 415, 422): ErrorOut})
+@router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 403, 404, 415, 422): ErrorOut})
 def set_tags(request: HttpRequest, payload: TagsIn, run_id: int = RunId) -> dict:
-    """Replace the run's tags."""
+    """Replace the run's tags (editors and admins)."""
     run = queries.visible_run(request.auth, run_id)
+    require_role(request.auth, run.project_id, Role.EDITOR)
     services.set_tags(run, payload.tags)
     return {"id": run.id, "tags": sorted(t.name for t in run.tags.all())}
 
 
 @router.get("/runs/{int:run_id}/annotations", response={200: list[AnnotationOut], errors(404, 422): ErrorOut})
 def list_annotations(request: HttpRequest, run_id: int = RunId) -> list:
-    """The run's annotations, oldest first."""
-    return list(queries.visible_run(request.auth, run_id).annotations.select_related("author"))
+    """The run's annotations, oldest first: replies name their `parent`, anchored ones their
+    windows; `body_html` is the markdown rendered and sanitised."""
+    return queries.run_annotations(queries.visible_run(request.auth, run_id))
 
 
-@router.post("/runs/{int:run_id}/annotations", response={201: AnnotationOut, errors(400, 404, 415, 422): ErrorOut})
+@router.post("/runs/{int:run_id}/annotations",
+             response={201: AnnotationOut, errors(400, 403, 404, 415, 422): ErrorOut})
 def add_annotation(request: HttpRequest, payload: AnnotationIn, run_id: int = RunId) -> Status:
-    """Annotate a run. `nccl`: paste `env | grep NCCL` (or NCCL_X=value lines) from the launching
-    shell: they become the run's declared NCCL settings and its drift is computed again.
-    `steps`: the draft step count, when the logs do not say it. `note`: free text."""
+    """Annotate a run. `note`: markdown (any member, viewers too), maybe a reply (`parent`) or
+    anchored to windows `window_from`..`window_to` and a `phase`. `nccl`: paste `env | grep NCCL`
+    from the launching shell: they become the run's declared NCCL settings and its drift is
+    computed again. `steps`: the draft step count. Both of those need the editor role."""
     run = queries.visible_run(request.auth, run_id)
-    return Status(201, services.add_annotation(request.auth, run, payload.kind, payload.body))
+    return Status(201, services.add_annotation(
+        request.auth, run, payload.kind, payload.body, parent=payload.parent,
+        window_from=payload.window_from, window_to=payload.window_to, phase=payload.phase,
+    ))
+
+
+AnnotationId = Path(..., ge=1, le=MAX_ID, description="the annotation's id")
+
+
+@router.patch("/annotations/{int:annotation_id}",
+              response={200: AnnotationOut, errors(400, 403, 404, 415, 422): ErrorOut})
+def edit_annotation(request: HttpRequest, payload: AnnotationPatchIn, annotation_id: int = AnnotationId):
+    """Replace a note's text (its author or a project admin); the old text is kept in its history."""
+    annotation = queries.visible_annotation(request.auth, annotation_id)
+    return services.edit_annotation(request.auth, annotation, payload.body)
+
+
+@router.delete("/annotations/{int:annotation_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
+def delete_annotation(request: HttpRequest, annotation_id: int = AnnotationId) -> dict:
+    """Delete an annotation (its author or a project admin). One with replies stays as "deleted"."""
+    services.delete_annotation(request.auth, queries.visible_annotation(request.auth, annotation_id))
+    return {"id": annotation_id, "deleted": True}
 
 
 @router.get("/compare", response={200: dict, errors(404, 422): ErrorOut})
@@ -259,10 +292,12 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
     return _created(request, run, created)
 
 
-@router.post("/runs/{int:run_id}/refresh", response={200: RefreshOut, errors(400, 404, 422): ErrorOut})
+@router.post("/runs/{int:run_id}/refresh", response={200: RefreshOut, errors(400, 403, 404, 422): ErrorOut})
 def refresh(request: HttpRequest, run_id: int = RunId) -> dict:
-    """Read a registered log again (it has grown): if its content changed, the run is parsed again."""
+    """Read a registered log again (it has grown): if its content changed, the run is parsed again
+    (editors and admins)."""
     run = queries.visible_run(request.auth, run_id)
+    require_role(request.auth, run.project_id, Role.EDITOR)
     try:
         changed = ingest_services.refresh_registered(run)
     except storage.StorageError as e:
@@ -326,3 +361,44 @@ def client_script(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(CLIENT.read_bytes(), content_type="text/x-python; charset=utf-8")
     response["Content-Disposition"] = 'inline; filename="runlens-upload.py"'
     return response
+projects_router = Router()
+ProjectId = Path(..., ge=1, le=MAX_ID, description="the project's id")
+Username = Path(..., min_length=1, max_length=150, description="the member's username")
+
+
+@projects_router.get("/projects", response={200: list[ProjectOut], errors(): ErrorOut})
+def list_projects(request: HttpRequest) -> list[dict]:
+    """Your projects with your role in each."""
+    return [{"id": m.project.id, "name": m.project.name, "role": m.role, "created_at": m.project.created_at}
+            for m in queries.my_memberships(request.auth)]
+
+
+@projects_router.get("/projects/{int:project_id}/members", response={200: list[MemberOut], errors(404, 422): ErrorOut})
+def list_members(request: HttpRequest, project_id: int = ProjectId) -> list:
+    """Members of a project of yours with their roles."""
+    return queries.project_members(queries.visible_project(request.auth, project_id))
+
+
+@projects_router.post("/projects/{int:project_id}/members",
+                      response={201: MemberOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
+def add_member(request: HttpRequest, payload: MemberIn, project_id: int = ProjectId) -> Status:
+    """Add a user (username or e-mail) with a role (project admins)."""
+    project = queries.visible_project(request.auth, project_id)
+    return Status(201, services.add_member(request.auth, project, payload.username, payload.role))
+
+
+@projects_router.patch("/projects/{int:project_id}/members/{username}",
+                       response={200: MemberOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
+def set_role(request: HttpRequest, payload: RoleIn, project_id: int = ProjectId, username: str = Username):
+    """Change a member's role (project admins); the project keeps at least one admin (409)."""
+    project = queries.visible_project(request.auth, project_id)
+    return services.set_role(request.auth, project, username, payload.role)
+
+
+@projects_router.delete("/projects/{int:project_id}/members/{username}",
+                        response={200: DeletedOut, errors(403, 404, 409, 422): ErrorOut})
+def remove_member(request: HttpRequest, project_id: int = ProjectId, username: str = Username) -> dict:
+    """Remove a member (project admins; anyone may remove themselves)."""
+    project = queries.visible_project(request.auth, project_id)
+    services.remove_member(request.auth, project, username)
+    return {"id": project.id, "deleted": True}

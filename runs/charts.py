@@ -6,6 +6,7 @@ Names that come from logs or users go into traces as data; plotly.js renders the
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -299,3 +300,50 @@ def trend_chart(result: dict) -> dict:
                       xaxis={"title": "run (commit order)", "tickmode": "array", "tickvals": xs, "ticktext": labels},
                       yaxis_title=result["unit"])
     return fig.to_plotly_json()
+class Note(Protocol):
+    id: int
+    window_from: int | None
+    window_to: int | None
+    phase: str
+    body: str
+
+
+def with_notes(fig: dict, notes: Iterable[Note], author: dict[int, str] | None = None, label: str = "",
+               selectable: bool = True) -> dict:
+    """Draw anchored notes on an over-the-run chart: a shaded band per window range, and a marker
+    at its top whose hover is the note (escaped: plotly renders hover text as HTML-ish markup).
+
+    The marker's customdata is the note id (app.js scrolls to `#note-<id>` on a click), and the
+    chart is set to box-select (unless `selectable` is off) so dragging over windows starts a note.
+    """
+    fig = {**fig, "data": list(fig.get("data", [])), "layout": dict(fig.get("layout", {}))}
+    shapes = list(fig["layout"].get("shapes", []))
+    xs, texts, ids = [], [], []
+    for n in notes:
+        if n.window_from is None:
+            continue
+        low, high = n.window_from, n.window_to if n.window_to is not None else n.window_from
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": low - 0.5, "x1": high + 0.5,
+                       "y0": 0, "y1": 1, "fillcolor": "#f6c344", "opacity": 0.18, "line": {"width": 0},
+                       "layer": "below", "name": f"note-{n.id}"})
+        who = (author or {}).get(n.id, "")
+        head = f"{label}{who}: " if who or label else ""
+        where = f"windows {low}–{high}" if high != low else f"window {low}"
+        phase = f" · {n.phase}" if n.phase else ""
+        text = n.body if len(n.body) <= 160 else n.body[:157] + "…"
+        texts.append(html.escape(f"{head}{text}").replace("\n", "<br>") + f"<br><i>{html.escape(where + phase)}</i>")
+        xs.append((low + high) / 2)
+        ids.append(n.id)
+    if xs:
+        fig["data"].append({
+            "type": "scatter", "x": xs, "y": [1.0] * len(xs), "yaxis": "y2", "mode": "markers+text",
+            "text": ["✎"] * len(xs), "textposition": "top center", "name": "notes", "showlegend": False,
+            "marker": {"size": 12, "color": "#b7791f", "symbol": "triangle-down"},
+            "hovertext": texts, "hoverinfo": "text", "customdata": ids, "meta": "notes",
+        })
+        fig["layout"]["yaxis2"] = {"overlaying": "y", "range": [0, 1.08], "visible": False, "fixedrange": True}
+    fig["layout"]["shapes"] = shapes
+    if selectable:
+        fig["layout"]["dragmode"] = "select"
+        fig["layout"]["selectdirection"] = "h"
+    return fig

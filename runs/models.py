@@ -23,13 +23,16 @@ class Project(models.Model):
 
 
 class Membership(models.Model):
+    """A user's role in a project; each role may do what the ones below it may (runs/permissions.py)."""
+
     class Role(models.TextChoices):
-        ADMIN = "admin"
-        MEMBER = "member"
+        VIEWER = "viewer"  # read, annotate
+        EDITOR = "editor"  # also upload, tag, set steps/NCCL, delete own runs, reparse
+        ADMIN = "admin"  # also members and roles, delete any run, project settings
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")]
@@ -215,13 +218,38 @@ class Annotation(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="annotations")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.NOTE)
-    body = models.TextField()
+    body = models.TextField()  # markdown, rendered by runs/markdown.py (raw HTML off, sanitised)
     created_at = models.DateTimeField(auto_now_add=True)
     # Set by runs.services.add_annotation for the answer to its request; not stored.
     warnings: list[str]
+    # A reply names the note it answers (one level of threading is shown; deeper replies nest).
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies")
+    # Anchor on the run's over-the-run charts: a window range and optionally a phase or figure.
+    window_from = models.PositiveIntegerField(null=True, blank=True)
+    window_to = models.PositiveIntegerField(null=True, blank=True)
+    phase = models.CharField(max_length=100, blank=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    # A deleted note that others replied to keeps its place in the thread, with its text gone.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
+
+    @property
+    def anchored(self) -> bool:
+        return self.window_from is not None
+
+
+class AnnotationEdit(models.Model):
+    """The text an annotation had before an edit (its history, oldest first)."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="edits")
+    body = models.TextField()
+    edited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    edited_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["edited_at", "id"]
 
 
 class ApiToken(models.Model):

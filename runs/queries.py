@@ -19,8 +19,10 @@ from runs.models import (
     Annotation,
     CollectiveResult,
     LogFile,
+    Membership,
     MetricSample,
     PhaseSample,
+    Project,
     Run,
     Status,
     visible_runs,
@@ -69,6 +71,64 @@ def visible_run(user, pk: int) -> Run:
     if run is None:
         raise Http404(f"no run {pk} in your projects")
     return run
+
+
+def my_memberships(user) -> list[Membership]:
+    """The user's projects with their role in each, by project name."""
+    return list(Membership.objects.filter(user=user).select_related("project").order_by("project__name"))
+
+
+def visible_project(user, pk: int) -> Project:
+    """A project the user is in (any, for superusers); Http404 otherwise, as for runs (A2)."""
+    projects = Project.objects.all()
+    if not user.is_superuser:
+        projects = projects.filter(membership__user=user)
+    project = projects.filter(pk=pk).first()
+    if project is None:
+        raise Http404(f"no project {pk} among yours")
+    return project
+
+
+def project_members(project: Project) -> list[Membership]:
+    return list(Membership.objects.filter(project=project).select_related("user").order_by("user__username"))
+
+
+def visible_annotation(user, pk: int) -> Annotation:
+    """An annotation on a run the user may see; Http404 otherwise."""
+    annotation = (Annotation.objects.filter(pk=pk, run__in=visible_runs(user))
+                  .select_related("run", "run__project", "author").first())
+    if annotation is None:
+        raise Http404(f"no annotation {pk} on your runs")
+    return annotation
+
+
+def run_annotations(run: Run) -> list[Annotation]:
+    """The run's annotations, oldest first, without the deleted ones nobody replied to."""
+    return list(run.annotations.select_related("author").prefetch_related("edits"))
+
+
+def anchored_notes(run_ids: list[int]) -> list[Annotation]:
+    """Live notes anchored to windows on these runs (the caller has checked it may see them)."""
+    return list(Annotation.objects.filter(run_id__in=run_ids, window_from__isnull=False, deleted_at=None)
+                .select_related("author", "run").order_by("created_at", "id"))
+
+
+def activity(user, limit: int = 15) -> list[dict]:
+    """The newest events of the user's projects (new runs, failed parses, new notes), newest first."""
+    runs = visible_runs(user).select_related("project", "created_by").order_by("-created_at")
+    events = [
+        {"at": r.created_at, "kind": "run", "run": r, "who": r.created_by, "text": r.name}
+        for r in runs.only("id", "name", "created_at", "project__name", "created_by__username")[:limit]
+    ]
+    events += [
+        {"at": r.updated_at, "kind": "failed", "run": r, "who": None, "text": (r.error or "")[:200]}
+        for r in runs.filter(status=Status.FAILED).order_by("-updated_at")[:limit]
+    ]
+    notes = (Annotation.objects.filter(run__in=visible_runs(user), deleted_at=None)
+             .select_related("run", "run__project", "author").order_by("-created_at")[:limit])
+    events += [{"at": a.created_at, "kind": "note", "run": a.run, "who": a.author, "annotation": a,
+                "text": a.body[:200]} for a in notes]
+    return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 
 def filters_from_query(query: QueryDict) -> RunFilters:

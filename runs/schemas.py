@@ -12,7 +12,8 @@ from ninja import Field, FilterLookup, FilterSchema, Schema
 from ninja.pagination import PaginationBase
 from pydantic import BeforeValidator, ConfigDict
 
-from runs.models import Annotation, LogFile, NcclSetting, Run
+from runs import markdown
+from runs.models import Annotation, LogFile, Membership, NcclSetting, Run
 from runs.nccl import NCCL_KEY
 
 StatusName = Literal["queued", "parsing", "ready", "failed"]
@@ -211,9 +212,20 @@ class AnnotationIn(Schema):
 
     kind: AnnotationKind = Field(
         default="note",  # Annotation.Kind.NOTE as the Literal the field is typed with
-        description="note: free text. nccl: `env | grep NCCL` output or NCCL_X=value lines, declared "
-        "settings of the run. steps: one integer, the run's draft step count.",
+        description="note: markdown text. nccl: `env | grep NCCL` output or NCCL_X=value lines, declared "
+        "settings of the run (editors). steps: one integer, the run's draft step count (editors).",
     )
+    body: Text = Field(min_length=1, max_length=100_000)
+    parent: int | None = Field(None, ge=1, le=MAX_ID, description="the annotation this one replies to")
+    window_from: int | None = Field(None, ge=0, le=10_000_000, description="first window of the anchor")
+    window_to: int | None = Field(None, ge=0, le=10_000_000, description="last window of the anchor")
+    phase: Annotated[str, Field(max_length=100, pattern=r"^[^\x00]*$")] = Field(
+        "", description="the phase or figure the anchor is about")
+
+
+class AnnotationPatchIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     body: Text = Field(min_length=1, max_length=100_000)
 
 
@@ -221,8 +233,15 @@ class AnnotationOut(Schema):
     id: int
     kind: AnnotationKind
     body: str
+    body_html: str = Field(description="the markdown rendered and sanitised")
     author: str | None
     created_at: datetime
+    edited_at: datetime | None
+    deleted: bool
+    parent: int | None = Field(None, alias="parent_id")
+    window_from: int | None
+    window_to: int | None
+    phase: str
 
     warnings: list[str] = Field(default_factory=list, description="things to check in what was sent (new only)")
 
@@ -233,6 +252,80 @@ class AnnotationOut(Schema):
     @staticmethod
     def resolve_author(annotation: Annotation) -> str | None:
         return annotation.author.get_username() if annotation.author else None
+
+    @staticmethod
+    def resolve_body_html(annotation: Annotation) -> str:
+        return markdown.render(annotation.body)
+
+    @staticmethod
+    def resolve_deleted(annotation: Annotation) -> bool:
+        return annotation.deleted_at is not None
+
+
+RoleName = Literal["viewer", "editor", "admin"]
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    role: RoleName | None = Field(description="your role in it")
+    created_at: datetime
+
+
+class MemberIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    username: str = Field(min_length=1, max_length=254, description="a username, or an e-mail address")
+    role: RoleName = "viewer"
+
+
+class RoleIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    role: RoleName
+
+
+class MemberOut(Schema):
+    username: str
+    email: str
+    role: RoleName
+
+    @staticmethod
+    def resolve_username(m: Membership) -> str:
+        return m.user.get_username()
+
+    @staticmethod
+    def resolve_email(m: Membership) -> str:
+        return m.user.email
+
+
+def _iso_text(value: Any) -> Any:
+    # JSON has no datetime: take ISO 8601 text only, not a number pydantic would read as epoch seconds.
+    if value is not None and not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 date-time string")
+    return value
+
+
+class TokenIn(Schema):
+    model_config = ConfigDict(extra="forbid")  # not strict: expires_at arrives as ISO 8601 text
+
+    name: Text = Field(min_length=1, max_length=100)
+    expires_at: Annotated[datetime | None, BeforeValidator(_iso_text)] = Field(
+        None, description="when it stops working; none: never")
+
+
+class TokenOut(Schema):
+    id: int
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+class TokenCreatedOut(TokenOut):
+    token: str = Field(description="the secret: shown in this answer only")
 
 
 class DeletedOut(Schema):

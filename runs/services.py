@@ -19,6 +19,7 @@ from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
 from runs.models import (
     Annotation,
+    AnnotationEdit,
     CollectiveResult,
     LogFile,
     Membership,
@@ -31,6 +32,7 @@ from runs.models import (
     Tag,
 )
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
+from runs.permissions import Role, has_role, require_role
 from runs.processes import ROLES
 from runs.summary import person_vs_logs, summarize
 
@@ -113,10 +115,16 @@ def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Proje
 MIN_STEPS, MAX_STEPS = 1, 16
 
 
-def add_annotation(user: User, run: Run, kind: str, body: str) -> Annotation:
+def add_annotation(user: User, run: Run, kind: str, body: str, *, parent: int | None = None,
+                   window_from: int | None = None, window_to: int | None = None, phase: str = "") -> Annotation:
     """Annotate a run. `nccl`: KEY=VALUE lines (`env | grep NCCL`) become declared NCCL settings;
-    `steps`: an integer becomes the run's step count. Both win over what the logs say.
+    `steps`: an integer becomes the run's step count. Both win over what the logs say, so they
+    need the editor role; a note (markdown, maybe a reply, maybe anchored to windows) a viewer's.
     """
+    require_role(user, run.project_id, Role.VIEWER if kind == Annotation.Kind.NOTE else Role.EDITOR)
+    anchor = _anchor(window_from, window_to)
+    if parent is not None and not Annotation.objects.filter(id=parent, run=run).exists():
+        raise ServiceError(422, "bad_parent", f"annotation {parent} is not on run {run.id}")
     nccl: dict[str, str] = {}
     steps = None
     if kind == Annotation.Kind.NCCL:
@@ -131,7 +139,8 @@ def add_annotation(user: User, run: Run, kind: str, body: str) -> Annotation:
     elif kind != Annotation.Kind.NOTE:
         raise ServiceError(422, "bad_kind", f"kind must be one of {', '.join(Annotation.Kind.values)}")
     with transaction.atomic():
-        annotation = Annotation.objects.create(run=run, author=user, kind=kind, body=body)
+        annotation = Annotation.objects.create(run=run, author=user, kind=kind, body=body, parent_id=parent,
+                                               window_from=anchor[0], window_to=anchor[1], phase=phase[:100])
         who = f"{user.get_username()} at {annotation.created_at.isoformat(timespec='seconds')}"
         if nccl:
             _declare_nccl(run, nccl, f"annotation by {who}")
@@ -146,6 +155,123 @@ def add_annotation(user: User, run: Run, kind: str, body: str) -> Annotation:
         for key in nccl if not is_parameter(key)
     ]
     return annotation
+
+
+def _anchor(window_from: int | None, window_to: int | None) -> tuple[int | None, int | None]:
+    """A window range in order; one end alone anchors to that one window."""
+    if window_from is None and window_to is None:
+        return None, None
+    low = window_from if window_from is not None else window_to
+    high = window_to if window_to is not None else window_from
+    assert low is not None and high is not None
+    if low < 0 or high < 0 or max(low, high) > 10_000_000:
+        raise ServiceError(422, "bad_window", "windows are numbers from 0 to 10,000,000")
+    return min(low, high), max(low, high)
+
+
+def _may_change(user: AbstractBaseUser, annotation: Annotation) -> None:
+    """The author (still in the project) or a project admin may edit or delete an annotation."""
+    if annotation.author_id == user.pk and has_role(user, annotation.run.project_id, Role.VIEWER):
+        return
+    if not has_role(user, annotation.run.project_id, Role.ADMIN):
+        raise ServiceError(403, "not_author", "only its author or a project admin may change an annotation")
+
+
+def edit_annotation(user: AbstractBaseUser, annotation: Annotation, body: str) -> Annotation:
+    """Replace a note's text, keeping the old text in its history. NCCL and steps annotations
+    were applied to the run when made: they are not edited (add a new one)."""
+    _may_change(user, annotation)
+    if annotation.kind != Annotation.Kind.NOTE or annotation.deleted_at:
+        raise ServiceError(422, "not_editable", "only notes that are not deleted can be edited")
+    if body != annotation.body:
+        with transaction.atomic():
+            AnnotationEdit.objects.create(annotation=annotation, body=annotation.body, edited_by=user)
+            annotation.body = body
+            annotation.edited_at = timezone.now()
+            annotation.save(update_fields=["body", "edited_at"])
+    return annotation
+
+
+def delete_annotation(user: AbstractBaseUser, annotation: Annotation) -> None:
+    """Delete an annotation. One that has replies keeps its place in the thread, text gone."""
+    _may_change(user, annotation)
+    if annotation.replies.exists():
+        with transaction.atomic():
+            AnnotationEdit.objects.create(annotation=annotation, body=annotation.body, edited_by=user)
+            annotation.body = ""
+            annotation.deleted_at = timezone.now()
+            annotation.save(update_fields=["body", "deleted_at"])
+    else:
+        annotation.delete()
+
+
+def _member_user(identifier: str) -> AbstractBaseUser:
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    ident = identifier.strip()
+    user = User.objects.filter(username=ident).first()
+    if user is None and "@" in ident:
+        matches = list(User.objects.filter(email__iexact=ident)[:2])
+        user = matches[0] if len(matches) == 1 else None
+    if user is None:
+        raise ServiceError(404, "no_such_user", f"no user with the username or e-mail {ident!r}")
+    return user
+
+
+def _valid_role(role: str) -> str:
+    if role not in Role.values:
+        raise ServiceError(422, "bad_role", f"role must be one of {', '.join(Role.values)}")
+    return role
+
+
+def add_member(actor: AbstractBaseUser, project: Project, identifier: str, role: str) -> Membership:
+    """An admin adds a user (by username or e-mail) to the project with a role."""
+    require_role(actor, project, Role.ADMIN)
+    user = _member_user(identifier)
+    membership, created = Membership.objects.get_or_create(project=project, user=user,
+                                                           defaults={"role": _valid_role(role)})
+    if not created:
+        raise ServiceError(409, "already_member", f"{user.get_username()} is already in {project.name}")
+    return membership
+
+
+def set_role(actor: AbstractBaseUser, project: Project, username: str, role: str) -> Membership:
+    """An admin changes a member's role; the project keeps at least one admin."""
+    require_role(actor, project, Role.ADMIN)
+    _valid_role(role)
+    with transaction.atomic():
+        membership = _membership(project, username)
+        if membership.role == Role.ADMIN and role != Role.ADMIN:
+            _keep_an_admin(project)
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+def remove_member(actor: AbstractBaseUser, project: Project, username: str) -> None:
+    """An admin removes a member (any member may leave); the project keeps at least one admin."""
+    if actor.get_username() != username:
+        require_role(actor, project, Role.ADMIN)
+    with transaction.atomic():
+        membership = _membership(project, username)
+        if membership.role == Role.ADMIN:
+            _keep_an_admin(project)
+        membership.delete()
+
+
+def _membership(project: Project, username: str) -> Membership:
+    membership = (Membership.objects.select_for_update().select_related("user")
+                  .filter(project=project, user__username=username).first())
+    if membership is None:
+        raise ServiceError(404, "not_a_member", f"{username!r} is not in {project.name}")
+    return membership
+
+
+def _keep_an_admin(project: Project) -> None:
+    admins = Membership.objects.select_for_update().filter(project=project, role=Role.ADMIN)
+    if len(admins) <= 1:
+        raise ServiceError(409, "last_admin", "a project keeps at least one admin: make someone else admin first")
 
 
 def parse_nccl_lines(text: str) -> dict[str, str]:

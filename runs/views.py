@@ -11,14 +11,15 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, queries, services, specdecode
+from runs import charts, markdown, queries, services, specdecode
 from runs.compare import csv_safe, downsample, to_csv_rows
-from runs.forms import AnnotationForm
+from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
-from runs.models import Status
+from runs.models import Annotation, Status
 from runs.nccl import nccl_sentence
+from runs.permissions import Role, has_role, role_in
 from runs.summary import person_vs_logs
 
 SORT_COLUMNS = [
@@ -43,6 +44,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "busy_ids": [r.id for r in page if r.is_busy], "statuses": Status.values,
         "query": query.urlencode(), "nccl_statuses": ["ok", "drift", "unknown", "several"],
         "engines": queries.engines(request.user), "sort_columns": SORT_COLUMNS,
+        # The feed is the front page's: a filtered list is a search, and shows only what matched.
+        "activity": [] if any(request.GET.get(k) for k in (*FILTER_KEYS, "page")) else queries.activity(request.user),
     })
 
 
@@ -65,13 +68,20 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
         if analysis["curve"].get("series"):
             curve = charts.acceptance_curve(run.name, analysis["curve"])
+    annotations = queries.run_annotations(run)
+    chart = None
+    if phases:
+        chart = charts.with_notes(charts.phase_timeline(phases), [a for a in annotations if not a.deleted_at],
+                                  {a.id: a.author.get_username() if a.author else "" for a in annotations})
+    role = role_in(request.user, run.project_id)
     return render(request, "runs/run_detail.html", {
+        "thread": _thread(annotations, request.user, role), "role": role,
+        "anchored": [a for a in annotations if a.anchored and not a.deleted_at],
         "run": run, "logfiles": queries.logfiles_with_counts(run), "parsed": parsed,
-        "phases": parsed.get("phases", []), "chart": charts.phase_timeline(phases) if phases else None,
+        "phases": parsed.get("phases", []), "chart": chart,
         "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
-        "annotations": run.annotations.select_related("author"),
         "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
         "collectives_chart": charts.collectives([(run.name, collectives)]) if collectives else None,
         "serving": sorted((parsed.get("serving") or {}).items()),
@@ -140,10 +150,14 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         chart_data["chart-breakdown"] = charts.cycle_breakdown(result)
         if len(inputs) >= 2:
             chart_data["chart-deltas"] = charts.phase_deltas(result)
+    notes = queries.anchored_notes(ids)
+    who = {n.id: f"{n.run.name} · {n.author.get_username() if n.author else 'someone'}" for n in notes}
     for key, (title, unit) in charts.SERIES.items():
         traces = [(r.name, downsample(r.series.get(key, []))) for r in ordered]
         if any(points for _, points in traces):
-            chart_data[f"chart-{key}"] = charts.over_the_run(traces, key, title, unit)
+            # Each compared run's anchored notes, labelled with the run they are about.
+            chart_data[f"chart-{key}"] = charts.with_notes(
+                charts.over_the_run(traces, key, title, unit), notes, who, selectable=False)
     target = queries.positive_float(request.GET.get("target"))
     analyses = specdecode.analyses_against_baseline(result, target)
     # A curve per run reads well for a few runs; past that the table says it and run pages have each curve.
@@ -172,8 +186,10 @@ def annotate(request: AuthenticatedRequest, pk: int) -> HttpResponse:
                 messages.error(request, str(problem))  # the stubs allow a ValidationError; Django yields str
     else:
         try:
-            annotation = services.add_annotation(request.user, run, form.cleaned_data["kind"],
-                                                 form.cleaned_data["body"])
+            data = form.cleaned_data
+            annotation = services.add_annotation(
+                request.user, run, data["kind"], data["body"], parent=data["parent"],
+                window_from=data["window_from"], window_to=data["window_to"], phase=data["phase"].strip())
             for warning in annotation.warnings:
                 messages.warning(request, warning)
         except services.ServiceError as e:
@@ -193,6 +209,39 @@ def split_run(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.info(request, f"Split: this run keeps launch 1; new runs {', '.join(f'#{r.id}' for r in new)}.")
     return redirect(reverse("run_detail", args=[run.id]))
+
+
+def _thread(annotations: list[Annotation], user, role: str | None) -> list[dict]:
+    """The run's notes as a thread: each with its rendered text, its depth, and what the user
+    may do with it; a deleted note shows only when someone replied to it."""
+    children: dict[int | None, list[Annotation]] = {}
+    for a in annotations:
+        children.setdefault(a.parent_id, []).append(a)
+    rows: list[dict] = []
+
+    def walk(parent: int | None, depth: int) -> None:
+        for a in children.get(parent, []):
+            may = not a.deleted_at and (a.author_id == user.pk or role == Role.ADMIN)
+            rows.append({"a": a, "depth": min(depth, 4), "html": markdown.render(a.body), "can_change": may,
+                         "can_edit": may and a.kind == Annotation.Kind.NOTE})
+            walk(a.id, depth + 1)
+
+    walk(None, 0)
+    return rows
+
+
+@login_required
+@require_POST
+def annotation_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    annotation = queries.visible_annotation(request.user, pk)
+    form = AnnotationEditForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise services.ServiceError(422, "invalid", "; ".join(p for ps in form.errors.values() for p in ps))
+        services.edit_annotation(request.user, annotation, form.cleaned_data["body"])
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[annotation.run_id]) + f"#note-{annotation.id}")
 
 
 @login_required
@@ -219,6 +268,17 @@ def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
     except services.ServiceError as e:
         messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]) + "#processes")
+
+
+@login_required
+@require_POST
+def annotation_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    annotation = queries.visible_annotation(request.user, pk)
+    try:
+        services.delete_annotation(request.user, annotation)
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    return redirect(reverse("run_detail", args=[annotation.run_id]) + "#annotations")
 
 
 @login_required
@@ -271,3 +331,45 @@ def trend_view(request: HttpRequest) -> HttpResponse:
         "result": result, "chart": chart, "filters": filters, "metric": metric, "projects": projects,
         "metrics": [(k, v[0]) for k, v in METRIC_INFO.items()], "nccl_statuses": ["ok", "drift", "unknown"],
     })
+
+
+@login_required
+@require_GET
+def project_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "runs/project_list.html", {"memberships": queries.my_memberships(request.user)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Members and roles; admins add (by username or e-mail), change roles and remove."""
+    project = queries.visible_project(request.user, pk)
+    if request.method == "POST":
+        _member_action(request, project)
+        return redirect("project_detail", pk=project.pk)
+    return render(request, "runs/project_detail.html", {
+        "project": project, "members": queries.project_members(project),
+        "is_admin": has_role(request.user, project, Role.ADMIN), "role": role_in(request.user, project),
+        "member_form": MemberForm(), "roles": Role.choices,
+    })
+
+
+def _member_action(request: HttpRequest, project) -> None:
+    action = request.POST.get("action")
+    try:
+        if action == "add":
+            form = MemberForm(request.POST)
+            if not form.is_valid():
+                raise services.ServiceError(422, "invalid", "; ".join(p for ps in form.errors.values() for p in ps))
+            services.add_member(request.user, project, form.cleaned_data["user"], form.cleaned_data["role"])
+        elif action == "role":
+            role_form = RoleForm(request.POST)
+            if not role_form.is_valid():
+                raise services.ServiceError(422, "bad_role", "choose viewer, editor or admin")
+            services.set_role(request.user, project, request.POST.get("username", ""), role_form.cleaned_data["role"])
+        elif action == "remove":
+            services.remove_member(request.user, project, request.POST.get("username", ""))
+        else:
+            raise services.ServiceError(400, "bad_action", "unknown action")
+    except services.ServiceError as e:
+        messages.error(request, e.message)

@@ -1,4 +1,5 @@
-"""Shared fixtures: golden files, sample paths, personas (alice owns, bob is in the team, eve is not)."""
+"""Shared fixtures: golden files, sample paths, personas (alice administers the team, bob edits in it,
+vic views it, eve is outside it)."""
 
 from __future__ import annotations
 
@@ -93,11 +94,21 @@ def alice(db, django_user_model):
 
 @pytest.fixture
 def bob(alice, django_user_model):
-    """A member of alice's project."""
+    """An editor in alice's project."""
     from runs.models import Membership, Project
 
     user = _user(django_user_model, "bob")
     Membership.objects.create(project=Project.objects.get(name="team"), user=user)
+    return user
+
+
+@pytest.fixture
+def vic(alice, django_user_model):
+    """A viewer in alice's project: reads and annotates, changes nothing else."""
+    from runs.models import Membership, Project
+
+    user = _user(django_user_model, "vic")
+    Membership.objects.create(project=Project.objects.get(name="team"), user=user, role=Membership.Role.VIEWER)
     return user
 
 

@@ -1,6 +1,7 @@
 """Who may call /api/v1/: every operation needs credentials (A1), session writes need CSRF (A3),
 tokens that are revoked or expired stop working (A5), and requests are rate-limited (A6)."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -25,13 +26,13 @@ def operations() -> list[tuple[str, str]]:
 
 
 def call(client: Client, method: str, path: str, run_id: int = 1, **kw):
-    return client.generic(method, path.replace("{run_id}", str(run_id)), **kw)
+    path = path.replace("{run_id}", str(run_id)).replace("{username}", "bob")
+    return client.generic(method, re.sub(r"\{\w+_id\}", "1", path), **kw)
 
 
 def test_schema_lists_the_operations_we_classified():
-    # 13 + GET /sweep, GET /runs/{id}/verdict, PUT /runs/{id}/pinned, the client script,
-    # POST /runs/{id}/split and POST /runs/{id}/roles.
-    assert len(operations()) == 19 and PUBLIC <= set(operations())
+    # 13 + sweep, verdict, pinned, the client script, split, roles (issue 12, 9) + projects, members, tokens, annotations (11).
+    assert len(operations()) == 27 and PUBLIC <= set(operations())
 
 
 @pytest.mark.parametrize(("method", "path"), [op for op in operations() if op not in PUBLIC])

@@ -55,8 +55,22 @@ def test_twenty_runs_get_twenty_distinct_lines():
     assert len(lines) == 20
 
 
+
+
 def test_over_the_run_legend_sits_above_the_plot_with_room_for_every_row():
     from runs.charts import over_the_run
 
     fig = over_the_run([(f"run {i}", [(1, 1.0, 10)]) for i in range(20)], "throughput_tok_s", "t", "tok/s")
     assert fig["layout"]["legend"]["yanchor"] == "bottom" and fig["layout"]["margin"]["t"] >= 50 + 22 * 5
+def test_notes_are_drawn_as_bands_with_escaped_hover_text():
+    from types import SimpleNamespace
+
+    from runs.charts import with_notes
+
+    note = SimpleNamespace(id=7, window_from=3, window_to=5, phase="verify", body="<b onmouseover=x>hi</b>")
+    fig = with_notes({"data": [], "layout": {}}, [note], {7: "alice"})
+    (shape,) = fig["layout"]["shapes"]
+    assert (shape["x0"], shape["x1"]) == (2.5, 5.5)
+    marker = fig["data"][-1]
+    assert marker["customdata"] == [7] and "&lt;b onmouseover" in marker["hovertext"][0]
+    assert "<b " not in marker["hovertext"][0] and fig["layout"]["dragmode"] == "select"

@@ -141,3 +141,15 @@ def test_the_headline_says_when_a_persons_step_count_contradicts_the_log(client,
     body = client.get(f"/runs/{tuned.id}/").content.decode()
     assert "value disagrees with the logs" in body and "the log says 2" in body
     assert "person ≠ log" in client.get("/").content.decode()
+def test_anchored_notes_are_drawn_on_the_comparison_series(client, alice, upload_run):
+    from runs import services
+
+    a = upload_run(alice, "spec_baseline_nospec.log", name="base")
+    b = upload_run(alice, "spec_eagle3_tuned_2step.log", name="tuned")
+    note = services.add_annotation(alice, b, "note", "rebuild <here>", window_from=2, window_to=3)
+    client.force_login(alice)
+    charts = client.get(f"/compare/?runs={a.id},{b.id}").context["charts"]
+    series = [fig for key, fig in charts.items() if key.startswith("chart-") and fig["layout"].get("shapes")]
+    assert series, "no over-the-run chart carries the note"
+    marker = series[0]["data"][-1]
+    assert marker["customdata"] == [note.id] and "tuned · alice: rebuild &lt;here&gt;" in marker["hovertext"][0]

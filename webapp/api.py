@@ -1,6 +1,7 @@
 """The one NinjaAPI of runlens, at /api/v1/ (OpenAPI at /api/v1/openapi.json, docs at /api/v1/docs).
 
-Routers: runs/api.py (getting runs in, reading, annotating and comparing them). Auth is
+Routers: runs/api.py (getting runs in, reading, annotating and comparing them; projects and
+their members), webapp/tokens.py (your API tokens). Auth is
 set once here: a Bearer token (CI), or the browser's session, whose writes need the CSRF token.
 Every error leaves as {"error": {"code", "message", "line"?}} with a stable code.
 """
@@ -12,7 +13,7 @@ import math
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
@@ -23,11 +24,13 @@ from ninja.responses import Status
 from ninja.security import HttpBearer, SessionAuth
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle, SimpleRateThrottle
 
+from runs.api import projects_router
 from runs.api import router as runs_router
 from runs.schemas import ErrorOut
 from runs.services import ServiceError
 from webapp.auth import hit, user_for_token
 from webapp.middleware import RETRY_AFTER, SERVICE_DOWN, health_of, unavailable
+from webapp.tokens import router as tokens_router
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +208,12 @@ def on_permission_error(request: HttpRequest, exc: PermissionError) -> HttpRespo
     return error(request, 403, "forbidden", str(exc))
 
 
+@api.exception_handler(PermissionDenied)
+def on_role_required(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    # runs.permissions.RoleRequired: a member whose role does not allow the operation.
+    return error(request, 403, "role_required", str(exc) or "your role in this project does not allow this")
+
+
 @api.exception_handler(Http404)
 @api.exception_handler(ObjectDoesNotExist)
 def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
@@ -257,3 +266,5 @@ def health(request: HttpRequest) -> Status:
 
 
 api.add_router("/", runs_router, tags=["runs"])
+api.add_router("/", projects_router, tags=["projects"])
+api.add_router("/", tokens_router, tags=["tokens"])

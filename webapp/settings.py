@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",  # login attempts limited (AXES_* below)
     "ninja",  # its static Swagger UI for /api/v1/docs: no CDN (air-gapped clusters)
     "runs",
     "ingest",
@@ -103,7 +104,21 @@ MIDDLEWARE = [
     "webapp.middleware.SecurityHeadersMiddleware",
     "webapp.middleware.ServiceUnavailableMiddleware",
     "webapp.middleware.RejectNulQueryMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes documents
 ]
+
+# Guessing passwords: after RUNLENS_LOGIN_FAILURES wrong ones for a username from one address, that
+# pair is locked out for RUNLENS_LOGIN_COOLOFF_MINUTES (django-axes, counts in the database).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("RUNLENS_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = env_int("RUNLENS_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = 1 if env_bool("RUNLENS_BEHIND_PROXY", False) else 0
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"
@@ -235,6 +250,12 @@ SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("RUNLENS_BEHIND_PROXY", False) else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+if HTTPS and not env("RUNLENS_HTTPS"):
+    # DEBUG=0 alone turns on the redirect to https: say so once at start-up, so a plain-HTTP
+    # deployment that answers everything with 301 is not a mystery (webapp/apps.py logs it).
+    HTTPS_IMPLIED_BY_DEBUG = True
+else:
+    HTTPS_IMPLIED_BY_DEBUG = False
 X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {

@@ -10,6 +10,7 @@ from django.views.decorators.gzip import gzip_page
 
 from ingest import views as ingest_views
 from runs import views as run_views
+from webapp import views as account_views
 from webapp.api import api, not_found
 from webapp.auth import LoginView
 
@@ -35,6 +36,14 @@ urlpatterns = [
     path("runs/<int:pk>/annotate", run_views.annotate, name="annotate"),
     path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
     path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),
+    path("annotations/<int:pk>/edit", run_views.annotation_edit, name="annotation_edit"),
+    path("annotations/<int:pk>/delete", run_views.annotation_delete, name="annotation_delete"),
+    path("projects/", run_views.project_list, name="project_list"),
+    path("projects/<int:pk>/", run_views.project_detail, name="project_detail"),
+    path("settings/tokens/", account_views.tokens, name="tokens"),
+    path("settings/tokens/<int:pk>/revoke", account_views.revoke_token, name="revoke_token"),
+    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("upload/", ingest_views.upload, name="upload"),
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
     path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),

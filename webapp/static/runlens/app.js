@@ -24,6 +24,7 @@ function drawCharts() {
       el.on("plotly_click", (ev) => {
         const point = ev.points && ev.points[0];
         const where = point && point.customdata;
+        if (point && point.data.meta === "notes") return;  // a note's marker: linkNotes handles it
         // Trend points carry their run's page as customdata[0]: a click opens it.
         if (el.dataset.clickRuns === "1") {
           if (Array.isArray(where) && typeof where[0] === "string" && /^\/runs\/\d+\/$/.test(where[0])) {
@@ -35,7 +36,30 @@ function drawCharts() {
         const panel = document.getElementById("source-panel");
         if (panel && panel.openLine && Array.isArray(where) && where[0] && where[1]) panel.openLine(where[0], where[1]);
       });
+      if (el.dataset.notes) linkNotes(el);
     });
+  });
+}
+
+// Anchored notes: dragging across windows fills the note form's window range; a note's marker
+// scrolls to its text, and a note's "window" link highlights its marker.
+function linkNotes(el) {
+  const from = document.getElementById("id_window_from");
+  const to = document.getElementById("id_window_to");
+  el.on("plotly_selected", (ev) => {
+    if (!ev || !ev.range || !ev.range.x || !from || !to) return;
+    from.value = Math.max(0, Math.round(Math.min(...ev.range.x)));
+    to.value = Math.max(0, Math.round(Math.max(...ev.range.x)));
+    const kind = document.getElementById("id_kind");
+    if (kind) kind.value = "note";
+    document.getElementById("annotate-form").scrollIntoView({ block: "center" });
+    document.getElementById("id_body").focus();
+  });
+  el.on("plotly_click", (ev) => {
+    const point = ev && ev.points && ev.points.find((p) => p.data.meta === "notes");
+    if (!point) return;
+    const note = document.getElementById(`note-${point.customdata}`);
+    if (note) { note.scrollIntoView({ block: "center" }); note.classList.add("flash"); }
   });
 }
 
