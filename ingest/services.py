@@ -19,7 +19,7 @@ from typing import BinaryIO
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -56,7 +56,7 @@ class IncomingFile:
 
 
 
-def project_for(user: AbstractBaseUser, name: str | None) -> Project:
+def project_for(user: User, name: str | None) -> Project:
     """The named project if the user belongs to it; a new one (user as admin) if none has the name.
 
     With no name: the first project the user may upload to, or a personal one named after the user.
@@ -78,7 +78,7 @@ def project_for(user: AbstractBaseUser, name: str | None) -> Project:
 
 
 def register_upload(
-    user: AbstractBaseUser,
+    user: User,
     files: Iterable[IncomingFile],
     *,
     name: str = "",
@@ -87,7 +87,7 @@ def register_upload(
     notes: str = "",
     meta: dict | None = None,
     steps: int | None = None,
-    nccl_env: Mapping[str, str] | None = None,
+    nccl_env: Mapping[str, str | int] | None = None,
     idempotency_key: str = "",
     dedupe: bool = False,
     roles: Mapping[str, str] | None = None,
@@ -190,7 +190,7 @@ def _same_upload(project: Project, content: str, idempotency_key: str) -> Run | 
 
 
 def register_path(
-    user: AbstractBaseUser,
+    user: User,
     path: str,
     *,
     name: str = "",
@@ -199,7 +199,7 @@ def register_path(
     notes: str = "",
     meta: dict | None = None,
     steps: int | None = None,
-    nccl_env: Mapping[str, str] | None = None,
+    nccl_env: Mapping[str, str | int] | None = None,
     roles: Mapping[str, str] | None = None,
 ) -> tuple[Run, bool]:
     """Create a run from a log file on the server, left where it is (RELIABILITY 2.1).
@@ -228,7 +228,7 @@ def register_path(
     return run, True
 
 
-def _admin_project(user: AbstractBaseUser, name: str | None) -> Project:
+def _admin_project(user: User, name: str | None) -> Project:
     """The project a user may register paths in: one they administer (any, for superusers).
 
     Needs the `runs.register_path` permission too (RELIABILITY R8: an explicit grant).
@@ -272,7 +272,7 @@ def refresh_registered(run: Run) -> bool:
     return changed
 
 
-def delete_run(user: AbstractBaseUser, run: Run) -> None:
+def delete_run(user: User, run: Run) -> None:
     """Delete a run with its rows and its stored files (registered files are not ours: kept).
 
     Allowed to a project admin, or the run's creator while an editor of the project.

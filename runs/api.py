@@ -11,7 +11,7 @@ operation's annotations in its own module, where string annotations name nothing
 
 import json
 from pathlib import Path as PathLib
-from typing import Annotated
+from typing import Annotated, BinaryIO, cast
 
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -26,6 +26,7 @@ from ingest import client as ingest_client
 from ingest import services as ingest_services
 from ingest import storage
 from runs import queries, services
+from runs.http import ApiRequest
 from runs.models import Run
 from runs.models import Status as RunStatus
 from runs.permissions import Role, require_role
@@ -70,20 +71,20 @@ RunId = Path(..., ge=1, le=MAX_ID, description="the run's id")
 
 @router.get("/runs", response={200: list[RunOut], errors(422): ErrorOut})
 @paginate(RunPagination)
-def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> QuerySet[Run]:
+def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> QuerySet[Run]:
     """Runs of your projects, newest first, filtered and a page at a time."""
     return queries.filtered_runs(request.auth, filters)
 
 
 @router.get("/runs/{int:run_id}", response={200: RunDetailOut, errors(404, 422): ErrorOut})
-def get_run(request: HttpRequest, run_id: int = RunId) -> Run:
+def get_run(request: ApiRequest, run_id: int = RunId) -> Run:
     """One run: summary figures, tags, log files with their parse status, and `parsed`, the
     whole parse in the DESIGN "Contract" shape."""
     return queries.visible_run(request.auth, run_id)
 
 
 @router.get("/runs/{int:run_id}/status", response={200: RunStatusOut, errors(404, 422): ErrorOut})
-def run_status(request: HttpRequest, run_id: int = RunId) -> Run:
+def run_status(request: ApiRequest, run_id: int = RunId) -> Run:
     """Poll this while a run parses: `queued`, `parsing`, then `ready` or `failed` (with `error`).
     Once ready, `verdict` is the run against its baseline (GET /runs/{id}/verdict)."""
     run = queries.visible_run(request.auth, run_id)
@@ -93,14 +94,14 @@ def run_status(request: HttpRequest, run_id: int = RunId) -> Run:
 
 
 @router.delete("/runs/{int:run_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
-def delete_run(request: HttpRequest, run_id: int = RunId) -> dict:
+def delete_run(request: ApiRequest, run_id: int = RunId) -> dict:
     """Delete a run, its parsed rows and its stored files. A project admin or the run's creator may."""
     ingest_services.delete_run(request.auth, queries.visible_run(request.auth, run_id))
     return {"id": run_id, "deleted": True}
 
 
 @router.post("/runs/{int:run_id}/reparse", response={202: RunStatusOut, errors(403, 404, 422): ErrorOut})
-def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
+def reparse_run(request: ApiRequest, run_id: int = RunId) -> Status:
     """Parse every log file of the run again (after a parser upgrade); rows are replaced atomically.
     Editors and admins of its project."""
     run = queries.visible_run(request.auth, run_id)
@@ -111,7 +112,7 @@ def reparse_run(request: HttpRequest, run_id: int = RunId) -> Status:
 
 
 @router.post("/runs/{int:run_id}/split", response={200: SplitOut, errors(403, 404, 409, 422): ErrorOut})
-def split_run(request: HttpRequest, run_id: int = RunId) -> dict:
+def split_run(request: ApiRequest, run_id: int = RunId) -> dict:
     """One run per serving launch: the run keeps its first launch; each other launch's log files
     and rows move to a new run. 409 when the run has one launch or launches share a log file."""
     run = queries.visible_run(request.auth, run_id)
@@ -119,7 +120,7 @@ def split_run(request: HttpRequest, run_id: int = RunId) -> dict:
 
 
 @router.post("/runs/{int:run_id}/roles", response={200: RunDetailOut, errors(400, 403, 404, 415, 422): ErrorOut})
-def set_roles(request: HttpRequest, payload: RolesIn, run_id: int = RunId) -> Run:
+def set_roles(request: ApiRequest, payload: RolesIn, run_id: int = RunId) -> Run:
     """Correct who wrote a log file (its processes' role); the run's verdicts are computed again."""
     run = queries.visible_run(request.auth, run_id)
     services.set_file_roles(request.auth, run, payload.roles)
@@ -127,7 +128,7 @@ def set_roles(request: HttpRequest, payload: RolesIn, run_id: int = RunId) -> Ru
 
 
 @router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 403, 404, 415, 422): ErrorOut})
-def set_tags(request: HttpRequest, payload: TagsIn, run_id: int = RunId) -> dict:
+def set_tags(request: ApiRequest, payload: TagsIn, run_id: int = RunId) -> dict:
     """Replace the run's tags (editors and admins)."""
     run = queries.visible_run(request.auth, run_id)
     require_role(request.auth, run.project_id, Role.EDITOR)
@@ -136,7 +137,7 @@ def set_tags(request: HttpRequest, payload: TagsIn, run_id: int = RunId) -> dict
 
 
 @router.get("/runs/{int:run_id}/annotations", response={200: list[AnnotationOut], errors(404, 422): ErrorOut})
-def list_annotations(request: HttpRequest, run_id: int = RunId) -> list:
+def list_annotations(request: ApiRequest, run_id: int = RunId) -> list:
     """The run's annotations, oldest first: replies name their `parent`, anchored ones their
     windows; `body_html` is the markdown rendered and sanitised."""
     return queries.run_annotations(queries.visible_run(request.auth, run_id))
@@ -144,7 +145,7 @@ def list_annotations(request: HttpRequest, run_id: int = RunId) -> list:
 
 @router.post("/runs/{int:run_id}/annotations",
              response={201: AnnotationOut, errors(400, 403, 404, 415, 422): ErrorOut})
-def add_annotation(request: HttpRequest, payload: AnnotationIn, run_id: int = RunId) -> Status:
+def add_annotation(request: ApiRequest, payload: AnnotationIn, run_id: int = RunId) -> Status:
     """Annotate a run. `note`: markdown (any member, viewers too), maybe a reply (`parent`) or
     anchored to windows `window_from`..`window_to` and a `phase`. `nccl`: paste `env | grep NCCL`
     from the launching shell: they become the run's declared NCCL settings and its drift is
@@ -161,21 +162,21 @@ AnnotationId = Path(..., ge=1, le=MAX_ID, description="the annotation's id")
 
 @router.patch("/annotations/{int:annotation_id}",
               response={200: AnnotationOut, errors(400, 403, 404, 415, 422): ErrorOut})
-def edit_annotation(request: HttpRequest, payload: AnnotationPatchIn, annotation_id: int = AnnotationId):
+def edit_annotation(request: ApiRequest, payload: AnnotationPatchIn, annotation_id: int = AnnotationId):
     """Replace a note's text (its author or a project admin); the old text is kept in its history."""
     annotation = queries.visible_annotation(request.auth, annotation_id)
     return services.edit_annotation(request.auth, annotation, payload.body)
 
 
 @router.delete("/annotations/{int:annotation_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
-def delete_annotation(request: HttpRequest, annotation_id: int = AnnotationId) -> dict:
+def delete_annotation(request: ApiRequest, annotation_id: int = AnnotationId) -> dict:
     """Delete an annotation (its author or a project admin). One with replies stays as "deleted"."""
     services.delete_annotation(request.auth, queries.visible_annotation(request.auth, annotation_id))
     return {"id": annotation_id, "deleted": True}
 
 
 @router.get("/compare", response={200: dict, errors(404, 422): ErrorOut})
-def compare_runs(request: HttpRequest, query: Query[CompareQuery]) -> dict:
+def compare_runs(request: ApiRequest, query: Query[CompareQuery]) -> dict:
     """Runs against a baseline, as on /compare/: per-phase and per-metric deltas with their noise,
     the configuration diff and comparability verdict, NCCL status and the headline sentences."""
     _, result = queries.comparison_for(request.auth, queries.parse_ids(query.runs), query.baseline)
@@ -234,7 +235,7 @@ def _refused(e: storage.StorageError, size_status: int = 413) -> ServiceError:
     openapi_extra=_meta_in_openapi(),
 )
 def upload(
-    request: HttpRequest,
+    request: ApiRequest,
     files: Annotated[list[UploadedFile], File(min_length=1, description="the run's log files")],
     meta: Annotated[str, Form(description=META_HELP)] = "{}",
     idempotency_key: Annotated[str | None, Header(
@@ -258,7 +259,10 @@ def upload(
     info = _meta(meta)
     try:
         run, created = ingest_services.register_upload(
-            request.auth, [ingest_services.IncomingFile(f.name or "upload.log", f, f.size) for f in files],
+            # An uploaded file reads like a binary stream (Django's FileProxyMixin), and Django's upload
+            # handlers always set its size: the stubs say neither.
+            request.auth, [ingest_services.IncomingFile(f.name or "upload.log", cast(BinaryIO, f), cast(int, f.size))
+                           for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta=info.stored(),
             steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
@@ -273,7 +277,7 @@ def upload(
     "/runs/register",
     response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 415, 422): ErrorOut},
 )
-def register(request: HttpRequest, payload: RegisterIn) -> Status:
+def register(request: ApiRequest, payload: RegisterIn) -> Status:
     """Create a run from a log file on the server, read in place (project admins only).
 
     The path must resolve, symlinks followed, to a regular file under one of RUNLENS_LOG_ROOTS;
@@ -293,7 +297,7 @@ def register(request: HttpRequest, payload: RegisterIn) -> Status:
 
 
 @router.post("/runs/{int:run_id}/refresh", response={200: RefreshOut, errors(400, 403, 404, 422): ErrorOut})
-def refresh(request: HttpRequest, run_id: int = RunId) -> dict:
+def refresh(request: ApiRequest, run_id: int = RunId) -> dict:
     """Read a registered log again (it has grown): if its content changed, the run is parsed again
     (editors and admins)."""
     run = queries.visible_run(request.auth, run_id)
@@ -307,7 +311,7 @@ def refresh(request: HttpRequest, run_id: int = RunId) -> dict:
 
 
 @router.get("/sweep", response={200: dict, errors(404, 422): ErrorOut})
-def sweep_runs(request: HttpRequest, query: Query[SweepQuery]) -> dict:
+def sweep_runs(request: ApiRequest, query: Query[SweepQuery]) -> dict:
     """A step-count sweep, as on /sweep/: `runs` (ids) or `project` (and `tag`). Runs grouped by
     model, TP size, GPU, engine and effective NCCL settings; per group the measured `points`,
     the `best`, the no-speculation `baseline`, the model `fit` (acceptance p, cost per draft
@@ -321,7 +325,7 @@ def sweep_runs(request: HttpRequest, query: Query[SweepQuery]) -> dict:
 
 
 @router.get("/runs/{int:run_id}/verdict", response={200: dict, errors(404, 422): ErrorOut})
-def run_verdict(request: HttpRequest, query: Query[VerdictQuery], run_id: int = RunId) -> dict:
+def run_verdict(request: ApiRequest, query: Query[VerdictQuery], run_id: int = RunId) -> dict:
     """The run against the baseline its upload named (`meta.baseline`: a run id, "pinned" or
     {"branch": "main"}; the project's pinned baseline when none): per figure (throughput, tokens
     per cycle, cycle, verify, each phase) the delta, the noise, whether it is outside the noise,
@@ -341,7 +345,7 @@ def run_verdict(request: HttpRequest, query: Query[VerdictQuery], run_id: int = 
 
 
 @router.put("/runs/{int:run_id}/pinned", response={200: PinOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
-def pin_run(request: HttpRequest, payload: PinIn, run_id: int = RunId) -> dict:
+def pin_run(request: ApiRequest, payload: PinIn, run_id: int = RunId) -> dict:
     """Pin the run as its project's baseline (CI uploads with `meta.baseline` "pinned", or none,
     are judged against it), or unpin it. Project admins only; the run must be ready."""
     project = services.pin_baseline(request.auth, queries.visible_run(request.auth, run_id), payload.pinned)
@@ -367,21 +371,21 @@ Username = Path(..., min_length=1, max_length=150, description="the member's use
 
 
 @projects_router.get("/projects", response={200: list[ProjectOut], errors(): ErrorOut})
-def list_projects(request: HttpRequest) -> list[dict]:
+def list_projects(request: ApiRequest) -> list[dict]:
     """Your projects with your role in each."""
     return [{"id": m.project.id, "name": m.project.name, "role": m.role, "created_at": m.project.created_at}
             for m in queries.my_memberships(request.auth)]
 
 
 @projects_router.get("/projects/{int:project_id}/members", response={200: list[MemberOut], errors(404, 422): ErrorOut})
-def list_members(request: HttpRequest, project_id: int = ProjectId) -> list:
+def list_members(request: ApiRequest, project_id: int = ProjectId) -> list:
     """Members of a project of yours with their roles."""
     return queries.project_members(queries.visible_project(request.auth, project_id))
 
 
 @projects_router.post("/projects/{int:project_id}/members",
                       response={201: MemberOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
-def add_member(request: HttpRequest, payload: MemberIn, project_id: int = ProjectId) -> Status:
+def add_member(request: ApiRequest, payload: MemberIn, project_id: int = ProjectId) -> Status:
     """Add a user (username or e-mail) with a role (project admins)."""
     project = queries.visible_project(request.auth, project_id)
     return Status(201, services.add_member(request.auth, project, payload.username, payload.role))
@@ -389,7 +393,7 @@ def add_member(request: HttpRequest, payload: MemberIn, project_id: int = Projec
 
 @projects_router.patch("/projects/{int:project_id}/members/{username}",
                        response={200: MemberOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
-def set_role(request: HttpRequest, payload: RoleIn, project_id: int = ProjectId, username: str = Username):
+def set_role(request: ApiRequest, payload: RoleIn, project_id: int = ProjectId, username: str = Username):
     """Change a member's role (project admins); the project keeps at least one admin (409)."""
     project = queries.visible_project(request.auth, project_id)
     return services.set_role(request.auth, project, username, payload.role)
@@ -397,7 +401,7 @@ def set_role(request: HttpRequest, payload: RoleIn, project_id: int = ProjectId,
 
 @projects_router.delete("/projects/{int:project_id}/members/{username}",
                         response={200: DeletedOut, errors(403, 404, 409, 422): ErrorOut})
-def remove_member(request: HttpRequest, project_id: int = ProjectId, username: str = Username) -> dict:
+def remove_member(request: ApiRequest, project_id: int = ProjectId, username: str = Username) -> dict:
     """Remove a member (project admins; anyone may remove themselves)."""
     project = queries.visible_project(request.auth, project_id)
     services.remove_member(request.auth, project, username)

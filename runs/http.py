@@ -12,3 +12,7 @@ from django.http import HttpRequest
 
 class AuthenticatedRequest(HttpRequest):
     user: User  # narrower than HttpRequest's User | AnonymousUser: login_required sees to it
+
+
+class ApiRequest(HttpRequest):
+    auth: User  # ninja sets `request.auth` to what the API's auth returned: the authenticated user

@@ -63,6 +63,8 @@ class Run(models.Model):
     notes = models.TextField(blank=True)
     meta = models.JSONField(default=dict, blank=True)  # upload metadata: ci{commit, branch, url}, ...
     error = models.TextField(blank=True)
+    # Not a field: GET /runs/{id}/status sets it on a ready run for RunStatusOut to read.
+    verdict: dict
 
     # Summary figures (medians over windows), written by ingest.services after each parse.
     engine = models.CharField(max_length=32, blank=True)

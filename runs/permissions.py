@@ -7,7 +7,7 @@ A project a user is not in does not exist for them (404 before any role check, R
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 
 from runs.models import Membership, Project
@@ -18,7 +18,7 @@ RANK = {Role.VIEWER: 0, Role.EDITOR: 1, Role.ADMIN: 2}
 NEEDED_FOR = {Role.VIEWER: "reading", Role.EDITOR: "this change", Role.ADMIN: "managing the project"}
 
 
-def role_in(user: AbstractBaseUser | AnonymousUser, project: Project | int) -> str | None:
+def role_in(user: User | AnonymousUser, project: Project | int) -> str | None:
     """The user's role in the project (admin for superusers), or None if they are not in it."""
     if not user.is_authenticated:
         return None
@@ -28,7 +28,7 @@ def role_in(user: AbstractBaseUser | AnonymousUser, project: Project | int) -> s
     return Membership.objects.filter(project_id=project_id, user=user).values_list("role", flat=True).first()
 
 
-def has_role(user: AbstractBaseUser | AnonymousUser, project: Project | int, needed: str) -> bool:
+def has_role(user: User | AnonymousUser, project: Project | int, needed: str) -> bool:
     role = role_in(user, project)
     return role is not None and RANK[Role(role)] >= RANK[Role(needed)]
 
@@ -37,7 +37,7 @@ class RoleRequired(PermissionDenied):
     """403 on pages (Django's handler) and in the API (code `role_required`, webapp/api.py)."""
 
 
-def require_role(user: AbstractBaseUser | AnonymousUser, project: Project | int, needed: str) -> None:
+def require_role(user: User | AnonymousUser, project: Project | int, needed: str) -> None:
     """Raise RoleRequired (403) unless the user has at least the `needed` role in the project."""
     role = role_in(user, project)
     if role is None or RANK[Role(role)] < RANK[Role(needed)]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
-from django.contrib.auth.models import AbstractBaseUser, User
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -57,7 +57,7 @@ class ServiceError(Exception):
 CONFLICT_KEYS = frozenset({"spec.steps", "spec.algorithm", "model", "tp_size", "engine", "gpu"})
 
 
-def declare_values(run: Run, user: AbstractBaseUser, steps: int | None, nccl_env: Mapping[str, str] | None,
+def declare_values(run: Run, user: User, steps: int | None, nccl_env: Mapping[str, str | int] | None,
              how: str) -> None:
     """Values a person gave for a new run (upload metadata, registration): its step count and its
     declared NCCL settings."""
@@ -71,7 +71,7 @@ def declare_values(run: Run, user: AbstractBaseUser, steps: int | None, nccl_env
         _declare_nccl(run, nccl_env, how)
 
 
-def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
+def _declare_nccl(run: Run, pairs: Mapping[str, str | int], source: str) -> None:
     for key in pairs:
         if not NCCL_KEY.match(key):
             raise ServiceError(422, "bad_nccl_key", f"{key!r} is not an NCCL variable name (NCCL_...)")
@@ -82,13 +82,13 @@ def _declare_nccl(run: Run, pairs: Mapping[str, str], source: str) -> None:
     )
 
 
-def can_pin(user: AbstractBaseUser, run: Run) -> bool:
+def can_pin(user: User, run: Run) -> bool:
     """Project admins and superusers choose the project's pinned baseline."""
     return user.is_superuser or Membership.objects.filter(
         project_id=run.project_id, user=user, role=Membership.Role.ADMIN).exists()
 
 
-def pin_baseline(user: AbstractBaseUser, run: Run, pinned: bool = True) -> Project:
+def pin_baseline(user: User, run: Run, pinned: bool = True) -> Project:
     """Make the run its project's pinned baseline (CI verdicts compare against it), or unpin it.
 
     Project admins (or superusers) only: it changes every later CI verdict of the project.
@@ -169,7 +169,7 @@ def _anchor(window_from: int | None, window_to: int | None) -> tuple[int | None,
     return min(low, high), max(low, high)
 
 
-def _may_change(user: AbstractBaseUser, annotation: Annotation) -> None:
+def _may_change(user: User, annotation: Annotation) -> None:
     """The author (still in the project) or a project admin may edit or delete an annotation."""
     if annotation.author_id == user.pk and has_role(user, annotation.run.project_id, Role.VIEWER):
         return
@@ -177,7 +177,7 @@ def _may_change(user: AbstractBaseUser, annotation: Annotation) -> None:
         raise ServiceError(403, "not_author", "only its author or a project admin may change an annotation")
 
 
-def edit_annotation(user: AbstractBaseUser, annotation: Annotation, body: str) -> Annotation:
+def edit_annotation(user: User, annotation: Annotation, body: str) -> Annotation:
     """Replace a note's text, keeping the old text in its history. NCCL and steps annotations
     were applied to the run when made: they are not edited (add a new one)."""
     _may_change(user, annotation)
@@ -192,7 +192,7 @@ def edit_annotation(user: AbstractBaseUser, annotation: Annotation, body: str) -
     return annotation
 
 
-def delete_annotation(user: AbstractBaseUser, annotation: Annotation) -> None:
+def delete_annotation(user: User, annotation: Annotation) -> None:
     """Delete an annotation. One that has replies keeps its place in the thread, text gone."""
     _may_change(user, annotation)
     if annotation.replies.exists():
@@ -205,7 +205,7 @@ def delete_annotation(user: AbstractBaseUser, annotation: Annotation) -> None:
         annotation.delete()
 
 
-def _member_user(identifier: str) -> AbstractBaseUser:
+def _member_user(identifier: str) -> User:
     from django.contrib.auth import get_user_model
 
     User = get_user_model()
@@ -225,7 +225,7 @@ def _valid_role(role: str) -> str:
     return role
 
 
-def add_member(actor: AbstractBaseUser, project: Project, identifier: str, role: str) -> Membership:
+def add_member(actor: User, project: Project, identifier: str, role: str) -> Membership:
     """An admin adds a user (by username or e-mail) to the project with a role."""
     require_role(actor, project, Role.ADMIN)
     user = _member_user(identifier)
@@ -236,7 +236,7 @@ def add_member(actor: AbstractBaseUser, project: Project, identifier: str, role:
     return membership
 
 
-def set_role(actor: AbstractBaseUser, project: Project, username: str, role: str) -> Membership:
+def set_role(actor: User, project: Project, username: str, role: str) -> Membership:
     """An admin changes a member's role; the project keeps at least one admin."""
     require_role(actor, project, Role.ADMIN)
     _valid_role(role)
@@ -249,7 +249,7 @@ def set_role(actor: AbstractBaseUser, project: Project, username: str, role: str
     return membership
 
 
-def remove_member(actor: AbstractBaseUser, project: Project, username: str) -> None:
+def remove_member(actor: User, project: Project, username: str) -> None:
     """An admin removes a member (any member may leave); the project keeps at least one admin."""
     if actor.get_username() != username:
         require_role(actor, project, Role.ADMIN)
@@ -407,7 +407,7 @@ def _steps_source(run: Run) -> str:
     return ""
 
 
-def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -> None:
+def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> None:
     """Correct the role of some of a run's log files ({log file id or name: role, "" = detected})
     and recompute the run's verdicts. Members of the run's project may."""
     if not (user.is_superuser or Membership.objects.filter(project_id=run.project_id, user=user).exists()):
@@ -427,7 +427,7 @@ def set_file_roles(user: AbstractBaseUser, run: Run, roles: Mapping[str, str]) -
         refresh_run(run.id)
 
 
-def split_run(user: AbstractBaseUser, run: Run) -> list[Run]:
+def split_run(user: User, run: Run) -> list[Run]:
     """One run per serving launch: the run keeps its first launch, each other launch's log files
     (with their rows) move to a new run of the same project. Files of no launch (nccl-tests,
     a benchmark client's log) stay. Returns the new runs. A project admin or the creator may.

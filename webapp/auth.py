@@ -10,7 +10,7 @@ import time
 from datetime import datetime
 
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.cache import cache
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
@@ -25,12 +25,12 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_token(user: AbstractBaseUser, name: str = "", expires_at: datetime | None = None) -> str:
+def create_token(user: User, name: str = "", expires_at: datetime | None = None) -> str:
     """Create a token for the user and return it; it is shown once and never stored in clear."""
     return issue_token(user, name, expires_at)[1]
 
 
-def issue_token(user: AbstractBaseUser, name: str = "", expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+def issue_token(user: User, name: str = "", expires_at: datetime | None = None) -> tuple[ApiToken, str]:
     """The new token's row and its secret (`rlt_<prefix>_...`: the prefix names it in lists)."""
     # An expiry already past makes a token refused from the start; allowed rather than a special case.
     prefix = secrets.token_hex(6)
@@ -40,12 +40,12 @@ def issue_token(user: AbstractBaseUser, name: str = "", expires_at: datetime | N
     return row, token
 
 
-def user_tokens(user: AbstractBaseUser) -> list[ApiToken]:
+def user_tokens(user: User) -> list[ApiToken]:
     """The user's tokens that still work or were revoked, newest first."""
     return list(ApiToken.objects.filter(user=user).order_by("-created_at", "-id"))
 
 
-def revoke_token(user: AbstractBaseUser, token_id: int) -> ApiToken:
+def revoke_token(user: User, token_id: int) -> ApiToken:
     """Revoke one of the user's own tokens: refused (401) from the next request on.
     Someone else's token id is not found, as if it did not exist."""
     row = ApiToken.objects.filter(id=token_id, user=user).first()
