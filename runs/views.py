@@ -51,7 +51,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     run = queries.visible_run(request.user, pk)
     phases = queries.phase_rows(run)
     collectives = queries.collective_rows(run)
@@ -199,7 +199,7 @@ def annotate(request: AuthenticatedRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def split_run(request: HttpRequest, pk: int) -> HttpResponse:
+def split_run(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """The run page's "split into runs" button: one run per serving launch."""
     run = queries.visible_run(request.user, pk)
     try:
@@ -232,12 +232,12 @@ def _thread(annotations: list[Annotation], user, role: str | None) -> list[dict]
 
 @login_required
 @require_POST
-def annotation_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def annotation_edit(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     annotation = queries.visible_annotation(request.user, pk)
     form = AnnotationEditForm(request.POST)
     try:
         if not form.is_valid():
-            raise services.ServiceError(422, "invalid", "; ".join(p for ps in form.errors.values() for p in ps))
+            raise services.ServiceError(422, "invalid", "; ".join(str(p) for ps in form.errors.values() for p in ps))
         services.edit_annotation(request.user, annotation, form.cleaned_data["body"])
     except services.ServiceError as e:
         messages.error(request, e.message)
@@ -246,7 +246,7 @@ def annotation_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def pin(request: HttpRequest, pk: int) -> HttpResponse:
+def pin(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """The run page's "pin as CI baseline" button (and its unpin twin)."""
     run = queries.visible_run(request.user, pk)
     pinned = request.POST.get("pinned") == "1"
@@ -259,10 +259,11 @@ def pin(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
+def set_roles(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """The run page's role correction: one select per log file (`role-<id>`)."""
     run = queries.visible_run(request.user, pk)
-    roles = {key[len("role-"):]: value for key, value in request.POST.items() if key.startswith("role-")}
+    # QueryDict.items() gives each key's last value, a str (the stubs say str | list).
+    roles = {key[len("role-"):]: str(value) for key, value in request.POST.items() if key.startswith("role-")}
     try:
         services.set_file_roles(request.user, run, roles)
     except services.ServiceError as e:
@@ -272,7 +273,7 @@ def set_roles(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def annotation_delete(request: HttpRequest, pk: int) -> HttpResponse:
+def annotation_delete(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     annotation = queries.visible_annotation(request.user, pk)
     try:
         services.delete_annotation(request.user, annotation)
@@ -291,7 +292,7 @@ def sweep_view(request: HttpRequest) -> HttpResponse:
     result, selection = queries.sweep_for(request.user, request.GET)
     fmt = request.GET.get("format")
     if fmt == "json":
-        response = JsonResponse(result)
+        response: HttpResponse = JsonResponse(result)
         response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
         return response
     if fmt == "csv":
@@ -317,7 +318,8 @@ def trend_view(request: HttpRequest) -> HttpResponse:
     from runs.trend import METRIC_INFO, trend
 
     q = request.GET
-    metric = q.get("metric") if q.get("metric") in METRIC_INFO else "throughput_tok_s"
+    requested = q.get("metric", "")
+    metric = requested if requested in METRIC_INFO else "throughput_tok_s"
     filters = {k: q.get(k, "").strip() for k in ("project", "branch", "tag", "nccl_status")}
     projects = queries.project_names(request.user)
     if not filters["project"] and len(projects) == 1:
@@ -341,7 +343,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def project_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """Members and roles; admins add (by username or e-mail), change roles and remove."""
     project = queries.visible_project(request.user, pk)
     if request.method == "POST":
@@ -354,13 +356,14 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
-def _member_action(request: HttpRequest, project) -> None:
+def _member_action(request: AuthenticatedRequest, project) -> None:
     action = request.POST.get("action")
     try:
         if action == "add":
             form = MemberForm(request.POST)
             if not form.is_valid():
-                raise services.ServiceError(422, "invalid", "; ".join(p for ps in form.errors.values() for p in ps))
+                raise services.ServiceError(422, "invalid",
+                                            "; ".join(str(p) for ps in form.errors.values() for p in ps))
             services.add_member(request.user, project, form.cleaned_data["user"], form.cleaned_data["role"])
         elif action == "role":
             role_form = RoleForm(request.POST)

@@ -6,18 +6,19 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from runs.forms import TokenForm
+from runs.http import AuthenticatedRequest
 from webapp import auth
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedRequest) -> HttpResponse:
     """List, create (the secret shown on this one answer only) and revoke API tokens."""
     secret = None
     form = TokenForm(request.POST or None)
@@ -35,7 +36,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke_token(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     row = auth.revoke_token(request.user, pk)
     messages.info(request, f"token {row.name or row.prefix} revoked")
     return redirect("tokens")
