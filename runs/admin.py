@@ -30,11 +30,14 @@ class MembershipAdmin(admin.ModelAdmin):
     search_fields = ["user__username", "user__email", "project__name"]
 
 
+_LOGFILE_FIELDS = ("original_name", "status", "attempts", "claimed_at", "claim_token", "parsed_at", "error")
+
+
 class LogFileInline(admin.TabularInline):
     model = LogFile
     extra = 0
-    fields = ["original_name", "status", "attempts", "claimed_at", "claim_token", "parsed_at", "error"]
-    readonly_fields = fields
+    fields = _LOGFILE_FIELDS
+    readonly_fields = _LOGFILE_FIELDS
     show_change_link = True
 
 

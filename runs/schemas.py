@@ -341,11 +341,11 @@ class CompareQuery(Schema):
 
 
 UploadRole = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown"]
-RoleName = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown", ""]
+FileRoleName = Literal["serving worker", "serving launcher", "benchmark client", "nccl-tests", "unknown", ""]
 
 
 class RolesIn(Schema):
-    roles: dict[Annotated[str, Field(max_length=255)], RoleName] = Field(max_length=200, description=(
+    roles: dict[Annotated[str, Field(max_length=255)], FileRoleName] = Field(max_length=200, description=(
         "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
         "nccl-tests, unknown, or \"\" to go back to the detected roles"))
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
+from typing import NamedTuple
 
 from runs.specdecode import expected_tokens_per_cycle, implied_acceptance
 
@@ -170,17 +171,31 @@ def _baseline(hw: tuple, fp: tuple | None, baselines: list[SweepRun]) -> dict | 
     return {**_point(pick), "same_nccl": bool(same_nccl)}
 
 
+class _Measured(NamedTuple):
+    """A speculative run with every figure the fit needs, none of them None."""
+    steps: int
+    throughput_tok_s: float
+    tokens_per_cycle: float
+    cycle_ms: float
+
+
+def _measured(r: SweepRun) -> _Measured | None:
+    """The run's figures if it is speculative and has a cycle time and a throughput, else None."""
+    if r.steps and r.tokens_per_cycle is not None and r.cycle_ms and r.throughput_tok_s:
+        return _Measured(r.steps, r.throughput_tok_s, r.tokens_per_cycle, r.cycle_ms)
+    return None
+
+
 def fit(members: Sequence[SweepRun]) -> dict:
     """Acceptance and cost per draft step fitted to the group; the predicted curve for 1-8 steps."""
-    pts = [r for r in members if r.speculative and r.cycle_ms and r.throughput_tok_s]
+    pts = [m for m in map(_measured, members) if m is not None]
     out: dict = {"p": None, "p_low": None, "p_high": None, "base_cycle_ms": None, "cost_per_step_ms": None,
                  "cycle_resid_ms": None, "calibration": None, "curve": [], "predicted_best": None,
                  "notes": [], "reason": None}
     if not pts:
         out["reason"] = "no run with a step count, tokens per cycle and cycle time"
         return out
-    implied = [implied_acceptance(r.tokens_per_cycle, r.steps) for r in pts]
-    implied = [p for p in implied if p is not None]
+    implied = [p for p in (implied_acceptance(r.tokens_per_cycle, r.steps) for r in pts) if p is not None]
     if not implied:
         out["reason"] = "every run reports more tokens per cycle than its step count allows"
         return out
@@ -260,7 +275,7 @@ def _resid(points: Sequence[tuple[int, float]], t0: float, cost: float) -> float
     return (sum((t - t0 - cost * k) ** 2 for k, t in points) / dof) ** 0.5
 
 
-def _predicted_best(curve: list[dict], pts: Sequence[SweepRun]) -> dict | None:
+def _predicted_best(curve: list[dict], pts: Sequence[_Measured]) -> dict | None:
     if not curve:
         return None
     top = max(curve, key=lambda c: c["throughput_tok_s"])
@@ -368,10 +383,10 @@ def _winners(groups: list[dict]) -> str:
     return ", ".join(parts)
 
 
-def to_csv_rows(result: dict) -> list[list]:
+def to_csv_rows(result: dict) -> list[list[object]]:
     """Measured points and the predicted curve of each group, one row each."""
-    rows = [["group", "kind", "run_id", "run", "steps", "throughput_tok_s", "tokens_per_cycle", "cycle_ms",
-             "verify_ms", "low_tok_s", "high_tok_s"]]
+    rows: list[list[object]] = [["group", "kind", "run_id", "run", "steps", "throughput_tok_s", "tokens_per_cycle",
+                                 "cycle_ms", "verify_ms", "low_tok_s", "high_tok_s"]]
     for g in result["groups"]:
         for p in g["points"]:
             rows.append([g["label"], "measured", p["run_id"], p["name"], p["steps"], p["throughput_tok_s"],

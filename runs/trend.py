@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from runs.compare import METRICS, judge, spread
 
@@ -48,7 +49,7 @@ def trend(points: list[TrendPoint], metric: str) -> dict:
     rows, previous = [], None
     for p in ordered([p for p in points if p.value is not None]):
         noise = p.noise if p.noise is not None else spread(list(p.windows))
-        row = {"run_id": p.id, "name": p.name, "created_at": p.created_at.isoformat(), "value": p.value,
+        row: dict[str, Any] = {"run_id": p.id, "name": p.name, "created_at": p.created_at.isoformat(), "value": p.value,
                "commit": p.commit, "branch": p.branch, "nccl_status": p.nccl_status, "noise": noise,
                "label": p.commit[:8] if p.commit else p.name, "delta": None, "delta_pct": None,
                "flag": None, "annotations": [{"at": at.isoformat(), "kind": kind, "body": body}
