@@ -116,7 +116,7 @@ def anchored_notes(run_ids: list[int]) -> list[Annotation]:
 def activity(user, limit: int = 15) -> list[dict]:
     """The newest events of the user's projects (new runs, failed parses, new notes), newest first."""
     runs = visible_runs(user).select_related("project", "created_by").order_by("-created_at")
-    events = [
+    events: list[dict[str, Any]] = [
         {"at": r.created_at, "kind": "run", "run": r, "who": r.created_by, "text": r.name}
         for r in runs.only("id", "name", "created_at", "project__name", "created_by__username")[:limit]
     ]
@@ -437,13 +437,15 @@ def verdict_for(user, run: Run) -> dict:
         return result
     base, how, why = resolve_baseline(run)
     if base is not None and base.status != Status.READY:
-        base, why = None, f"the baseline {base.name} (#{base.pk}) is {base.status}"
+        why = f"the baseline {base.name} (#{base.pk}) is {base.status}"
+        base = None
     ids = [base.id, run.id] if base else [run.id]
     inputs = {r.id: r for r in comparison_inputs(user, ids)}
     if run.id not in inputs:
         raise Run.DoesNotExist(run.id)
     if base is not None and base.id not in inputs:
-        base, why = None, f"the baseline #{base.pk} is not visible to you"
+        why = f"the baseline #{base.pk} is not visible to you"
+        base = None
     return verdict(inputs[run.id], inputs[base.id] if base else None, how, why)
 
 
@@ -477,8 +479,8 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
         runs = runs.filter(tags__name=tag)
     if nccl_status in ("ok", "drift", "unknown"):
         runs = runs.filter(nccl_status=nccl_status)
-    runs = list(runs.order_by("-created_at", "-id")[:MAX_TREND_RUNS])
-    ids = [r.id for r in runs]
+    ready = list(runs.order_by("-created_at", "-id")[:MAX_TREND_RUNS])
+    ids = [r.id for r in ready]
     windows: dict[int, list[float]] = {}
     if metric in TREND_SERIES:
         best: dict[int, str] = {}
@@ -500,7 +502,7 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
     ):
         notes.setdefault(a["run_id"], []).append((a["created_at"], a["kind"], a["body"]))
     points = []
-    for r in runs:
+    for r in ready:
         ci = (r.meta or {}).get("ci") or {}
         points.append(TrendPoint(
             id=r.id, name=r.name, created_at=r.created_at, value=getattr(r, metric), noise=_stored_spread(r, metric),
