@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import BinaryIO
 
 from celery import current_app
@@ -295,7 +296,7 @@ def delete_run(user: User, run: Run) -> None:
 def enqueue_run(run: Run) -> None:
     """Queue every queued log file of the run, once the surrounding transaction commits."""
     for lf_id in run.logfiles.filter(status=Status.QUEUED).values_list("id", flat=True):
-        transaction.on_commit(lambda i=lf_id: send_parse(i))
+        transaction.on_commit(partial(send_parse, lf_id))
 
 
 PARSE_TASK = "ingest.tasks.parse_logfile"
@@ -449,6 +450,7 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
         # The transaction rolled back (old rows intact). Hand the file back: the task's retry
         # or the reconciler takes it again, and MAX_PARSE_ATTEMPTS stops a hopeless loop.
         _hand_back(lf)
+        assert e.__cause__ is not None  # _StoreError is only raised `from` the error that broke the write
         raise e.__cause__ from None
     except Exception as e:  # a parser bug must not leave the file "parsing" forever
         log.exception("logfile %s: parser crashed", lf.id)
@@ -596,6 +598,6 @@ def reconcile(now=None) -> int:
             else:
                 if not unchanged.update(status=Status.QUEUED, claimed_at=None, claim_token="", updated_at=now):
                     continue
-                transaction.on_commit(lambda i=lf.id: send_parse(i))
+                transaction.on_commit(partial(send_parse, lf.id))
         count += 1
     return count

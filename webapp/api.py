@@ -58,6 +58,8 @@ class SettingsRate(SimpleRateThrottle):
         key = self.get_cache_key(request)
         if key is None:
             return True
+        # The rate settings are always strings ("600/m" by default): parse_rate gave both numbers.
+        assert self.num_requests is not None and self.duration is not None
         self.retry_in = hit(key, self.num_requests, self.duration)
         return self.retry_in is None
 
@@ -230,7 +232,8 @@ def on_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 for _exc in SERVICE_DOWN:
-    api.add_exception_handler(_exc, on_unavailable)
+    # ninja types a handler as taking the exception or its class; it is always called with the exception.
+    api.add_exception_handler(_exc, on_unavailable)  # type: ignore[arg-type]
 
 
 @api.exception_handler(Exception)

@@ -110,6 +110,8 @@ class LoginView(auth_views.LoginView):
         from ninja.throttling import SimpleRateThrottle
 
         rate = SimpleRateThrottle(settings.LOGIN_RATE)
+        # LOGIN_RATE is always a string ("20/m" by default): parse_rate gave both numbers.
+        assert rate.num_requests is not None and rate.duration is not None
         wait = hit(f"login:{client_address(request)}", rate.num_requests, rate.duration)
         if wait is not None:
             response = HttpResponse(f"Too many login attempts from your address; try again in {int(wait) + 1} s.",

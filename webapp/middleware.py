@@ -34,7 +34,7 @@ class SecurityHeadersMiddleware:
 RETRY_AFTER = 5
 
 
-def _service_down_types() -> tuple[type[BaseException], ...]:
+def _service_down_types() -> tuple[type[Exception], ...]:
     from django.db import InterfaceError, OperationalError
     from kombu.exceptions import OperationalError as QueueDown
     from redis.exceptions import ConnectionError as RedisDown
