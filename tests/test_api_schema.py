@@ -32,8 +32,16 @@ DOMAIN_REFUSALS = {
     "POST /api/v1/runs/{run_id}/annotations": ["422"],
     "POST /api/v1/runs/{run_id}/roles": ["400"],  # names a file the run does not have
 }
+# The upload's negative cases are serialised as multipart, where a mutated `files` value still goes
+# out as a file part named `files` (see the reproduction curl of such a case): the server then
+# receives a valid upload, so "negative data accepted" there is the serialiser's, not ours. The
+# upload's refusals of bad multipart are covered in tests/test_api_ingest.py instead.
+MULTIPART_NEGATIVES_OFF = {"POST /api/v1/runs"}
 config = schemathesis.Config.from_dict({"operations": [
-    {"include-name": name, "checks": {"positive_data_acceptance": {"expected-statuses": DEFAULT_ACCEPTED + codes}}}
+    {"include-name": name, "checks": {
+        "positive_data_acceptance": {"expected-statuses": DEFAULT_ACCEPTED + codes},
+        **({"negative_data_rejection": {"enabled": False}} if name in MULTIPART_NEGATIVES_OFF else {}),
+    }}
     for name, codes in DOMAIN_REFUSALS.items()
 ]})
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application, config=config)
