@@ -2,17 +2,19 @@
 
 A real server log mixes formats (SGLang lines, NCCL INFO lines, profile blocks), so one pass
 hands every line to each format's parser; each does a cheap substring check first.
+parse_stream reads the file a chunk at a time (text.read_chunks); engine="lines" keeps the
+line-at-a-time reader the chunked one is proven equal to (tests/test_parsers_engine.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
-from .text import number_lines, read_lines
+from .text import number_lines, read_chunks, read_lines
 
 # Written out in full: the one place that says which formats runlens reads.
 PARSERS: dict[str, type[FormatParser]] = {
@@ -64,15 +66,40 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
     return result
 
 
+def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str] | None,
+                  result: ParseResult, sink: Sink | None) -> None:
+    """parse_numbered over (number of the first line, lines) chunks, the same records."""
+    parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
+    feeds = [p.feed for p in parsers]
+    tagger = processes.Tagger(result)
+    tag, stamp = tagger.feed, tagger.stamp
+    for first, lines in chunks:
+        for lineno, line in enumerate(lines, first):
+            tag(lineno, line)
+            for feed in feeds:
+                feed(lineno, line)
+            stamp()
+        result.lines = first + len(lines) - 1
+        if sink is not None and result.pending >= SPILL_AT:
+            sink(result)
+    for p in parsers:
+        p.finish()
+    tagger.finish()
+
+
 def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> ParseResult:
     """Parse decoded text lines (tests, in-memory callers)."""
     return parse_numbered(number_lines(lines), formats)
 
 
-def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: Sink | None = None) -> ParseResult:
+def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: Sink | None = None,
+                 engine: Literal["chunks", "lines"] = "chunks") -> ParseResult:
     """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows."""
     result = ParseResult()
-    parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
+    if engine == "lines":
+        parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
+    else:
+        _parse_chunks(read_chunks(stream, result.warnings), formats, result, sink)
     if not result.formats:
         raise ParseError(
             0,

@@ -54,7 +54,8 @@ class Tagger:
     def __init__(self, result: ParseResult) -> None:
         self.result = result
         self.recent: OrderedDict[int, str] = OrderedDict()
-        self.marks = [0, 0, 0, 0]
+        self.marks = [0, 0, 0, 0]  # how many records of each list are stamped
+        self.stamped: tuple[list, ...] = ([], [], [], [])  # the lists the marks are of
         self.launch_lines: list[int] = []
         self.tests_pids: set[str] = set()
 
@@ -165,7 +166,8 @@ class Tagger:
         r = self.result
         lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
         for i, records in enumerate(lists):
-            start = self.marks[i] if self.marks[i] <= len(records) else 0
+            # A sink's take_rows() swaps in new lists: they are stamped from their start.
+            start = self.marks[i] if records is self.stamped[i] else 0
             for rec in records[start:]:
                 if rec.process:
                     continue
@@ -176,6 +178,7 @@ class Tagger:
                         self._hint(self._process(BENCH_TAG, rec.line), BENCH)
                 rec.process = tag
             self.marks[i] = len(records)
+        self.stamped = lists
 
     def finish(self) -> None:
         """Roles from what each process printed and what the file holds (after the parsers)."""

@@ -1,19 +1,25 @@
 """Reading log bytes as numbered, normalised lines.
 
-Streaming on purpose: a 1 GB log must never sit in memory, so lines are produced one at a time
-from a binary file object read in chunks.
+Streaming on purpose: a 1 GB log must never sit in memory. `read_chunks` hands out the lines of
+one large read at a time (decoded and split in C, cleaned only where a line needs it);
+`read_lines` is the line-at-a-time reader they are proven equal to (tests/test_parsers_engine.py).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from typing import BinaryIO
 
 from .records import ParseError
 
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
 CHUNK = 1 << 16
+# Bytes read_chunks reads at once: big enough that per-chunk work is noise, under MAX_LINE_BYTES
+# so that a chunk rarely needs a look for over-long lines.
+BATCH = 1 << 19
 SNIFF_BYTES = 8192  # the head checked for NUL bytes (binary files)
 
 # ANSI escapes and the residue copies leave behind (^[ , U+FFFD, #033 for ESC). With the ESC
@@ -25,6 +31,12 @@ _WRAPPER = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|> ?)+")
 # DJL serving relays worker output as `[INFO ] PyProcess - W-210-model-stdout: <line>`.
 _DJL = re.compile(r"^\[?[A-Z]+ *\] PyProcess - W-[\w-]+?-std(?:out|err): ")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# What a line must contain for clean() to change it (each literal is searched in C over a
+# whole chunk, so a chunk without any of them skips clean() altogether): \r and ^M for _decode
+# and tqdm, the starts of _ANSI, "]<std" of an MPI tag, the Ray suffix, the DJL prefix, and a
+# line that starts with `>` (a markdown quote; the chunk's first line is checked apart).
+_DIRTY = ("\r", "^M", "\x1b", "^[", "\ufffd", "#033", "]<std", "across cluster]", "PyProcess", "\n>")
+_COLOUR = re.compile(r"\[\d+(?:;\d+)*m")  # _ANSI's ESC-less branch, without its lookahead
 
 
 def clean(line: str) -> str:
@@ -47,15 +59,11 @@ def clean(line: str) -> str:
     return line
 
 
-def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, str]]:
-    """Yield (line number, cleaned text) from a binary stream.
+def _head(stream: BinaryIO) -> bytes:
+    """The first read (at least SNIFF_BYTES unless the file is shorter), BOM dropped.
 
-    Raises ParseError for an empty or binary file. A final line without a line end is taken as
-    cut off (a truncated upload or a log still being written) and skipped with a warning, so a
-    truncated file always parses to a prefix of the full file's records.
+    Raises ParseError for an empty or binary file.
     """
-    from .records import Issue
-
     # Sniff the first 8 KiB whatever the read size, so small chunks see the same head.
     chunk = b""
     while len(chunk) < SNIFF_BYTES:
@@ -69,6 +77,17 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
         raise ParseError(1, "this is a binary file, not a text log (it contains NUL bytes)")
     if chunk.startswith(b"\xef\xbb\xbf"):
         chunk = chunk[3:]
+    return chunk
+
+
+def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, str]]:
+    """Yield (line number, cleaned text) from a binary stream.
+
+    Raises ParseError for an empty or binary file. A final line without a line end is taken as
+    cut off (a truncated upload or a log still being written) and skipped with a warning, so a
+    truncated file always parses to a prefix of the full file's records.
+    """
+    chunk = _head(stream)
     buf = b""
     lineno = 0
     skipping = False  # inside the rest of a line that was cut: drop bytes up to its newline
@@ -104,9 +123,104 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
             skipping = True
         chunk = stream.read(CHUNK)
     if buf.strip() and not skipping:
-        lineno += 1
-        if warnings is not None:
-            warnings.append(Issue(lineno, "the file ends mid-line (truncated?); that last line was skipped"))
+        _mid_line(lineno + 1, warnings)
+
+
+def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, list[str]]]:
+    """Yield (number of the first line, cleaned lines) per read of BATCH bytes, cut at a newline.
+
+    The same lines, numbers and warnings as read_lines, a chunk at a time. A line over
+    MAX_LINE_BYTES is yielded alone, its warning added just before it, as read_lines does.
+    """
+    data = _head(stream)
+    lineno = 0
+    skipping = False  # inside the rest of a line that was cut: drop bytes up to its newline
+    while True:
+        more = stream.read(BATCH)
+        data += more
+        if skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                if not more:
+                    return
+                data = b""
+                continue
+            data = data[nl + 1:]
+            skipping = False
+        end = data.rfind(b"\n")
+        if end >= 0:
+            block, data = data[:end], data[end + 1:]
+            parts = [block]
+            if len(block) > MAX_LINE_BYTES:
+                split = block.split(b"\n")
+                if max(map(len, split)) > MAX_LINE_BYTES:
+                    parts = split
+            # Runs of ordinary lines are decoded together; an over-long line goes alone.
+            run: list[bytes] = []
+            for part in parts:
+                if len(part) > MAX_LINE_BYTES and b"\n" not in part:  # one over-long line
+                    if run:
+                        lines = _decode_block(b"\n".join(run))
+                        yield lineno + 1, lines
+                        lineno += len(lines)
+                        run = []
+                    lineno += 1
+                    _cut(lineno, warnings)
+                    yield lineno, [_decode(part[:MAX_LINE_BYTES], lineno, warnings)]
+                else:
+                    run.append(part)
+            if run:
+                lines = _decode_block(run[0] if len(run) == 1 else b"\n".join(run))
+                yield lineno + 1, lines
+                lineno += len(lines)
+        if len(data) > MAX_LINE_BYTES:
+            # Keep the first MiB of the monster line, drop the rest up to its end.
+            lineno += 1
+            _cut(lineno, warnings)
+            yield lineno, [_decode(data[:MAX_LINE_BYTES], lineno, warnings)]
+            data, skipping = b"", True
+        if not more:
+            if data.strip():
+                _mid_line(lineno + 1, warnings)
+            return
+
+
+def _decode_block(block: bytes) -> list[str]:
+    """Lines of newline-separated bytes, decoded and cleaned as _decode does one line.
+
+    One decode and split in C: UTF-8 never takes a newline into a multi-byte sequence, so it
+    yields the lines _decode would. clean() runs only on lines holding one of its triggers.
+    """
+    if b"\x00" in block:
+        block = block.replace(b"\x00", b"")
+    text = block.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    dirty = [t for t in _DIRTY if t in text]
+    colours = _COLOUR.search(text) is not None
+    if not (dirty or colours or text.startswith(">")):
+        return lines
+    # Line i starts at ends[i - 1]: the character at p is on line bisect_right(ends, p).
+    ends = list(accumulate(len(line) + 1 for line in lines))
+    found = {0} if text.startswith(">") else set()
+    for t in dirty:
+        p = text.find(t)
+        while p >= 0:
+            i = bisect_right(ends, p + len(t) - 1)  # the last character: "\n>" is on the next line
+            found.add(i)
+            # On from the next line, where a "\n>" may start at this line's newline.
+            p = text.find(t, ends[i] - len(t) + 1) if i + 1 < len(ends) else -1
+    if colours:
+        found.update(bisect_right(ends, m.start()) for m in _COLOUR.finditer(text))
+    for i in found:
+        lines[i] = clean(lines[i])
+    return lines
+
+
+def _mid_line(lineno: int, warnings: list | None) -> None:
+    from .records import Issue
+
+    if warnings is not None:
+        warnings.append(Issue(lineno, "the file ends mid-line (truncated?); that last line was skipped"))
 
 
 def _cut(lineno: int, warnings: list | None) -> None:
