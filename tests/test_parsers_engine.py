@@ -85,6 +85,7 @@ def test_chunks_give_the_records_lines_give(data, batch, chunk, max_line, spill_
     assert _rows(*chunks) == _rows(*lines)
     chunks[0].spilled = lines[0].spilled = 0
     assert chunks[0] == lines[0]
+    assert list(chunks[0].processes) == list(lines[0].processes)  # the order pages list them in
 
 
 def _rows(result, taken: list) -> list[list]:

@@ -8,7 +8,9 @@ line-at-a-time reader the chunked one is proven equal to (tests/test_parsers_eng
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from typing import BinaryIO, Literal
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
@@ -68,23 +70,78 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
 
 def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str] | None,
                   result: ParseResult, sink: Sink | None) -> None:
-    """parse_numbered over (number of the first line, lines) chunks, the same records."""
+    """parse_numbered's records from (number of the first line, lines) chunks.
+
+    Each parser (and the Tagger, first, as in parse_numbered) is fed only its candidate lines,
+    found by one C-level search per trigger over the chunk, and every line while it is busy();
+    lines no one wants are never looked at in Python. Records are stamped once per chunk.
+    """
     parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
-    feeds = [p.feed for p in parsers]
     tagger = processes.Tagger(result)
-    tag, stamp = tagger.feed, tagger.stamp
+    readers: list[processes.Tagger | FormatParser] = [tagger, *parsers]
     for first, lines in chunks:
-        for lineno, line in enumerate(lines, first):
-            tag(lineno, line)
-            for feed in feeds:
-                feed(lineno, line)
-            stamp()
+        text = "\n" + "\n".join(lines)
+        # starts[i]: the newline in `text` before line i; a match at p is on line bisect(starts, p) - 1.
+        starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
+        found: dict[str, set[int]] = {}
+        wants: dict[int, list] = {}
+        for reader in readers:
+            lines_of = set()
+            for trigger in reader.TRIGGERS:
+                if trigger not in found:
+                    found[trigger] = _lines_with(text, trigger, starts)
+                lines_of |= found[trigger]
+            if reader.STARTS is not None:
+                lines_of.update(bisect_right(starts, m.start()) - 1 for m in reader.STARTS.finditer(text))
+            for i in lines_of:
+                wants.setdefault(i, []).append(reader)
+        _feed(lines, first, readers, wants)
+        tagger.stamp()
         result.lines = first + len(lines) - 1
         if sink is not None and result.pending >= SPILL_AT:
             sink(result)
     for p in parsers:
         p.finish()
     tagger.finish()
+
+
+def _lines_with(text: str, literal: str, starts: list[int]) -> set[int]:
+    """The lines of a chunk (as `text` and `starts` of _parse_chunks) that hold `literal`."""
+    out = set()
+    p = text.find(literal)
+    while p >= 0:
+        i = bisect_right(starts, p) - 1
+        out.add(i)
+        p = text.find(literal, starts[i + 1]) if i + 1 < len(starts) else -1
+    return out
+
+
+def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list]) -> None:
+    """Feed each wanted line to the readers that want it, in line order and readers' order, and
+    every line to a reader that is busy() after it was fed, until it is not."""
+    held: list = [r for r in readers if r.busy()]
+    order = sorted(wants)
+    k, n = 0, len(lines)
+    i = -1
+    while True:
+        if held:
+            i += 1
+        else:
+            k = bisect_right(order, i, k)
+            if k == len(order):
+                return
+            i = order[k]
+        if i >= n:
+            return
+        chosen = wants.get(i)
+        if held:
+            fed = [r for r in readers if r in held or (chosen is not None and r in chosen)]
+        else:
+            fed = chosen or []
+        line, lineno = lines[i], first + i
+        for reader in fed:
+            reader.feed(lineno, line)
+        held = [r for r in fed if r.busy()]
 
 
 def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> ParseResult:

@@ -42,6 +42,9 @@ _TOTALS = {"cycle total", "total", "cycle"}
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("_PROFILE]", "ms/")
+    STARTS = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -69,6 +72,9 @@ class Parser:
                 self._value(lineno, m.group(1), float(m.group(2)))
             elif not line.startswith((" ", "\t")):
                 self.in_block = False
+
+    def busy(self) -> bool:
+        return self.in_block  # an Accept len / Throughput line, or the line that ends the block
 
     def finish(self) -> None:
         pass

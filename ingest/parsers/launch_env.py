@@ -50,6 +50,11 @@ def _words(text: str) -> list[str]:
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("NCCL_",)
+    # feed()'s first-character test: `$`, `+`, `(`, an upper-case letter (any non-ASCII
+    # character, as str.isupper() takes some), `export`, `env `.
+    STARTS = re.compile(r"\n(?:[$+(A-Z\x80-\U0010ffff]|export|env )")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -67,6 +72,9 @@ class Parser:
             self._command(lineno, line)
         elif line[:1] in ("$", "+", "(") or line[:1].isupper() or line.startswith(("export", "env ")):
             self._command(lineno, line)
+
+    def busy(self) -> bool:
+        return False
 
     def finish(self) -> None:
         pass

@@ -66,6 +66,9 @@ def _algorithm(impl: str) -> str:
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("statistics", "draft acceptance", "eval time")
+    STARTS = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -83,6 +86,9 @@ class Parser:
             self._slot(lineno, line)
         elif "eval time" in line:
             self._eval(lineno, line)
+
+    def busy(self) -> bool:
+        return False
 
     def finish(self) -> None:
         pass

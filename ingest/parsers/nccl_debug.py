@@ -57,6 +57,9 @@ def transport(via: str) -> str | None:
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("NCCL", "nccl.conf")
+    STARTS = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -88,6 +91,9 @@ class Parser:
             self._version(lineno, line, bare=True)
         elif "NCCL_CONF_FILE" in line:
             self._conf_file(lineno, line)
+
+    def busy(self) -> bool:
+        return self.in_matrix  # the Func/Proto/Algo table ends at a blank or foreign line
 
     def finish(self) -> None:
         r = self.result

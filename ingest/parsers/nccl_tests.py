@@ -106,6 +106,11 @@ _FALLBACK = Table(_DEFAULT_HEADER.split())
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("_perf",)
+    # A `#` or a digit first, after a leading space or tab and any whitespace (feed()'s lstrip);
+    # every non-ASCII first character too, as str.isdigit() takes some of them.
+    STARTS = re.compile(r"\n(?:[ \t][^\S\n]*)?[#0-9\x80-\U0010ffff]")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -135,6 +140,9 @@ class Parser:
             b = _BINARY.search(line)
             if b and "NCCL INFO" not in line:
                 self.op_command = op_name(b.group(1))
+
+    def busy(self) -> bool:
+        return False  # a table's rows are `#` and digit lines, whatever comes between them
 
     def finish(self) -> None:
         if self.ranks:

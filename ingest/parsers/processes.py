@@ -49,7 +49,14 @@ _VLLM_LAUNCHERS = frozenset({"APIServer"})
 
 
 class Tagger:
-    """Fed every line before the format parsers; `stamp()` after them tags the new records."""
+    """Fed every line before the format parsers; `stamp()` after them tags the new records.
+
+    Like a format parser it names the lines it acts on (TRIGGERS, STARTS) and is busy() while
+    it must see every line: until the file's untagged stream has its first line.
+    """
+
+    TRIGGERS = ("NCCL", "environ", "server_args=ServerArgs(")
+    STARTS = re.compile(r"\n[(\[#$+]")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -72,12 +79,13 @@ class Tagger:
         if hint not in p["hints"]:
             p["hints"].append(hint)
 
+    def busy(self) -> bool:
+        return MAIN not in self.result.processes
+
     def feed(self, lineno: int, line: str) -> None:
         tag = self._tag(lineno, line)
         if tag != MAIN:
-            self.recent[lineno] = tag
-            if len(self.recent) > RECENT:
-                self.recent.popitem(last=False)
+            self.recent[lineno] = tag  # forgotten in stamp(), once the records of the line have it
         elif MAIN not in self.result.processes and line.strip():
             self._process(MAIN, lineno)
 
@@ -162,7 +170,11 @@ class Tagger:
             p["host"] = p["host"] or m.group(1)
 
     def stamp(self) -> None:
-        """Tag the records the parsers added since the last call with their line's process."""
+        """Tag the records the parsers added since the last call with their line's process.
+
+        Called after every line or after a chunk of lines: the tags of all lines fed since the
+        last call are known here, and the RECENT last ones are kept for blocks flushed later.
+        """
         r = self.result
         lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
         for i, records in enumerate(lists):
@@ -175,10 +187,21 @@ class Tagger:
                 if tag == MAIN and getattr(rec, "source", "") in BENCH_SOURCES:
                     tag = BENCH_TAG
                     if BENCH_TAG not in r.processes:
-                        self._hint(self._process(BENCH_TAG, rec.line), BENCH)
+                        self._bench_process(rec.line)
                 rec.process = tag
             self.marks[i] = len(records)
         self.stamped = lists
+        while len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
+
+    def _bench_process(self, lineno: int) -> None:
+        """The benchmark client's process, placed before the processes first seen after its line
+        (as if stamped right after it, whether stamp() runs per line or per chunk)."""
+        procs = self.result.processes
+        later = [tag for tag, p in procs.items() if p["first_line"] > lineno]
+        moved = [(tag, procs.pop(tag)) for tag in later]
+        self._hint(self._process(BENCH_TAG, lineno), BENCH)
+        procs.update(moved)
 
     def finish(self) -> None:
         """Roles from what each process printed and what the file holds (after the parsers)."""

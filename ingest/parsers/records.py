@@ -6,6 +6,7 @@ can be traced back to its source line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -144,9 +145,19 @@ class ParseResult:
 
 class Parser(Protocol):
     """What every format module's `Parser` class is: built on the shared result, fed each
-    numbered line once, finished at the end of the stream (multi-line blocks flush there)."""
+    numbered line once, finished at the end of the stream (multi-line blocks flush there).
+
+    The chunked engine feeds a parser only the lines that hold one of its TRIGGERS or that
+    STARTS (a pattern for a newline and what follows it) finds, and every line while busy():
+    feed() must do nothing on any other line.
+    """
+
+    TRIGGERS: tuple[str, ...]
+    STARTS: re.Pattern | None
 
     def __init__(self, result: ParseResult) -> None: ...
+
+    def busy(self) -> bool: ...
 
     def feed(self, lineno: int, line: str) -> None: ...
 

@@ -92,6 +92,9 @@ def _row_tool(label: str, first: bool) -> str | None:
 class BlockReader:
     """Feed every line; returns a Block on the line that closes one, else None."""
 
+    # Lines that may open a block (feed() with no block open); with one open, every line counts.
+    TRIGGERS = (_TITLE, "---", "requests:", "s):")
+
     def __init__(self) -> None:
         self.block: Block | None = None
         self.subsection = ""

@@ -176,6 +176,9 @@ def _number(text: str | None) -> float | None:
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("Decode batch", "Prefill batch", "ServerArgs(", "sglang", "latency:", " ...", *BlockReader.TRIGGERS)
+    STARTS = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -216,6 +219,10 @@ class Parser:
             self._continue_launch(line)
         elif "latency:" in line or " ..." in line:
             self._one_batch(lineno, line)
+
+    def busy(self) -> bool:
+        # A wrapped ServerArgs repr, a launch command continued with `\`, an open bench block.
+        return self.args is not None or self.launch is not None or self.bench.block is not None
 
     def finish(self) -> None:
         if self.args is not None:

@@ -124,6 +124,9 @@ def spec_fields(body: str) -> dict[str, object]:
 
 class Parser:
     name = NAME
+    # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
+    TRIGGERS = ("metrics:", "throughput:", "stage times", "non-default args", "LLM", *BlockReader.TRIGGERS)
+    STARTS = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -153,6 +156,9 @@ class Parser:
             self._args(lineno, line)
         elif "LLM" in line and ("version" in line or "with config:" in line):
             self._version(lineno, line)
+
+    def busy(self) -> bool:
+        return self.bench.block is not None
 
     def finish(self) -> None:
         block = self.bench.close()
