@@ -95,7 +95,10 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
                 lines_of.update(bisect_right(starts, m.start()) - 1 for m in reader.STARTS.finditer(text))
             for i in lines_of:
                 wants.setdefault(i, []).append(reader)
-        _feed(lines, first, readers, wants)
+        # The benchmark client's process is made when its first record is stamped: stamped right
+        # after the line that emitted it, it comes among the processes where parse_numbered puts it.
+        bench = [] if processes.BENCH_TAG in result.processes else [p for p in parsers if p.name in ("sglang", "vllm")]
+        _feed(lines, first, readers, wants, bench, tagger.stamp)
         tagger.stamp()
         result.lines = first + len(lines) - 1
         if sink is not None and result.pending >= SPILL_AT:
@@ -116,9 +119,11 @@ def _lines_with(text: str, literal: str, starts: list[int]) -> set[int]:
     return out
 
 
-def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list]) -> None:
+def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], stamp_after: list,
+          stamp: Callable[[], None]) -> None:
     """Feed each wanted line to the readers that want it, in line order and readers' order, and
-    every line to a reader that is busy() after it was fed, until it is not."""
+    every line to a reader that is busy() after it was fed, until it is not; stamp() after a
+    line fed to one of `stamp_after`."""
     held: list = [r for r in readers if r.busy()]
     order = sorted(wants)
     k, n = 0, len(lines)
@@ -141,6 +146,8 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list]) -
         line, lineno = lines[i], first + i
         for reader in fed:
             reader.feed(lineno, line)
+        if stamp_after and any(r in stamp_after for r in fed):
+            stamp()
         held = [r for r in fed if r.busy()]
 
 

@@ -43,8 +43,8 @@ _TOTALS = {"cycle total", "total", "cycle"}
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("_PROFILE]", "ms/")
-    STARTS = None
+    TRIGGERS: tuple[str, ...] = ("_PROFILE]", "ms/")
+    STARTS: re.Pattern | None = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result

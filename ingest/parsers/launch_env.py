@@ -51,10 +51,10 @@ def _words(text: str) -> list[str]:
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("NCCL_",)
+    TRIGGERS: tuple[str, ...] = ("NCCL_",)
     # feed()'s first-character test: `$`, `+`, `(`, an upper-case letter (any non-ASCII
     # character, as str.isupper() takes some), `export`, `env `.
-    STARTS = re.compile(r"\n(?:[$+(A-Z\x80-\U0010ffff]|export|env )")
+    STARTS: re.Pattern | None = re.compile(r"\n(?:[$+(A-Z\x80-\U0010ffff]|export|env )")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result

@@ -67,8 +67,8 @@ def _algorithm(impl: str) -> str:
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("statistics", "draft acceptance", "eval time")
-    STARTS = None
+    TRIGGERS: tuple[str, ...] = ("statistics", "draft acceptance", "eval time")
+    STARTS: re.Pattern | None = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result

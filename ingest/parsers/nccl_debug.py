@@ -18,6 +18,7 @@ from .records import Issue, NcclValue, ParseResult
 NAME = "nccl_debug"
 SOURCE = "nccl echo"
 MAX_WARNINGS = 100  # distinct WARN messages kept; eight ranks repeating one failure is one warning
+REPEATS = 4096  # Channel lines remembered: each rank prints its channels again per communicator
 
 # host:pid:tid [dev] [file.cc:line ]NCCL LEVEL message; searched, so Ray/vLLM prefixes may precede.
 _LINE = re.compile(
@@ -58,8 +59,8 @@ def transport(via: str) -> str | None:
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("NCCL", "nccl.conf")
-    STARTS = None
+    TRIGGERS: tuple[str, ...] = ("NCCL", "nccl.conf")
+    STARTS: re.Pattern | None = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -75,6 +76,8 @@ class Parser:
         self.warned: set[str] = set()
         self.in_matrix = False
         self.matrix_columns: tuple[list[str], list[str]] | None = None
+        # Channel lines read already: all they tell (ranks, transports) is kept on first sight.
+        self.channel_lines: set[str] = set()
 
     def feed(self, lineno: int, line: str) -> None:
         if self.in_matrix:
@@ -84,9 +87,13 @@ class Parser:
             if "nccl.conf" in line:
                 self._conf_file(lineno, line)
             return
+        if line in self.channel_lines:
+            return
         m = _LINE.search(line)
         if m:
             self._debug(lineno, m)
+            if m.group(6) == "INFO" and m.group(7).startswith("Channel ") and len(self.channel_lines) < REPEATS:
+                self.channel_lines.add(line)
         elif "NCCL version" in line and _BARE_VERSION.match(line):
             self._version(lineno, line, bare=True)
         elif "NCCL_CONF_FILE" in line:

@@ -107,10 +107,10 @@ _FALLBACK = Table(_DEFAULT_HEADER.split())
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("_perf",)
+    TRIGGERS: tuple[str, ...] = ("_perf",)
     # A `#` or a digit first, after a leading space or tab and any whitespace (feed()'s lstrip);
     # every non-ASCII first character too, as str.isdigit() takes some of them.
-    STARTS = re.compile(r"\n(?:[ \t][^\S\n]*)?[#0-9\x80-\U0010ffff]")
+    STARTS: re.Pattern | None = re.compile(r"\n(?:[ \t][^\S\n]*)?[#0-9\x80-\U0010ffff]")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result

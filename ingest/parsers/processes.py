@@ -34,6 +34,7 @@ BENCH_TAG = "bench"
 BENCH_SOURCES = frozenset({"sglang_bench", "sglang_bench_one_batch", "vllm_bench"})
 SERVING_FORMATS = frozenset({"sglang", "vllm", "llamacpp", "eagle_profile"})
 RECENT = 8192  # lines whose tag is remembered: a block flushed later still finds its first line
+REPEATS = 4096  # NCCL lines remembered with their tag: every rank prints its channels again per communicator
 
 _NCCL = re.compile(r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL [A-Z]+\b ?(.*)$")
 _NCCL_RANK = re.compile(r"\brank (\d+) n[Rr]anks \d+")
@@ -65,6 +66,10 @@ class Tagger:
         self.stamped: tuple[list, ...] = ([], [], [], [])  # the lists the marks are of
         self.launch_lines: list[int] = []
         self.tests_pids: set[str] = set()
+        # A line seen before tags alike and changes no process again (every field it sets is
+        # set already): NCCL lines by their text, SGLang prefixes by their label.
+        self.nccl_lines: dict[str, str] = {}
+        self.sglang_labels: set[str] = set()
 
     def _process(self, tag: str, lineno: int) -> dict:
         p = self.result.processes.get(tag)
@@ -108,6 +113,9 @@ class Tagger:
                 self._nccl(lineno, line, p)
                 return tag
         if "NCCL" in line:
+            known = self.nccl_lines.get(line)
+            if known is not None:
+                return known
             m = _NCCL.search(line)
             if m:
                 host, pid, _tid, _dev, msg = m.groups()
@@ -118,11 +126,16 @@ class Tagger:
                     r = _NCCL_RANK.search(msg)
                     if r:
                         p["rank"] = r.group(1)
+                if len(self.nccl_lines) < REPEATS:
+                    self.nccl_lines[line] = tag
                 return tag
         if head == "[":
             m = _SGLANG.match(line)
             if m:
                 label = m.group(1).strip()
+                if label in self.sglang_labels:
+                    return label
+                self.sglang_labels.add(label)
                 p = self._process(label, lineno)
                 p["label"] = label
                 self._hint(p, WORKER)
@@ -187,21 +200,12 @@ class Tagger:
                 if tag == MAIN and getattr(rec, "source", "") in BENCH_SOURCES:
                     tag = BENCH_TAG
                     if BENCH_TAG not in r.processes:
-                        self._bench_process(rec.line)
+                        self._hint(self._process(BENCH_TAG, rec.line), BENCH)
                 rec.process = tag
             self.marks[i] = len(records)
         self.stamped = lists
         while len(self.recent) > RECENT:
             self.recent.popitem(last=False)
-
-    def _bench_process(self, lineno: int) -> None:
-        """The benchmark client's process, placed before the processes first seen after its line
-        (as if stamped right after it, whether stamp() runs per line or per chunk)."""
-        procs = self.result.processes
-        later = [tag for tag, p in procs.items() if p["first_line"] > lineno]
-        moved = [(tag, procs.pop(tag)) for tag in later]
-        self._hint(self._process(BENCH_TAG, lineno), BENCH)
-        procs.update(moved)
 
     def finish(self) -> None:
         """Roles from what each process printed and what the file holds (after the parsers)."""

@@ -152,6 +152,7 @@ class Parser(Protocol):
     feed() must do nothing on any other line.
     """
 
+    name: str
     TRIGGERS: tuple[str, ...]
     STARTS: re.Pattern | None
 

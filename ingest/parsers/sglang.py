@@ -177,8 +177,10 @@ def _number(text: str | None) -> float | None:
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("Decode batch", "Prefill batch", "ServerArgs(", "sglang", "latency:", " ...", *BlockReader.TRIGGERS)
-    STARTS = None
+    TRIGGERS: tuple[str, ...] = (
+        "Decode batch", "Prefill batch", "ServerArgs(", "sglang", "latency:", " ...", *BlockReader.TRIGGERS,
+    )
+    STARTS: re.Pattern | None = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result

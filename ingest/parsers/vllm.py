@@ -125,8 +125,10 @@ def spec_fields(body: str) -> dict[str, object]:
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
-    TRIGGERS = ("metrics:", "throughput:", "stage times", "non-default args", "LLM", *BlockReader.TRIGGERS)
-    STARTS = None
+    TRIGGERS: tuple[str, ...] = (
+        "metrics:", "throughput:", "stage times", "non-default args", "LLM", *BlockReader.TRIGGERS,
+    )
+    STARTS: re.Pattern | None = None
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
