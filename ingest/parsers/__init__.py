@@ -97,7 +97,7 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
                 wants.setdefault(i, []).append(reader)
         # The benchmark client's process is made when its first record is stamped: stamped right
         # after the line that emitted it, it comes among the processes where parse_numbered puts it.
-        bench = [] if processes.BENCH_TAG in result.processes else [p for p in parsers if p.name in ("sglang", "vllm")]
+        bench = set() if processes.BENCH_TAG in result.processes else {p for p in parsers if p.name in ("sglang", "vllm")}
         _feed(lines, first, readers, wants, bench, tagger.stamp)
         tagger.stamp()
         result.lines = first + len(lines) - 1
@@ -119,7 +119,7 @@ def _lines_with(text: str, literal: str, starts: list[int]) -> set[int]:
     return out
 
 
-def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], stamp_after: list,
+def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], stamp_after: set,
           stamp: Callable[[], None]) -> None:
     """Feed each wanted line to the readers that want it, in line order and readers' order, and
     every line to a reader that is busy() after it was fed, until it is not; stamp() after a
@@ -139,14 +139,16 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], s
         if i >= n:
             return
         chosen = wants.get(i)
-        if held:
-            fed = [r for r in readers if r in held or (chosen is not None and r in chosen)]
-        else:
+        if not held:
             fed = chosen or []
+        elif chosen is None or chosen == held:
+            fed = held
+        else:
+            fed = [r for r in readers if r in held or r in chosen]
         line, lineno = lines[i], first + i
         for reader in fed:
             reader.feed(lineno, line)
-        if stamp_after and any(r in stamp_after for r in fed):
+        if stamp_after and not stamp_after.isdisjoint(fed):
             stamp()
         held = [r for r in fed if r.busy()]
 
