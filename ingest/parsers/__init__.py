@@ -74,7 +74,9 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
 
     Each parser (and the Tagger, first, as in parse_numbered) is fed only its candidate lines,
     found by one C-level search per trigger over the chunk, and every line while it is busy();
-    lines no one wants are never looked at in Python. Records are stamped once per chunk.
+    lines no one wants are never looked at in Python. Records are stamped once per chunk (and
+    after sglang/vllm lines until the benchmark process exists, see below); a sink is offered
+    the rows after each chunk, so at most SPILL_AT rows and one chunk's are held.
     """
     parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
     tagger = processes.Tagger(result)
@@ -97,8 +99,8 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
                 wants.setdefault(i, []).append(reader)
         # The benchmark client's process is made when its first record is stamped: stamped right
         # after the line that emitted it, it comes among the processes where parse_numbered puts it.
-        bench = set() if processes.BENCH_TAG in result.processes else {p for p in parsers if p.name in ("sglang", "vllm")}
-        _feed(lines, first, readers, wants, bench, tagger.stamp)
+        bench = {p for p in parsers if p.name in ("sglang", "vllm")}
+        _feed(lines, first, readers, wants, set() if processes.BENCH_TAG in result.processes else bench, tagger.stamp)
         tagger.stamp()
         result.lines = first + len(lines) - 1
         if sink is not None and result.pending >= SPILL_AT:
