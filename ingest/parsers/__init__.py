@@ -37,6 +37,7 @@ __all__ = [
 
 Sink = Callable[[ParseResult], None]
 SPILL_AT = 20_000  # rows held before a sink takes them: memory stays flat on a 1 GB log
+SPILL_EVERY = 1024  # lines between two looks at the rows held
 
 
 def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] | None = None,
@@ -60,7 +61,7 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
         for feed in feeds:
             feed(lineno, line)
         stamp()
-        if sink is not None and not lineno & 1023 and result.pending >= SPILL_AT:
+        if sink is not None and not lineno % SPILL_EVERY and result.pending >= SPILL_AT:
             sink(result)
     for p in parsers:
         p.finish()
@@ -74,9 +75,8 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
 
     Each parser (and the Tagger, first, as in parse_numbered) is fed only its candidate lines,
     found by one C-level search per trigger over the chunk, and every line while it is busy();
-    lines no one wants are never looked at in Python. Records are stamped once per chunk (and
-    after sglang/vllm lines until the benchmark process exists, see below); a sink is offered
-    the rows after each chunk, so at most SPILL_AT rows and one chunk's are held.
+    lines no one wants are never looked at in Python. Records are stamped every SPILL_EVERY lines (and
+    after sglang/vllm lines until the benchmark process exists, see below).
     """
     parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
     tagger = processes.Tagger(result)
@@ -100,11 +100,20 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
         # The benchmark client's process is made when its first record is stamped: stamped right
         # after the line that emitted it, it comes among the processes where parse_numbered puts it.
         bench = {p for p in parsers if p.name in ("sglang", "vllm")}
-        _feed(lines, first, readers, wants, set() if processes.BENCH_TAG in result.processes else bench, tagger.stamp)
-        tagger.stamp()
-        result.lines = first + len(lines) - 1
-        if sink is not None and result.pending >= SPILL_AT:
-            sink(result)
+        order = sorted(wants)
+        lo = 0
+        while lo < len(lines):
+            # Up to the next line number divisible by SPILL_EVERY, where parse_numbered offers the
+            # sink its rows: the sink gets the same batches from both engines.
+            spill = (first + lo + SPILL_EVERY - 1) // SPILL_EVERY * SPILL_EVERY
+            hi = min(len(lines), spill - first + 1)
+            stamp_after = set() if processes.BENCH_TAG in result.processes else bench
+            _feed(lines, first, readers, wants, order, lo, hi, stamp_after, tagger.stamp)
+            tagger.stamp()
+            result.lines = first + hi - 1
+            if sink is not None and result.lines == spill and result.pending >= SPILL_AT:
+                sink(result)
+            lo = hi
     for p in parsers:
         p.finish()
     tagger.finish()
@@ -121,15 +130,14 @@ def _lines_with(text: str, literal: str, starts: list[int]) -> set[int]:
     return out
 
 
-def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], stamp_after: set,
-          stamp: Callable[[], None]) -> None:
-    """Feed each wanted line to the readers that want it, in line order and readers' order, and
-    every line to a reader that is busy() after it was fed, until it is not; stamp() after a
-    line fed to one of `stamp_after`."""
+def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], order: list[int], lo: int,
+          hi: int, stamp_after: set, stamp: Callable[[], None]) -> None:
+    """Feed lines lo..hi-1 of a chunk: each wanted line (`order`: the wanted ones sorted) to the
+    readers that want it, in line order and readers' order, and every line to a reader that is
+    busy() after it was fed, until it is not; stamp() after a line fed to one of `stamp_after`."""
     held: list = [r for r in readers if r.busy()]
-    order = sorted(wants)
-    k, n = 0, len(lines)
-    i = -1
+    k = 0
+    i = lo - 1
     while True:
         if held:
             i += 1
@@ -138,7 +146,7 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], s
             if k == len(order):
                 return
             i = order[k]
-        if i >= n:
+        if i >= hi:
             return
         chosen = wants.get(i)
         if not held:
