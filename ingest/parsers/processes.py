@@ -55,6 +55,10 @@ class Tagger:
         self.result = result
         self.recent: OrderedDict[int, str] = OrderedDict()
         self.marks = [0, 0, 0, 0]
+        # The lists the marks count in: a sink's take_rows() starts new ones (marks back to 0).
+        self.lists: list[list] = [[], [], [], []]
+        # Processes that declared NCCL values, kept here: a sink may take the values themselves.
+        self.declared_by: set[str] = set()
         self.launch_lines: list[int] = []
         self.tests_pids: set[str] = set()
 
@@ -165,16 +169,18 @@ class Tagger:
         r = self.result
         lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
         for i, records in enumerate(lists):
-            start = self.marks[i] if self.marks[i] <= len(records) else 0
+            start = self.marks[i] if records is self.lists[i] else 0
+            self.lists[i] = records
             for rec in records[start:]:
-                if rec.process:
-                    continue
-                tag = self.recent.get(rec.line, MAIN)
-                if tag == MAIN and getattr(rec, "source", "") in BENCH_SOURCES:
-                    tag = BENCH_TAG
-                    if BENCH_TAG not in r.processes:
-                        self._hint(self._process(BENCH_TAG, rec.line), BENCH)
-                rec.process = tag
+                if not rec.process:
+                    tag = self.recent.get(rec.line, MAIN)
+                    if tag == MAIN and getattr(rec, "source", "") in BENCH_SOURCES:
+                        tag = BENCH_TAG
+                        if BENCH_TAG not in r.processes:
+                            self._hint(self._process(BENCH_TAG, rec.line), BENCH)
+                    rec.process = tag
+                if i == 2 and rec.kind == "declared":
+                    self.declared_by.add(rec.process)
             self.marks[i] = len(records)
 
     def finish(self) -> None:
@@ -182,7 +188,7 @@ class Tagger:
         self.stamp()
         r = self.result
         procs = r.processes
-        declared_by = {v.process for v in r.nccl if v.kind == "declared"}
+        declared_by = self.declared_by
         serving = bool(SERVING_FORMATS & set(r.formats)) or any(
             LAUNCHER in p["hints"] or WORKER in p["hints"] for p in procs.values()
         ) or bool(declared_by - {BENCH_TAG})
