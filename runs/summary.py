@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from itertools import islice
 from operator import itemgetter, lt
 from statistics import median, quantiles
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runs.digest import Group, Rows, rows_from_result
 from runs.nccl import analyze, launch_verdicts, person_conflicts
@@ -80,7 +80,7 @@ def _strictly_increasing(values: array) -> bool:
 
 def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
     """(window, rank, value) sorted by window, line and rank, ties in the groups' (file) order."""
-    rows = []
+    rows: list[tuple[int, int, str, float]] = []
     for g in groups:
         rank = g.rank
         rows.extend((w, line, rank, v) for w, line, v in zip(g.windows, g.lines, g.values, strict=True))
@@ -176,7 +176,7 @@ def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
 
 def _cycle_from_phases(phases: list[Group]) -> list[float]:
     """Per-window sums of the phases that time a whole cycle, in window order."""
-    rows = []
+    rows: list[tuple[int, int, str, float]] = []
     for g in sorted(phases, key=lambda g: -1 if g.logfile is None else g.logfile):
         if g.source in PARTIAL_PHASE_SOURCES:
             continue
@@ -246,7 +246,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     lay, records, figured = launch_groups(result, rows)
     launches_count = len(lay.launches)
     warnings = [{"line": w.line, "message": w.message} for w in result.warnings]
-    launches = []
+    launches: list[dict[str, Any]] = []
     for i, launch in enumerate(lay.launches):
         summary, phases = figures(*records[i])
         launches.append({
