@@ -33,6 +33,11 @@ from runs.models import Annotation, MetricSample, PhaseSample, Run  # noqa: E402
 from runs.services import add_annotation  # noqa: E402
 
 
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -53,13 +58,13 @@ def main() -> None:
         run, _ = services.register_upload(user, [services.IncomingFile(path.name, f, size)], project="bench")
     lf = run.logfiles.get()
     before = peak_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_s()
     status = services.parse_logfile(lf.id)
-    took = time.perf_counter() - start
+    took, cpu = time.perf_counter() - start, cpu_s() - cpu
     run = Run.objects.get(id=run.id)
     rows = PhaseSample.objects.filter(run=run).count() + MetricSample.objects.filter(run=run).count()
     print(f"ingest {size / 2**20:.0f} MiB: {status} in {took:.1f} s, {size / 2**20 / took:.2f} MiB/s, "
-          f"{rows} phase+metric rows, {run.windows} windows; peak RSS {peak_mb():.0f} MiB "
+          f"worker CPU {cpu:.1f} s, {rows} phase+metric rows, {run.windows} windows; peak RSS {peak_mb():.0f} MiB "
           f"(before the parse {before:.0f} MiB)")
     print(f"parsed JSON of the run: {len(json.dumps(run.parsed)) / 1024:.0f} KiB; "
           f"annotate with: bench/store.py --annotate {run.id}")
@@ -69,10 +74,10 @@ def annotate(run_id: int) -> None:
     run = Run.objects.get(id=run_id)
     user = User.objects.get(username="bench")
     before = peak_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_s()
     add_annotation(user, run, Annotation.Kind.NCCL, "NCCL_PROTO=Simple\n")
-    took = time.perf_counter() - start
-    print(f"NCCL annotation on run {run_id} ({run.windows} windows): {took * 1000:.0f} ms, "
+    took, cpu = time.perf_counter() - start, cpu_s() - cpu
+    print(f"NCCL annotation on run {run_id} ({run.windows} windows): {took * 1000:.0f} ms (CPU {cpu * 1000:.0f} ms), "
           f"peak RSS {peak_mb():.0f} MiB (before it {before:.0f} MiB)")
 
 
