@@ -15,22 +15,24 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from ingest import storage
 from ingest.parsers import ParseError, ParseResult, parse_stream
 from ingest.parsers import records as rec
+from runs.digest import FileDigest
 from runs.models import (
     CollectiveResult,
     LogFile,
+    LogFileDigest,
     Membership,
     MetricSample,
     NcclSetting,
@@ -416,14 +418,23 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
 
     try:
         with Heartbeat(lf) as heartbeat, _spool_file() as spool:
+            # NCCL echoes whose rank the nccl_debug parser learns only at its end (it holds
+            # them itself until then): spooled once the parse has finished, with their rank.
+            unranked: list[rec.NcclValue] = []
+
             def spill(result: ParseResult) -> None:
                 if heartbeat.lost.is_set():
                     raise _ClaimLost()
-                _spool_rows(spool, *result.take_rows())
+                phases, metrics, collectives, nccl = result.take_rows()
+                unranked.extend(n for n in nccl if _rank_pending(n))
+                _spool_rows(spool, phases, metrics, collectives, [n for n in nccl if not _rank_pending(n)])
 
             with storage.open_log(lf.path, lf.registered) as stream:
                 result = parse_stream(stream, sink=spill)
             spill(result)
+            if unranked:
+                _spool_rows(spool, [], [], [], unranked)
+                unranked.clear()
             try:
                 _store_rows(lf, spool, result)
             except (OperationalError, _ClaimLost):
@@ -465,36 +476,46 @@ def _spool_file() -> BinaryIO:
     return tempfile.TemporaryFile(dir=spool_dir)
 
 
-def _spool_rows(spool: BinaryIO, phases: list, metrics: list, collectives: list) -> None:
-    """One JSON line per batch of parsed rows (our own output, read back by _unspool)."""
+def _rank_pending(value: rec.NcclValue) -> bool:
+    return value.kind == "effective" and not value.rank
+
+
+def _spool_rows(spool: BinaryIO, phases: list, metrics: list, collectives: list, nccl: list) -> None:
+    """One JSON line per batch of parsed rows, every field (our own output, read back by _unspool)."""
     batch = {
         "p": [[p.name, p.ms, p.pct, p.window, p.line, p.source, p.process] for p in phases],
         "m": [[m.name, m.value, m.window, m.line, m.source, m.rank, m.process] for m in metrics],
         "c": [[c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
                c.wrong, c.in_place, c.line, c.process] for c in collectives],
+        "n": [[n.key, n.value, n.kind, n.line, n.source, n.rank, n.process] for n in nccl],
     }
     spool.write(json.dumps(batch).encode() + b"\n")
 
 
-def _unspool(spool: BinaryIO) -> Iterator[tuple[list, list, list]]:
+def _unspool(spool: BinaryIO) -> Iterator[tuple[list, list, list, list]]:
+    """The spooled batches as field lists, in the order _spool_rows wrote them."""
     spool.seek(0)
     for raw in spool:
         batch = json.loads(raw)
-        yield ([rec.Phase(*p) for p in batch["p"]], [rec.Metric(*m) for m in batch["m"]],
-               [rec.Collective(*c) for c in batch["c"]])
+        yield batch["p"], batch["m"], batch["c"], batch["n"]
 
 
 def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult) -> None:
-    """Replace the file's rows with the spooled ones, if the claim is still this parse's."""
+    """Replace the file's rows with the spooled ones, if the claim is still this parse's.
+
+    The rows pass through here once: written (COPY on PostgreSQL) and digested for the run
+    summary (runs/digest.py), so refresh_run never reads them back.
+    """
     with transaction.atomic():
         # Serialise with any other writer of this file: its rows are replaced, never doubled.
         if not LogFile.objects.select_for_update().filter(
                 id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).exists():
             raise _ClaimLost()
         _delete_rows(lf)
+        digest = FileDigest()
         for rows in _unspool(spool):
-            _insert_rows(lf, *rows)
-        _finish_logfile(lf, result)
+            _insert_rows(lf, *rows, digest=digest)
+        _finish_logfile(lf, result, digest)
 
 
 def _hand_back(lf: LogFile) -> None:
@@ -515,39 +536,71 @@ def _fail(lf: LogFile, message: str, line: int | None) -> str:
 
 
 def _delete_rows(lf: LogFile) -> None:
-    for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult):
+    for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult, LogFileDigest):
         model.objects.filter(logfile=lf).delete()
 
 
-def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list) -> None:
-    run_id = lf.run_id
-    PhaseSample.objects.bulk_create(
-        (PhaseSample(run_id=run_id, logfile=lf, line=p.line, name=p.name[:100], window=p.window,
-                     ms=p.ms, pct=p.pct, source=p.source, process=p.process[:64]) for p in phases),
-        batch_size=BATCH,
-    )
-    MetricSample.objects.bulk_create(
-        (MetricSample(run_id=run_id, logfile=lf, line=m.line, name=m.name[:64], window=m.window,
-                      value=m.value, rank=m.rank[:32], source=m.source, process=m.process[:64])
-         for m in metrics),
-        batch_size=BATCH,
-    )
-    CollectiveResult.objects.bulk_create(
-        (CollectiveResult(run_id=run_id, logfile=lf, line=c.line, op=c.op, size_bytes=c.size_bytes,
-                          count=c.count, dtype=c.dtype[:16], redop=c.redop[:16], root=c.root,
-                          time_us=c.time_us, algbw_gbs=c.algbw_gbs, busbw_gbs=c.busbw_gbs,
-                          wrong=c.wrong, in_place=c.in_place, process=c.process[:64]) for c in collectives),
-        batch_size=BATCH,
-    )
+# Columns written per row, in the order _insert_rows builds them (field names; COPY uses their columns).
+PHASE_FIELDS = ("run", "logfile", "line", "process", "name", "window", "ms", "pct", "source")
+METRIC_FIELDS = ("run", "logfile", "line", "process", "name", "window", "value", "rank", "source")
+COLLECTIVE_FIELDS = ("run", "logfile", "line", "process", "op", "size_bytes", "count", "dtype", "redop", "root",
+                     "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place")
+NCCL_FIELDS = ("run", "logfile", "line", "process", "key", "value", "kind", "rank", "source", "role")
 
 
-def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
-    NcclSetting.objects.bulk_create(
-        (NcclSetting(run_id=lf.run_id, logfile=lf, line=n.line, key=n.key[:64], value=n.value[:512],
-                     kind=n.kind, rank=n.rank[:32], source=n.source[:200], process=n.process[:64])
-         for n in result.nccl),
-        batch_size=BATCH,
-    )
+def _insert_rows(lf: LogFile, phases: list, metrics: list, collectives: list, nccl: list,
+                 digest: FileDigest) -> None:
+    """Insert one spooled batch (field lists as _spool_rows wrote them), cut to the columns' sizes,
+    and add its phases and metrics to the file's digest."""
+    run_id, lf_id = lf.run_id, lf.id
+    phase_rows = []
+    for name, ms, pct, window, line, source, process in phases:
+        name, process = name[:100], process[:64]
+        digest.phase(process, source, name, window, line, ms, pct)
+        phase_rows.append((run_id, lf_id, line, process, name, window, ms, pct, source))
+    metric_rows = []
+    for name, value, window, line, source, rank, process in metrics:
+        name, rank, process = name[:64], rank[:32], process[:64]
+        digest.metric(process, source, name, rank, window, line, value)
+        metric_rows.append((run_id, lf_id, line, process, name, window, value, rank, source))
+    collective_rows = [
+        (run_id, lf_id, line, process[:64], op, size_bytes, count, dtype[:16], redop[:16], root, time_us, algbw,
+         busbw, wrong, in_place)
+        for op, size_bytes, count, dtype, redop, root, time_us, algbw, busbw, wrong, in_place, line, process
+        in collectives
+    ]
+    nccl_rows = [
+        (run_id, lf_id, line, process[:64], key[:64], value[:512], kind, rank[:32], source[:200], "")
+        for key, value, kind, line, source, rank, process in nccl
+    ]
+    write = _copy if connection.vendor == "postgresql" else _bulk_create
+    write(PhaseSample, PHASE_FIELDS, phase_rows)
+    write(MetricSample, METRIC_FIELDS, metric_rows)
+    write(CollectiveResult, COLLECTIVE_FIELDS, collective_rows)
+    write(NcclSetting, NCCL_FIELDS, nccl_rows)
+
+
+def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
+    """PostgreSQL COPY into the model's table, on the transaction's own connection (issue 10:
+    about 6x faster than bulk_create's INSERTs for the same rows)."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
+    """SQLite's way: the same rows as model instances."""
+    names = [f"{f}_id" if f in ("run", "logfile") else f for f in fields]
+    model.objects.bulk_create((model(**dict(zip(names, row, strict=True))) for row in rows), batch_size=BATCH)
+
+
+def _finish_logfile(lf: LogFile, result: ParseResult, digest: FileDigest) -> None:
+    LogFileDigest.objects.create(logfile=lf, data=digest.encode())
     LogFile.objects.filter(id=lf.id).update(
         status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
         formats=result.formats,
@@ -556,14 +609,6 @@ def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
         warnings=[{"line": w.line, "message": w.message} for w in result.warnings][:200],
     )
     refresh_run(lf.run_id)
-
-
-
-
-
-
-
-
 
 
 def reparse_run(run: Run) -> None:

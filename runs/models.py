@@ -82,8 +82,14 @@ class Run(models.Model):
     verify_pct = models.FloatField(null=True, blank=True)
     windows = models.PositiveIntegerField(null=True, blank=True)
     nccl_status = models.CharField(max_length=10, blank=True)  # ok / drift / unknown
-    # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources.
+    # parsed["launches_count"], for lists (they never load `parsed`): 2 or more blend launches.
+    launches_count = models.PositiveSmallIntegerField(default=0)
+    # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources:
+    # summaries, not every row (collectives capped). Lists defer it (runs.queries).
     parsed = models.JSONField(default=dict, blank=True)
+    # What refresh_run worked out that a partial refresh needs again (runs.services.refresh_nccl):
+    # {"figured": [launches that had serving figures before worker-only ones were merged]}.
+    summary_state = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -140,6 +146,15 @@ class LogFile(models.Model):
 
     def __str__(self) -> str:
         return self.original_name
+
+
+class LogFileDigest(models.Model):
+    """A log file's phases and metrics as compact columns (runs/digest.py), written with its rows:
+    the run summary reads these, never the rows themselves (issue 10). Its own table, so loading
+    a LogFile never drags it along."""
+
+    logfile = models.OneToOneField(LogFile, on_delete=models.CASCADE, primary_key=True, related_name="digest")
+    data = models.BinaryField()
 
 
 class _Parsed(models.Model):

@@ -122,10 +122,11 @@ def activity(user, limit: int = 15) -> list[dict]:
     ]
     events += [
         {"at": r.updated_at, "kind": "failed", "run": r, "who": None, "text": (r.error or "")[:200]}
-        for r in runs.filter(status=Status.FAILED).order_by("-updated_at")[:limit]
+        for r in runs.filter(status=Status.FAILED).defer(*LIST_DEFERRED).order_by("-updated_at")[:limit]
     ]
     notes = (Annotation.objects.filter(run__in=visible_runs(user), deleted_at=None)
-             .select_related("run", "run__project", "author").order_by("-created_at")[:limit])
+             .select_related("run", "run__project", "author").defer(*(f"run__{f}" for f in LIST_DEFERRED))
+             .order_by("-created_at")[:limit])
     events += [{"at": a.created_at, "kind": "note", "run": a.run, "who": a.author, "annotation": a,
                 "text": a.body[:200]} for a in notes]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
@@ -146,9 +147,14 @@ def filters_from_query(query: QueryDict) -> RunFilters:
                 data.pop(key, None)
 
 
+# What lists never show and never load: the run's whole parse (issue 10: 47 MB on a large run).
+LIST_DEFERRED = ("parsed", "summary_state")
+
+
 def filtered_runs(user, filters: RunFilters, sort: str = "-date") -> QuerySet[Run]:
     """Runs of the user's projects matching the filters, in the chosen order (page and API)."""
-    runs = filters.filter(visible_runs(user)).select_related("project", "created_by").prefetch_related("tags")
+    runs = (filters.filter(visible_runs(user)).select_related("project", "created_by").prefetch_related("tags")
+            .defer(*LIST_DEFERRED))
     field = SORTS.get(sort.lstrip("-"), "created_at")
     expression = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
     return runs.order_by(expression, "-id")
@@ -160,7 +166,7 @@ def engines(user) -> list[str]:
 
 def run_statuses(user, ids: list[int]) -> list[Run]:
     """The runs named by id that the user may see, with their log files' statuses (live polling)."""
-    return list(visible_runs(user).filter(id__in=ids).prefetch_related(
+    return list(visible_runs(user).filter(id__in=ids).defer(*LIST_DEFERRED).prefetch_related(
         Prefetch("logfiles", queryset=LogFile.objects.only("id", "run_id", "status", "error"))
     ))
 

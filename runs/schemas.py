@@ -124,7 +124,7 @@ class RunOut(Schema):
 
     @staticmethod
     def resolve_launches_count(run: Run) -> int:
-        return (run.parsed or {}).get("launches_count") or 0
+        return run.launches_count  # a column: lists defer `parsed` (runs.queries.LIST_DEFERRED)
 
     @staticmethod
     def resolve_created_by(run: Run) -> str | None:

@@ -12,16 +12,18 @@ from collections.abc import Iterable, Mapping
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Max
 from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
+from runs import digest
 from runs.models import (
     Annotation,
     AnnotationEdit,
     CollectiveResult,
     LogFile,
+    LogFileDigest,
     Membership,
     MetricSample,
     NcclSetting,
@@ -34,7 +36,7 @@ from runs.models import (
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
 from runs.processes import ROLES
-from runs.summary import person_vs_logs, summarize
+from runs.summary import person_vs_logs, renew_nccl, summarize_run
 
 
 def content_sha256(file_shas: Iterable[str]) -> str:
@@ -144,7 +146,7 @@ def add_annotation(user: User, run: Run, kind: str, body: str, *, parent: int | 
         who = f"{user.get_username()} at {annotation.created_at.isoformat(timespec='seconds')}"
         if nccl:
             _declare_nccl(run, nccl, f"annotation by {who}")
-            refresh_run(run.id)
+            refresh_nccl(run.id)
         if steps is not None:
             Run.objects.filter(id=run.id).update(
                 steps=steps, steps_source=f"set by {who}"[:300], steps_by_person=True,
@@ -301,11 +303,9 @@ def set_tags(run: Run, tags: Iterable[str]) -> None:
     run.tags.set([Tag.objects.get_or_create(name=n)[0] for n in names])
 
 
-def run_result(run: Run) -> rec.ParseResult:
-    """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on)."""
+def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
+    """A run's formats, per-file process tables and settings, and warnings: all but its rows."""
     result = rec.ParseResult()
-    offset = 0
-    files = list(run.logfiles.filter(status=Status.READY).order_by("id"))
     for lf in files:
         for f in lf.formats:
             result.add_format(f)
@@ -320,6 +320,35 @@ def run_result(run: Run) -> rec.ParseResult:
                     f"{lf.original_name}: {key} is {s['value']} here but {seen.value} in an earlier file "
                     f"(line {seen.line}); the run uses {seen.value}")))
             result.set(key, s["value"], s["line"], s["source"])
+        for w in lf.warnings:
+            result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
+    return result
+
+
+def _ready_files(run: Run) -> list[LogFile]:
+    return list(run.logfiles.filter(status=Status.READY).order_by("id"))
+
+
+def _add_nccl(run: Run, result: rec.ParseResult) -> None:
+    # NCCL values include annotations (no log file): the analysis sees every declaration.
+    # Rows without a log file (annotations, upload metadata) last on every database: the last
+    # declaration wins in the analysis, and a person's word wins over the logs.
+    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
+        # A person's values (no log file) count for every launch of the run (runs.nccl).
+        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id,
+                                         n.process if n.logfile_id else PERSON))
+
+
+def run_result(run: Run) -> rec.ParseResult:
+    """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on).
+
+    Every row as an object: for tests and tools only. Summaries read the files' digests
+    (run_rows); this is the reference they are checked against.
+    """
+    files = _ready_files(run)
+    result = _run_header(run, files)
+    offset = 0
+    for lf in files:
         last = offset
         for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
             # Parsed rows always have a line (only annotation NCCL rows lack one); 0 is "no line".
@@ -331,15 +360,7 @@ def run_result(run: Run) -> rec.ParseResult:
                                              m.process, lf.id))
             last = max(last, m.window + offset)
         offset = last
-        for w in lf.warnings:
-            result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
-    # NCCL values include annotations (no log file): the analysis sees every declaration.
-    # Rows without a log file (annotations, upload metadata) last on every database: the last
-    # declaration wins in the analysis, and a person's word wins over the logs.
-    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
-        # A person's values (no log file) count for every launch of the run (runs.nccl).
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id,
-                                         n.process if n.logfile_id else PERSON))
+    _add_nccl(run, result)
     for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
         result.collectives.append(rec.Collective(
             c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
@@ -348,9 +369,54 @@ def run_result(run: Run) -> rec.ParseResult:
     return result
 
 
-def refresh_run(run_id: int) -> None:
-    """Recompute a run's status and summary figures from its log files and rows."""
-    run = Run.objects.select_for_update().get(id=run_id)
+def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
+    """The bulky rows of a run's ready files as the summary reads them: each file's digest
+    (compact columns written with its rows), windows of later files following on, and the
+    collectives as a few aggregates and the first COLLECTIVES_KEPT rows (SQL)."""
+    rows = digest.Rows(by_window=True)
+    blobs = dict(LogFileDigest.objects.filter(logfile__in=files).values_list("logfile_id", "data"))
+    offset = 0
+    for lf in files:
+        blob = blobs.pop(lf.id, None)
+        if blob is None:  # parsed before digests existed: made once from its rows, then kept
+            blob = digest_from_rows(lf)
+        d = digest.decode(bytes(blob), lf.id, offset)
+        del blob
+        rows.phases += d.phases
+        rows.metrics += d.metrics
+        if d.last_avg_busbw is not None:
+            rows.last_avg_busbw[lf.id] = d.last_avg_busbw
+        offset += d.max_window
+    collectives = CollectiveResult.objects.filter(run=run)
+    rows.collectives = [
+        digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
+            "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place")[:digest.COLLECTIVES_KEPT]]
+    rows.collectives_total = collectives.count()
+    for lf_id, process, n, peak in (collectives.filter(busbw_gbs__isnull=False).order_by()
+                                    .values("logfile_id", "process").annotate(n=Count("id"), peak=Max("busbw_gbs"))
+                                    .values_list("logfile_id", "process", "n", "peak")):
+        rows.busbw[(lf_id, process)] = (n, peak)
+    return rows
+
+
+def digest_from_rows(lf: LogFile) -> bytes:
+    """The digest of a file parsed before digests were written, from its rows in id order."""
+    d = digest.FileDigest()
+    phases = PhaseSample.objects.filter(logfile=lf).order_by("id").values_list(
+        "id", "process", "source", "name", "window", "line", "ms", "pct")
+    metrics = MetricSample.objects.filter(logfile=lf).order_by("id").values_list(
+        "id", "process", "source", "name", "rank", "window", "line", "value")
+    # Phases and metrics share one order (ids of two tables): phases first, as a spool batch has them.
+    for _, process, source, name, window, line, ms, pct in phases.iterator(chunk_size=5000):
+        d.phase(process, source, name, window, line or 0, ms, pct)
+    for _, process, source, name, rank, window, line, value in metrics.iterator(chunk_size=5000):
+        d.metric(process, source, name, rank, window, line or 0, value)
+    blob = d.encode()
+    LogFileDigest.objects.update_or_create(logfile=lf, defaults={"data": blob})
+    return blob
+
+
+def _run_status(run: Run) -> tuple[str, str, set[str]]:
     statuses = list(run.logfiles.values_list("status", "error"))
     codes = {s for s, _ in statuses}
     if not statuses or codes == {Status.FAILED}:
@@ -361,10 +427,24 @@ def refresh_run(run_id: int) -> None:
         status = Status.QUEUED
     else:
         status = Status.READY
-    run.status = status
-    run.error = "\n".join(e for s, e in statuses if s == Status.FAILED and e)
-    parsed = summarize(run_result(run)) if Status.READY in codes else {}
+    return status, "\n".join(e for s, e in statuses if s == Status.FAILED and e), codes
+
+
+def refresh_run(run_id: int) -> None:
+    """Recompute a run's status and summary figures from its log files, their digests and its
+    NCCL rows (the phase and metric rows themselves are not read)."""
+    run = Run.objects.select_for_update().get(id=run_id)
+    run.status, run.error, codes = _run_status(run)
+    parsed: dict = {}
+    state: dict = {}
+    if Status.READY in codes:
+        files = _ready_files(run)
+        result = _run_header(run, files)
+        _add_nccl(run, result)
+        parsed, figured = summarize_run(result, run_rows(run, files))
+        state = {"figured": figured}
     run.parsed = parsed
+    run.summary_state = state
     summary = parsed.get("summary", {})
     verify = _phase(parsed, "verify")
     spec = parsed.get("spec", {})
@@ -381,9 +461,27 @@ def refresh_run(run_id: int) -> None:
         run.steps = spec.get("steps")
         run.steps_source = _steps_source(run) if run.steps is not None else ""
     run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
+    run.launches_count = min(parsed.get("launches_count") or 0, 32767)
     run.person_conflict = bool(person_vs_logs(parsed, run.steps, run.steps_by_person))
     run.save()
     mark_nccl_roles(run, parsed.get("processes") or [])
+
+
+def refresh_nccl(run_id: int) -> None:
+    """After a person declared NCCL values: the run's NCCL verdicts again, from its files' process
+    tables and its NCCL rows (few), in time and memory that do not grow with the run's windows.
+    The run's status, figures and every other part of `parsed` stay as refresh_run left them."""
+    run = Run.objects.select_for_update().only(
+        "id", "parsed", "summary_state", "steps", "steps_by_person", "nccl_status", "person_conflict").get(id=run_id)
+    if not run.parsed or "figured" not in (run.summary_state or {}):
+        refresh_run(run_id)  # no summary yet, or one written before partial refreshes existed
+        return
+    result = _run_header(run, _ready_files(run))
+    _add_nccl(run, result)
+    run.parsed = renew_nccl(run.parsed, result, run.summary_state["figured"])
+    run.nccl_status = run.parsed["nccl"].get("status", "")
+    run.person_conflict = bool(person_vs_logs(run.parsed, run.steps, run.steps_by_person))
+    run.save(update_fields=["parsed", "nccl_status", "person_conflict", "updated_at"])
 
 
 def mark_nccl_roles(run: Run, processes: list[dict]) -> None:

@@ -6,16 +6,20 @@ the first tiny `gen throughput` after idle) and would drag a mean.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
-from dataclasses import replace
+from contextvars import ContextVar
+from itertools import islice
+from operator import itemgetter, lt
 from statistics import median, quantiles
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from runs.digest import Group, Rows, rows_from_result
 from runs.nccl import analyze, launch_verdicts, person_conflicts
 from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
-    from ingest.parsers.records import Metric, ParseResult
+    from ingest.parsers.records import ParseResult
 
 # Which source to believe first when several report the same figure for the same run: the
 # summary, the run page's provenance links and the comparison's per-window series all ask here.
@@ -35,51 +39,74 @@ def source_rank(source: str) -> int:
     return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER)
 
 
-def series(metrics: list[Metric], *names: str, exclude: tuple[str, ...] = ()) -> list[float]:
+def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> list[float]:
     """Per-window values of one metric from the best source that has it.
 
     With several names (`throughput_tok_s`, `gen_throughput_tok_s`) the best source reporting
     any of them wins, and within it the first name it reports. Values come in window order
-    whatever the order of the records. Several ranks reporting the same window (SGLang DP
-    attention) are combined per window: throughput adds up across ranks, other figures are
-    weighted by each rank's throughput.
+    (then line, then rank) whatever the order of the records. Several ranks reporting the same
+    window (SGLang DP attention) are combined per window: throughput adds up across ranks, other
+    figures are weighted by each rank's throughput.
     """
-    by_source: dict[str, list[Metric]] = defaultdict(list)
-    for m in metrics:
-        if m.name in names and m.source not in exclude:
-            by_source[m.source].append(m)
-    if not by_source:
+    groups = [g for g in metrics if len(g) and g.name in names and g.source not in exclude]
+    if not groups:
         return []
-    source = min(by_source, key=lambda s: (source_rank(s), s))
-    rows = by_source[source]
-    name = next(n for n in names if any(m.name == n for m in rows))
-    rows = sorted((m for m in rows if m.name == name), key=lambda m: (m.window, m.line, m.rank))
-    if len({m.rank for m in rows}) <= 1:
-        return [m.value for m in rows]
-    return _combine_ranks(rows, metrics, source, name)
+    source = min({g.source for g in groups}, key=lambda s: (source_rank(s), s))
+    groups = [g for g in groups if g.source == source]
+    name = next(n for n in names if any(g.name == n for g in groups))
+    # Records of later files first by file: ties (same window, line, rank) keep file order.
+    groups = sorted((g for g in groups if g.name == name), key=lambda g: -1 if g.logfile is None else g.logfile)
+    if len({g.rank for g in groups}) <= 1:
+        windows = _concat([g.windows for g in groups])
+        if _strictly_increasing(windows):  # the usual case: one writer, windows in order
+            return _concat([g.values for g in groups]).tolist()
+        return [v for _, _, v in _by_window_line(groups)]
+    return _combine_ranks(groups, metrics, source, name)
 
 
-def _combine_ranks(rows: list[Metric], metrics: list[Metric], source: str, name: str) -> list[float]:
-    per_window: dict[int, list[Metric]] = defaultdict(list)
-    for m in rows:  # sorted by window, then line and rank
-        per_window[m.window].append(m)
+def _concat(arrays: list[array]) -> array:
+    out = array(arrays[0].typecode if arrays else "d")
+    for a in arrays:
+        if a.typecode != out.typecode:
+            out = array("q", out) if out.typecode == "i" else out
+            a = array(out.typecode, a)
+        out.extend(a)
+    return out
+
+
+def _strictly_increasing(values: array) -> bool:
+    return all(map(lt, values, islice(values, 1, None)))
+
+
+def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
+    """(window, rank, value) sorted by window, line and rank, ties in the groups' (file) order."""
+    rows: list[tuple[int, int, str, float]] = []
+    for g in groups:
+        rank = g.rank
+        rows.extend((w, line, rank, v) for w, line, v in zip(g.windows, g.lines, g.values, strict=True))
+    rows.sort(key=itemgetter(0, 1, 2))
+    return [(w, rank, v) for w, _, rank, v in rows]
+
+
+def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name: str) -> list[float]:
+    per_window: dict[int, list[tuple[str, float]]] = defaultdict(list)
+    for w, rank, v in _by_window_line(groups):
+        per_window[w].append((rank, v))
     if name in ("gen_throughput_tok_s", "throughput_tok_s"):
-        return [sum(m.value for m in ms) for _, ms in sorted(per_window.items())]
-    weight = {
-        (m.window, m.rank): m.value
-        for m in metrics
-        if m.source == source and m.name in ("gen_throughput_tok_s", "throughput_tok_s")
-    }
+        return [sum(v for _, v in rows) for _, rows in sorted(per_window.items())]
+    # The last record of a (window, rank) wins, in the records' order.
+    tput = [g for g in metrics if g.source == source and g.name in ("gen_throughput_tok_s", "throughput_tok_s")]
+    weight = {(g.windows[i], g.rank): g.values[i] for g, i in _ORDER.get().ordered(tput)}
     out = []
-    for w, ms in sorted(per_window.items()):
-        ws = [weight.get((w, m.rank), 0.0) for m in ms]
+    for w, rows in sorted(per_window.items()):
+        ws = [weight.get((w, rank), 0.0) for rank, _ in rows]
         if name == "tokens_per_cycle":
             # Tokens per verify step over all ranks is total tokens / total steps, and a rank's
             # steps are its tokens / its tokens per step: weight by steps, not by tokens.
-            ws = [x / m.value if m.value > 0 else 0.0 for m, x in zip(ms, ws, strict=True)]
+            ws = [x / v if v > 0 else 0.0 for (_, v), x in zip(rows, ws, strict=True)]
         total = sum(ws)
-        weighted = sum(m.value * x for m, x in zip(ms, ws, strict=True))
-        out.append(weighted / total if total else median(m.value for m in ms))
+        weighted = sum(v * x for (_, v), x in zip(rows, ws, strict=True))
+        out.append(weighted / total if total else median(v for _, v in rows))
     return out
 
 
@@ -96,7 +123,7 @@ def spread(values: list[float]) -> float | None:
     return round((q3 - q1) / 2, 4)
 
 
-def throughput_series(metrics: list[Metric]) -> list[float]:
+def throughput_series(metrics: list[Group]) -> list[float]:
     values = series(metrics, "throughput_tok_s", "gen_throughput_tok_s")
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
     if len(values) > 2 and values[0] < 0.25 * median(values[1:]):
@@ -108,11 +135,11 @@ def throughput_series(metrics: list[Metric]) -> list[float]:
 RAW_ACCEPT = {"eagle_profile": ("Accept len", "accept_len_raw", False), "sglang_decode": ("accept len", None, True)}
 
 
-def _tokens_per_cycle_origin(metrics: list[Metric], tokens_per_cycle: float | None) -> dict | None:
+def _tokens_per_cycle_origin(metrics: list[Group], tokens_per_cycle: float | None) -> dict | None:
     """{label, raw, bonus_added}: `Accept len 1.61` in an EAGLE profile is 2.61 tokens per cycle."""
     if tokens_per_cycle is None:
         return None
-    sources = {m.source for m in metrics if m.name == "tokens_per_cycle"}
+    sources = {g.source for g in metrics if len(g) and g.name == "tokens_per_cycle"}
     if not sources:
         return None
     source = min(sources, key=lambda s: (source_rank(s), s))
@@ -123,38 +150,56 @@ def _tokens_per_cycle_origin(metrics: list[Metric], tokens_per_cycle: float | No
     return {"label": label, "raw": raw, "bonus_added": not includes_bonus, "source": source}
 
 
-def phase_table(result: ParseResult, cycle_ms: float | None) -> list[dict]:
-    by_name: dict[str, list] = {}
-    for p in result.phases:
-        by_name.setdefault(p.name, []).append(p)
+def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
+    """One row per phase name, in the order the names first appear: median ms and pct, spread."""
+    rows_of = _ORDER.get()
+    by_name: dict[str, list[Group]] = defaultdict(list)
+    first: dict[str, tuple] = {}
+    for g in phases:
+        if not len(g):
+            continue
+        by_name[g.name].append(g)
+        key = rows_of.first_key(g)
+        first[g.name] = min(first.get(g.name, key), key)
     rows = []
-    for name, samples in by_name.items():
-        ms = robust_median([p.ms for p in samples])
-        pcts = [p.pct for p in samples if p.pct is not None]
+    for name in sorted(by_name, key=first.__getitem__):
+        groups = by_name[name]
+        ms_values = _concat([g.values for g in groups]).tolist()
+        ms = robust_median(ms_values)
+        pcts = [x for g in groups if g.pcts is not None for x in g.pcts if x == x]  # NaN: none printed
         pct = robust_median(pcts)
         if pct is None and ms is not None and cycle_ms:
             pct = round(100 * ms / cycle_ms, 2)
-        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(samples),
-                     "spread": spread([p.ms for p in samples])})
+        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(ms_values), "spread": spread(ms_values)})
     return rows
 
 
-def figures(result: ParseResult) -> tuple[dict, list[dict]]:
+def _cycle_from_phases(phases: list[Group]) -> list[float]:
+    """Per-window sums of the phases that time a whole cycle, in window order."""
+    rows: list[tuple[int, int, str, float]] = []
+    for g in sorted(phases, key=lambda g: -1 if g.logfile is None else g.logfile):
+        if g.source in PARTIAL_PHASE_SOURCES:
+            continue
+        name = g.name
+        rows.extend((w, line, name, ms) for w, line, ms in zip(g.windows, g.lines, g.values, strict=True))
+    rows.sort(key=itemgetter(0, 1, 2))  # stable: ties keep the records' (file) order
+    per_window: dict[int, float] = defaultdict(float)
+    for w, _, _, ms in rows:
+        per_window[w] += ms
+    return list(per_window.values())
+
+
+def figures(metrics: list[Group], phases: list[Group]) -> tuple[dict, list[dict]]:
     """The summary figures (medians over windows, with their spread) and the phase table."""
-    metrics = result.metrics
     throughput = throughput_series(metrics)
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
-    has_decode = any(m.source == "sglang_decode" for m in metrics)
+    has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
     tokens = series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ())
     tokens_from = _tokens_per_cycle_origin(metrics, robust_median(tokens))
     cycle = series(metrics, "cycle_ms")
-    if not cycle and result.phases:
-        per_window: dict[int, float] = defaultdict(float)
-        for p in sorted(result.phases, key=lambda p: (p.window, p.line, p.name)):
-            if p.source not in PARTIAL_PHASE_SOURCES:
-                per_window[p.window] += p.ms
-        cycle = list(per_window.values())
+    if not cycle and any(len(g) for g in phases):
+        cycle = _cycle_from_phases(phases)
     cycle_ms = robust_median(cycle)
     windows = max(len(throughput), len(tokens), len(cycle)) or None
     summary = {
@@ -168,25 +213,42 @@ def figures(result: ParseResult) -> tuple[dict, list[dict]]:
         # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
         "tokens_per_cycle_from": tokens_from,
     }
-    return summary, phase_table(result, cycle_ms)
+    return summary, phase_table(phases, cycle_ms)
 
 
-def summarize(result: ParseResult) -> dict:
+# The Rows being summarised (their original order decides ties and the phase table's order).
+_ORDER: ContextVar[Rows] = ContextVar("summary_rows")
+
+
+def summarize(result: ParseResult, rows: Rows | None = None) -> dict:
     """The contract's parse JSON for one file (or one run's files parsed into one result).
 
-    Processes and launches (runs/processes.py) decide what counts: the run's `nccl` and
-    `summary` are its one serving launch's; with several, each launch has its own and the
-    run-level ones carry `launches_count` and a warning instead of passing for one verdict.
+    `rows` are the bulky rows as columns (a run's file digests, runs/digest.py); without them
+    they come from `result`'s records. Processes and launches (runs/processes.py) decide what
+    counts: the run's `nccl` and `summary` are its one serving launch's; with several, each
+    launch has its own and the run-level ones carry `launches_count` and a warning instead of
+    passing for one verdict.
     """
+    return summarize_run(result, rows if rows is not None else rows_from_result(result))[0]
+
+
+def summarize_run(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
+    """summarize(), and the launches with serving figures before the merge (renew_nccl's `figured`)."""
+    token = _ORDER.set(rows)
+    try:
+        return _summarize(result, rows)
+    finally:
+        _ORDER.reset(token)
+
+
+def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     s = result.settings
-    version = _value(s, "nccl.version")
-    lay, records = launch_records(result)
+    lay, records, figured = launch_groups(result, rows)
     launches_count = len(lay.launches)
     warnings = [{"line": w.line, "message": w.message} for w in result.warnings]
-    verdicts = launch_verdicts(result.nccl, lay, version)
-    launches = []
+    launches: list[dict[str, Any]] = []
     for i, launch in enumerate(lay.launches):
-        summary, phases = figures(replace(result, metrics=records[i][0], phases=records[i][1]))
+        summary, phases = figures(*records[i])
         launches.append({
             "id": launch.number,
             "processes": list(launch.processes),
@@ -194,7 +256,7 @@ def summarize(result: ParseResult) -> dict:
             "starts": [{"logfile": lf, "line": line} for lf, line in launch.starts.items()],
             "launcher": [p for p in launch.processes if lay.roles[p] == LAUNCHER],
             "workers": [p for p in launch.processes if lay.roles[p] == WORKER],
-            "nccl": verdicts["launches"][i],
+            "nccl": {},
             "summary": summary,
             "phases": phases,
             "spec": launch_spec(result, launch),
@@ -202,17 +264,10 @@ def summarize(result: ParseResult) -> dict:
     if launches_count == 1:
         summary, phases = launches[0]["summary"], launches[0]["phases"]
     else:
-        summary, phases = figures(result)
+        summary, phases = figures(rows.metrics, rows.phases)
         if launches_count > 1:
             summary = {**summary, "blended": True}
-            warnings.insert(0, {"line": None, "message": several_launches_warning(launches)})
-    nccl = verdicts["run"]
-    if nccl is None:
-        other = verdicts["other_values"]
-        tests = verdicts["nccl_tests"]
-        # A run of nccl-tests alone: its verdict is the tests' own (there is no serving worker).
-        nccl = next(iter(tests.values())) if len(tests) == 1 and not other else analyze(other, version=version)
-    return {
+    parsed = {
         "formats": list(result.formats),
         "engine": _value(s, "engine"),
         "spec": {
@@ -223,41 +278,110 @@ def summarize(result: ParseResult) -> dict:
         },
         "summary": summary,
         "phases": phases,
-        "nccl": {**nccl, "conflicts": person_conflicts(result.nccl)},
+        "nccl": {},
         "processes": lay.processes,
         "launches": launches,
         "launches_count": launches_count,
-        "nccl_tests": nccl_tests_panels(result, lay, verdicts["nccl_tests"]),
-        "collectives": [
-            {
-                "op": c.op, "size_bytes": c.size_bytes, "time_us": c.time_us,
-                "algbw_gbs": c.algbw_gbs, "busbw_gbs": c.busbw_gbs, "in_place": c.in_place,
-            }
-            for c in result.collectives
-        ],
+        "nccl_tests": nccl_tests_panels(result, lay, rows),
+        "collectives": rows.collectives,
         "serving": {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")},
         "errors": [{"line": e.line, "message": e.message} for e in result.errors],
         "warnings": warnings,
     }
+    if rows.collectives_total > len(rows.collectives):
+        # Every table row stays in the run's rows (pages chart them from there); `parsed` keeps
+        # the first COLLECTIVES_KEPT and says how many there are.
+        parsed["collectives_total"] = rows.collectives_total
+    return renew_nccl(parsed, result, figured, lay, fresh=True), figured
 
 
-def nccl_tests_panels(result: ParseResult, lay: Layout, verdicts: dict) -> list[dict]:
-    """One panel per log file holding nccl-tests processes: their NCCL settings and bandwidth."""
+def launch_groups(result: ParseResult, rows: Rows) -> tuple[Layout, list[tuple[list[Group], list[Group]]], list[int]]:
+    """The run's layout, per launch its (metric groups, phase groups), and the launches that had
+    serving figures before worker-only launches were merged (renew_nccl rebuilds the layout with them)."""
+    lay = layout(process_files(result))
+
+    def assign() -> list[tuple[list[Group], list[Group]]]:
+        out: list[tuple[list[Group], list[Group]]] = [([], []) for _ in lay.launches]
+        for k, groups in enumerate((rows.metrics, rows.phases)):
+            for g in groups:
+                for i, part in _split(lay, g):
+                    out[i][k].append(part)
+        return out
+
+    records = assign()
+    before = len(lay.launches)
+    # Serving figures of its own (not an nccl-tests bandwidth) keep a worker-only launch apart.
+    figured = sorted(i for i, (ms, ps) in enumerate(records)
+                     if any(len(g) for g in ps) or any(len(g) and g.source in SOURCE_ORDER for g in ms))
+    merge_orphans(lay, set(figured))
+    if len(lay.launches) != before:
+        records = assign()
+    return lay, records, figured
+
+
+def _split(lay: Layout, g: Group) -> list[tuple[int, Group]]:
+    """The launches a group's rows belong to, with their share (most groups: one launch, all rows)."""
+    if not len(g):
+        return []
+    segs = lay.segments.get(g.logfile) or []
+    # launch_index reads the line only through the file's segments: probe each segment's start.
+    probes = {lay.launch_index(g.logfile, g.process, line) for line in [0, *(s for s, _ in segs)]}
+    if len(probes) == 1:
+        i = probes.pop()
+        return [] if i is None else [(i, g)]
+    keep: dict[int, list[int]] = defaultdict(list)
+    for n, line in enumerate(g.lines):
+        i = lay.launch_index(g.logfile, g.process, line)
+        if i is not None:
+            keep[i].append(n)
+    return [(i, g.part(idx)) for i, idx in keep.items()]
+
+
+def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layout | None = None, *,
+               fresh: bool = False) -> dict:
+    """`parsed` with its NCCL verdicts (run, launches, nccl-tests panels) computed afresh from
+    `result` (its files and NCCL values; no phases or metrics needed): what a pasted NCCL
+    annotation changes, recomputed without reading the run's bulky rows. `figured` is what
+    launch_groups said; `fresh`: `parsed` has no several-launches warning yet (it names verdicts)."""
+    version = _value(result.settings, "nccl.version")
+    if lay is None:
+        lay = layout(process_files(result))
+        merge_orphans(lay, set(figured))
+    verdicts = launch_verdicts(result.nccl, lay, version)
+    launches = [{**launch, "nccl": verdicts["launches"][i]} for i, launch in enumerate(parsed.get("launches") or [])]
+    warnings = list(parsed.get("warnings") or [])
+    if len(launches) > 1:
+        if not fresh:
+            warnings = warnings[1:]  # the one this function put first last time
+        warnings.insert(0, {"line": None, "message": several_launches_warning(launches)})
+    nccl = verdicts["run"]
+    if nccl is None:
+        other = verdicts["other_values"]
+        tests = verdicts["nccl_tests"]
+        # A run of nccl-tests alone: its verdict is the tests' own (there is no serving worker).
+        nccl = next(iter(tests.values())) if len(tests) == 1 and not other else analyze(other, version=version)
+    panels = [{**p, "nccl": verdicts["nccl_tests"].get(p["logfile"]) or analyze([])}
+              for p in parsed.get("nccl_tests") or []]
+    return {**parsed, "nccl": {**nccl, "conflicts": person_conflicts(result.nccl)}, "launches": launches,
+            "nccl_tests": panels, "warnings": warnings}
+
+
+def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict]:
+    """One panel per log file holding nccl-tests processes: their bandwidth (renew_nccl adds
+    their NCCL settings' verdict)."""
     files = {p["logfile"] for p in lay.processes if p["role"] == NCCL_TESTS}
     panels = []
     for logfile in sorted(files, key=lambda f: (f is None, f or 0)):
-        busbw = [c.busbw_gbs for c in result.collectives
-                 if c.logfile == logfile and c.busbw_gbs is not None
-                 and lay.role(logfile, c.process) == NCCL_TESTS]
-        avg = [m.value for m in result.metrics if m.logfile == logfile and m.name == "avg_busbw_gbs"]
+        counted = [(n, peak) for (lf, process), (n, peak) in rows.busbw.items()
+                   if lf == logfile and lay.role(logfile, process) == NCCL_TESTS]
         panels.append({
             "logfile": logfile,
             "file": (process_files(result).get(logfile) or {}).get("name"),
             "processes": [p["id"] for p in lay.processes if p["logfile"] == logfile and p["role"] == NCCL_TESTS],
-            "nccl": verdicts.get(logfile) or analyze([]),
-            "avg_busbw_gbs": avg[-1] if avg else None,
-            "peak_busbw_gbs": max(busbw) if busbw else None,
-            "rows": len(busbw),
+            "nccl": {},
+            "avg_busbw_gbs": rows.last_avg_busbw.get(logfile),
+            "peak_busbw_gbs": max(peak for _, peak in counted) if counted else None,
+            "rows": sum(n for n, _ in counted),
         })
     return panels
 
@@ -268,31 +392,6 @@ def process_files(result: ParseResult) -> dict:
         return result.files
     return {None: {"name": None, "role": "", "processes": result.processes,
                    "launch_lines": result.launch_lines, "settings": {}}}
-
-
-def launch_records(result: ParseResult) -> tuple[Layout, list[tuple[list, list]]]:
-    """The run's layout and, per launch, its (metrics, phases)."""
-    lay = layout(process_files(result))
-
-    def assign() -> list[tuple[list, list]]:
-        out: list[tuple[list, list]] = [([], []) for _ in lay.launches]
-        for m in result.metrics:
-            i = lay.launch_index(m.logfile, m.process, m.line)
-            if i is not None:
-                out[i][0].append(m)
-        for p in result.phases:
-            i = lay.launch_index(p.logfile, p.process, p.line)
-            if i is not None:
-                out[i][1].append(p)
-        return out
-
-    records = assign()
-    before = len(lay.launches)
-    # Serving figures of its own (not an nccl-tests bandwidth) keep a worker-only launch apart.
-    merge_orphans(lay, {i for i, (ms, ps) in enumerate(records) if ps or any(m.source in SOURCE_ORDER for m in ms)})
-    if len(lay.launches) != before:
-        records = assign()
-    return lay, records
 
 
 def launch_spec(result: ParseResult, launch: Launch) -> dict:

@@ -2,7 +2,9 @@
 
 from datetime import timedelta
 
+import psycopg
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from ingest import services
@@ -113,15 +115,41 @@ def test_parser_crash_marks_failed_and_writes_nothing(alice, upload_run, monkeyp
     assert "internal error" in run.error and not PhaseSample.objects.filter(run=run).exists()
 
 
+def break_writes_after(monkeypatch, rows: int) -> None:
+    """The database write fails ("disk full") after `rows` rows: COPY's rows on PostgreSQL,
+    bulk_create's on SQLite."""
+    written = {"rows": 0}
+
+    def count(n: int) -> None:
+        written["rows"] += n
+        if written["rows"] > rows:
+            raise RuntimeError("disk full")
+
+    if connection.vendor == "postgresql":
+        real_write_row = psycopg.Copy.write_row
+
+        def write_row(self, row):
+            count(1)
+            return real_write_row(self, row)
+
+        monkeypatch.setattr(psycopg.Copy, "write_row", write_row)
+    else:
+        real_bulk_create = MetricSample.objects.bulk_create
+
+        def bulk_create(objs, *args, **kwargs):
+            objs = list(objs)
+            count(len(objs))
+            return real_bulk_create(objs, *args, **kwargs)
+
+        monkeypatch.setattr(MetricSample.objects, "bulk_create", bulk_create)
+
+
 def test_failed_store_leaves_previous_rows_intact(alice, upload_run, monkeypatch):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     rows = PhaseSample.objects.filter(run=run).count()
     services.reparse_run(run)
 
-    def broken_bulk_create(*args, **kwargs):
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(MetricSample.objects, "bulk_create", broken_bulk_create)
+    break_writes_after(monkeypatch, 5)
     with pytest.raises(RuntimeError, match="disk full"):
         services.parse_logfile(run.logfiles.get().id)
     # The transaction rolled back: the old rows are still all there, none duplicated, and the
@@ -143,7 +171,7 @@ def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeyp
     run = upload_bytes(alice, "big.log", (block * 3000).encode())
     calls = []
     real = services._insert_rows
-    monkeypatch.setattr(services, "_insert_rows", lambda *a: (calls.append(len(a[1])), real(*a)))
+    monkeypatch.setattr(services, "_insert_rows", lambda *a, **k: (calls.append(len(a[1])), real(*a, **k)))
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
     # Phases went to the database 256 at a time (checked every 1024 lines), never all at once.
     assert len(calls) == 12 and max(calls) == 256 and sum(calls) == 3000

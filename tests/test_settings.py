@@ -73,3 +73,13 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=PROJECT_ROOT, env=env,
                             capture_output=True, text=True)
     assert result.returncode != 0 and "SECRET_KEY must be set" in result.stderr
+
+
+def test_runserver_keeps_no_database_connection_between_requests():
+    """issue 14: runserver's thread per request must not keep a PostgreSQL connection each."""
+    code = ("import sys; sys.argv = ['manage.py', {cmd!r}]; from webapp import settings; "
+            "print(settings.DATABASES['default']['CONN_MAX_AGE'])")
+    env = {**os.environ, "DATABASE_URL": "postgres://u@db.example/runs"}
+    ages = [subprocess.run([sys.executable, "-c", code.format(cmd=cmd)], cwd=PROJECT_ROOT, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip() for cmd in ("runserver", "migrate")]
+    assert ages == ["0", "60"]

@@ -264,3 +264,17 @@ def test_project_admin_pins_and_unpins_the_ci_baseline_from_the_run_page(client,
     assert "CI baseline of team" in body and "Unpin CI baseline" in body
     client.post(f"/runs/{run.id}/pin", {"pinned": "0"})
     assert Project.objects.get(name="team").pinned_baseline is None
+
+
+def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, upload_run):
+    """issue 10: `parsed` can be large; lists show columns only (launches_count is one)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    upload_run(alice, "spec_eagle3_tuned_2step.log", name="listed run")
+    client.force_login(alice)
+    with CaptureQueriesContext(connection) as queries:
+        assert "listed run" in client.get("/").content.decode()
+        assert client.get("/api/v1/runs", headers=bearer(alice)).json()["items"][0]["launches_count"] == 1
+    run_reads = [q["sql"] for q in queries.captured_queries if 'FROM "runs_run"' in q["sql"]]
+    assert run_reads and not [sql for sql in run_reads if '"runs_run"."parsed"' in sql]

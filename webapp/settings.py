@@ -5,6 +5,7 @@ checkout (SQLite under var/, Redis on localhost). Test-only tweaks live in tests
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,10 @@ DATA_DIR = Path(env("RUNLENS_DATA_DIR", str(BASE_DIR / "var"))).resolve()  # cre
 LOG_ROOTS = [Path(p).resolve() for p in env("RUNLENS_LOG_ROOTS").split(os.pathsep) if p]
 
 DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'runlens.sqlite3'}"))}
+if "runserver" in sys.argv[1:2] and "CONN_MAX_AGE" in DATABASES["default"]:
+    # runserver serves each request on a new thread: a connection kept per thread piles up to
+    # "too many clients" under a burst (issue 14). `make run` uses gunicorn's fixed thread pool.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # One writer at a time, so: WAL (readers never wait for the writer), a busy timeout (a writer
     # waits for the lock, then the request answers 503), and IMMEDIATE transactions (the write

@@ -64,6 +64,8 @@ class Tagger:
         self.recent: OrderedDict[int, str] = OrderedDict()
         self.marks = [0, 0, 0, 0]  # how many records of each list are stamped
         self.stamped: tuple[list, ...] = ([], [], [], [])  # the lists the marks are of
+        # Processes that declared NCCL values, kept here: a sink may take the values themselves.
+        self.declared_by: set[str] = set()
         self.launch_lines: list[int] = []
         self.tests_pids: set[str] = set()
         # A line seen before tags alike and changes no process again (every field it sets is
@@ -194,14 +196,15 @@ class Tagger:
             # A sink's take_rows() swaps in new lists: they are stamped from their start.
             start = self.marks[i] if records is self.stamped[i] else 0
             for rec in records[start:]:
-                if rec.process:
-                    continue
-                tag = self.recent.get(rec.line, MAIN)
-                if tag == MAIN and getattr(rec, "source", "") in BENCH_SOURCES:
-                    tag = BENCH_TAG
-                    if BENCH_TAG not in r.processes:
-                        self._hint(self._process(BENCH_TAG, rec.line), BENCH)
-                rec.process = tag
+                if not rec.process:
+                    tag = self.recent.get(rec.line, MAIN)
+                    if tag == MAIN and getattr(rec, "source", "") in BENCH_SOURCES:
+                        tag = BENCH_TAG
+                        if BENCH_TAG not in r.processes:
+                            self._hint(self._process(BENCH_TAG, rec.line), BENCH)
+                    rec.process = tag
+                if i == 2 and rec.kind == "declared":
+                    self.declared_by.add(rec.process)
             self.marks[i] = len(records)
         self.stamped = lists
         while len(self.recent) > RECENT:
@@ -212,7 +215,7 @@ class Tagger:
         self.stamp()
         r = self.result
         procs = r.processes
-        declared_by = {v.process for v in r.nccl if v.kind == "declared"}
+        declared_by = self.declared_by
         serving = bool(SERVING_FORMATS & set(r.formats)) or any(
             LAUNCHER in p["hints"] or WORKER in p["hints"] for p in procs.values()
         ) or bool(declared_by - {BENCH_TAG})

@@ -127,16 +127,19 @@ class ParseResult:
         if overwrite or key not in self.settings:
             self.settings[key] = Setting(key, value, line, source)
 
-    def take_rows(self) -> tuple[list[Phase], list[Metric], list[Collective]]:
-        """Hand over the bulky rows parsed so far and start new lists (see parse_numbered's sink)."""
-        rows = (self.phases, self.metrics, self.collectives)
-        self.phases, self.metrics, self.collectives = [], [], []
+    def take_rows(self) -> tuple[list[Phase], list[Metric], list[Collective], list[NcclValue]]:
+        """Hand over the rows parsed so far and start new lists (see parse_numbered's sink).
+
+        NCCL values go too: a sink spools them like the other rows instead of holding them to the end.
+        """
+        rows = (self.phases, self.metrics, self.collectives, self.nccl)
+        self.phases, self.metrics, self.collectives, self.nccl = [], [], [], []
         self.spilled += sum(len(r) for r in rows)
         return rows
 
     @property
     def pending(self) -> int:
-        return len(self.phases) + len(self.metrics) + len(self.collectives)
+        return len(self.phases) + len(self.metrics) + len(self.collectives) + len(self.nccl)
 
     @property
     def record_count(self) -> int:

@@ -1,0 +1,241 @@
+"""The bulky rows of a parse as compact columns: what the run summary needs of them (issue 10).
+
+A log file's phases and metrics are grouped by (process, source, name, rank), each group four
+arrays (window, line, value, order) instead of one object per row. ingest.services builds one
+digest per file while it stores the rows (they pass through its spool anyway) and refresh_run
+combines the files' digests: the summary never reloads every row through the ORM. A lone parse
+(parselog, tests) goes through the same columns (`rows_from_result`), so both paths give the
+same figures by construction.
+
+Pure: no Django (the summary is tested without a database).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
+    from ingest.parsers.records import ParseResult
+
+# Collectives kept in a run's `parsed` (the rows stay in their table; pages read them there).
+COLLECTIVES_KEPT = 200
+NAN = math.nan
+VERSION = 1
+
+
+def ints(values: Iterable[int]) -> array:
+    """4 bytes a number when they fit (they do for windows and line numbers), else 8."""
+    values = list(values) if not isinstance(values, (list, array)) else values
+    try:
+        return array("i", values)
+    except OverflowError:
+        return array("q", values)
+
+
+@dataclass(slots=True)
+class Group:
+    """Rows of one (log file, process, source, name, rank): phases carry `pcts` (NaN = none printed).
+
+    `order` is each row's position among its file's rows (stored runs, read back in window
+    order, then that position) or in the parse (a lone parse): the order the records had.
+    """
+
+    logfile: int | None
+    process: str
+    source: str
+    name: str
+    rank: str
+    windows: array
+    lines: array
+    values: array
+    order: array
+    pcts: array | None = None
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def part(self, keep: list[int]) -> Group:
+        """The rows at the indices `keep` (a launch's share of a file shared by launches)."""
+        return Group(self.logfile, self.process, self.source, self.name, self.rank,
+                     ints(self.windows[i] for i in keep), ints(self.lines[i] for i in keep),
+                     array("d", (self.values[i] for i in keep)), ints(self.order[i] for i in keep),
+                     None if self.pcts is None else array("d", (self.pcts[i] for i in keep)))
+
+
+@dataclass
+class Rows:
+    """What the summary reads of a run's (or a lone parse's) bulky rows."""
+
+    metrics: list[Group] = field(default_factory=list)
+    phases: list[Group] = field(default_factory=list)
+    # Stored rows are read back per file in window order: (log file, window, order) is their
+    # original order. A lone parse's order is its list order alone.
+    by_window: bool = False
+    collectives: list[dict] = field(default_factory=list)  # the first COLLECTIVES_KEPT
+    collectives_total: int = 0
+    # (log file, process) -> (rows with a bus bandwidth, the highest): the nccl-tests panels.
+    busbw: dict[tuple[int | None, str], tuple[int, float]] = field(default_factory=dict)
+    # log file -> its last `avg_busbw_gbs` (nccl-tests' "Avg bus bandwidth" line).
+    last_avg_busbw: dict[int | None, float] = field(default_factory=dict)
+
+    def first_key(self, group: Group) -> tuple:
+        """Where the group's first row stood in the original order (phase tables list names so)."""
+        file_key = -1 if group.logfile is None else group.logfile
+        if not self.by_window:
+            return (file_key, min(group.order))
+        low = min(group.windows)
+        return (file_key, low, min(o for w, o in zip(group.windows, group.order, strict=True) if w == low))
+
+    def ordered(self, groups: list[Group]) -> Iterator[tuple[Group, int]]:
+        """(group, row index) in the records' original order (rare paths: small or tie-breaking)."""
+        keyed = []
+        for g in groups:
+            file_key = -1 if g.logfile is None else g.logfile
+            for i in range(len(g)):
+                keyed.append(((file_key, g.windows[i], g.order[i]) if self.by_window else (file_key, g.order[i]),
+                              id(g), g, i))
+        keyed.sort(key=lambda k: (k[0], k[1]))
+        for _, _, g, i in keyed:
+            yield g, i
+
+
+def collective_dict(op: str, size_bytes: int, time_us: float | None, algbw: float | None, busbw: float | None,
+                    in_place: bool) -> dict:
+    return {"op": op, "size_bytes": size_bytes, "time_us": time_us, "algbw_gbs": algbw, "busbw_gbs": busbw,
+            "in_place": in_place}
+
+
+def rows_from_result(result: ParseResult) -> Rows:
+    """A lone parse's records as columns (every record's logfile as the parser or run_result set it)."""
+    builder = _Grouper()
+    for i, m in enumerate(result.metrics):
+        builder.add(False, m.logfile, m.process, m.source, m.name, m.rank, m.window, m.line, m.value, i, NAN)
+    for i, p in enumerate(result.phases):
+        builder.add(True, p.logfile, p.process, p.source, p.name, "", p.window, p.line, p.ms, i,
+                    NAN if p.pct is None else p.pct)
+    rows = Rows(metrics=builder.groups(False), phases=builder.groups(True), by_window=False)
+    rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
+                        for c in result.collectives[:COLLECTIVES_KEPT]]
+    rows.collectives_total = len(result.collectives)
+    for c in result.collectives:
+        if c.busbw_gbs is not None:
+            n, peak = rows.busbw.get((c.logfile, c.process), (0, c.busbw_gbs))
+            rows.busbw[(c.logfile, c.process)] = (n + 1, max(peak, c.busbw_gbs))
+    for m in result.metrics:
+        if m.name == "avg_busbw_gbs":
+            rows.last_avg_busbw[m.logfile] = m.value
+    return rows
+
+
+class _Grouper:
+    def __init__(self) -> None:
+        self._groups: dict[tuple, list] = {}
+
+    def add(self, phase: bool, logfile: int | None, process: str, source: str, name: str, rank: str,
+            window: int, line: int, value: float, order: int, pct: float) -> None:
+        key = (phase, logfile, process, source, name, rank)
+        cols = self._groups.get(key)
+        if cols is None:
+            # Arrays, not lists: a million rows of a file cost 28 bytes each here, not ~100.
+            cols = self._groups[key] = [array("q"), array("q"), array("d"), array("q"), array("d")]
+        cols[0].append(window)
+        cols[1].append(line)
+        cols[2].append(value)
+        cols[3].append(order)
+        cols[4].append(pct)
+
+    def groups(self, phase: bool) -> list[Group]:
+        return [Group(k[1], k[2], k[3], k[4], k[5], ints(c[0]), ints(c[1]), c[2], ints(c[3]), c[4] if phase else None)
+                for k, c in self._groups.items() if k[0] == phase]
+
+
+class FileDigest:
+    """One log file's phases and metrics as they are stored (same truncations), built row by row
+    while ingest.services writes them; `encode()` is what LogFile's digest row keeps."""
+
+    def __init__(self) -> None:
+        self._grouper = _Grouper()
+        self.seq = 0
+        self.max_window = 0
+        self._avg: tuple[int, int, float] | None = None  # (window, order, value) of the last avg_busbw_gbs
+
+    def phase(self, process: str, source: str, name: str, window: int, line: int, ms: float,
+              pct: float | None) -> None:
+        self._grouper.add(True, None, process, source, name, "", window, line, ms, self.seq,
+                          NAN if pct is None else pct)
+        self.seq += 1
+        if window > self.max_window:
+            self.max_window = window
+
+    def metric(self, process: str, source: str, name: str, rank: str, window: int, line: int, value: float) -> None:
+        self._grouper.add(False, None, process, source, name, rank, window, line, value, self.seq, NAN)
+        if name == "avg_busbw_gbs" and (self._avg is None or (window, self.seq) >= self._avg[:2]):
+            self._avg = (window, self.seq, value)
+        self.seq += 1
+        if window > self.max_window:
+            self.max_window = window
+
+    def encode(self) -> bytes:
+        groups = [(True, g) for g in self._grouper.groups(True)] + [(False, g) for g in self._grouper.groups(False)]
+        header = {
+            "v": VERSION, "byteorder": sys.byteorder, "max_window": self.max_window,
+            "last_avg_busbw": None if self._avg is None else self._avg[2],
+            "groups": [[phase, g.process, g.source, g.name, g.rank, len(g),
+                        g.windows.typecode, g.lines.typecode, g.order.typecode] for phase, g in groups],
+        }
+        head = json.dumps(header).encode()
+        parts = [struct.pack("<I", len(head)), head]
+        for phase, g in groups:
+            parts += [g.windows.tobytes(), g.lines.tobytes(), g.values.tobytes(), g.order.tobytes()]
+            if phase:
+                assert g.pcts is not None
+                parts.append(g.pcts.tobytes())
+        return zlib.compress(b"".join(parts), 1)
+
+
+@dataclass
+class Decoded:
+    max_window: int
+    last_avg_busbw: float | None
+    phases: list[Group]
+    metrics: list[Group]
+
+
+def decode(blob: bytes, logfile: int, offset: int) -> Decoded:
+    """A FileDigest's bytes back as groups of `logfile`, windows moved on by `offset` (a run's
+    later files follow on from the earlier ones, as run_result numbers them)."""
+    raw = zlib.decompress(blob)
+    (size,) = struct.unpack_from("<I", raw, 0)
+    header = json.loads(raw[4:4 + size])
+    if header["v"] != VERSION:
+        raise ValueError(f"digest version {header['v']} (this code reads {VERSION})")
+    swap = header["byteorder"] != sys.byteorder
+    pos = 4 + size
+    out = Decoded(header["max_window"], header["last_avg_busbw"], [], [])
+
+    def take(typecode: str, n: int) -> array:
+        nonlocal pos
+        a = array(typecode)
+        a.frombytes(raw[pos:pos + n * a.itemsize])
+        pos += n * a.itemsize
+        if swap:
+            a.byteswap()
+        return a
+
+    for phase, process, source, name, rank, n, wcode, lcode, ocode in header["groups"]:
+        windows = take(wcode, n)
+        if offset:
+            windows = ints(w + offset for w in windows)
+        lines, values, order = take(lcode, n), take("d", n), take(ocode, n)
+        pcts = take("d", n) if phase else None
+        (out.phases if phase else out.metrics).append(
+            Group(logfile, process, source, name, rank, windows, lines, values, order, pcts))
+    return out

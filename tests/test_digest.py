@@ -1,0 +1,126 @@
+"""runs/digest.py: the summary read from per-file digests equals the summary of every row reloaded,
+and a pasted NCCL annotation refreshes the run without reading its bulky rows."""
+
+from __future__ import annotations
+
+import io
+import json
+from array import array
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from ingest import services as ingest_services
+from ingest.parsers import parse_lines
+from runs import digest
+from runs.models import Annotation, LogFileDigest, Run
+from runs.services import add_annotation, refresh_run, run_result
+from runs.summary import summarize
+from tests.samples import log_path, public_sample
+
+
+def upload(user, files: dict[str, bytes]) -> Run:
+    run, _ = ingest_services.register_upload(
+        user, [ingest_services.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in files.items()],
+        project="team")
+    for lf in run.logfiles.all():
+        ingest_services.parse_logfile(lf.id)
+    return Run.objects.get(id=run.id)
+
+
+def halves(path) -> dict[str, bytes]:
+    lines = path.read_bytes().splitlines(keepends=True)
+    return {"part1.log": b"".join(lines[:len(lines) // 2]), "part2.log": b"".join(lines[len(lines) // 2:])}
+
+
+RUNS = {
+    "two launches": lambda: {"tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes(),
+                             "default.log": log_path("sweep/sweep_default_2step.log").read_bytes()},
+    "one launch over two files": lambda: halves(log_path("sweep/sweep_dropped_2step.log")),
+    "serving and nccl-tests": lambda: {"serve.log": log_path("sweep/sweep_dropped_2step.log").read_bytes(),
+                                       "tests.log": log_path("nccl-tests_all_reduce_default.log").read_bytes()},
+    "three launches, mixed formats": lambda: {
+        "nospec.log": log_path("spec_baseline_nospec.log").read_bytes(),
+        "tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes(),
+        "mtp.log": public_sample("sglang_decode_mtp_tp8_pr7376.log").read_bytes(),
+        "vllm.log": public_sample("vllm_v0_spec_metrics_and_stage_times_doc.log").read_bytes(),
+    },
+    "nccl-tests alone, many rows": lambda: {
+        "a.txt": public_sample("nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt").read_bytes(),
+        "b.txt": public_sample("nccl_tests_h200nvl_8gpu_compact_header.txt").read_bytes()},
+    "llama.cpp and vLLM stage times": lambda: {
+        "llama.log": public_sample("llamacpp_spec_statistics_eagle3_pr24536.log").read_bytes(),
+        "stages.log": public_sample("vllm_v0_specdecodeworker_stage_times_issue8370.log").read_bytes()},
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", RUNS)
+def test_refresh_from_digests_gives_the_parse_of_every_row_reloaded(alice, case):
+    run = upload(alice, RUNS[case]())
+    assert run.status == "ready" and LogFileDigest.objects.filter(logfile__run=run).count() == run.logfiles.count()
+    # The old path: every stored row back as an object, summarised.
+    assert run.parsed == json.loads(json.dumps(summarize(run_result(run))))
+    assert run.launches_count == run.parsed["launches_count"]
+
+
+@pytest.mark.django_db
+def test_a_file_parsed_before_digests_gets_one_from_its_rows(alice):
+    run = upload(alice, RUNS["two launches"]())
+    before = run.parsed
+    LogFileDigest.objects.filter(logfile__run=run).delete()
+    refresh_run(run.id)
+    assert Run.objects.get(id=run.id).parsed == before
+    assert LogFileDigest.objects.filter(logfile__run=run).count() == 2
+
+
+ROW_TABLES = ("runs_phasesample", "runs_metricsample", "runs_logfiledigest", "runs_collectiveresult")
+
+
+@pytest.mark.django_db
+def test_a_pasted_nccl_annotation_reads_no_phase_or_metric_row(alice):
+    run = upload(alice, RUNS["two launches"]())
+    with CaptureQueriesContext(connection) as queries:
+        add_annotation(alice, run, Annotation.Kind.NCCL, "NCCL_PROTO=Simple\nNCCL_ALGO=Tree\n")
+    touched = [q["sql"] for q in queries.captured_queries if any(t in q["sql"] for t in ROW_TABLES)]
+    assert touched == []
+    assert len(queries.captured_queries) < 30  # a handful, whatever the run's size
+    partial = Run.objects.get(id=run.id)
+    assert partial.parsed["nccl"]["conflicts"]  # the person's NCCL_PROTO differs from the launcher's
+    # The same as recomputing everything.
+    refresh_run(run.id)
+    full = Run.objects.get(id=run.id)
+    assert partial.parsed == full.parsed
+    assert (partial.nccl_status, partial.person_conflict) == (full.nccl_status, full.person_conflict)
+
+
+def test_a_digest_round_trips_with_its_windows_moved_on():
+    d = digest.FileDigest()
+    d.phase("TP0", "eagle_profile", "Draft", 1, 10, 0.5, 11.8)
+    d.phase("TP0", "eagle_profile", "Draft", 2, 20, 0.6, None)
+    d.metric("TP0", "eagle_profile", "cycle_ms", "", 2, 21, 4.8)
+    d.metric("main", "nccl_tests", "avg_busbw_gbs", "", 0, 99, 7.5)
+    back = digest.decode(d.encode(), logfile=7, offset=100)
+    assert back.max_window == 2 and back.last_avg_busbw == 7.5
+    (draft,) = back.phases
+    assert (draft.logfile, draft.process, draft.name) == (7, "TP0", "Draft")
+    assert list(draft.windows) == [101, 102] and list(draft.lines) == [10, 20] and list(draft.values) == [0.5, 0.6]
+    assert draft.pcts is not None and draft.pcts[0] == 11.8 and draft.pcts[1] != draft.pcts[1]  # NaN: none printed
+    assert [m.name for m in back.metrics] == ["cycle_ms", "avg_busbw_gbs"] and list(back.metrics[0].order) == [2]
+
+
+def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+    rows = [f"{8 << i:>12} {2 << i:>12}     float     sum      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0"
+            for i in range(150)]
+    result = parse_lines([header, *rows], formats=["nccl_tests"])
+    assert len(result.collectives) == 300
+    parsed = summarize(result)
+    assert len(parsed["collectives"]) == digest.COLLECTIVES_KEPT and parsed["collectives_total"] == 300
+    assert parsed["collectives"][0]["size_bytes"] == 8 and parsed["collectives"][1]["in_place"] is True
+
+
+def test_numbers_past_four_bytes_are_kept():
+    assert array("i").typecode == digest.ints([1, 2]).typecode
+    assert list(digest.ints([1, 2**40])) == [1, 2**40]
