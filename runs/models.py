@@ -84,6 +84,9 @@ class Run(models.Model):
     nccl_status = models.CharField(max_length=10, blank=True)  # ok / drift / unknown
     # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources.
     parsed = models.JSONField(default=dict, blank=True)
+    # What the pages chart, thinned to a bounded number of points per trace, each point with its
+    # window, line and log file (runs/series.py); written by refresh_run. Lists defer it.
+    series = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

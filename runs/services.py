@@ -34,6 +34,7 @@ from runs.models import (
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
 from runs.processes import ROLES
+from runs.series import fresh_series
 from runs.summary import person_vs_logs, summarize
 
 
@@ -382,6 +383,7 @@ def refresh_run(run_id: int) -> None:
         run.steps_source = _steps_source(run) if run.steps is not None else ""
     run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
     run.person_conflict = bool(person_vs_logs(parsed, run.steps, run.steps_by_person))
+    run.series = fresh_series(run)
     run.save()
     mark_nccl_roles(run, parsed.get("processes") or [])
 
