@@ -74,7 +74,7 @@ def main() -> None:
     setup_test_environment()
     old_name = connection.settings_dict["NAME"]
     connection.settings_dict["TEST"]["NAME"] = f"test_{old_name}_series_bench"
-    connection.creation.create_test_db(verbosity=0, keepdb=args.keep)
+    connection.creation.create_test_db(verbosity=0, keepdb=args.keep, serialize=False)
     try:
         user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="x")
         project, _ = Project.objects.get_or_create(name="bench")

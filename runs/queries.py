@@ -352,14 +352,15 @@ COMPARED_SERIES = ("throughput_tok_s", "tokens_per_cycle", "verify_ms")  # chart
 def _stored_series(inputs: dict[int, RunInput], points: bool, zoom: tuple[int, int] | None) -> None:
     """Each run's compared series and their noise from `Run.series` (one query reading only those
     keys; a run parsed before series were kept has them computed from its rows)."""
-    part = "" if points else "__spread"
-    fields = [f"series__figures__{k}{part}" for k in COMPARED_SERIES]
-    for run_id, version, *found in Run.objects.filter(id__in=list(inputs)).values_list("id", "series__v", *fields):
+    # One JSON path a row: PostgreSQL unpacks the stored document once for each path it reads.
+    field = "series__figures" if points else "series__spread"
+    for run_id, version, figures in Run.objects.filter(id__in=list(inputs)).values_list("id", "series__v", field):
         if version != stored.SERIES_VERSION:
-            figures = stored.compute_series(run_id)["figures"]
-            found = [figures.get(k) if points else (figures.get(k) or {}).get("spread") for k in COMPARED_SERIES]
+            kept = stored.compute_series(run_id)
+            figures = kept["figures"] if points else kept["spread"]
         run = inputs[run_id]
-        for key, figure in zip(COMPARED_SERIES, found, strict=True):
+        for key in COMPARED_SERIES:
+            figure = (figures or {}).get(key)
             if not points:
                 if figure is not None:
                     run.spreads[key] = figure

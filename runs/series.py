@@ -13,8 +13,10 @@ Stored shape (`SERIES_VERSION` 1):
     {"v": 1,
      "phases": {"windows": n, "names": [...], "first": {name: [logfile, line]},
                 "rows": [[logfile, window, name, ms, line], ...]},         # the run page's stacked chart
-     "figures": {key: {"source": s, "count": n, "spread": x,
-                       "points": [[x, value, line, logfile, window], ...]}}}  # x: position 1..n in the run
+     "figures": {key: {"source": s, "count": n, "spread": x,      # at most FIGURE_POINTS points
+                       "points": [[x, value, line, logfile, window], ...]}},  # x: position 1..n in the run
+     "spread": {key: x},                                          # the figures' noise alone (the API's)
+     "files": [[logfile, parsed_at, status], ...]}                # what they were computed from
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ from django.db.models import QuerySet
 from runs.models import LogFile, MetricSample, PhaseSample
 from runs.summary import source_rank, spread
 
-SERIES_VERSION = 1
-MAX_POINTS = 1000  # per trace, stored: about the pixels across a chart
+SERIES_VERSION = 2
+MAX_POINTS = 1000  # per trace of the run page's phase chart: about the pixels across a chart
+# Per trace of the comparison's charts (compare.MAX_POINTS): up to 20 runs share a chart there,
+# and nothing else reads these points, so they are kept at that size (no thinning per request).
+FIGURE_POINTS = 400
 ZOOM_MAX_WINDOWS = 2000  # a zoom reads at most this many windows of rows per trace
 CHUNK = 5000  # rows per fetch while streaming
 # Per-window figures: key -> metric row names (several: SGLang's decode line says "gen throughput").
@@ -94,6 +99,8 @@ class Thinner:
 
 def downsample(points: Sequence[Sequence[Any]], limit: int = MAX_POINTS, value: int = 1) -> list:
     """`points` thinned to at most `limit` (min and max of each bucket, first and last kept)."""
+    if len(points) <= limit:
+        return list(points)
     thinner = Thinner(len(points), limit, value)
     for p in points:
         thinner.add(p)
@@ -170,7 +177,10 @@ def _stream(rows: QuerySet, *fields: str) -> Iterable[tuple]:
 
 def compute_series(run_id: int, limit: int = MAX_POINTS) -> dict:
     """Every charted figure of a run, thinned, from its stored rows (a few streaming queries)."""
-    return {"v": SERIES_VERSION, "phases": _phases(run_id, limit), "figures": _figures(run_id, limit)}
+    figures = _figures(run_id, min(limit, FIGURE_POINTS))
+    return {"v": SERIES_VERSION, "phases": _phases(run_id, limit), "figures": figures,
+            # Each figure's noise on its own: the comparison API reads only this.
+            "spread": {key: f["spread"] for key, f in figures.items()}}
 
 
 def _phases(run_id: int, limit: int) -> dict:
