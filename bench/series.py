@@ -39,19 +39,22 @@ try:
     from runs.series import fresh_series
 except ImportError:  # the code before stored series: pages read every row
     fresh_series = None
+if "series" not in {f.name for f in Run._meta.get_fields()}:
+    fresh_series = None
 
 
 def timed(client: Client, url: str, repeat: int) -> dict:
-    times, size, body = [], 0, b""
+    times, cpu, size, body = [], [], 0, b""
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         response = client.get(url)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)  # this process's CPU: the view, not PostgreSQL
         assert response.status_code == 200, (url, response.status_code)
         body = response.content
         size = len(body)
     return {"url": url, "p50_ms": round(1000 * statistics.median(times), 1), "max_ms": round(1000 * max(times), 1),
-            "bytes": size, "body": body}
+            "cpu_p50_ms": round(1000 * statistics.median(cpu), 1), "bytes": size, "body": body}
 
 
 def max_points(body: bytes) -> int:
@@ -99,12 +102,14 @@ def main() -> None:
             "compare_api": timed(client, f"/api/v1/compare?runs={ids}&baseline={runs[0].id}", args.repeat),
             "run_page": timed(client, f"/runs/{runs[0].id}/", args.repeat),
         }
+        print(f"code: {Path(sys.modules['runs'].__file__ or '').parent}")
         print(f"{args.runs} runs x {args.windows} windows; rows filled in {fill:.1f} s; "
               f"series per run {series_s if series_s is None else round(series_s, 2)} s")
         for name, r in results.items():
             points = max_points(r.pop("body"))
-            print(f"{name:13} p50 {r['p50_ms']:9.1f} ms  max {r['max_ms']:9.1f} ms  {r['bytes']:>10,} bytes"
-                  f"  longest trace {points} points")
+            print(f"{name:13} p50 {r['p50_ms']:9.1f} ms  max {r['max_ms']:9.1f} ms  cpu p50 {r['cpu_p50_ms']:8.1f} ms"
+                  f"  {r['bytes']:>10,} bytes  longest trace {points} points")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     finally:
         if not args.keep:
             connection.creation.destroy_test_db(old_name, verbosity=0)

@@ -60,11 +60,17 @@ def scatter(**trace: Any) -> dict:
 
 
 class PhaseRow(Protocol):
-    logfile_id: int | None  # PhaseSample.logfile is a nullable key
-    name: str
-    window: int
-    ms: float
-    line: int | None
+    # Read-only: model rows and the stored series' named tuples (runs.queries.ChartRow) both fit.
+    @property
+    def logfile_id(self) -> int | None: ...  # PhaseSample.logfile is a nullable key
+    @property
+    def name(self) -> str: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def ms(self) -> float: ...
+    @property
+    def line(self) -> int | None: ...
 
 
 def phase_color(name: str, index: int) -> str:

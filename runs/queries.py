@@ -287,7 +287,7 @@ def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict 
     logfile = rows.order_by("logfile_id").values_list("logfile_id", flat=True).first()
     if logfile is None and not rows.exists():
         return None
-    rows = rows.filter(logfile_id=logfile)
+    rows = rows.filter(logfile__isnull=True) if logfile is None else rows.filter(logfile_id=logfile)
     total = rows.count()
     # The median of a stable sort by value over rows in window order: ties go by window, then id.
     median_value, median_line, median_window = rows.order_by(value, "window", "id").values_list(
@@ -367,8 +367,9 @@ def _stored_series(inputs: dict[int, RunInput], points: bool, zoom: tuple[int, i
             elif figure:
                 if figure["spread"] is not None:
                     run.spreads[key] = figure["spread"]
-                run.series[key] = (stored.figure_rows_between(run_id, key, figure["source"], *zoom) if zoom
-                                   else figure["points"])
+                shown: list = (stored.figure_rows_between(run_id, key, figure["source"], *zoom) if zoom
+                               else figure["points"])
+                run.series[key] = shown
 
 
 def _sourced(value: object, where: list | None, fallback: str) -> dict:

@@ -88,7 +88,7 @@ class Thinner:
             self._flush()
 
     def _flush(self) -> None:
-        kept = {i: p for i, p in (self.low, self.high) if p is not None} if self.low else {}
+        kept = dict(x for x in (self.low, self.high) if x is not None)
         self.out += [kept[i] for i in sorted(kept)]
         self.low = self.high = None
 
@@ -221,8 +221,8 @@ def best_source(rows: QuerySet) -> str | None:
 def figure_rows(run_id: int, key: str, source: str | None = None) -> QuerySet | None:
     """The rows behind one per-window figure, in the run's order (None for an unknown key)."""
     if key == VERIFY:
-        rows = PhaseSample.objects.filter(run_id=run_id, name__icontains="verify")
-        return rows.order_by("logfile_id", "window", "id")
+        phases = PhaseSample.objects.filter(run_id=run_id, name__icontains="verify")
+        return phases.order_by("logfile_id", "window", "id")
     if key not in FIGURE_METRICS:
         return None
     rows = MetricSample.objects.filter(run_id=run_id, name__in=FIGURE_METRICS[key])
