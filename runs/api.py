@@ -179,7 +179,8 @@ def delete_annotation(request: ApiRequest, annotation_id: int = AnnotationId) ->
 def compare_runs(request: ApiRequest, query: Query[CompareQuery]) -> dict:
     """Runs against a baseline, as on /compare/: per-phase and per-metric deltas with their noise,
     the configuration diff and comparability verdict, NCCL status and the headline sentences."""
-    _, result = queries.comparison_for(request.auth, queries.parse_ids(query.runs), query.baseline)
+    # No per-window points: the result has none (only their noise, kept with the stored series).
+    _, result = queries.comparison_for(request.auth, queries.parse_ids(query.runs), query.baseline, points=False)
     return result
 
 SIZE_CODES = {"too_large", "decompressed_too_large"}

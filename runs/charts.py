@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from functools import cache
 from typing import Any, Protocol
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 # Colour per well-known phase, so the same phase looks the same on every chart.
 PHASE_COLORS = {
@@ -23,8 +25,10 @@ PHASE_COLORS = {
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f",
            "#ff9da7", "#7f7f7f"]
 DASHES = ["solid", "dash", "dot", "dashdot"]
+TEMPLATE = "plotly_white"
+# Every figure's layout. The template is added to the finished JSON (`_json`), not through
+# plotly: validating it costs about 0.25 s a figure, and a page draws several.
 LAYOUT: dict[str, Any] = {
-    "template": "plotly_white",
     "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
     "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13},
     "legend": {"orientation": "h", "y": -0.2},
@@ -32,12 +36,41 @@ LAYOUT: dict[str, Any] = {
 }
 
 
+@cache
+def _template() -> dict:
+    return pio.templates[TEMPLATE].to_plotly_json()
+
+
+def _json(fig: go.Figure) -> dict:
+    """The figure as plotly.js takes it, with the template."""
+    out = fig.to_plotly_json()
+    out["layout"]["template"] = _template()
+    return out
+
+
+def _plain(traces: list[dict], layout: dict) -> dict:
+    """A figure of plain dicts, as `_json` gives, without plotly's validation: the figures whose
+    size grows with the runs (thousands of points, 20 runs) are built this way."""
+    return {"data": traces, "layout": {**layout, "template": _template()}}
+
+
+def scatter(**trace: Any) -> dict:
+    """A scatter trace as a plain dict (what go.Scatter(...).to_plotly_json() gives, unvalidated)."""
+    return {**trace, "type": "scatter"}
+
+
 class PhaseRow(Protocol):
-    logfile_id: int | None  # PhaseSample.logfile is a nullable key
-    name: str
-    window: int
-    ms: float
-    line: int | None
+    # Read-only: model rows and the stored series' named tuples (runs.queries.ChartRow) both fit.
+    @property
+    def logfile_id(self) -> int | None: ...  # PhaseSample.logfile is a nullable key
+    @property
+    def name(self) -> str: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def ms(self) -> float: ...
+    @property
+    def line(self) -> int | None: ...
 
 
 def phase_color(name: str, index: int) -> str:
@@ -61,20 +94,16 @@ def phase_timeline(rows: Iterable[PhaseRow], file_label: str = "") -> dict:
     by_phase: dict[str, list[PhaseRow]] = {}
     for r in rows:
         by_phase.setdefault(r.name, []).append(r)
-    fig = go.Figure()
-    for i, (name, samples) in enumerate(by_phase.items()):
-        fig.add_trace(go.Scatter(
-            x=[s.window for s in samples], y=[s.ms for s in samples], name=name,
-            mode="lines+markers", stackgroup="phases", line={"color": phase_color(name, i)},
-            customdata=[[s.logfile_id, s.line] for s in samples],  # a click opens this log line
-            hovertemplate="%{y:.2f} ms/cycle · line %{customdata[1]}<extra>%{fullData.name}</extra>",
-        ))
-    fig.update_layout(
-        **LAYOUT,
-        title={"text": f"Phase time per cycle over the run{file_label}", "font": {"size": 15}},
-        xaxis_title="window", yaxis_title="ms per cycle",
-    )
-    return fig.to_plotly_json()
+    traces = [scatter(
+        customdata=[[s.logfile_id, s.line] for s in samples],  # a click opens this log line
+        hovertemplate="%{y:.2f} ms/cycle · line %{customdata[1]}<extra>%{fullData.name}</extra>",
+        line={"color": phase_color(name, i)}, mode="lines+markers", name=name, stackgroup="phases",
+        x=[s.window for s in samples], y=[s.ms for s in samples],
+    ) for i, (name, samples) in enumerate(by_phase.items())]
+    return _plain(traces, {
+        **LAYOUT, "title": {"text": f"Phase time per cycle over the run{file_label}", "font": {"size": 15}},
+        "xaxis": {"title": {"text": "window"}}, "yaxis": {"title": {"text": "ms per cycle"}},
+    })
 
 
 def _label(name: str, is_base: bool) -> str:
@@ -85,24 +114,25 @@ def cycle_breakdown(result: dict) -> dict:
     """One stacked horizontal bar per run of phase ms/cycle, baseline on top, labelled ms and %."""
     runs = result["runs"]
     labels = [_label(r["name"], r["id"] == result["baseline"]) for r in runs]
-    fig = go.Figure()
+    traces = []
     for i, row in enumerate(result["phases"]):
         cells = [row["runs"][r["id"]] for r in runs]
-        fig.add_trace(go.Bar(
-            y=labels, x=[c["ms"] or 0 for c in cells], name=row["name"], orientation="h",
-            marker={"color": phase_color(row["name"], i)},
-            text=[f"{c['ms']:.2f} ms · {c['pct']:.0f}%" if c["ms"] and c["pct"] is not None
-                  else (f"{c['ms']:.2f} ms" if c["ms"] else "") for c in cells],
-            textposition="inside", insidetextanchor="middle",
-            hovertemplate="%{y}<br>%{x:.2f} ms/cycle<extra>%{fullData.name}</extra>",
-        ))
+        traces.append({
+            "hovertemplate": "%{y}<br>%{x:.2f} ms/cycle<extra>%{fullData.name}</extra>",
+            "insidetextanchor": "middle", "marker": {"color": phase_color(row["name"], i)}, "name": row["name"],
+            "orientation": "h",
+            "text": [f"{c['ms']:.2f} ms · {c['pct']:.0f}%" if c["ms"] and c["pct"] is not None
+                     else (f"{c['ms']:.2f} ms" if c["ms"] else "") for c in cells],
+            "textposition": "inside", "x": [c["ms"] or 0 for c in cells], "y": labels, "type": "bar",
+        })
     legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "traceorder": "normal"}
     margin = {**LAYOUT["margin"], "b": 40, "t": 90}
-    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "margin": margin, "legend": legend},
-                      barmode="stack", xaxis_title="ms per cycle", height=180 + 60 * len(runs),
-                      title={"text": "Cycle breakdown (ms per cycle)", "font": {"size": 15}, "y": 0.97})
-    fig.update_yaxes(autorange="reversed", automargin=True)
-    return fig.to_plotly_json()
+    return _plain(traces, {
+        **LAYOUT, "hovermode": "closest", "margin": margin, "legend": legend, "barmode": "stack",
+        "xaxis": {"title": {"text": "ms per cycle"}}, "height": 180 + 60 * len(runs),
+        "title": {"text": "Cycle breakdown (ms per cycle)", "font": {"size": 15}, "y": 0.97},
+        "yaxis": {"autorange": "reversed", "automargin": True},
+    })
 
 
 def phase_deltas(result: dict) -> dict:
@@ -110,91 +140,96 @@ def phase_deltas(result: dict) -> dict:
     runs = [r for r in result["runs"] if r["id"] != result["baseline"]]
     # Only phases with a delta somewhere: a phase the baseline lacks has nothing to compare.
     rows = [row for row in result["phases"] if any(row["runs"][r["id"]]["delta_ms"] is not None for r in runs)]
-    fig = go.Figure()
+    traces = []
     names = [row["name"] for row in rows]
     for i, r in enumerate(runs):
         deltas = [row["runs"][r["id"]]["delta_ms"] for row in rows]
-        fig.add_trace(go.Bar(
-            y=names, x=[d or 0 for d in deltas], name=r["name"], orientation="h",
-            marker={"color": [("#c53030" if (d or 0) > 0 else "#2f855a") for d in deltas],
-                    "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}},
-            text=[f"{d:+.2f} ms/cyc" if d is not None else "" for d in deltas], textposition="auto",
-            cliponaxis=False,
-            hovertemplate="%{y}: %{x:+.2f} ms/cycle<extra>%{fullData.name}</extra>",
-        ))
+        traces.append({
+            "cliponaxis": False, "hovertemplate": "%{y}: %{x:+.2f} ms/cycle<extra>%{fullData.name}</extra>",
+            "marker": {"color": [("#c53030" if (d or 0) > 0 else "#2f855a") for d in deltas],
+                       "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}},
+            "name": r["name"], "orientation": "h",
+            "text": [f"{d:+.2f} ms/cyc" if d is not None else "" for d in deltas], "textposition": "auto",
+            "x": [d or 0 for d in deltas], "y": names, "type": "bar",
+        })
     legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}
     margin = {**LAYOUT["margin"], "t": 60 + 22 * ((len(runs) + 1) // 2), "r": 90}
-    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "legend": legend, "margin": margin}, barmode="group",
-                      title={"text": "Where the time went (vs baseline)", "font": {"size": 15}, "y": 0.97},
-                      xaxis_title="Δ ms per cycle (red = slower)",
-                      height=200 + 28 * max(1, len(names)) * max(1, len(runs)))
-    fig.update_xaxes(zeroline=True, zerolinewidth=2, zerolinecolor="#555")
-    fig.update_yaxes(autorange="reversed", automargin=True)
-    return fig.to_plotly_json()
+    return _plain(traces, {
+        **LAYOUT, "hovermode": "closest", "legend": legend, "margin": margin, "barmode": "group",
+        "title": {"text": "Where the time went (vs baseline)", "font": {"size": 15}, "y": 0.97},
+        "xaxis": {"title": {"text": "Δ ms per cycle (red = slower)"}, "zeroline": True, "zerolinewidth": 2,
+                  "zerolinecolor": "#555"},
+        "height": 200 + 28 * max(1, len(names)) * max(1, len(runs)),
+        "yaxis": {"autorange": "reversed", "automargin": True},
+    })
 
 
 def over_the_run(runs: list, key: str, title: str, unit: str) -> dict:
     """One trace per run of a per-window series (already downsampled), hover names the line."""
-    fig = go.Figure()
-    for i, (name, points) in enumerate(runs):
-        fig.add_trace(go.Scatter(
-            x=[p[0] for p in points], y=[p[1] for p in points], name=name, mode="lines+markers",
-            line=run_line(i), marker={"size": 5},
-            customdata=[[p[3] if len(p) > 3 else None, p[2]] for p in points],  # a click opens this log line
-            hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
-        ))
+    traces = [scatter(
+        customdata=[[p[3] if len(p) > 3 else None, p[2]] for p in points],  # a click opens this log line
+        hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
+        line=run_line(i), marker={"size": 5}, mode="lines+markers", name=name,
+        x=[p[0] for p in points], y=[p[1] for p in points],
+    ) for i, (name, points) in enumerate(runs)]
     legend, top = legend_on_top(len(runs))
-    fig.update_layout(**{**LAYOUT, "legend": legend, "margin": {**LAYOUT["margin"], "t": top + 30}},
-                      title={"text": title, "font": {"size": 15}, "y": 0.98}, xaxis_title="window",
-                      yaxis_title=unit, height=300 + top, showlegend=True)
-    return fig.to_plotly_json()
+    return _plain(traces, {
+        **LAYOUT, "legend": legend, "margin": {**LAYOUT["margin"], "t": top + 30},
+        "title": {"text": title, "font": {"size": 15}, "y": 0.98}, "xaxis": {"title": {"text": "window"}},
+        "yaxis": {"title": {"text": unit}}, "height": 300 + top, "showlegend": True,
+    })
 
 
 def collectives(runs: list) -> dict:
     """nccl-tests bus bandwidth against message size (log x), out-of-place and in-place per run."""
-    fig = go.Figure()
+    traces = []
     for i, (name, rows) in enumerate(runs):
         for in_place, dash in ((False, "solid"), (True, "dot")):
             side = [c for c in rows if c["in_place"] == in_place and c["busbw_gbs"] is not None]
             if not side:
                 continue
-            fig.add_trace(go.Scatter(
-                x=[c["size_bytes"] for c in side], y=[c["busbw_gbs"] for c in side],
-                name=f"{name} · {'in-place' if in_place else 'out-of-place'}", mode="lines+markers",
-                line={"color": PALETTE[i % len(PALETTE)], "dash": dash},  # dash tells the two sides apart
+            traces.append(scatter(
                 hovertemplate="%{x} B: %{y:.2f} GB/s<extra>%{fullData.name}</extra>",
+                line={"color": PALETTE[i % len(PALETTE)], "dash": dash},  # dash tells the two sides apart
+                mode="lines+markers", name=f"{name} · {'in-place' if in_place else 'out-of-place'}",
+                x=[c["size_bytes"] for c in side], y=[c["busbw_gbs"] for c in side],
             ))
-    fig.update_layout(**LAYOUT, title={"text": "Collectives: bus bandwidth vs message size", "font": {"size": 15}},
-                      xaxis_title="message size (bytes)", yaxis_title="bus bandwidth (GB/s)", height=380)
-    fig.update_xaxes(type="log")
-    return fig.to_plotly_json()
+    return _plain(traces, {
+        **LAYOUT, "title": {"text": "Collectives: bus bandwidth vs message size", "font": {"size": 15}},
+        "xaxis": {"title": {"text": "message size (bytes)"}, "type": "log"},
+        "yaxis": {"title": {"text": "bus bandwidth (GB/s)"}}, "height": 380,
+    })
 
 
 def acceptance_curve(name: str, curve: dict) -> dict:
     """Throughput against per-position acceptance for k = 1..5 at this run's cycle time."""
-    fig = go.Figure()
-    for i, s in enumerate(curve["series"]):
-        fig.add_trace(go.Scatter(
-            x=s["p"], y=s["throughput_tok_s"], name=f"k = {s['steps']}", mode="lines",
-            line={"color": PALETTE[i % len(PALETTE)]},
-            hovertemplate="p = %{x:.2f}: %{y:.1f} tok/s<extra>%{fullData.name}</extra>",
-        ))
+    traces = [scatter(
+        hovertemplate="p = %{x:.2f}: %{y:.1f} tok/s<extra>%{fullData.name}</extra>",
+        line={"color": PALETTE[i % len(PALETTE)]}, mode="lines", name=f"k = {s['steps']}",
+        x=s["p"], y=s["throughput_tok_s"],
+    ) for i, s in enumerate(curve["series"])]
+    shapes, notes = [], []
     for value, label, dash in ((curve.get("baseline_tok_s"), "baseline", "dash"),
                                (curve.get("target_tok_s"), "target", "dot")):
-        if value:
-            fig.add_hline(y=value, line={"dash": dash, "color": "#555"}, annotation_text=f"{label} {value:.1f} tok/s")
+        if value:  # what plotly's add_hline makes: a line across the plot, its label at the right
+            shapes.append({"line": {"color": "#555", "dash": dash}, "type": "line", "x0": 0, "x1": 1,
+                           "xref": "x domain", "y0": value, "y1": value, "yref": "y"})
+            notes.append({"showarrow": False, "text": f"{label} {value:.1f} tok/s", "x": 1, "xanchor": "right",
+                          "xref": "x domain", "y": value, "yanchor": "bottom", "yref": "y"})
     point = curve.get("run_point") or {}
     if point.get("p") is not None:
-        fig.add_trace(go.Scatter(
-            x=[point["p"]], y=[point["throughput_tok_s"]], name=f"{name} (measured)", mode="markers",
-            marker={"size": 13, "color": "#c53030", "symbol": "diamond"},
+        traces.append(scatter(
             hovertemplate="measured: p ≈ %{x:.2f}, %{y:.1f} tok/s<extra></extra>",
+            marker={"color": "#c53030", "size": 13, "symbol": "diamond"}, mode="markers",
+            name=f"{name} (measured)", x=[point["p"]], y=[point["throughput_tok_s"]],
         ))
-    fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, height=380,
-                      title={"text": f"{name}: throughput vs acceptance at {curve['cycle_ms']:.2f} ms/cycle",
-                             "font": {"size": 15}},
-                      xaxis_title="per-position acceptance p", yaxis_title="tok/s")
-    return fig.to_plotly_json()
+    extra: dict[str, Any] = {"shapes": shapes, "annotations": notes} if shapes else {}
+    return _plain(traces, {
+        **LAYOUT, "hovermode": "closest", "height": 380, **extra,
+        "title": {"text": f"{name}: throughput vs acceptance at {curve['cycle_ms']:.2f} ms/cycle",
+                  "font": {"size": 15}},
+        "xaxis": {"title": {"text": "per-position acceptance p"}}, "yaxis": {"title": {"text": "tok/s"}},
+    })
 
 
 # Per-window series on the comparison page: key -> (chart title, unit).
@@ -261,7 +296,7 @@ def sweep_chart(result: dict, key: str) -> dict:
                               annotation_text=f"no speculation {b['throughput_tok_s']:.1f} tok/s")
     fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, title={"text": title, "font": {"size": 15}},
                       xaxis={"title": "draft steps", "dtick": 1}, yaxis_title=unit)
-    return fig.to_plotly_json()
+    return _json(fig)
 
 
 def trend_chart(result: dict) -> dict:
@@ -299,7 +334,7 @@ def trend_chart(result: dict) -> dict:
                       title={"text": f"{result['label']} over time", "font": {"size": 15}},
                       xaxis={"title": "run (commit order)", "tickmode": "array", "tickvals": xs, "ticktext": labels},
                       yaxis_title=result["unit"])
-    return fig.to_plotly_json()
+    return _json(fig)
 class Note(Protocol):
     id: int
     window_from: int | None

@@ -6,6 +6,7 @@ its configuration with sources. The view fetches those in a fixed number of quer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,14 +35,17 @@ class RunInput:
     id: int
     name: str
     parsed: dict
-    # key -> [(window, value, line, logfile id)]: the line and file let a chart point open its source.
-    series: dict[str, list[tuple]] = field(default_factory=dict)
+    # key -> [(x, value, line, logfile id, window)] (x: the position in the run; runs/series.py
+    # keeps them thinned): the line and file let a chart point open its source.
+    series: dict[str, list[Sequence]] = field(default_factory=dict)
     # {key: {"value": v, "source": "x.log line 12" or "set by alice at ..."}}
     config: dict[str, dict] = field(default_factory=dict)
     steps: int | None = None
     collectives: list[dict] = field(default_factory=list)
     # Values a person set that the logs contradict, as sentences (runs.summary.person_vs_logs).
     person_conflicts: list[str] = field(default_factory=list)
+    # key -> the noise of the whole per-window series (runs/series.py keeps it with the thinned points).
+    spreads: dict[str, float] = field(default_factory=dict)
 
 
 def _verify(parsed: dict) -> dict | None:
@@ -130,6 +134,8 @@ def _noise(run: RunInput, key: str) -> float | None:
     stored = ((run.parsed.get("summary") or {}).get("spread") or {}).get(key)
     if stored is not None:
         return stored
+    if key in run.spreads:  # the whole series' noise: `series` may hold only a thinned part of it
+        return run.spreads[key]
     return spread([p[1] for p in run.series.get(key, [])])
 
 
@@ -237,20 +243,6 @@ def headline(result: dict) -> list[dict]:
             out.append({"text": f"{r['name']}: {sentence}.", "anchor": "config", "alarm": True})
     for d in result["comparable"]["differences"]:
         out.append({"text": d["text"] + ".", "anchor": "config"})
-    return out
-
-
-def downsample(points: list[tuple[int, float, int | None]], limit: int = MAX_POINTS) -> list[tuple]:
-    """Keep the min and max of each bucket so spikes survive thinning (and order is kept)."""
-    if len(points) <= limit:
-        return points
-    size = max(1, (2 * len(points)) // limit)
-    out = []
-    for i in range(0, len(points), size):
-        bucket = points[i:i + size]
-        lo = min(bucket, key=lambda p: p[1])
-        hi = max(bucket, key=lambda p: p[1])
-        out += sorted({lo, hi}, key=lambda p: p[0])
     return out
 
 

@@ -90,6 +90,9 @@ class Run(models.Model):
     # What refresh_run worked out that a partial refresh needs again (runs.services.refresh_nccl):
     # {"figured": [launches that had serving figures before worker-only ones were merged]}.
     summary_state = models.JSONField(default=dict, blank=True)
+    # What the pages chart, thinned to a bounded number of points per trace, each point with its
+    # window, line and log file (runs/series.py); written by refresh_run. Lists defer it.
+    series = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -8,12 +8,13 @@ elsewhere (compare.py, nccl.py, specdecode.py, summary.py): these only assemble 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from django.db.models import Count, F, Prefetch, QuerySet
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
 
+from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
     Annotation,
@@ -40,9 +41,6 @@ SORTS = {
     "date": "created_at", "name": "name", "tok_s": "throughput_tok_s", "tpc": "tokens_per_cycle",
     "cycle": "cycle_ms", "verify": "verify_ms", "steps": "steps", "status": "status",
 }
-# Metric rows that feed each per-window series (SGLang's decode line calls throughput "gen throughput").
-SERIES_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": "throughput_tok_s",
-                  "tokens_per_cycle": "tokens_per_cycle"}
 # The run page's summary cards and the metric rows each is read from.
 CARD_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": "throughput_tok_s",
                 "tokens_per_cycle": "tokens_per_cycle", "cycle_ms": "cycle_ms"}
@@ -60,6 +58,15 @@ def positive_float(raw: str | None) -> float | None:
     except ValueError:
         return None
     return value if value is not None and 0 < value < 1e7 else None
+
+
+def zoom_from_query(query: Mapping[str, Any]) -> tuple[int, int] | None:
+    """`?from=&to=` (windows, inclusive) of a zoomed chart, capped at series.ZOOM_MAX_WINDOWS; None
+    when absent or not a range of positive integers."""
+    low, high = query.get("from"), query.get("to")
+    if not (is_int(low) and is_int(high)) or int(high) < int(low) or int(high) < 1:
+        return None
+    return stored.zoom_span(int(low), int(high))
 
 
 def visible_run(user, pk: int) -> Run:
@@ -148,7 +155,7 @@ def filters_from_query(query: QueryDict) -> RunFilters:
 
 
 # What lists never show and never load: the run's whole parse (issue 10: 47 MB on a large run).
-LIST_DEFERRED = ("parsed", "summary_state")
+LIST_DEFERRED = ("parsed", "summary_state", "series")
 
 
 def filtered_runs(user, filters: RunFilters, sort: str = "-date") -> QuerySet[Run]:
@@ -175,9 +182,25 @@ def logfiles_with_counts(run: Run) -> list[LogFile]:
     return list(run.logfiles.annotate(phase_rows=Count("phasesample")))
 
 
-def phase_rows(run: Run) -> list[PhaseSample]:
-    return list(PhaseSample.objects.filter(run=run).order_by("logfile_id", "window", "id")
-                .only("name", "window", "ms", "line", "logfile_id"))
+class ChartRow(NamedTuple):
+    """One phase sample as the run page's chart draws it (charts.PhaseRow)."""
+    logfile_id: int | None
+    window: int
+    name: str
+    ms: float
+    line: int | None
+
+
+def chart_phase_rows(run: Run, zoom: tuple[int, int] | None = None) -> tuple[list[ChartRow], dict]:
+    """The rows the run page's phase chart draws: the stored thinned series (bounded whatever the
+    run's size), or every row of a zoomed window range (capped). Also the stored series."""
+    kept = stored.run_series(run)
+    phases = kept["phases"]
+    rows = stored.phase_rows_between(run.id, *zoom) if zoom else phases["rows"]
+    order = {name: i for i, name in enumerate(phases["names"])}
+    # Traces in the order the phases first appear in the run, whatever rows a thinning kept.
+    rows = sorted(rows, key=lambda r: order.get(r[2], len(order)))
+    return [ChartRow(*r) for r in rows], kept
 
 
 def collective_rows(run: Run) -> list[dict[str, Any]]:
@@ -205,7 +228,7 @@ def suggested_baseline(user, run: Run) -> Run | None:
         return None
     candidates = list(
         visible_runs(user).filter(project=run.project, status=Status.READY, spec_algorithm="", steps=None)
-        .exclude(pk=run.pk).exclude(throughput_tok_s=None).order_by("-created_at", "-id")[:20]
+        .defer("series").exclude(pk=run.pk).exclude(throughput_tok_s=None).order_by("-created_at", "-id")[:20]
     )
     if not candidates:
         return None
@@ -226,23 +249,19 @@ def _model_and_tp(run: Run) -> tuple:
     return settings.get("model"), settings.get("tp_size")
 
 
-def first_lines(run: Run) -> dict[str, Mapping[str, Any]]:
-    """For each phase name and metric, the first log line it was read from (provenance links)."""
+def first_lines(run: Run, kept: dict | None = None) -> dict[str, Mapping[str, Any]]:
+    """For each phase name and metric, the first log line it was read from (provenance links),
+    from the run's stored series (`kept`, read if not given): no row is read."""
+    kept = kept if kept is not None else stored.run_series(run)
     out: dict[str, Mapping[str, Any]] = {}
-    for row in PhaseSample.objects.filter(run=run).order_by("logfile_id", "window").values(
-        "name", "logfile_id", "line"
-    ):
-        out.setdefault(f"phase:{row['name']}", row)
+    for name, (logfile_id, line) in kept["phases"]["first"].items():
+        out[f"phase:{name}"] = {"name": name, "logfile_id": logfile_id, "line": line}
     # The first window of each summary figure, from the source the summary believes first.
-    best: dict[str, int] = {}
-    for row in MetricSample.objects.filter(run=run, name__in=list(CARD_METRICS)).order_by(
-        "logfile_id", "window", "id"
-    ).values("name", "source", "logfile_id", "line"):
-        key = CARD_METRICS[row["name"]]
-        rank = source_rank(row["source"])
-        if key not in best or rank < best[key]:
-            best[key] = rank
-            out[f"metric:{key}"] = row
+    for key in set(CARD_METRICS.values()):
+        figure = kept["figures"].get(key)
+        if figure and figure["points"]:
+            _, _, line, logfile_id, _ = figure["points"][0]
+            out[f"metric:{key}"] = {"source": figure["source"], "logfile_id": logfile_id, "line": line}
     for lf in run.logfiles.all():
         for key, s in (lf.settings or {}).items():
             out.setdefault(f"setting:{key}", {"logfile_id": lf.id, "line": s["line"]})
@@ -252,33 +271,36 @@ def first_lines(run: Run) -> dict[str, Mapping[str, Any]]:
 FIGURE_LINES_SHOWN = 200  # lines listed in the source panel for one figure (the median's always among them)
 
 
-def figure_windows(run: Run, key: str) -> dict | None:
-    """Every window behind one of the run page's median figures (`phase:Target verify`,
-    `metric:throughput_tok_s`): the log file, each window's (window, value, line) in order, and
-    the line of the window whose value is the median. None for an unknown key or no rows."""
+def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict | None:
+    """The windows behind one of the run page's median figures (`phase:Target verify`,
+    `metric:throughput_tok_s`), in the first log file that has it: the first `limit` windows'
+    (window, value, line) in order, their total, and the line of the window whose value is the
+    median (found in SQL: no more than `limit` + 1 rows are read). None for an unknown key or no rows."""
     kind, _, name = key.partition(":")
-    rows: list[tuple[int, int, float, int | None]]
+    rows: QuerySet
     if kind == "phase":
-        rows = list(PhaseSample.objects.filter(run=run, name=name).order_by("logfile_id", "window", "id")
-                    .values_list("logfile_id", "window", "ms", "line"))
+        rows, value = PhaseSample.objects.filter(run=run, name=name), "ms"
     elif kind == "metric" and name in set(CARD_METRICS.values()):
         names = [m for m, figure in CARD_METRICS.items() if figure == name]
-        found = list(MetricSample.objects.filter(run=run, name__in=names).order_by("logfile_id", "window", "id")
-                     .values_list("source", "logfile_id", "window", "value", "line"))
-        if not found:
+        found = MetricSample.objects.filter(run=run, name__in=names)
+        source = stored.best_source(found)  # the source the summary believes first
+        if source is None:
             return None
-        best = min({f[0] for f in found}, key=source_rank)  # the source the summary believes first
-        rows = [(lf, w, v, line) for source, lf, w, v, line in found if source == best]
+        rows, value = found.filter(source=source), "value"
     else:
         return None
-    if not rows:
+    logfile = rows.order_by("logfile_id").values_list("logfile_id", flat=True).first()
+    if logfile is None and not rows.exists():
         return None
-    logfile = rows[0][0]
-    rows = [r for r in rows if r[0] == logfile]
-    ordered = sorted(rows, key=lambda r: r[2])
-    median_row = ordered[(len(ordered) - 1) // 2]
-    return {"logfile": logfile, "median_line": median_row[3], "median_value": median_row[2],
-            "windows": [{"window": w, "value": v, "line": line} for _, w, v, line in rows]}
+    rows = rows.filter(logfile__isnull=True) if logfile is None else rows.filter(logfile_id=logfile)
+    total = rows.count()
+    # The median of a stable sort by value over rows in window order: ties go by window, then id.
+    median_value, median_line, median_window = rows.order_by(value, "window", "id").values_list(
+        value, "line", "window")[(total - 1) // 2]
+    shown = [{"window": w, "value": v, "line": line} for w, v, line in
+             rows.order_by("window", "id").values_list("window", value, "line")[:limit]]
+    return {"logfile": logfile, "median_line": median_line, "median_value": median_value, "total": total,
+            "median": {"window": median_window, "value": median_value, "line": median_line}, "windows": shown}
 
 
 def parse_ids(raw: str) -> list[int]:
@@ -291,9 +313,12 @@ def parse_ids(raw: str) -> list[int]:
     return ids
 
 
-def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
-    """Everything the comparison needs for the runs the user may see, in five queries."""
-    runs = {r.id: r for r in visible_runs(user).filter(id__in=ids)}
+def comparison_inputs(user, ids: list[int], points: bool = True,
+                      zoom: tuple[int, int] | None = None) -> list[RunInput]:
+    """Everything the comparison needs for the runs the user may see, in five queries: the
+    per-window series are the stored thinned ones (`points`; only their noise without), or
+    every row of positions `zoom` (from, to; capped) of each run."""
+    runs = {r.id: r for r in visible_runs(user).filter(id__in=ids).defer("series")}
     ids = [i for i in ids if i in runs]
     inputs = {i: RunInput(id=i, name=runs[i].name, parsed=runs[i].parsed or {}, steps=runs[i].steps,
                           person_conflicts=person_vs_logs(runs[i].parsed or {}, runs[i].steps, runs[i].steps_by_person))
@@ -317,29 +342,39 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
         first_rank: dict = next(iter((sources.get("effective") or {}).values()), {})
         for key, value in nccl.get("effective", {}).items():
             cfg[f"{key} (effective)"] = _sourced(value, first_rank.get(key), "workers")
-    picked: dict[tuple[int, str], str] = {}
-    rows = MetricSample.objects.filter(run_id__in=ids, name__in=list(SERIES_METRICS)).order_by(
-        "logfile_id", "window", "id").values_list("run_id", "name", "source", "value", "line", "logfile_id")
-    for run_id, metric, source, value, line, logfile_id in rows:
-        name = SERIES_METRICS[metric]
-        best = picked.get((run_id, name))
-        if best is None or source_rank(source) < source_rank(best):
-            picked[(run_id, name)] = source
-            inputs[run_id].series[name] = []
-        if picked[(run_id, name)] == source:
-            series = inputs[run_id].series[name]
-            series.append((len(series) + 1, value, line, logfile_id))
-    for run_id, ms, line, logfile_id in PhaseSample.objects.filter(
-        run_id__in=ids, name__icontains="verify"
-    ).order_by("logfile_id", "window", "id").values_list("run_id", "ms", "line", "logfile_id"):
-        series = inputs[run_id].series.setdefault("verify_ms", [])
-        series.append((len(series) + 1, ms, line, logfile_id))
+    _stored_series(inputs, points, zoom)
     for c in CollectiveResult.objects.filter(run_id__in=ids).order_by("logfile_id", "line").values(
         "run_id", "op", "size_bytes", "busbw_gbs", "algbw_gbs", "time_us", "in_place", "line"
     ):
         row: dict[str, Any] = dict(c)  # a plain dict: the TypedDict the stubs give cannot drop a key
         inputs[row.pop("run_id")].collectives.append(row)
     return [inputs[i] for i in ids]
+
+
+COMPARED_SERIES = ("throughput_tok_s", "tokens_per_cycle", "verify_ms")  # charts.SERIES
+
+
+def _stored_series(inputs: dict[int, RunInput], points: bool, zoom: tuple[int, int] | None) -> None:
+    """Each run's compared series and their noise from `Run.series` (one query reading only those
+    keys; a run parsed before series were kept has them computed from its rows)."""
+    # One JSON path a row: PostgreSQL unpacks the stored document once for each path it reads.
+    field = "series__figures" if points else "series__spread"
+    for run_id, version, figures in Run.objects.filter(id__in=list(inputs)).values_list("id", "series__v", field):
+        if version != stored.SERIES_VERSION:
+            kept = stored.compute_series(run_id)
+            figures = kept["figures"] if points else kept["spread"]
+        run = inputs[run_id]
+        for key in COMPARED_SERIES:
+            figure = (figures or {}).get(key)
+            if not points:
+                if figure is not None:
+                    run.spreads[key] = figure
+            elif figure:
+                if figure["spread"] is not None:
+                    run.spreads[key] = figure["spread"]
+                shown: list = (stored.figure_rows_between(run_id, key, figure["source"], *zoom) if zoom
+                               else figure["points"])
+                run.series[key] = shown
 
 
 def _sourced(value: object, where: list | None, fallback: str) -> dict:
@@ -349,9 +384,11 @@ def _sourced(value: object, where: list | None, fallback: str) -> dict:
     return {"value": value, "source": (where[2] if where else fallback)}
 
 
-def comparison_for(user, ids: list[int], baseline: int | None) -> tuple[list[RunInput], dict]:
-    """The comparison of runs the user may see; Http404 naming any id they may not (A2)."""
-    inputs = comparison_inputs(user, ids)
+def comparison_for(user, ids: list[int], baseline: int | None, points: bool = True,
+                   zoom: tuple[int, int] | None = None) -> tuple[list[RunInput], dict]:
+    """The comparison of runs the user may see; Http404 naming any id they may not (A2).
+    `points`: with the per-window series the page charts (the API's result has none)."""
+    inputs = comparison_inputs(user, ids, points, zoom)
     missing = sorted(set(ids) - {r.id for r in inputs})
     if missing:
         raise Http404(f"no run {', '.join(map(str, missing))} in your projects")
@@ -371,7 +408,7 @@ MAX_SWEEP_RUNS = 200
 
 def sweep_runs(user, ids: list[int] | None = None, project: str = "", tag: str = "") -> QuerySet[Run]:
     """The ready runs of a sweep: the ids given, or a project's runs (with a tag, if given)."""
-    runs = visible_runs(user).filter(status=Status.READY)
+    runs = visible_runs(user).filter(status=Status.READY).defer("series")
     if ids:
         runs = runs.filter(id__in=ids)
     elif project:
@@ -414,7 +451,7 @@ def resolve_baseline(run: Run) -> tuple[Run | None, str, str]:
     so a verdict read again later still compares with the same run.
     """
     asked = (run.meta or {}).get("baseline", "pinned")
-    same_project = Run.objects.filter(project_id=run.project_id).exclude(pk=run.pk)
+    same_project = Run.objects.filter(project_id=run.project_id).exclude(pk=run.pk).defer("series")
     if isinstance(asked, int) and not isinstance(asked, bool):
         found = same_project.filter(pk=asked).first()
         return found, f"run {asked}", "" if found else f"baseline run {asked} is not in project {run.project}"
@@ -478,7 +515,8 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
                  nccl_status: str = "") -> list:
     """The ready runs of a project (filtered) as TrendPoints, in four queries whatever their number."""
 
-    runs = visible_runs(user).filter(status=Status.READY, project__name=project).exclude(**{metric: None})
+    runs = (visible_runs(user).filter(status=Status.READY, project__name=project).defer("series")
+            .exclude(**{metric: None}))
     if branch:
         runs = runs.filter(meta__ci__branch=branch)
     if tag:

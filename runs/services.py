@@ -36,6 +36,7 @@ from runs.models import (
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
 from runs.processes import ROLES
+from runs.series import fresh_series
 from runs.summary import person_vs_logs, renew_nccl, summarize_run
 
 
@@ -463,6 +464,7 @@ def refresh_run(run_id: int) -> None:
     run.nccl_status = (parsed.get("nccl") or {}).get("status", "")
     run.launches_count = min(parsed.get("launches_count") or 0, 32767)
     run.person_conflict = bool(person_vs_logs(parsed, run.steps, run.steps_by_person))
+    run.series = fresh_series(run)
     run.save()
     mark_nccl_roles(run, parsed.get("processes") or [])
 

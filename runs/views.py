@@ -11,10 +11,11 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, markdown, queries, services, specdecode
-from runs.compare import csv_safe, downsample, to_csv_rows
+from runs import charts, markdown, queries, series, services, specdecode
+from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
 from runs.models import Annotation, Status
@@ -53,7 +54,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     run = queries.visible_run(request.user, pk)
-    phases = queries.phase_rows(run)
+    zoom = queries.zoom_from_query(request.GET)
+    phases, kept = queries.chart_phase_rows(run, zoom)
     collectives = queries.collective_rows(run)
     parsed = run.parsed or {}
     nccl = parsed.get("nccl") or {}
@@ -79,7 +81,8 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "anchored": [a for a in annotations if a.anchored and not a.deleted_at],
         "run": run, "logfiles": queries.logfiles_with_counts(run), "parsed": parsed,
         "phases": parsed.get("phases", []), "chart": chart,
-        "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run),
+        "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run, kept),
+        **_zoom_context(request, zoom, series.MAX_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
         "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
@@ -88,6 +91,23 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
     })
+
+
+def _thinned(windows: int, zoom: tuple[int, int] | None) -> bool:
+    """Whether the phase chart shows a thinned run (the page says so and how to zoom)."""
+    return zoom is None and windows > series.MAX_POINTS
+
+
+def _zoom_context(request: HttpRequest, zoom: tuple[int, int] | None, points: int) -> dict:
+    """The zoom form's context: the page's other parameters (kept), the whole run's query string."""
+    keep = [(k, v) for k in request.GET if k not in ("from", "to") for v in request.GET.getlist(k)]
+    return {"zoom": zoom, "zoom_keep": keep, "zoom_whole": urlencode(keep), "zoom_points": points,
+            "zoom_max": series.ZOOM_MAX_WINDOWS}
+
+
+def _count(run, key: str) -> int:
+    points = run.series.get(key, [])
+    return points[-1][0] if points else 0  # x is the position in the run: the last one is the count
 
 
 @login_required
@@ -118,12 +138,11 @@ def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
     found = queries.figure_windows(run, request.GET.get("key", ""))
     if found is None:
         return JsonResponse({"error": {"code": "no_figure", "message": "no such figure in this run"}}, status=404)
-    windows = found["windows"]
-    shown = windows[:queries.FIGURE_LINES_SHOWN]
+    shown = found["windows"]
     if found["median_line"] not in {w["line"] for w in shown}:
-        shown = shown[:-1] + [next(w for w in windows if w["line"] == found["median_line"])]
+        shown = shown[:-1] + [found["median"]]
     return JsonResponse({"logfile": found["logfile"], "median_line": found["median_line"],
-                         "median_value": found["median_value"], "total": len(windows), "windows": shown})
+                         "median_value": found["median_value"], "total": found["total"], "windows": shown})
 
 
 @login_required
@@ -133,8 +152,10 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     asked = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
     ids, left_out = asked[:queries.MAX_COMPARED], asked[queries.MAX_COMPARED:]
     baseline = request.GET.get("baseline")
-    inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None)
     fmt = request.GET.get("format")
+    zoom = queries.zoom_from_query(request.GET)
+    inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None,
+                                            points=fmt not in ("json", "csv"), zoom=zoom)
     if fmt == "json":
         response: HttpResponse = JsonResponse({**result, "left_out": left_out})
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
@@ -153,7 +174,9 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     notes = queries.anchored_notes(ids)
     who = {n.id: f"{n.run.name} · {n.author.get_username() if n.author else 'someone'}" for n in notes}
     for key, (title, unit) in charts.SERIES.items():
-        traces = [(r.name, downsample(r.series.get(key, []))) for r in ordered]
+        # Stored series thinned again for up to 20 runs a chart; a zoom shows every row it read.
+        traces = [(r.name, r.series.get(key, []) if zoom else series.downsample(r.series.get(key, []), MAX_POINTS))
+                  for r in ordered]
         if any(points for _, points in traces):
             # Each compared run's anchored notes, labelled with the run they are about.
             chart_data[f"chart-{key}"] = charts.with_notes(
@@ -171,6 +194,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
         "show_all": request.GET.get("all") == "1", "analyses": analyses, "target": target,
         "left_out": left_out, "max_compared": queries.MAX_COMPARED, "max_curves": MAX_CURVES,
+        **_zoom_context(request, zoom, MAX_POINTS),
+        "thinned": not zoom and any(_count(r, k) > MAX_POINTS for r in ordered for k in charts.SERIES),
     })
 
 
@@ -285,8 +310,6 @@ def annotation_delete(request: AuthenticatedRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def sweep_view(request: HttpRequest) -> HttpResponse:
-    from django.utils.http import urlencode
-
     from runs.sweep import to_csv_rows as sweep_csv_rows
 
     result, selection = queries.sweep_for(request.user, request.GET)

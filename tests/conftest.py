@@ -146,6 +146,22 @@ def upload_run(data_dir):
 
 
 
+@pytest.fixture
+def big_run(alice):
+    """`big_run(windows, name)`: a ready run of that many windows, its rows written straight into
+    the tables (tests/synthetic.py), its stored series computed as refresh_run does."""
+    from runs.series import fresh_series
+    from tests import synthetic
+
+    def make(windows: int = 100_000, name: str = "big", spike: int | None = None):
+        run = synthetic.make_run(alice.projects.get(), alice, windows, name=name, spike=spike)
+        run.series = fresh_series(run)
+        run.save(update_fields=["series"])
+        return run
+
+    return make
+
+
 def _database_url() -> str:
     from django.db import connection
 

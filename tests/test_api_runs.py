@@ -221,3 +221,17 @@ def test_compare_with_a_run_of_another_team_is_404(client, alice, eve, upload_ru
     response = client.get(f"/api/v1/compare?runs={mine.id},{theirs.id}",
                           HTTP_AUTHORIZATION=f"Bearer {create_token(eve)}")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
+def test_compare_of_large_runs_reads_their_stored_series_not_their_rows(client, alice, bearer, big_run):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    a, b = big_run(20_000, "a"), big_run(20_000, "b")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/api/v1/compare?runs={a.id},{b.id}", headers=bearer(alice))
+    assert response.status_code == 200 and len(response.content) < 20_000
+    assert not [q for q in queries.captured_queries if "runs_metricsample" in q["sql"] or "runs_phasesample" in q["sql"]]
+    body = response.json()
+    assert set(body) >= {"baseline", "runs", "metrics", "phases", "config", "comparable", "headline"}
+    assert next(m for m in body["metrics"] if m["key"] == "verify_ms")["runs"][str(b.id)]["noise"] is not None

@@ -1,6 +1,6 @@
 """runs.compare without a database: deltas, noise, config diff, comparability, headline."""
 
-from runs.compare import RunInput, compare, config_diff, downsample, spread, to_csv_rows
+from runs.compare import RunInput, compare, config_diff, spread, to_csv_rows
 
 
 def _run(id, name, tput, tpc, cycle, verify, *, series=None, config=None, nccl=None, phases=None):
@@ -78,14 +78,6 @@ def test_spread_is_half_the_interquartile_range():
     assert spread([1, 2, 3]) is None
     # Quartiles interpolated between windows (statistics.quantiles, inclusive): 27.5 and 62.5.
     assert spread([10, 20, 30, 40, 50, 60, 70, 80]) == 17.5
-
-
-def test_downsample_keeps_spikes_and_bounds_points():
-    points = [(i, 1.0, i) for i in range(10_000)]
-    points[5000] = (5000, 99.0, 5000)
-    thin = downsample(points, limit=400)
-    assert len(thin) <= 420 and (5000, 99.0, 5000) in thin
-    assert [p[0] for p in thin] == sorted(p[0] for p in thin)
 
 
 def test_csv_has_one_row_per_run_and_figure():

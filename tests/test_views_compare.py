@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 
 import pytest
 from django.db import connection
@@ -153,3 +154,42 @@ def test_anchored_notes_are_drawn_on_the_comparison_series(client, alice, upload
     assert series, "no over-the-run chart carries the note"
     marker = series[0]["data"][-1]
     assert marker["customdata"] == [note.id] and "tuned · alice: rebuild &lt;here&gt;" in marker["hovertext"][0]
+
+
+def _points(charts: dict, key: str) -> list[list]:
+    return [list(zip(t["x"], t["y"], strict=True)) for t in charts[key]["data"] if t.get("meta") != "notes"]
+
+
+def test_comparing_100k_window_runs_is_bounded_and_keeps_figures_noise_and_spikes(client, alice, big_run):
+    from runs.compare import MAX_POINTS
+    from runs.summary import spread
+    from tests import synthetic
+
+    a, b = big_run(100_000, "a", spike=33_333), big_run(100_000, "b", spike=66_666)
+    client.force_login(alice)
+    response = client.get(f"/compare/?runs={a.id},{b.id}&baseline={a.id}")
+    assert response.status_code == 200 and len(response.content) < 2_000_000
+    charts = response.context["charts"]
+    for key in ("chart-throughput_tok_s", "chart-tokens_per_cycle", "chart-verify_ms"):
+        assert all(0 < len(trace) <= MAX_POINTS for trace in _points(charts, key)), key
+    dips = [min(trace, key=lambda p: p[1]) for trace in _points(charts, "chart-throughput_tok_s")]
+    assert dips == [(33_333, synthetic.values(33_333, 33_333)[2]), (66_666, synthetic.values(66_666, 66_666)[2])]
+    result = response.context["result"]
+    tput = next(m for m in result["metrics"] if m["key"] == "throughput_tok_s")
+    assert tput["runs"][b.id]["value"] == b.throughput_tok_s
+    # The noise is the whole series' (these runs' summaries keep none), not the thinned points'.
+    whole = [spread([synthetic.values(w, s)[2] for w in range(1, 100_001)]) for s in (33_333, 66_666)]
+    assert tput["runs"][b.id]["noise"] == max(whole)
+    api = client.get(f"/api/v1/compare?runs={a.id},{b.id}&baseline={a.id}").json()
+    assert api == json.loads(json.dumps(result))  # the API's figures and noise are the page's
+
+
+def test_a_zoomed_comparison_charts_the_exact_rows(client, alice, big_run):
+    from tests import synthetic
+
+    a, b = big_run(3000, "a"), big_run(3000, "b")
+    client.force_login(alice)
+    response = client.get(f"/compare/?runs={a.id},{b.id}&from=2000&to=2004")
+    exact = [(w, synthetic.values(w, 1500)[1]) for w in range(2000, 2005)]
+    assert _points(response.context["charts"], "chart-verify_ms") == [exact, exact]
+    assert "Every row of windows 2000–2004" in response.content.decode()

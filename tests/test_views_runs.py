@@ -278,3 +278,40 @@ def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, up
         assert client.get("/api/v1/runs", headers=bearer(alice)).json()["items"][0]["launches_count"] == 1
     run_reads = [q["sql"] for q in queries.captured_queries if 'FROM "runs_run"' in q["sql"]]
     assert run_reads and not [sql for sql in run_reads if '"runs_run"."parsed"' in sql]
+
+
+def test_the_page_of_a_100k_window_run_is_bounded_and_shows_the_same_medians(client, alice, big_run):
+    from runs.series import MAX_POINTS
+    from tests import synthetic
+
+    run = big_run(100_000, spike=77_777)
+    client.force_login(alice)
+    response = client.get(f"/runs/{run.id}/")
+    assert response.status_code == 200 and len(response.content) < 2_000_000
+    traces = response.context["chart"]["data"]
+    phases = [t for t in traces if t.get("stackgroup") == "phases"]
+    assert [t["name"] for t in phases] == ["Draft", "Target verify"]
+    assert all(len(t["x"]) <= MAX_POINTS for t in phases) and phases[0]["x"] == phases[1]["x"]
+    verify = phases[1]
+    spike = verify["x"].index(77_777)  # the slow window survives, and opens its own line
+    assert verify["y"][spike] == synthetic.values(77_777, 77_777)[1]
+    assert verify["customdata"][spike] == [run.logfiles.get().id, 4 * 77_777 + 1]
+    body = response.content.decode()
+    assert f"{run.throughput_tok_s:.1f}" in body and f"{run.verify_ms:.2f}" in body
+    assert "Thinned to at most" in body
+    figure = client.get(f"/runs/{run.id}/figure.json", {"key": "phase:Target verify"}).json()
+    ordered = sorted(synthetic.values(w, 77_777)[1] for w in range(1, 100_001))
+    assert figure["total"] == 100_000 and figure["median_value"] == ordered[(100_000 - 1) // 2]
+    assert len(figure["windows"]) <= 200 and figure["median_line"] in {w["line"] for w in figure["windows"]}
+
+
+def test_a_zoomed_run_page_charts_every_row_of_its_windows(client, alice, big_run):
+    from tests import synthetic
+
+    run = big_run(5000)
+    client.force_login(alice)
+    response = client.get(f"/runs/{run.id}/", {"from": 1000, "to": 1009})
+    traces = {t["name"]: t for t in response.context["chart"]["data"] if t.get("stackgroup")}
+    assert traces["Draft"]["x"] == list(range(1000, 1010))
+    assert traces["Target verify"]["y"] == [synthetic.values(w, 2500)[1] for w in range(1000, 1010)]
+    assert "Every row of windows 1000–1009" in response.content.decode()

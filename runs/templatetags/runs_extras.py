@@ -1,4 +1,9 @@
+import json
+
 from django import template
+from django.core.serializers.json import DjangoJSONEncoder
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -47,3 +52,17 @@ def signed(value: float | None, digits: int = 2) -> str:
 @register.filter
 def drift_of(nccl: dict, key: str) -> dict | None:
     return next((d for d in nccl.get("drift", []) if d["key"] == key), None)
+
+
+# What Django's json_script escapes, so a figure's text can never close its <script> element.
+_SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003C"), (">", "\\u003E"))
+
+
+@register.filter
+def chart_json(figure: dict, element_id: str) -> str:
+    """`{{ fig|chart_json:"chart-x" }}`: json_script for figures, compact and escaped with
+    str.replace (json_script's str.translate took ~0.2 s on a comparison's 400 kB of figures)."""
+    text = json.dumps(figure, separators=(",", ":"), cls=DjangoJSONEncoder)
+    for char, escaped in _SCRIPT_ESCAPES:
+        text = text.replace(char, escaped)
+    return format_html('<script id="{}" type="application/json">{}</script>', element_id, mark_safe(text))

@@ -37,6 +37,7 @@ function drawCharts() {
         if (panel && panel.openLine && Array.isArray(where) && where[0] && where[1]) panel.openLine(where[0], where[1]);
       });
       if (el.dataset.notes) linkNotes(el);
+      linkZoom(el);
     });
   });
 }
@@ -60,6 +61,21 @@ function linkNotes(el) {
     if (!point) return;
     const note = document.getElementById(`note-${point.customdata}`);
     if (note) { note.scrollIntoView({ block: "center" }); note.classList.add("flash"); }
+  });
+}
+
+// A chart zoomed by hand fills the zoom form's window range (the page then reads every row of
+// those windows instead of the thinned series; the server caps the range).
+function linkZoom(el) {
+  const from = document.getElementById("zoom-from");
+  const to = document.getElementById("zoom-to");
+  if (!from || !to) return;
+  el.on("plotly_relayout", (ev) => {
+    const low = ev && ev["xaxis.range[0]"];
+    const high = ev && ev["xaxis.range[1]"];
+    if (low === undefined || high === undefined) return;
+    from.value = Math.max(1, Math.floor(Number(low)));
+    to.value = Math.max(1, Math.ceil(Number(high)));
   });
 }
 

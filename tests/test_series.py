@@ -1,0 +1,136 @@
+"""runs/series.py: the thinning (pure) and the stored series of a run (database)."""
+
+import pytest
+
+from runs.series import (
+    MAX_POINTS,
+    ZOOM_MAX_WINDOWS,
+    compute_series,
+    downsample,
+    figure_rows_between,
+    fresh_series,
+    phase_rows_between,
+    thin_phases,
+)
+from runs.summary import spread
+from tests import synthetic
+
+
+def _points(n: int) -> list[tuple]:
+    # (x, value, line, logfile, window): a slow ripple
+    return [(i, float(i % 7), 100 + i, 9, i) for i in range(1, n + 1)]
+
+
+def test_a_series_within_the_limit_comes_back_unchanged():
+    points = _points(MAX_POINTS)
+    assert downsample(points) == points
+    assert downsample([]) == []
+    assert downsample(points[:1]) == points[:1]
+
+
+def test_one_point_over_the_limit_is_thinned_to_the_limit():
+    thin = downsample(_points(MAX_POINTS + 1))
+    assert len(thin) <= MAX_POINTS
+
+
+def test_spikes_and_dips_survive_and_every_kept_point_keeps_its_line_and_file():
+    points = _points(10_000)
+    points[4999] = (5000, 99.0, 5099, 9, 5000)
+    points[7000] = (7001, -5.0, 7100, 9, 7001)
+    thin = downsample(points, limit=400)
+    assert len(thin) <= 400
+    assert (5000, 99.0, 5099, 9, 5000) in thin and (7001, -5.0, 7100, 9, 7001) in thin
+    assert all(p in points for p in thin)  # every kept point is a real row, line and file included
+    assert [p[0] for p in thin] == sorted(p[0] for p in thin)
+    assert thin[0] == points[0] and thin[-1] == points[-1]
+
+
+def test_each_bucket_keeps_its_own_min_and_max():
+    # Buckets of 10 (limit 22 -> 10 buckets over 100 points): each holds a distinct low and high.
+    points = [(i, float((i * 37) % 10) + (i // 10) * 100, i, 1, i) for i in range(100)]
+    thin = downsample(points, limit=22)
+    for start in range(0, 100, 10):
+        bucket = points[start:start + 10]
+        inner = [p for p in bucket if p not in (points[0], points[-1])]
+        assert min(inner, key=lambda p: p[1]) in thin and max(inner, key=lambda p: p[1]) in thin
+
+
+def test_equal_values_keep_the_first_of_a_bucket():
+    points = [(i, 1.0, i, 1, i) for i in range(50)]
+    thin = downsample(points, limit=12)
+    assert len(thin) <= 12 and [p[0] for p in thin][:2] == [0, 1]
+
+
+def _windows(n: int, phases: tuple[str, ...] = ("Draft", "Target verify")) -> list[tuple]:
+    return [(3, w, name, 1.0 + k + (w % 5) / 10, 10 * w + k) for w in range(1, n + 1) for k, name in enumerate(phases)]
+
+
+def test_phase_thinning_keeps_whole_windows_so_stacked_traces_share_x():
+    rows = _windows(5000)
+    rows[2 * 2500 + 1] = (3, 2501, "Target verify", 50.0, 25011)
+    kept = thin_phases(rows, 5000, 2, limit=200)
+    by_name: dict[str, list[int]] = {}
+    for _, window, name, _, _ in kept:
+        by_name.setdefault(name, []).append(window)
+    assert by_name["Draft"] == by_name["Target verify"] and len(by_name["Draft"]) <= 200
+    assert [3, 2501, "Target verify", 50.0, 25011] in kept
+    assert all(tuple(r) in set(rows) for r in kept)
+
+
+def test_phase_thinning_leaves_a_small_run_alone():
+    rows = _windows(40)
+    assert thin_phases(rows, 40, 2) == [list(r) for r in rows]
+    assert thin_phases([], 0, 0) == []
+
+
+@pytest.fixture
+def project(alice):
+    return alice.projects.get()
+
+
+@pytest.mark.django_db
+def test_stored_series_are_bounded_exact_points_with_the_whole_series_noise(alice, project):
+    run = synthetic.make_run(project, alice, 3000, spike=1234)
+    kept = compute_series(run.id)
+    verify = kept["figures"]["verify_ms"]
+    full = [synthetic.values(w, 1234)[1] for w in range(1, 3001)]
+    assert verify["count"] == 3000 and verify["spread"] == spread(full)
+    assert len(verify["points"]) <= MAX_POINTS
+    spike = [1234, synthetic.values(1234, 1234)[1], 4 * 1234 + 1, run.logfiles.get().id, 1234]
+    assert spike in verify["points"] and max(p[1] for p in verify["points"]) == spike[1]
+    tput = kept["figures"]["throughput_tok_s"]
+    assert tput["source"] == "eagle_profile" and tput["points"][0][:3] == [1, synthetic.values(1, 1234)[2], 6]
+    phases = kept["phases"]
+    assert phases["windows"] == 3000 and phases["names"] == ["Draft", "Target verify"]
+    assert phases["first"] == {"Draft": [run.logfiles.get().id, 4], "Target verify": [run.logfiles.get().id, 5]}
+    assert len({r[1] for r in phases["rows"]}) <= MAX_POINTS // 2
+
+
+@pytest.mark.django_db
+def test_a_run_without_rows_has_empty_series(alice, project):
+    run = project.runs.create(name="empty")
+    kept = compute_series(run.id)
+    assert kept["figures"] == {} and kept["phases"]["rows"] == [] and kept["phases"]["windows"] == 0
+
+
+@pytest.mark.django_db
+def test_series_are_kept_until_a_log_file_is_parsed_again(alice, project, django_assert_max_num_queries):
+    run = synthetic.make_run(project, alice, 50)
+    run.series = fresh_series(run)
+    with django_assert_max_num_queries(1):  # an annotation's refresh: the files are unchanged
+        assert fresh_series(run) is run.series
+    run.logfiles.update(parsed_at="2026-01-01T00:00:00Z")
+    assert fresh_series(run) is not run.series
+
+
+@pytest.mark.django_db
+def test_a_zoom_reads_every_row_of_its_windows_and_no_more_than_the_cap(alice, project):
+    run = synthetic.make_run(project, alice, 3000)
+    lf = run.logfiles.get().id
+    rows = phase_rows_between(run.id, 100, 102)
+    assert rows == [[lf, w, name, synthetic.values(w, 1500)[k], 4 * w + k]
+                    for w in (100, 101, 102) for k, name in ((0, "Draft"), (1, "Target verify"))]
+    points = figure_rows_between(run.id, "throughput_tok_s", "eagle_profile", 10, 12)
+    assert points == [[w, synthetic.values(w, 1500)[2], 4 * w + 2, lf, w] for w in (10, 11, 12)]
+    wide = figure_rows_between(run.id, "tokens_per_cycle", "eagle_profile", 1, 10**9)
+    assert len(wide) == ZOOM_MAX_WINDOWS and wide[-1][0] == ZOOM_MAX_WINDOWS
