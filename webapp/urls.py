@@ -12,7 +12,6 @@ from ingest import views as ingest_views
 from runs import views as run_views
 from webapp import views as account_views
 from webapp.api import api, not_found
-from webapp.auth import LoginView
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -48,7 +47,7 @@ urlpatterns = [
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
     path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),
     path("vendor/plotly.min.js", plotly_js, name="plotly_js"),
-    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
