@@ -129,11 +129,11 @@ def set_roles(request: ApiRequest, payload: RolesIn, run_id: int = RunId) -> Run
 
 @router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 403, 404, 415, 422): ErrorOut})
 def set_tags(request: ApiRequest, payload: TagsIn, run_id: int = RunId) -> dict:
-    """Replace the run's tags (editors and admins)."""
+    """Replace the run's tags (editors and admins). Each change is recorded: `history` lists who
+    replaced which tags with which, oldest first (also on the run page and in the activity feed)."""
     run = queries.visible_run(request.auth, run_id)
-    require_role(request.auth, run.project_id, Role.EDITOR)
-    services.set_tags(run, payload.tags)
-    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all())}
+    services.replace_tags(request.auth, run, payload.tags)
+    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all()), "history": queries.run_edits(run)}
 
 
 @router.get("/runs/{int:run_id}/annotations", response={200: list[AnnotationOut], errors(404, 422): ErrorOut})

@@ -199,9 +199,18 @@ class TagsIn(Schema):
     )
 
 
+class RunEditOut(Schema):
+    what: str = Field(description="what was changed: tags")
+    before: list[str]
+    after: list[str]
+    by: str | None = Field(description="who changed it (None: the user was deleted)")
+    at: datetime
+
+
 class TagsOut(Schema):
     id: int
     tags: list[str]
+    history: list[RunEditOut] = Field(description="every replacement of the run's tags, oldest first")
 
 
 AnnotationKind = Literal["note", "nccl", "steps"]

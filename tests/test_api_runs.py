@@ -117,8 +117,29 @@ def test_put_tags_replaces_the_tags(client, alice, bearer, upload_run):
     run = upload_run(alice, TUNED, parse=False, tags=["old"])
     response = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": ["new", " ci ", ""]},
                           content_type="application/json", headers=bearer(alice))
-    assert response.json() == {"id": run.id, "tags": ["ci", "new"]}
+    body = response.json()
+    assert body["tags"] == ["ci", "new"]
     assert sorted(run.tags.values_list("name", flat=True)) == ["ci", "new"]
+    assert [(h["by"], h["before"], h["after"]) for h in body["history"]] == [("alice", ["old"], ["ci", "new"])]
+
+
+def test_a_viewer_cannot_replace_tags_and_nothing_is_recorded(client, alice, vic, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False, tags=["old"])
+    response = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": ["vandal"]},
+                          content_type="application/json", headers=bearer(vic))
+    assert response.status_code == 403 and response.json()["error"]["code"] == "role_required"
+    assert list(run.tags.values_list("name", flat=True)) == ["old"] and not run.edits.exists()
+
+
+def test_every_tag_replacement_is_recorded_in_order_and_a_no_op_is_not(client, alice, bob, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False, tags=["a"])
+    for who, tags in ((alice, ["b"]), (bob, ["b"]), (bob, ["c", "b"])):
+        client.put(f"/api/v1/runs/{run.id}/tags", {"tags": tags}, content_type="application/json",
+                   headers=bearer(who))
+    history = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": []}, content_type="application/json",
+                         headers=bearer(alice)).json()["history"]
+    assert [(h["by"], h["before"], h["after"]) for h in history] == [
+        ("alice", ["a"], ["b"]), ("bob", ["b"], ["b", "c"]), ("alice", ["b", "c"], [])]
 
 
 def test_note_annotation_is_stored_and_listed(client, alice, bob, bearer, upload_run):

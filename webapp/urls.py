@@ -35,6 +35,7 @@ urlpatterns = [
     path("runs/<int:pk>/annotate", run_views.annotate, name="annotate"),
     path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
     path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),
+    path("runs/<int:pk>/tags", run_views.set_tags, name="set_tags"),
     path("annotations/<int:pk>/edit", run_views.annotation_edit, name="annotation_edit"),
     path("annotations/<int:pk>/delete", run_views.annotation_delete, name="annotation_delete"),
     path("projects/", run_views.project_list, name="project_list"),
