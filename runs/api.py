@@ -185,7 +185,7 @@ def compare_runs(request: ApiRequest, query: Query[CompareQuery]) -> dict:
 SIZE_CODES = {"too_large", "decompressed_too_large"}
 META_HELP = (
     'JSON object: {"name", "project", "tags": [...], "steps", "nccl_env": {"NCCL_X": "value"}, "notes", '
-    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}}'
+    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}, "create_project": bool}'
 )
 
 
@@ -231,7 +231,7 @@ def _refused(e: storage.StorageError, size_status: int = 413) -> ServiceError:
 
 @router.post(
     "/runs",
-    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 413, 415, 422): ErrorOut},
+    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 404, 409, 413, 415, 422): ErrorOut},
     openapi_extra=_meta_in_openapi(),
 )
 def upload(
@@ -246,7 +246,9 @@ def upload(
     """Upload the log files of one run (multipart: `files`, one or more, `.gz` is fine; `meta`).
 
     202 with the new run, queued for parsing. The same content (every file's sha256) or the same
-    `Idempotency-Key` in the same project answers 200 with the existing run. Over
+    `Idempotency-Key` in the same project answers 200 with the existing run (as the upload page
+    does). `meta.project` not one of your projects: 404 `unknown_project`, the same answer whether
+    or not someone else has that name; `meta.create_project: true` creates it. Over
     RUNLENS_MAX_UPLOAD_BYTES: 413, nothing stored.
     """
     refused = getattr(request, "upload_refused", None)
@@ -265,8 +267,8 @@ def upload(
                            for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta=info.stored(),
-            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
-            roles=info.roles,
+            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "",
+            roles=info.roles, create_project=info.create_project,
         )
     except storage.StorageError as e:
         raise _refused(e) from None
@@ -275,7 +277,7 @@ def upload(
 
 @router.post(
     "/runs/register",
-    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 415, 422): ErrorOut},
+    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 404, 409, 415, 422): ErrorOut},
 )
 def register(request: ApiRequest, payload: RegisterIn) -> Status:
     """Create a run from a log file on the server, read in place (project admins only).
@@ -290,6 +292,7 @@ def register(request: ApiRequest, payload: RegisterIn) -> Status:
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
             notes=payload.notes, meta=payload.stored(),
             steps=payload.steps, nccl_env=payload.nccl_env, roles=payload.roles,
+            create_project=payload.create_project,
         )
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None

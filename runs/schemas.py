@@ -413,7 +413,12 @@ class RunMetaIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: Text = Field("", max_length=200, description="default: the first file's name")
-    project: Text = Field("", max_length=100, description="default: your first project")
+    project: Text = Field("", max_length=100, description=(
+        "default: your first project you may upload to. A name that is not one of your projects is "
+        "404 `unknown_project` (whether or not someone else has it), unless `create_project`"))
+    create_project: bool = Field(False, description=(
+        "create `project` (you its admin) if no project has that name; a name someone else has is "
+        "409 `project_name_taken`"))
     tags: list[Annotated[Text, Field(max_length=64)]] = Field([], max_length=100)
     steps: Annotated[int, Field(ge=1, le=16), BeforeValidator(_whole)] | None = Field(
         None, description="draft steps per cycle, when the logs do not say", json_schema_extra=_nullable,

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from ingest import services
-from runs.models import LogFile, NcclSetting, Run, Status
+from runs.models import LogFile, NcclSetting, Project, Run, Status
 from tests.samples import log_path
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +84,7 @@ def test_same_upload_sent_twice_at_once_makes_one_run(alice, data_dir, private_q
         try:
             barrier.wait()
             run, created = services.register_upload(
-                alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team", dedupe=True)
+                alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team")
             results.append((run.id, created))
         finally:
             connection.close()
@@ -131,7 +131,7 @@ def test_same_content_in_the_same_project_gives_back_the_run(client, alice, bear
 def test_same_content_in_another_project_is_a_new_run(client, alice, bearer):
     headers = bearer(alice)
     first = _upload(client, headers, [_file()]).json()
-    other = _upload(client, headers, [_file()], {"project": "alice-lab"})
+    other = _upload(client, headers, [_file()], {"project": "alice-lab", "create_project": True})
     assert other.status_code == 202 and other.json()["id"] != first["id"] and Run.objects.count() == 2
 
 
@@ -215,10 +215,40 @@ def test_unexpected_form_fields_are_422(client, alice, bearer):
     assert "nmae" in response.json()["error"]["message"] and not Run.objects.exists()
 
 
-def test_upload_into_a_project_i_am_not_in_is_403(client, alice, eve, bearer, data_dir):
-    response = _upload(client, bearer(eve), [_file()], {"project": "team"})
-    assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden"
+def test_a_project_i_am_not_in_answers_exactly_as_one_that_does_not_exist(client, alice, eve, bearer, data_dir):
+    """Issue 14: a project name cannot be probed through uploads."""
+    taken = _upload(client, bearer(eve), [_file()], {"project": "team"})
+    free = _upload(client, bearer(eve), [_file()], {"project": "nobody-has-this"})
+    assert taken.status_code == free.status_code == 404
+    code = taken.json()["error"]["code"]
+    assert code == free.json()["error"]["code"] == "unknown_project"
+    assert taken.json()["error"]["message"].replace("'team'", "NAME") == \
+        free.json()["error"]["message"].replace("'nobody-has-this'", "NAME")
     assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+def test_an_unknown_project_is_an_error_and_create_project_creates_it(client, alice, bearer):
+    refused = _upload(client, bearer(alice), [_file()], {"project": "tema"})
+    assert refused.status_code == 404 and "--create-project" in refused.json()["error"]["message"]
+    made = _upload(client, bearer(alice), [_file()], {"project": "tema", "create_project": True})
+    assert made.status_code == 202
+    run = Run.objects.get(id=made.json()["id"])
+    assert run.project.name == "tema" and run.project.membership_set.get().role == "admin"
+    # Asking again to create a project of yours just uses it.
+    again = _upload(client, bearer(alice), [_file(BASELINE)], {"project": "tema", "create_project": True})
+    assert again.status_code == 202 and Run.objects.get(id=again.json()["id"]).project == run.project
+
+
+def test_creating_a_project_whose_name_someone_else_has_is_409_and_joins_nothing(client, alice, eve, bearer):
+    response = _upload(client, bearer(eve), [_file()], {"project": "team", "create_project": True})
+    assert response.status_code == 409 and response.json()["error"]["code"] == "project_name_taken"
+    assert not Run.objects.exists() and not eve.projects.exists()
+
+
+def test_no_project_and_none_to_upload_to_is_an_error_not_a_private_project(client, eve, bearer):
+    response = _upload(client, bearer(eve), [_file()])
+    assert response.status_code == 400 and response.json()["error"]["code"] == "no_project"
+    assert not Run.objects.exists() and not Project.objects.exists()
 
 
 def test_too_many_parts_is_400(client, alice, bearer, settings):
@@ -451,7 +481,8 @@ def test_refresh_of_a_run_of_another_project_is_404(client, alice, eve, bearer, 
 def test_r8_admin_of_a_personal_project_still_needs_the_grant(client, alice, eve, bearer, root):
     """Every user administers the project of their first upload: that must not open the disk."""
     headers = bearer(eve)
-    upload = _upload(client, headers, [SimpleUploadedFile("a.log", b"x\n")])
+    upload = _upload(client, headers, [SimpleUploadedFile("a.log", b"x\n")],
+                     {"project": "eve-lab", "create_project": True})
     assert upload.status_code == 202
     response = _register(client, headers, root / "run.log")
     assert response.status_code == 403 and response.json()["error"]["code"] == "not_allowed_to_register"

@@ -14,7 +14,7 @@ BASELINE = "spec_baseline_nospec.log"
 
 def test_list_shows_only_runs_of_my_projects(client, alice, eve, bearer, upload_run):
     mine = upload_run(alice, TUNED, parse=False)
-    upload_run(eve, TUNED, parse=False, project="eve-lab")
+    upload_run(eve, TUNED, parse=False, project="eve-lab", create_project=True)
     body = client.get("/api/v1/runs", headers=bearer(alice)).json()
     assert [r["id"] for r in body["items"]] == [mine.id] and body["total"] == 1
     assert body["items"][0]["project"] == "team" and body["items"][0]["url"].endswith(f"/runs/{mine.id}/")
@@ -23,7 +23,7 @@ def test_list_shows_only_runs_of_my_projects(client, alice, eve, bearer, upload_
 def test_list_filters_by_tag_status_engine_steps_name_and_project(client, alice, bearer, upload_run):
     tuned = upload_run(alice, TUNED, tags=["h200"], name="tuned 2-step")
     baseline = upload_run(alice, BASELINE, name="baseline")
-    queued = upload_run(alice, TUNED, parse=False, name="queued one", project="other")
+    queued = upload_run(alice, TUNED, parse=False, name="queued one", project="other", create_project=True)
     headers = bearer(alice)
 
     def ids(query: str) -> list[int]:
@@ -238,7 +238,7 @@ def test_compare_with_a_run_of_another_team_is_404(client, alice, eve, upload_ru
     from webapp.auth import create_token
 
     theirs = upload_run(alice, "spec_baseline_nospec.log")
-    mine = upload_run(eve, "spec_baseline_nospec.log", project=None)
+    mine = upload_run(eve, "spec_baseline_nospec.log", project="eve-lab", create_project=True)
     response = client.get(f"/api/v1/compare?runs={mine.id},{theirs.id}",
                           HTTP_AUTHORIZATION=f"Bearer {create_token(eve)}")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
