@@ -139,16 +139,31 @@ class RunOut(Schema):
         return context["request"].build_absolute_uri(reverse("run_detail", args=[run.id]))
 
 
+# The reading warning of a log that ends mid-line (ingest/parsers/text.py read_lines).
+PARTIAL_MARK = "ends mid-line"
+
+
 class LogFileStatusOut(Schema):
     id: int
     name: str = Field(description="the file's name as uploaded (metadata, never a path)")
     status: StatusName
     error: str
     error_line: int | None = Field(description="the line of the log the parse stopped at")
+    partial: str | None = Field(None, description=(
+        "why the file was read only in part (it ends mid-line: its last line was skipped), else null; "
+        "`runlens-upload --wait` exits 7 on it unless --allow-partial"))
+    refresh_warning: str = Field("", description=(
+        "registered logs: why the last refresh kept the old rows (the file shrank or its first bytes "
+        "changed: rotated or truncated), else empty"))
 
     @staticmethod
     def resolve_name(logfile: LogFile) -> str:
         return logfile.original_name
+
+    @staticmethod
+    def resolve_partial(logfile: LogFile) -> str | None:
+        return next((f"line {w.get('line')}: {w.get('message')}" for w in logfile.warnings or []
+                     if PARTIAL_MARK in str(w.get("message", ""))), None)
 
 
 class LogFileOut(LogFileStatusOut):
