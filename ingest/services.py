@@ -226,7 +226,7 @@ def register_path(
     proj = _admin_project(user, project, create_project)
     real = storage.resolve_registered(path)
     file_roles(roles, [real.name])
-    sha, size = storage.registered_digest(str(real))
+    digest = storage.registered_digest(str(real))
     with transaction.atomic():
         Project.objects.select_for_update().get(id=proj.id)
         seen = LogFile.objects.filter(run__project=proj, registered=True, path=str(real)).first()
@@ -238,7 +238,8 @@ def register_path(
         )
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
-                               sha256=sha, size=size, role=(roles or {}).get(real.name, ""))
+                               sha256=digest.sha256, size=digest.size, head_sha256=digest.head_sha256,
+                               role=(roles or {}).get(real.name, ""))
         declare_values(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
     return run, True
@@ -269,23 +270,55 @@ def _admin_project(user: User, name: str | None, create: bool = False) -> Projec
     raise ServiceError(403, "not_project_admin", "registering paths needs the admin role in a project")
 
 
-def refresh_registered(run: Run) -> bool:
-    """Re-read a run's registered logs; if one has grown or changed, parse the run again.
+@dataclass
+class Refresh:
+    changed: bool  # a file grew (or `replace` was asked): the run is parsed again
+    kept: list[str]  # why files were not read again (rotated or truncated): their old rows stay
 
-    Returns whether anything changed. The file goes through the same checks as at registration.
+
+def refresh_registered(run: Run, replace: bool = False) -> Refresh:
+    """Re-read a run's registered logs; if one has grown, parse the run again.
+
+    A log that was rotated or truncated since (it shrank, or bytes it had changed: its first ones
+    or any before its old end) is not read again: replacing the rows would lose the windows it
+    had. Its old rows stay and `LogFile.refresh_warning` says why (run page, API), until a refresh
+    with `replace` reads the file as it is now. The file goes through the same checks as at
+    registration.
     """
     logfiles = list(run.logfiles.filter(registered=True))
     if not logfiles:
         raise ServiceError(400, "not_registered", "this run has no registered log files (it was uploaded)")
     changed = False
+    kept = []
     for lf in logfiles:
-        sha, size = storage.registered_digest(lf.path)
-        if sha != lf.sha256:
-            LogFile.objects.filter(id=lf.id).update(sha256=sha, size=size)
-            changed = True
+        digest = storage.registered_digest(lf.path, prefix=lf.size)
+        if digest.sha256 == lf.sha256 and digest.size == lf.size:
+            continue
+        why = None if replace else _not_just_grown(lf, digest)
+        if why:
+            kept.append(why)
+            LogFile.objects.filter(id=lf.id).update(refresh_warning=why)
+            continue
+        LogFile.objects.filter(id=lf.id).update(sha256=digest.sha256, size=digest.size,
+                                                head_sha256=digest.head_sha256, refresh_warning="")
+        changed = True
     if changed:
         reparse_run(run)
-    return changed
+    return Refresh(changed, kept)
+
+
+def _not_just_grown(lf: LogFile, now: storage.Digest) -> str | None:
+    """Why a registered log is no longer its old self plus new lines, or None if it only grew."""
+    when = timezone.now().strftime("%Y-%m-%d %H:%M UTC")
+    keep = "the rows read before are kept; refresh with replace to read the file as it is now"
+    if now.size < lf.size:
+        return (f"{lf.original_name}: at {when} the file was {now.size} bytes, smaller than the {lf.size} "
+                f"read before (truncated or rotated): {keep}")
+    if now.prefix_sha256 == lf.sha256:
+        return None
+    if lf.head_sha256 and now.old_head_sha256 != lf.head_sha256:
+        return f"{lf.original_name}: at {when} its first bytes were not the ones read before (rotated or replaced): {keep}"
+    return f"{lf.original_name}: at {when} bytes it had before were changed (replaced or rewritten in place): {keep}"
 
 
 def delete_run(user: User, run: Run) -> None:

@@ -44,6 +44,7 @@ from runs.schemas import (
     PinOut,
     ProjectOut,
     RefreshOut,
+    RefreshQuery,
     RegisterIn,
     RoleIn,
     RolesIn,
@@ -300,17 +301,19 @@ def register(request: ApiRequest, payload: RegisterIn) -> Status:
 
 
 @router.post("/runs/{int:run_id}/refresh", response={200: RefreshOut, errors(400, 403, 404, 422): ErrorOut})
-def refresh(request: ApiRequest, run_id: int = RunId) -> dict:
-    """Read a registered log again (it has grown): if its content changed, the run is parsed again
-    (editors and admins)."""
+def refresh(request: ApiRequest, query: Query[RefreshQuery], run_id: int = RunId) -> dict:
+    """Read a registered log again (it has grown): if it grew, the run is parsed again (editors and
+    admins). A log that was rotated or truncated since (it shrank, or bytes it had changed) is not
+    read: its old rows are kept, `kept` says why (and the log file's `refresh_warning`, on the run
+    page too), until `?replace=true` reads it as it is now."""
     run = queries.visible_run(request.auth, run_id)
     require_role(request.auth, run.project_id, Role.EDITOR)
     try:
-        changed = ingest_services.refresh_registered(run)
+        done = ingest_services.refresh_registered(run, replace=query.replace)
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None
     run.refresh_from_db()
-    return {"id": run.id, "status": run.status, "changed": changed}
+    return {"id": run.id, "status": run.status, "changed": done.changed, "kept": done.kept}
 
 
 @router.get("/sweep", response={200: dict, errors(404, 422): ErrorOut})

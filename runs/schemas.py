@@ -479,10 +479,18 @@ class RunCreatedOut(Schema):
                           "same registered path gave back an existing run")
 
 
+class RefreshQuery(Schema):
+    replace: bool = Field(False, description=(
+        "read rotated or truncated logs as they are now, replacing the rows read before"))
+
+
 class RefreshOut(Schema):
     id: int
     status: StatusName
-    changed: bool = Field(description="the file had changed: its run is parsed again")
+    changed: bool = Field(description="a log grew (or `replace`): the run is parsed again")
+    kept: list[str] = Field(description=(
+        "why logs were not read again (rotated or truncated: they shrank or bytes they had changed); "
+        "their old rows are kept"))
 
 
 class SweepQuery(Schema):

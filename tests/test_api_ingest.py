@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from ingest import services
-from runs.models import LogFile, NcclSetting, Project, Run, Status
+from runs.models import LogFile, NcclSetting, PhaseSample, Project, Run, Status
 from tests.samples import log_path
 
 pytestmark = pytest.mark.django_db
@@ -448,14 +448,70 @@ def test_refresh_of_a_grown_log_requeues_the_parse(client, alice, bearer, root):
     lf = LogFile.objects.get(run_id=run_id)
     services.parse_logfile(lf.id)
     unchanged = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
-    assert unchanged == {"id": run_id, "status": "ready", "changed": False}
+    assert unchanged == {"id": run_id, "status": "ready", "changed": False, "kept": []}
     with open(root / "run.log", "ab") as f:
         f.write(b"one more line\n")
     grown = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
-    assert grown == {"id": run_id, "status": "queued", "changed": True}
+    assert grown == {"id": run_id, "status": "queued", "changed": True, "kept": []}
     lf.refresh_from_db()
     assert lf.status == Status.QUEUED and lf.size == Path(root / "run.log").stat().st_size
     assert services.parse_logfile(lf.id) == Status.READY
+
+
+def _registered_and_parsed(client, headers, root):
+    run_id = _register(client, headers, root / "run.log").json()["id"]
+    services.parse_logfile(LogFile.objects.get(run_id=run_id).id)
+    return run_id, PhaseSample.objects.filter(run_id=run_id).count()
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (lambda raw: raw[: len(raw) // 3], "smaller than the"),  # truncated (copytruncate, a restart)
+    (lambda raw: b"2026-12-01 new server start\n" + raw[100:] + b"x\n" * 200, "its first bytes"),  # rotated
+])
+def test_refresh_of_a_rotated_or_truncated_log_keeps_the_old_rows_and_says_why(
+        client, alice, bearer, root, change, why):
+    headers = bearer(alice)
+    run_id, rows = _registered_and_parsed(client, headers, root)
+    raw = (root / "run.log").read_bytes()
+    (root / "run.log").write_bytes(change(raw))
+    body = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
+    assert body["changed"] is False and body["status"] == "ready"
+    assert len(body["kept"]) == 1 and body["kept"][0].startswith("run.log: ") and why in body["kept"][0]
+    assert PhaseSample.objects.filter(run_id=run_id).count() == rows > 0
+    lf = LogFile.objects.get(run_id=run_id)
+    assert lf.status == Status.READY and lf.size == len(raw)
+    # Said where people look: the run's API answer, its status, and its page.
+    detail = client.get(f"/api/v1/runs/{run_id}", headers=headers).json()
+    assert detail["logfiles"][0]["refresh_warning"] == body["kept"][0]
+    assert client.get(f"/api/v1/runs/{run_id}/status", headers=headers).json()["logfiles"][0]["refresh_warning"]
+    client.force_login(alice)
+    assert "Not refreshed:" in client.get(f"/runs/{run_id}/").content.decode()
+
+
+def test_refresh_of_a_log_rewritten_past_its_head_keeps_the_old_rows(client, alice, bearer, root):
+    big = log_path(TUNED).read_bytes() * 20  # past the hashed head (64 KiB)
+    (root / "run.log").write_bytes(big)
+    run_id = _register(client, bearer(alice), root / "run.log").json()["id"]
+    (root / "run.log").write_bytes(big[:-300] + b"#" * 300 + b"and more\n")
+    kept = client.post(f"/api/v1/runs/{run_id}/refresh", headers=bearer(alice)).json()["kept"]
+    assert len(kept) == 1 and "bytes it had before were changed" in kept[0]
+    assert LogFile.objects.get(run_id=run_id).size == len(big)
+
+
+def test_refresh_with_replace_reads_a_rotated_log_as_it_is_now(client, alice, bearer, root):
+    headers = bearer(alice)
+    run_id, _ = _registered_and_parsed(client, headers, root)
+    (root / "run.log").write_bytes(log_path(BASELINE).read_bytes())
+    assert client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()["kept"]
+    body = client.post(f"/api/v1/runs/{run_id}/refresh?replace=true", headers=headers).json()
+    assert body == {"id": run_id, "status": "queued", "changed": True, "kept": []}
+    lf = LogFile.objects.get(run_id=run_id)
+    assert lf.refresh_warning == "" and lf.size == log_path(BASELINE).stat().st_size
+    assert services.parse_logfile(lf.id) == Status.READY
+    # From the new content on, growth is growth again.
+    with open(root / "run.log", "ab") as f:
+        f.write(b"one more line\n")
+    assert client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()["changed"] is True
 
 
 def test_refresh_of_an_uploaded_run_is_400(client, alice, bearer, upload_run):
