@@ -317,7 +317,8 @@ def _not_just_grown(lf: LogFile, now: storage.Digest) -> str | None:
     if now.prefix_sha256 == lf.sha256:
         return None
     if lf.head_sha256 and now.old_head_sha256 != lf.head_sha256:
-        return f"{lf.original_name}: at {when} its first bytes were not the ones read before (rotated or replaced): {keep}"
+        return (f"{lf.original_name}: at {when} its first bytes were not the ones read before "
+                f"(rotated or replaced): {keep}")
     return f"{lf.original_name}: at {when} bytes it had before were changed (replaced or rewritten in place): {keep}"
 
 
