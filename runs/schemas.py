@@ -449,6 +449,10 @@ class RunMetaIn(Schema):
     roles: dict[Annotated[Text, Field(max_length=255)], UploadRole] = Field(
         {}, max_length=200,
         description="who wrote each file, when detection is wrong: {\"server.log\": \"serving worker\"}",
+        # pydantic puts the key pattern in patternProperties only: a key outside it (a NUL) would
+        # then take any value in the published schema, which the server refuses (422).
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": r"^[^\x00]*$", "maxLength": 255}},
     )
     baseline: Baseline = Field(
         "pinned", description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
