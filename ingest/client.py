@@ -4,8 +4,11 @@
         --project team --name "nightly $SHA" --tag ci --tag h200 --wait server.log bench.log.gz
 
 Files stream from disk in 1 MiB chunks (never whole in memory). Exit status: 0 uploaded (and,
-with --wait, parsed), 1 the parse failed, 2 bad arguments, 3 the server refused or could not be
-reached, 4 --wait timed out, 6 --fail-on-regression: the run regressed past the limit.
+with --wait, parsed), 1 the parse failed (or, with --wait, one of the files did while others
+parsed), 2 bad arguments, 3 the server refused or could not be reached (a .gz cut short is refused
+naming the file; so is an unknown --project), 4 --wait timed out, 6 --fail-on-regression: the run
+regressed past the limit, 7 --wait: a file was partial (it ends mid-line: its last line was not
+read). --allow-partial accepts a ready run holding less than was sent (exit 0, warnings printed).
 
 A CI gate (the baseline: a run id, "pinned", the project's pinned run, or branch:main, the
 latest run of that branch uploaded before this one):
@@ -30,6 +33,7 @@ from pathlib import Path
 CHUNK = 1 << 20
 EXIT_FAILED, EXIT_USAGE, EXIT_HTTP, EXIT_TIMEOUT = 1, 2, 3, 4
 EXIT_REGRESSION = 6
+EXIT_PARTIAL = 7
 
 
 class ClientError(Exception):
@@ -170,6 +174,10 @@ def build_meta(args: argparse.Namespace) -> dict:
         meta["name"] = args.name
     if args.project:
         meta["project"] = args.project
+    if args.create_project:
+        if not meta.get("project"):
+            raise ClientError("--create-project needs --project NAME (or meta.project)", EXIT_USAGE)
+        meta["create_project"] = True
     if args.tag:
         meta["tags"] = list(dict.fromkeys([*meta.get("tags", []), *args.tag]))
     if "ci" not in meta and (ci := ci_from_environment(dict(os.environ))):
@@ -177,8 +185,22 @@ def build_meta(args: argparse.Namespace) -> dict:
     return meta
 
 
-def wait_for(base: str, token: str, run_id: int, timeout: float) -> int:
-    """Poll the run's status until it is ready (0) or failed (1); EXIT_TIMEOUT after `timeout` s."""
+def losses(body: dict) -> tuple[list[str], list[str]]:
+    """What a ready run's /status says it lost: (files that failed, files read only in part)."""
+    failed, partial = [], []
+    for lf in body.get("logfiles") or []:
+        if lf.get("status") == "failed":
+            failed.append(f"{lf.get('name')}: {lf.get('error') or 'failed'}")
+        elif lf.get("partial"):
+            partial.append(f"{lf.get('name')}: {lf['partial']}")
+    return failed, partial
+
+
+def wait_for(base: str, token: str, run_id: int, timeout: float, allow_partial: bool = False) -> int:
+    """Poll the run's status until it is ready (0) or failed (1); EXIT_TIMEOUT after `timeout` s.
+
+    A ready run that holds less than was sent is not a success unless `allow_partial`: a file
+    that failed while others parsed is EXIT_FAILED, a file cut mid-line EXIT_PARTIAL."""
     deadline = time.monotonic() + timeout
     delay = 0.5
     status = "queued"
@@ -186,6 +208,13 @@ def wait_for(base: str, token: str, run_id: int, timeout: float) -> int:
         body = with_retries(lambda: request("GET", f"{base}/api/v1/runs/{run_id}/status", token, timeout=60))
         status = body.get("status")
         if status == "ready":
+            failed, partial = losses(body)
+            for what, files in (("failed", failed), ("partial", partial)):
+                for line in files:
+                    print(f"run {run_id}: {what}: {line}")
+            if (failed or partial) and not allow_partial:
+                print(f"run {run_id}: ready, but not every file was read whole (--allow-partial accepts that)")
+                return EXIT_FAILED if failed else EXIT_PARTIAL
             print(f"run {run_id}: ready")
             return 0
         if status == "failed":
@@ -200,17 +229,22 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="runlens-upload", description="Upload the log files of one run to runlens.",
         epilog="Exit status: 0 done, 1 the parse failed (--wait), 2 bad arguments, 3 HTTP or network error, "
-        "4 --wait timed out, 6 regressed past --fail-on-regression.",
+        "4 --wait timed out, 6 regressed past --fail-on-regression, 7 a file was partial (--wait).",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILES", help="log files of the run (.gz is fine)")
     p.add_argument("--url", required=True, help="runlens base URL, e.g. https://runlens.example")
     p.add_argument("--token", default=None, help="API token (default: $RUNLENS_TOKEN)")
-    p.add_argument("--project", help="project name (default: your first project)")
+    p.add_argument("--project", help="project name, one of yours (default: your first project); "
+                   "a name that is not one of your projects is an error (exit 3)")
+    p.add_argument("--create-project", action="store_true",
+                   help="create --project (you its admin) if no project has that name")
     p.add_argument("--name", help="run name (default: the first file's name)")
     p.add_argument("--tag", action="append", default=[], help="a tag; repeat for more")
     p.add_argument("--meta-json", metavar="FILE", help="JSON file with more metadata (steps, nccl_env, notes, ci)")
     p.add_argument("--wait", action="store_true", help="wait until the run is parsed; exit 1 if it failed")
     p.add_argument("--timeout", type=float, default=600, metavar="S", help="how long --wait waits (default 600)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="with --wait: exit 0 even if a file ends mid-line or failed while the others parsed")
     add_gate_arguments(p)
     return p
 
@@ -338,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run {created['id']}: {created['url']} ({created['status']}"
               f"{', uploaded before' if created.get('created') is False else ''})")
         if args.wait:
-            done = wait_for(base, token, created["id"], args.timeout)
+            done = wait_for(base, token, created["id"], args.timeout, args.allow_partial)
             if done == 0 and gate_requested(args):
                 return report_verdict(base, token, created["id"], args)
             return done

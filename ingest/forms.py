@@ -32,6 +32,7 @@ class UploadForm(forms.Form):
     files = MultipleFileField(error_messages={"required": "choose at least one log file"})  # type: ignore[assignment]
     name = forms.CharField(max_length=200, required=False)
     project = forms.CharField(max_length=100, required=False)
+    create_project = forms.BooleanField(required=False)  # make `project` if nobody has that name
     tags = forms.CharField(max_length=2000, required=False)
     notes = forms.CharField(max_length=100_000, required=False)
 

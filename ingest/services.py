@@ -59,24 +59,38 @@ class IncomingFile:
 
 
 
-def project_for(user: User, name: str | None) -> Project:
-    """The named project if the user belongs to it; a new one (user as admin) if none has the name.
+def project_for(user: User, name: str | None, create: bool = False) -> Project:
+    """The project an upload goes to: the named one, if the user may upload to it (editor or admin).
 
-    With no name: the first project the user may upload to, or a personal one named after the user.
+    A name that is not one of the user's projects is 404 `unknown_project`, with the same status
+    and message whether someone else has that name or nobody does (names are not probed). With
+    `create`, a name nobody has becomes a new project, the user its admin; a name someone else has
+    is 409 (creating reveals a taken name, as any sign-up with unique names does). With no name:
+    the user's first project they may upload to; none is an error (no silent private project).
     """
     if not name:
         membership = (Membership.objects.filter(user=user, role__in=[Role.EDITOR, Role.ADMIN])
                       .select_related("project").order_by("id").first())
         if membership:
             return membership.project
-        name = user.get_username()
-    project, created = Project.objects.get_or_create(name=name)
-    if created:
-        Membership.objects.create(project=project, user=user, role=Membership.Role.ADMIN)
-    elif role_in(user, project) is None:
-        raise PermissionError(f"you are not a member of project {name!r}")
-    else:
-        require_role(user, project, Role.EDITOR)  # viewers read and annotate, they do not upload
+        raise ServiceError(400, "no_project", "you are in no project you may upload to: name one "
+                           "(--project NAME --create-project, or meta.project and meta.create_project: true)")
+    project = Project.objects.filter(name=name).first()
+    role = role_in(user, project) if project else None
+    if project is None or role is None:
+        if not create:
+            raise ServiceError(404, "unknown_project", f"you are in no project named {name!r}: check the name, "
+                               "or create it (--create-project, meta.create_project: true)")
+        with transaction.atomic():
+            project, created = Project.objects.get_or_create(name=name)
+            if not created and role_in(user, project) is None:
+                raise ServiceError(409, "project_name_taken",
+                                   f"a project named {name!r} exists and you are not in it: choose another name, "
+                                   "or ask its admin to add you")
+            if created:
+                Membership.objects.create(project=project, user=user, role=Membership.Role.ADMIN)
+        return project
+    require_role(user, project, Role.EDITOR)  # viewers read and annotate, they do not upload
     return project
 
 
@@ -92,22 +106,24 @@ def register_upload(
     steps: int | None = None,
     nccl_env: Mapping[str, str | int] | None = None,
     idempotency_key: str = "",
-    dedupe: bool = False,
     roles: Mapping[str, str] | None = None,
+    create_project: bool = False,
 ) -> tuple[Run, bool]:
     """Store uploaded files under the data dir and create a queued run that will parse them.
 
-    Returns (run, created). With `dedupe` (CI, where retries happen) an upload whose content
-    (the sha256 of every file) or Idempotency-Key matches a run of the same project gives back
-    that run and stores nothing. `nccl_env` becomes declared NCCL settings of the run and
-    `steps` a step count set by the uploader; `roles` ({file name: role}) corrects who wrote a file.
+    Returns (run, created). Every caller (browser, API, CI client, `ingest` command) dedupes the
+    same way: an upload whose content (the sha256 of every file) or Idempotency-Key matches a run
+    of the same project that did not fail gives back that run, stores nothing and `created` is
+    False. `nccl_env` becomes declared NCCL settings of the run and `steps` a step count set by
+    the uploader; `roles` ({file name: role}) corrects who wrote a file. `project`, `create_project`:
+    see `project_for`.
     """
     files = list(files)
     if not files:
         raise ValueError("no files given")
     file_roles(roles, [f.name for f in files])
-    proj = project_for(user, project)
-    if dedupe and idempotency_key:
+    proj = project_for(user, project, create_project)
+    if idempotency_key:
         existing = _retryable(Run.objects.filter(project=proj, meta__idempotency_key=idempotency_key)).first()
         if existing:
             return existing, False
@@ -122,11 +138,9 @@ def register_upload(
             stored.append((f.name, rel, sha, size))
         content = content_sha256(sha for _, _, sha, _ in stored)
         with transaction.atomic():
-            existing = None
-            if dedupe:
-                # One upload per project at a time decides "new or seen before" (RELIABILITY U8).
-                Project.objects.select_for_update().get(id=proj.id)
-                existing = _same_upload(proj, content, idempotency_key)
+            # One upload per project at a time decides "new or seen before" (RELIABILITY U8).
+            Project.objects.select_for_update().get(id=proj.id)
+            existing = _same_upload(proj, content, idempotency_key)
             if existing is None:
                 run_meta = {**(meta or {}), "content_sha256": content}
                 if idempotency_key:
@@ -204,16 +218,17 @@ def register_path(
     steps: int | None = None,
     nccl_env: Mapping[str, str | int] | None = None,
     roles: Mapping[str, str] | None = None,
+    create_project: bool = False,
 ) -> tuple[Run, bool]:
     """Create a run from a log file on the server, left where it is (RELIABILITY 2.1).
 
     Only project admins (or superusers) may, and only under settings.LOG_ROOTS. The same file
     registered again in the same project gives back its run. Returns (run, created).
     """
-    proj = _admin_project(user, project)
+    proj = _admin_project(user, project, create_project)
     real = storage.resolve_registered(path)
     file_roles(roles, [real.name])
-    sha, size = storage.registered_digest(str(real))
+    digest = storage.registered_digest(str(real))
     with transaction.atomic():
         Project.objects.select_for_update().get(id=proj.id)
         seen = LogFile.objects.filter(run__project=proj, registered=True, path=str(real)).first()
@@ -225,13 +240,14 @@ def register_path(
         )
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
-                               sha256=sha, size=size, role=(roles or {}).get(real.name, ""))
+                               sha256=digest.sha256, size=digest.size, head_sha256=digest.head_sha256,
+                               role=(roles or {}).get(real.name, ""))
         declare_values(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
     return run, True
 
 
-def _admin_project(user: User, name: str | None) -> Project:
+def _admin_project(user: User, name: str | None, create: bool = False) -> Project:
     """The project a user may register paths in: one they administer (any, for superusers).
 
     Needs the `runs.register_path` permission too (RELIABILITY R8: an explicit grant).
@@ -245,7 +261,7 @@ def _admin_project(user: User, name: str | None) -> Project:
         if project and (user.is_superuser or admin.filter(project=project).exists()):
             return project
         if project is None and user.is_superuser:
-            return project_for(user, name)
+            return project_for(user, name, create)
         raise ServiceError(403, "not_project_admin",
                            f"registering paths in project {name!r} needs its admin role")
     first = admin.order_by("id").first()
@@ -256,23 +272,56 @@ def _admin_project(user: User, name: str | None) -> Project:
     raise ServiceError(403, "not_project_admin", "registering paths needs the admin role in a project")
 
 
-def refresh_registered(run: Run) -> bool:
-    """Re-read a run's registered logs; if one has grown or changed, parse the run again.
+@dataclass
+class Refresh:
+    changed: bool  # a file grew (or `replace` was asked): the run is parsed again
+    kept: list[str]  # why files were not read again (rotated or truncated): their old rows stay
 
-    Returns whether anything changed. The file goes through the same checks as at registration.
+
+def refresh_registered(run: Run, replace: bool = False) -> Refresh:
+    """Re-read a run's registered logs; if one has grown, parse the run again.
+
+    A log that was rotated or truncated since (it shrank, or bytes it had changed: its first ones
+    or any before its old end) is not read again: replacing the rows would lose the windows it
+    had. Its old rows stay and `LogFile.refresh_warning` says why (run page, API), until a refresh
+    with `replace` reads the file as it is now. The file goes through the same checks as at
+    registration.
     """
     logfiles = list(run.logfiles.filter(registered=True))
     if not logfiles:
         raise ServiceError(400, "not_registered", "this run has no registered log files (it was uploaded)")
     changed = False
+    kept = []
     for lf in logfiles:
-        sha, size = storage.registered_digest(lf.path)
-        if sha != lf.sha256:
-            LogFile.objects.filter(id=lf.id).update(sha256=sha, size=size)
-            changed = True
+        digest = storage.registered_digest(lf.path, prefix=lf.size)
+        if digest.sha256 == lf.sha256 and digest.size == lf.size:
+            continue
+        why = None if replace else _not_just_grown(lf, digest)
+        if why:
+            kept.append(why)
+            LogFile.objects.filter(id=lf.id).update(refresh_warning=why)
+            continue
+        LogFile.objects.filter(id=lf.id).update(sha256=digest.sha256, size=digest.size,
+                                                head_sha256=digest.head_sha256, refresh_warning="")
+        changed = True
     if changed:
         reparse_run(run)
-    return changed
+    return Refresh(changed, kept)
+
+
+def _not_just_grown(lf: LogFile, now: storage.Digest) -> str | None:
+    """Why a registered log is no longer its old self plus new lines, or None if it only grew."""
+    when = timezone.now().strftime("%Y-%m-%d %H:%M UTC")
+    keep = "the rows read before are kept; refresh with replace to read the file as it is now"
+    if now.size < lf.size:
+        return (f"{lf.original_name}: at {when} the file was {now.size} bytes, smaller than the {lf.size} "
+                f"read before (truncated or rotated): {keep}")
+    if now.prefix_sha256 == lf.sha256:
+        return None
+    if lf.head_sha256 and now.old_head_sha256 != lf.head_sha256:
+        return (f"{lf.original_name}: at {when} its first bytes were not the ones read before "
+                f"(rotated or replaced): {keep}")
+    return f"{lf.original_name}: at {when} bytes it had before were changed (replaced or rewritten in place): {keep}"
 
 
 def delete_run(user: User, run: Run) -> None:

@@ -13,6 +13,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -211,15 +212,42 @@ def remove_stored(paths: Iterable[str]) -> None:
             full.unlink(missing_ok=True)
 
 
-def registered_digest(path: str) -> tuple[str, int]:
-    """(sha256, size) of a registered log, read through the same checks as the worker's."""
-    digest = hashlib.sha256()
+HEAD_BYTES = 64 << 10  # the head of a registered log whose hash tells a rotated file from a grown one
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What a registered log's bytes were when read: enough to tell later whether it only grew."""
+
+    sha256: str
+    size: int
+    head_sha256: str  # of the first HEAD_BYTES (fewer if the file is shorter)
+    # Of the first `prefix` bytes, and of the first min(prefix, HEAD_BYTES), when asked for: equal
+    # to the old sha256 and head_sha256 exactly when the file only had bytes appended since.
+    prefix_sha256: str | None = None
+    old_head_sha256: str | None = None
+
+
+def registered_digest(path: str, prefix: int | None = None) -> Digest:
+    """Hashes of a registered log, read once through the same checks as the worker's.
+
+    `prefix`: the size it had when last read, to check that those bytes are still there unchanged.
+    """
+    digest, head = hashlib.sha256(), hashlib.sha256()
+    before, before_head = (hashlib.sha256(), hashlib.sha256()) if prefix is not None else (None, None)
     size = 0
     with open_log(path, registered=True) as f:
         for chunk in read_chunks(f):
+            if size < HEAD_BYTES:
+                head.update(chunk[:HEAD_BYTES - size])
+            if before is not None and before_head is not None and prefix is not None and size < prefix:
+                before.update(chunk[:prefix - size])
+                if size < min(prefix, HEAD_BYTES):
+                    before_head.update(chunk[:min(prefix, HEAD_BYTES) - size])
             digest.update(chunk)
             size += len(chunk)
-    return digest.hexdigest(), size
+    return Digest(digest.hexdigest(), size, head.hexdigest(),
+                  before.hexdigest() if before else None, before_head.hexdigest() if before_head else None)
 
 
 def resolve_registered(path: str) -> Path:

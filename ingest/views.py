@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import islice
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
@@ -16,6 +17,7 @@ from ingest.forms import UploadForm
 from ingest.parsers.text import clean
 from runs.http import AuthenticatedRequest
 from runs.models import LogFile, Membership, visible_runs
+from runs.services import ServiceError
 
 MAX_LINES = 200
 MAX_LINE_NUMBER = 2**32  # far past any log we accept; larger offsets would overflow islice
@@ -37,26 +39,35 @@ def upload(request: AuthenticatedRequest) -> HttpResponse:
         error, status = refused, 413
     elif not form.is_valid():
         error = "; ".join(str(problem) for problems in form.errors.values() for problem in problems)
+    code = "upload_refused"
     if error is None:
         data = form.cleaned_data
         try:
-            run, _ = services.register_upload(
+            # The API's service with the API's rules: the same content in the same project is the
+            # same run, an unknown project is an error unless created on purpose.
+            run, created = services.register_upload(
                 request.user,
                 [services.IncomingFile(f.name, f, f.size) for f in data["files"]],
                 name=data["name"].strip(), project=data["project"] or None, tags=form.tag_list(),
-                notes=data["notes"],
+                notes=data["notes"], create_project=data["create_project"],
             )
         except storage.StorageError as e:
             error, status = e.message, 413 if "too_large" in e.code else 400
+        except ServiceError as e:
+            error, status, code = e.message, e.status, e.code
         except (PermissionError, PermissionDenied) as e:
             error, status = str(e), 403
     if error is not None:
         if wants_json:
-            return JsonResponse({"error": {"code": "upload_refused", "message": error}}, status=status)
+            return JsonResponse({"error": {"code": code, "message": error}}, status=status)
         return render(request, "ingest/upload.html", {"projects": projects, "error": error}, status=status)
     url = reverse("run_detail", args=[run.id])
+    if not created:
+        messages.info(request, f"These files were uploaded before to {run.project.name}: this is that run "
+                               f"(#{run.id}); nothing new was stored.")
     if wants_json:
-        return JsonResponse({"id": run.id, "status": run.status, "url": url}, status=202)
+        return JsonResponse({"id": run.id, "status": run.status, "url": url, "created": created},
+                            status=202 if created else 200)
     return redirect(url)
 
 

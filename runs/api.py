@@ -44,6 +44,7 @@ from runs.schemas import (
     PinOut,
     ProjectOut,
     RefreshOut,
+    RefreshQuery,
     RegisterIn,
     RoleIn,
     RolesIn,
@@ -129,11 +130,11 @@ def set_roles(request: ApiRequest, payload: RolesIn, run_id: int = RunId) -> Run
 
 @router.put("/runs/{int:run_id}/tags", response={200: TagsOut, errors(400, 403, 404, 415, 422): ErrorOut})
 def set_tags(request: ApiRequest, payload: TagsIn, run_id: int = RunId) -> dict:
-    """Replace the run's tags (editors and admins)."""
+    """Replace the run's tags (editors and admins). Each change is recorded: `history` lists who
+    replaced which tags with which, oldest first (also on the run page and in the activity feed)."""
     run = queries.visible_run(request.auth, run_id)
-    require_role(request.auth, run.project_id, Role.EDITOR)
-    services.set_tags(run, payload.tags)
-    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all())}
+    services.replace_tags(request.auth, run, payload.tags)
+    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all()), "history": queries.run_edits(run)}
 
 
 @router.get("/runs/{int:run_id}/annotations", response={200: list[AnnotationOut], errors(404, 422): ErrorOut})
@@ -186,7 +187,7 @@ def compare_runs(request: ApiRequest, query: Query[CompareQuery]) -> dict:
 SIZE_CODES = {"too_large", "decompressed_too_large"}
 META_HELP = (
     'JSON object: {"name", "project", "tags": [...], "steps", "nccl_env": {"NCCL_X": "value"}, "notes", '
-    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}}'
+    '"ci": {"commit", "branch", "url"}, "baseline": run id | "pinned" | {"branch": "main"}, "create_project": bool}'
 )
 
 
@@ -232,7 +233,7 @@ def _refused(e: storage.StorageError, size_status: int = 413) -> ServiceError:
 
 @router.post(
     "/runs",
-    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 413, 415, 422): ErrorOut},
+    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 404, 409, 413, 415, 422): ErrorOut},
     openapi_extra=_meta_in_openapi(),
 )
 def upload(
@@ -247,7 +248,9 @@ def upload(
     """Upload the log files of one run (multipart: `files`, one or more, `.gz` is fine; `meta`).
 
     202 with the new run, queued for parsing. The same content (every file's sha256) or the same
-    `Idempotency-Key` in the same project answers 200 with the existing run. Over
+    `Idempotency-Key` in the same project answers 200 with the existing run (as the upload page
+    does). `meta.project` not one of your projects: 404 `unknown_project`, the same answer whether
+    or not someone else has that name; `meta.create_project: true` creates it. Over
     RUNLENS_MAX_UPLOAD_BYTES: 413, nothing stored.
     """
     refused = getattr(request, "upload_refused", None)
@@ -266,8 +269,8 @@ def upload(
                            for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta=info.stored(),
-            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "", dedupe=True,
-            roles=info.roles,
+            steps=info.steps, nccl_env=info.nccl_env, idempotency_key=idempotency_key or "",
+            roles=info.roles, create_project=info.create_project,
         )
     except storage.StorageError as e:
         raise _refused(e) from None
@@ -276,7 +279,7 @@ def upload(
 
 @router.post(
     "/runs/register",
-    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 415, 422): ErrorOut},
+    response={202: RunCreatedOut, 200: RunCreatedOut, errors(400, 403, 404, 409, 415, 422): ErrorOut},
 )
 def register(request: ApiRequest, payload: RegisterIn) -> Status:
     """Create a run from a log file on the server, read in place (project admins only).
@@ -291,6 +294,7 @@ def register(request: ApiRequest, payload: RegisterIn) -> Status:
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
             notes=payload.notes, meta=payload.stored(),
             steps=payload.steps, nccl_env=payload.nccl_env, roles=payload.roles,
+            create_project=payload.create_project,
         )
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None
@@ -298,17 +302,19 @@ def register(request: ApiRequest, payload: RegisterIn) -> Status:
 
 
 @router.post("/runs/{int:run_id}/refresh", response={200: RefreshOut, errors(400, 403, 404, 422): ErrorOut})
-def refresh(request: ApiRequest, run_id: int = RunId) -> dict:
-    """Read a registered log again (it has grown): if its content changed, the run is parsed again
-    (editors and admins)."""
+def refresh(request: ApiRequest, query: Query[RefreshQuery], run_id: int = RunId) -> dict:
+    """Read a registered log again (it has grown): if it grew, the run is parsed again (editors and
+    admins). A log that was rotated or truncated since (it shrank, or bytes it had changed) is not
+    read: its old rows are kept, `kept` says why (and the log file's `refresh_warning`, on the run
+    page too), until `?replace=true` reads it as it is now."""
     run = queries.visible_run(request.auth, run_id)
     require_role(request.auth, run.project_id, Role.EDITOR)
     try:
-        changed = ingest_services.refresh_registered(run)
+        done = ingest_services.refresh_registered(run, replace=query.replace)
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None
     run.refresh_from_db()
-    return {"id": run.id, "status": run.status, "changed": changed}
+    return {"id": run.id, "status": run.status, "changed": done.changed, "kept": done.kept}
 
 
 @router.get("/sweep", response={200: dict, errors(404, 422): ErrorOut})

@@ -138,6 +138,11 @@ class LogFile(models.Model):
     # A person's correction of the role of this file's processes (runs/processes.py ROLES); "" = detected.
     role = models.CharField(max_length=20, blank=True)
     lines = models.PositiveIntegerField(default=0)
+    # Registered logs: sha256 of the first HEAD_BYTES as last read (with `size` and `sha256`), so a
+    # refresh tells a log that grew from one that was rotated or truncated (ingest.services).
+    head_sha256 = models.CharField(max_length=64, blank=True)
+    # Why the last refresh kept the old rows instead of reading the file ("" when it did not).
+    refresh_warning = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -267,6 +272,24 @@ class AnnotationEdit(models.Model):
     body = models.TextField()
     edited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     edited_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["edited_at", "id"]
+
+
+class RunEdit(models.Model):
+    """A change a person made to a run after its upload (its tags replaced): who, when, before and
+    after. The run page and the activity feed show them, like an annotation's edit history."""
+
+    class What(models.TextChoices):
+        TAGS = "tags"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="edits")
+    what = models.CharField(max_length=20, choices=What.choices)
+    before = models.JSONField(default=list)
+    after = models.JSONField(default=list)
+    edited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    edited_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["edited_at", "id"]

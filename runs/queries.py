@@ -25,6 +25,7 @@ from runs.models import (
     PhaseSample,
     Project,
     Run,
+    RunEdit,
     Status,
     visible_runs,
 )
@@ -120,8 +121,16 @@ def anchored_notes(run_ids: list[int]) -> list[Annotation]:
                 .select_related("author", "run").order_by("created_at", "id"))
 
 
+def run_edits(run: Run) -> list[dict]:
+    """Changes people made to the run after its upload (tags replaced), oldest first."""
+    return [{"what": e.what, "before": e.before, "after": e.after, "at": e.edited_at,
+             "by": e.edited_by.get_username() if e.edited_by else None}
+            for e in run.edits.select_related("edited_by")]
+
+
 def activity(user, limit: int = 15) -> list[dict]:
-    """The newest events of the user's projects (new runs, failed parses, new notes), newest first."""
+    """The newest events of the user's projects (new runs, failed parses, new notes, tags replaced),
+    newest first."""
     runs = visible_runs(user).select_related("project", "created_by").order_by("-created_at")
     events: list[dict[str, Any]] = [
         {"at": r.created_at, "kind": "run", "run": r, "who": r.created_by, "text": r.name}
@@ -136,6 +145,10 @@ def activity(user, limit: int = 15) -> list[dict]:
              .order_by("-created_at")[:limit])
     events += [{"at": a.created_at, "kind": "note", "run": a.run, "who": a.author, "annotation": a,
                 "text": a.body[:200]} for a in notes]
+    edits = (RunEdit.objects.filter(run__in=visible_runs(user)).select_related("run", "run__project", "edited_by")
+             .order_by("-edited_at")[:limit])
+    events += [{"at": e.edited_at, "kind": "tags", "run": e.run, "who": e.edited_by,
+                "text": f"tags {', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 

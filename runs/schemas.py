@@ -139,16 +139,31 @@ class RunOut(Schema):
         return context["request"].build_absolute_uri(reverse("run_detail", args=[run.id]))
 
 
+# The reading warning of a log that ends mid-line (ingest/parsers/text.py read_lines).
+PARTIAL_MARK = "ends mid-line"
+
+
 class LogFileStatusOut(Schema):
     id: int
     name: str = Field(description="the file's name as uploaded (metadata, never a path)")
     status: StatusName
     error: str
     error_line: int | None = Field(description="the line of the log the parse stopped at")
+    partial: str | None = Field(None, description=(
+        "why the file was read only in part (it ends mid-line: its last line was skipped), else null; "
+        "`runlens-upload --wait` exits 7 on it unless --allow-partial"))
+    refresh_warning: str = Field("", description=(
+        "registered logs: why the last refresh kept the old rows (the file shrank or its first bytes "
+        "changed: rotated or truncated), else empty"))
 
     @staticmethod
     def resolve_name(logfile: LogFile) -> str:
         return logfile.original_name
+
+    @staticmethod
+    def resolve_partial(logfile: LogFile) -> str | None:
+        return next((f"line {w.get('line')}: {w.get('message')}" for w in logfile.warnings or []
+                     if PARTIAL_MARK in str(w.get("message", ""))), None)
 
 
 class LogFileOut(LogFileStatusOut):
@@ -199,9 +214,18 @@ class TagsIn(Schema):
     )
 
 
+class RunEditOut(Schema):
+    what: str = Field(description="what was changed: tags")
+    before: list[str]
+    after: list[str]
+    by: str | None = Field(description="who changed it (None: the user was deleted)")
+    at: datetime
+
+
 class TagsOut(Schema):
     id: int
     tags: list[str]
+    history: list[RunEditOut] = Field(description="every replacement of the run's tags, oldest first")
 
 
 AnnotationKind = Literal["note", "nccl", "steps"]
@@ -404,7 +428,12 @@ class RunMetaIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: Text = Field("", max_length=200, description="default: the first file's name")
-    project: Text = Field("", max_length=100, description="default: your first project")
+    project: Text = Field("", max_length=100, description=(
+        "default: your first project you may upload to. A name that is not one of your projects is "
+        "404 `unknown_project` (whether or not someone else has it), unless `create_project`"))
+    create_project: bool = Field(False, description=(
+        "create `project` (you its admin) if no project has that name; a name someone else has is "
+        "409 `project_name_taken`"))
     tags: list[Annotated[Text, Field(max_length=64)]] = Field([], max_length=100)
     steps: Annotated[int, Field(ge=1, le=16), BeforeValidator(_whole)] | None = Field(
         None, description="draft steps per cycle, when the logs do not say", json_schema_extra=_nullable,
@@ -420,6 +449,10 @@ class RunMetaIn(Schema):
     roles: dict[Annotated[Text, Field(max_length=255)], UploadRole] = Field(
         {}, max_length=200,
         description="who wrote each file, when detection is wrong: {\"server.log\": \"serving worker\"}",
+        # pydantic puts the key pattern in patternProperties only: a key outside it (a NUL) would
+        # then take any value in the published schema, which the server refuses (422).
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": r"^[^\x00]*$", "maxLength": 255}},
     )
     baseline: Baseline = Field(
         "pinned", description='what the run\'s verdict compares against: a run id, "pinned" (the project\'s '
@@ -450,10 +483,18 @@ class RunCreatedOut(Schema):
                           "same registered path gave back an existing run")
 
 
+class RefreshQuery(Schema):
+    replace: bool = Field(False, description=(
+        "read rotated or truncated logs as they are now, replacing the rows read before"))
+
+
 class RefreshOut(Schema):
     id: int
     status: StatusName
-    changed: bool = Field(description="the file had changed: its run is parsed again")
+    changed: bool = Field(description="a log grew (or `replace`): the run is parsed again")
+    kept: list[str] = Field(description=(
+        "why logs were not read again (rotated or truncated: they shrank or bytes they had changed); "
+        "their old rows are kept"))
 
 
 class SweepQuery(Schema):

@@ -30,6 +30,7 @@ from runs.models import (
     PhaseSample,
     Project,
     Run,
+    RunEdit,
     Status,
     Tag,
 )
@@ -299,9 +300,25 @@ def parse_nccl_lines(text: str) -> dict[str, str]:
     return pairs
 
 
-def set_tags(run: Run, tags: Iterable[str]) -> None:
+def set_tags(run: Run, tags: Iterable[str]) -> list[str]:
+    """Give a new run its tags (upload, registration, split); returns them sorted. A person
+    replacing the tags of an existing run goes through `replace_tags`."""
     names = sorted({t.strip()[:64] for t in tags if t and t.strip()})
     run.tags.set([Tag.objects.get_or_create(name=n)[0] for n in names])
+    return names
+
+
+def replace_tags(user: User, run: Run, tags: Iterable[str]) -> RunEdit | None:
+    """Replace all of a run's tags (editors and admins: PermissionDenied otherwise), recording
+    who changed them from what to what; None when nothing changed (nothing recorded)."""
+    require_role(user, run.project_id, Role.EDITOR)
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(id=run.id).first()  # two editors: one after the other
+        before = sorted(run.tags.values_list("name", flat=True))
+        after = set_tags(run, tags)
+        if before == after:
+            return None
+        return RunEdit.objects.create(run=run, what=RunEdit.What.TAGS, before=before, after=after, edited_by=user)
 
 
 def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:

@@ -7,6 +7,7 @@ import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -90,6 +91,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
+        "can_tag": has_role(request.user, run.project_id, Role.EDITOR), "run_edits": queries.run_edits(run),
     })
 
 
@@ -280,6 +282,19 @@ def pin(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     except services.ServiceError as e:  # the button shows only to admins: a race, or a hand-made POST
         messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[run.id]))
+
+
+@login_required
+@require_POST
+def set_tags(request: AuthenticatedRequest, pk: int) -> HttpResponse:
+    """The run page's tag editor: `tags`, comma-separated, replace all of the run's tags."""
+    run = queries.visible_run(request.user, pk)
+    tags = [t for t in request.POST.get("tags", "").split(",") if t.strip()]
+    try:
+        services.replace_tags(request.user, run, tags[:100])
+    except PermissionDenied as e:
+        messages.error(request, str(e) or "changing tags needs the editor role")
+    return redirect(reverse("run_detail", args=[run.id]) + "#tags")
 
 
 @login_required

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from ingest import services
-from runs.models import LogFile, NcclSetting, Run, Status
+from runs.models import LogFile, NcclSetting, PhaseSample, Project, Run, Status
 from tests.samples import log_path
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +84,7 @@ def test_same_upload_sent_twice_at_once_makes_one_run(alice, data_dir, private_q
         try:
             barrier.wait()
             run, created = services.register_upload(
-                alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team", dedupe=True)
+                alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team")
             results.append((run.id, created))
         finally:
             connection.close()
@@ -131,7 +131,7 @@ def test_same_content_in_the_same_project_gives_back_the_run(client, alice, bear
 def test_same_content_in_another_project_is_a_new_run(client, alice, bearer):
     headers = bearer(alice)
     first = _upload(client, headers, [_file()]).json()
-    other = _upload(client, headers, [_file()], {"project": "alice-lab"})
+    other = _upload(client, headers, [_file()], {"project": "alice-lab", "create_project": True})
     assert other.status_code == 202 and other.json()["id"] != first["id"] and Run.objects.count() == 2
 
 
@@ -215,10 +215,40 @@ def test_unexpected_form_fields_are_422(client, alice, bearer):
     assert "nmae" in response.json()["error"]["message"] and not Run.objects.exists()
 
 
-def test_upload_into_a_project_i_am_not_in_is_403(client, alice, eve, bearer, data_dir):
-    response = _upload(client, bearer(eve), [_file()], {"project": "team"})
-    assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden"
+def test_a_project_i_am_not_in_answers_exactly_as_one_that_does_not_exist(client, alice, eve, bearer, data_dir):
+    """Issue 14: a project name cannot be probed through uploads."""
+    taken = _upload(client, bearer(eve), [_file()], {"project": "team"})
+    free = _upload(client, bearer(eve), [_file()], {"project": "nobody-has-this"})
+    assert taken.status_code == free.status_code == 404
+    code = taken.json()["error"]["code"]
+    assert code == free.json()["error"]["code"] == "unknown_project"
+    assert taken.json()["error"]["message"].replace("'team'", "NAME") == \
+        free.json()["error"]["message"].replace("'nobody-has-this'", "NAME")
     assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+def test_an_unknown_project_is_an_error_and_create_project_creates_it(client, alice, bearer):
+    refused = _upload(client, bearer(alice), [_file()], {"project": "tema"})
+    assert refused.status_code == 404 and "--create-project" in refused.json()["error"]["message"]
+    made = _upload(client, bearer(alice), [_file()], {"project": "tema", "create_project": True})
+    assert made.status_code == 202
+    run = Run.objects.get(id=made.json()["id"])
+    assert run.project.name == "tema" and run.project.membership_set.get().role == "admin"
+    # Asking again to create a project of yours just uses it.
+    again = _upload(client, bearer(alice), [_file(BASELINE)], {"project": "tema", "create_project": True})
+    assert again.status_code == 202 and Run.objects.get(id=again.json()["id"]).project == run.project
+
+
+def test_creating_a_project_whose_name_someone_else_has_is_409_and_joins_nothing(client, alice, eve, bearer):
+    response = _upload(client, bearer(eve), [_file()], {"project": "team", "create_project": True})
+    assert response.status_code == 409 and response.json()["error"]["code"] == "project_name_taken"
+    assert not Run.objects.exists() and not eve.projects.exists()
+
+
+def test_no_project_and_none_to_upload_to_is_an_error_not_a_private_project(client, eve, bearer):
+    response = _upload(client, bearer(eve), [_file()])
+    assert response.status_code == 400 and response.json()["error"]["code"] == "no_project"
+    assert not Run.objects.exists() and not Project.objects.exists()
 
 
 def test_too_many_parts_is_400(client, alice, bearer, settings):
@@ -418,14 +448,70 @@ def test_refresh_of_a_grown_log_requeues_the_parse(client, alice, bearer, root):
     lf = LogFile.objects.get(run_id=run_id)
     services.parse_logfile(lf.id)
     unchanged = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
-    assert unchanged == {"id": run_id, "status": "ready", "changed": False}
+    assert unchanged == {"id": run_id, "status": "ready", "changed": False, "kept": []}
     with open(root / "run.log", "ab") as f:
         f.write(b"one more line\n")
     grown = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
-    assert grown == {"id": run_id, "status": "queued", "changed": True}
+    assert grown == {"id": run_id, "status": "queued", "changed": True, "kept": []}
     lf.refresh_from_db()
     assert lf.status == Status.QUEUED and lf.size == Path(root / "run.log").stat().st_size
     assert services.parse_logfile(lf.id) == Status.READY
+
+
+def _registered_and_parsed(client, headers, root):
+    run_id = _register(client, headers, root / "run.log").json()["id"]
+    services.parse_logfile(LogFile.objects.get(run_id=run_id).id)
+    return run_id, PhaseSample.objects.filter(run_id=run_id).count()
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (lambda raw: raw[: len(raw) // 3], "smaller than the"),  # truncated (copytruncate, a restart)
+    (lambda raw: b"2026-12-01 new server start\n" + raw[100:] + b"x\n" * 200, "its first bytes"),  # rotated
+])
+def test_refresh_of_a_rotated_or_truncated_log_keeps_the_old_rows_and_says_why(
+        client, alice, bearer, root, change, why):
+    headers = bearer(alice)
+    run_id, rows = _registered_and_parsed(client, headers, root)
+    raw = (root / "run.log").read_bytes()
+    (root / "run.log").write_bytes(change(raw))
+    body = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
+    assert body["changed"] is False and body["status"] == "ready"
+    assert len(body["kept"]) == 1 and body["kept"][0].startswith("run.log: ") and why in body["kept"][0]
+    assert PhaseSample.objects.filter(run_id=run_id).count() == rows > 0
+    lf = LogFile.objects.get(run_id=run_id)
+    assert lf.status == Status.READY and lf.size == len(raw)
+    # Said where people look: the run's API answer, its status, and its page.
+    detail = client.get(f"/api/v1/runs/{run_id}", headers=headers).json()
+    assert detail["logfiles"][0]["refresh_warning"] == body["kept"][0]
+    assert client.get(f"/api/v1/runs/{run_id}/status", headers=headers).json()["logfiles"][0]["refresh_warning"]
+    client.force_login(alice)
+    assert "Not refreshed:" in client.get(f"/runs/{run_id}/").content.decode()
+
+
+def test_refresh_of_a_log_rewritten_past_its_head_keeps_the_old_rows(client, alice, bearer, root):
+    big = log_path(TUNED).read_bytes() * 20  # past the hashed head (64 KiB)
+    (root / "run.log").write_bytes(big)
+    run_id = _register(client, bearer(alice), root / "run.log").json()["id"]
+    (root / "run.log").write_bytes(big[:-300] + b"#" * 300 + b"and more\n")
+    kept = client.post(f"/api/v1/runs/{run_id}/refresh", headers=bearer(alice)).json()["kept"]
+    assert len(kept) == 1 and "bytes it had before were changed" in kept[0]
+    assert LogFile.objects.get(run_id=run_id).size == len(big)
+
+
+def test_refresh_with_replace_reads_a_rotated_log_as_it_is_now(client, alice, bearer, root):
+    headers = bearer(alice)
+    run_id, _ = _registered_and_parsed(client, headers, root)
+    (root / "run.log").write_bytes(log_path(BASELINE).read_bytes())
+    assert client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()["kept"]
+    body = client.post(f"/api/v1/runs/{run_id}/refresh?replace=true", headers=headers).json()
+    assert body == {"id": run_id, "status": "queued", "changed": True, "kept": []}
+    lf = LogFile.objects.get(run_id=run_id)
+    assert lf.refresh_warning == "" and lf.size == log_path(BASELINE).stat().st_size
+    assert services.parse_logfile(lf.id) == Status.READY
+    # From the new content on, growth is growth again.
+    with open(root / "run.log", "ab") as f:
+        f.write(b"one more line\n")
+    assert client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()["changed"] is True
 
 
 def test_refresh_of_an_uploaded_run_is_400(client, alice, bearer, upload_run):
@@ -451,7 +537,8 @@ def test_refresh_of_a_run_of_another_project_is_404(client, alice, eve, bearer, 
 def test_r8_admin_of_a_personal_project_still_needs_the_grant(client, alice, eve, bearer, root):
     """Every user administers the project of their first upload: that must not open the disk."""
     headers = bearer(eve)
-    upload = _upload(client, headers, [SimpleUploadedFile("a.log", b"x\n")])
+    upload = _upload(client, headers, [SimpleUploadedFile("a.log", b"x\n")],
+                     {"project": "eve-lab", "create_project": True})
     assert upload.status_code == 202
     response = _register(client, headers, root / "run.log")
     assert response.status_code == 403 and response.json()["error"]["code"] == "not_allowed_to_register"

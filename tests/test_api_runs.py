@@ -14,7 +14,7 @@ BASELINE = "spec_baseline_nospec.log"
 
 def test_list_shows_only_runs_of_my_projects(client, alice, eve, bearer, upload_run):
     mine = upload_run(alice, TUNED, parse=False)
-    upload_run(eve, TUNED, parse=False, project="eve-lab")
+    upload_run(eve, TUNED, parse=False, project="eve-lab", create_project=True)
     body = client.get("/api/v1/runs", headers=bearer(alice)).json()
     assert [r["id"] for r in body["items"]] == [mine.id] and body["total"] == 1
     assert body["items"][0]["project"] == "team" and body["items"][0]["url"].endswith(f"/runs/{mine.id}/")
@@ -23,7 +23,7 @@ def test_list_shows_only_runs_of_my_projects(client, alice, eve, bearer, upload_
 def test_list_filters_by_tag_status_engine_steps_name_and_project(client, alice, bearer, upload_run):
     tuned = upload_run(alice, TUNED, tags=["h200"], name="tuned 2-step")
     baseline = upload_run(alice, BASELINE, name="baseline")
-    queued = upload_run(alice, TUNED, parse=False, name="queued one", project="other")
+    queued = upload_run(alice, TUNED, parse=False, name="queued one", project="other", create_project=True)
     headers = bearer(alice)
 
     def ids(query: str) -> list[int]:
@@ -117,8 +117,29 @@ def test_put_tags_replaces_the_tags(client, alice, bearer, upload_run):
     run = upload_run(alice, TUNED, parse=False, tags=["old"])
     response = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": ["new", " ci ", ""]},
                           content_type="application/json", headers=bearer(alice))
-    assert response.json() == {"id": run.id, "tags": ["ci", "new"]}
+    body = response.json()
+    assert body["tags"] == ["ci", "new"]
     assert sorted(run.tags.values_list("name", flat=True)) == ["ci", "new"]
+    assert [(h["by"], h["before"], h["after"]) for h in body["history"]] == [("alice", ["old"], ["ci", "new"])]
+
+
+def test_a_viewer_cannot_replace_tags_and_nothing_is_recorded(client, alice, vic, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False, tags=["old"])
+    response = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": ["vandal"]},
+                          content_type="application/json", headers=bearer(vic))
+    assert response.status_code == 403 and response.json()["error"]["code"] == "role_required"
+    assert list(run.tags.values_list("name", flat=True)) == ["old"] and not run.edits.exists()
+
+
+def test_every_tag_replacement_is_recorded_in_order_and_a_no_op_is_not(client, alice, bob, bearer, upload_run):
+    run = upload_run(alice, TUNED, parse=False, tags=["a"])
+    for who, tags in ((alice, ["b"]), (bob, ["b"]), (bob, ["c", "b"])):
+        client.put(f"/api/v1/runs/{run.id}/tags", {"tags": tags}, content_type="application/json",
+                   headers=bearer(who))
+    history = client.put(f"/api/v1/runs/{run.id}/tags", {"tags": []}, content_type="application/json",
+                         headers=bearer(alice)).json()["history"]
+    assert [(h["by"], h["before"], h["after"]) for h in history] == [
+        ("alice", ["a"], ["b"]), ("bob", ["b"], ["b", "c"]), ("alice", ["b", "c"], [])]
 
 
 def test_note_annotation_is_stored_and_listed(client, alice, bob, bearer, upload_run):
@@ -217,7 +238,7 @@ def test_compare_with_a_run_of_another_team_is_404(client, alice, eve, upload_ru
     from webapp.auth import create_token
 
     theirs = upload_run(alice, "spec_baseline_nospec.log")
-    mine = upload_run(eve, "spec_baseline_nospec.log", project=None)
+    mine = upload_run(eve, "spec_baseline_nospec.log", project="eve-lab", create_project=True)
     response = client.get(f"/api/v1/compare?runs={mine.id},{theirs.id}",
                           HTTP_AUTHORIZATION=f"Bearer {create_token(eve)}")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"

@@ -81,6 +81,71 @@ def test_wait_reports_a_failed_parse_and_exits_1(live_server, token, parser_thre
     assert Run.objects.get().status == Status.FAILED
 
 
+def test_a_truncated_gz_is_an_error_naming_the_file_whatever_allow_partial_says(
+        live_server, token, private_queue, tmp_path, capsys):
+    whole = gzip.compress(log_path(TUNED).read_bytes())
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    for extra in ([], ["--allow-partial"]):
+        code = client.main(["--url", live_server.url, "--token", token, "--wait", "--timeout", "30", *extra,
+                            str(log_path(TUNED)), str(cut)])
+        err = capsys.readouterr().err
+        assert code == 3 and "truncated_gzip: cut.log.gz: " in err and "no end-of-stream marker" in err
+    assert not Run.objects.exists()
+
+
+def _cut_mid_line(tmp_path):
+    raw = log_path(TUNED).read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(raw[: raw.rindex(b"\n", 0, len(raw) - 200) + 40])  # 40 bytes into a line
+    return cut
+
+
+def test_wait_exits_7_on_a_log_that_ends_mid_line_and_names_it(live_server, token, parser_thread, tmp_path, capsys):
+    parser_thread(files=1)
+    code = client.main(["--url", live_server.url, "--token", token, "--wait", "--timeout", "30",
+                        str(_cut_mid_line(tmp_path))])
+    out = capsys.readouterr().out
+    run = Run.objects.get()
+    assert code == 7, out
+    assert f"run {run.id}: partial: cut.log: line " in out and "ends mid-line" in out
+    assert run.status == Status.READY and "--allow-partial" in out.splitlines()[-1]
+
+
+def test_allow_partial_accepts_the_partial_log_and_still_prints_the_warning(
+        live_server, token, parser_thread, tmp_path, capsys):
+    parser_thread(files=1)
+    code = client.main(["--url", live_server.url, "--token", token, "--wait", "--timeout", "30", "--allow-partial",
+                        str(_cut_mid_line(tmp_path))])
+    out = capsys.readouterr().out
+    run = Run.objects.get()
+    assert code == 0, out
+    assert out.splitlines()[-2:] == [f"run {run.id}: partial: {out.split('partial: ')[1].splitlines()[0]}",
+                                     f"run {run.id}: ready"]
+    assert "ends mid-line" in out
+
+
+def test_wait_exits_1_when_one_file_failed_while_the_others_parsed(
+        live_server, token, parser_thread, tmp_path, capsys):
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    parser_thread(files=2)
+    code = client.main(["--url", live_server.url, "--token", token, "--wait", "--timeout", "30",
+                        str(log_path(TUNED)), str(empty)])
+    out = capsys.readouterr().out
+    assert code == 1 and "failed: empty.log: " in out and Run.objects.get().status == Status.READY
+
+
+def test_an_unknown_project_is_exit_3_with_the_servers_message_and_create_project_makes_it(
+        live_server, token, private_queue, capsys):
+    args = ["--url", live_server.url, "--token", token, "--project", "nightly-h200", str(log_path(TUNED))]
+    assert client.main(args) == 3 and not Run.objects.exists()
+    assert "HTTP 404 unknown_project: you are in no project named 'nightly-h200'" in capsys.readouterr().err
+    assert client.main([*args, "--create-project"]) == 0
+    assert Run.objects.get().project.name == "nightly-h200"
+    assert client.main(["--url", live_server.url, "--token", token, "--create-project", str(log_path(TUNED))]) == 2
+
+
 def test_token_from_environment_meta_json_and_ci_details(live_server, alice, token, private_queue, tmp_path,
                                                         monkeypatch, capsys):
     monkeypatch.setenv("RUNLENS_TOKEN", token)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ingest.parsers import parse_lines, parse_stream
-from tests.samples import log_path
+from tests.samples import log_path, public_sample
 
 
 def test_nccl_echoes_and_env_dumps_name_their_pid():
@@ -56,3 +56,24 @@ def test_sglang_dp_attention_prefixes_are_processes_of_their_own():
 def test_a_bare_nccl_log_has_processes_of_unknown_role():
     r = parse_lines(["host:5:5 [0] NCCL INFO NCCL_PROTO set by environment to LL"])
     assert r.processes["pid 5"]["role"] == "unknown"
+
+
+def test_mpi_tag_output_names_the_rank_that_wrote_the_line():
+    # Both ranks are "pid 21", on two hosts: only MPI's [job,rank] tells them apart.
+    with open(public_sample("nccl_tests_efa_mpi_interleaved_destroy.txt"), "rb") as f:
+        r = parse_stream(f)
+    ranks = {tag: (p["rank"], p["host"], p["pid"]) for tag, p in r.processes.items() if tag.startswith("mpi ")}
+    assert ranks == {"mpi 1,0": ("0", "test-nccl-efa-worker-0", 21), "mpi 1,1": ("1", "test-nccl-efa-worker-1", 21)}
+    assert {c.process for c in r.collectives} == {"mpi 1,0"}  # rank 0 prints the table
+    assert r.processes["pid 21"]["alias"] in ranks
+
+
+def test_mpi_tagged_lines_without_a_pid_belong_to_their_rank_and_records_carry_it():
+    r = parse_lines([
+        "[1,0]<stdout>:vm:1573:1573 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+        "[1,1]<stdout>:vm:1573:1573 [1] NCCL INFO NCCL_PROTO set by environment to Simple",
+        "[1,1]<stderr>:some warning from the benchmark",
+    ])
+    assert [(v.process, v.value) for v in r.nccl] == [("mpi 1,0", "LL"), ("mpi 1,1", "Simple")]
+    assert r.processes["mpi 1,1"]["rank"] == "1" and r.processes["mpi 1,1"]["first_line"] == 2
+    assert "main" not in r.processes

@@ -8,7 +8,8 @@ from django.db import connection
 from django.utils import timezone
 
 from ingest import services
-from runs.models import LogFile, MetricSample, PhaseSample, Run, Status
+from runs.models import LogFile, MetricSample, PhaseSample, Project, Run, Status
+from runs.services import ServiceError
 from tests.samples import upload_bytes
 
 pytestmark = pytest.mark.django_db
@@ -221,10 +222,23 @@ def test_a_parse_whose_run_was_deleted_meanwhile_is_cancelled_and_writes_nothing
     assert not PhaseSample.objects.exists() and not LogFile.objects.exists()
 
 
-def test_project_for_refuses_a_project_the_user_is_not_in(alice, eve):
-    with pytest.raises(PermissionError):
-        services.project_for(eve, "team")
-    assert services.project_for(eve, None).name == "eve"
+def test_project_for_refuses_a_project_the_user_is_not_in_as_if_it_did_not_exist(alice, eve):
+    answers = []
+    for name in ("team", "nobody-has-this"):
+        with pytest.raises(ServiceError) as e:
+            services.project_for(eve, name)
+        answers.append((e.value.status, e.value.code, e.value.message.replace(repr(name), "NAME")))
+    assert answers[0] == answers[1] and answers[0][:2] == (404, "unknown_project")
+
+
+def test_project_for_creates_only_on_purpose_and_never_a_private_one(alice, eve):
+    with pytest.raises(ServiceError, match="no project you may upload to"):
+        services.project_for(eve, None)
+    lab = services.project_for(eve, "eve-lab", create=True)
+    assert services.project_for(eve, None) == lab and lab.membership_set.get(user=eve).role == "admin"
+    with pytest.raises(ServiceError) as taken:
+        services.project_for(eve, "team", create=True)
+    assert taken.value.status == 409 and not Project.objects.get(name="team").membership_set.filter(user=eve)
 
 
 def test_a_redelivered_task_takes_over_its_own_dead_claim_only(alice, upload_run):

@@ -63,7 +63,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_as_formulas_are_neutralised(clie
 
 def test_runs_of_other_teams_are_not_found_even_mixed_with_own(client, alice, eve, story, upload_run):
     base, tuned, _ = story
-    own = upload_run(eve, "spec_baseline_nospec.log", project=None)
+    own = upload_run(eve, "spec_baseline_nospec.log", project="eve-lab", create_project=True)
     client.force_login(eve)
     response = client.get(f"/compare/?runs={own.id},{tuned.id}&format=json")
     # Nothing of the other team's runs leaks into the answer (ids are short digits: check names).

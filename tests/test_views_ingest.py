@@ -26,11 +26,46 @@ def test_upload_form_creates_a_queued_run_and_answers_json(client, alice, data_d
     assert response.status_code == 202
     body = response.json()
     run = Run.objects.get(id=body["id"])
-    assert body == {"id": run.id, "status": "queued", "url": f"/runs/{run.id}/"}
+    assert body == {"id": run.id, "status": "queued", "url": f"/runs/{run.id}/", "created": True}
     assert run.name == "two files" and sorted(t.name for t in run.tags.all()) == ["eagle3", "h200"]
     names = [lf.original_name for lf in run.logfiles.all()]
     assert names == ["spec_eagle3_tuned_2step.log", "spec_baseline_nospec.log"]
     assert all((data_dir / lf.path).exists() for lf in run.logfiles.all())
+
+
+def test_the_same_files_again_in_the_same_project_answer_with_that_run_as_the_api_does(
+        client, alice, bearer, data_dir):
+    client.force_login(alice)
+    first = client.post("/upload/", {"files": [_file(), _file("spec_baseline_nospec.log")]},
+                        HTTP_ACCEPT="application/json").json()
+    again = client.post("/upload/", {"files": [_file("spec_baseline_nospec.log"), _file()], "name": "again"},
+                        HTTP_ACCEPT="application/json")
+    assert again.status_code == 200 and again.json()["id"] == first["id"] and again.json()["created"] is False
+    # The API answers the same content with the same run, whichever way it came in first.
+    api = client.post("/api/v1/runs", {"files": [_file()]}, headers=bearer(alice))
+    page = client.post("/upload/", {"files": [_file()]}, HTTP_ACCEPT="application/json")
+    assert (api.status_code, page.status_code) == (202, 200) and page.json()["id"] == api.json()["id"]
+    assert Run.objects.count() == 2 and len(list((data_dir / "logs").iterdir())) == 3
+    # The run page says why no new run was made.
+    assert "uploaded before" in client.get(first["url"]).content.decode()
+
+
+def test_an_unknown_project_on_the_upload_page_is_an_error_unless_created(client, alice, eve, data_dir):
+    client.force_login(alice)
+    refused = client.post("/upload/", {"files": [_file()], "project": "tema"}, HTTP_ACCEPT="application/json")
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "unknown_project"
+    assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+    made = client.post("/upload/", {"files": [_file()], "project": "tema", "create_project": "on"},
+                       HTTP_ACCEPT="application/json")
+    assert made.status_code == 202 and Run.objects.get().project.name == "tema"
+
+
+def test_a_newcomer_uploads_into_a_project_named_after_them_on_purpose(client, eve):
+    client.force_login(eve)
+    page = client.get("/upload/").content.decode()
+    assert '<option value="eve">eve (new)</option>' in page and 'name="create_project"' in page
+    response = client.post("/upload/", {"files": [_file()], "project": "eve", "create_project": "on"})
+    assert response.status_code == 302 and Run.objects.get().project.name == "eve"
 
 
 def test_upload_without_javascript_redirects_to_the_run(client, alice):

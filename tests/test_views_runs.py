@@ -315,3 +315,23 @@ def test_a_zoomed_run_page_charts_every_row_of_its_windows(client, alice, big_ru
     assert traces["Draft"]["x"] == list(range(1000, 1010))
     assert traces["Target verify"]["y"] == [synthetic.values(w, 2500)[1] for w in range(1000, 1010)]
     assert "Every row of windows 1000–1009" in response.content.decode()
+
+
+def test_editors_replace_tags_on_the_run_page_and_the_change_shows_in_history_and_activity(
+        client, alice, bob, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False, tags=["old"])
+    client.force_login(bob)
+    response = client.post(f"/runs/{run.id}/tags", {"tags": "h200, nightly"})
+    assert response.status_code == 302
+    assert sorted(run.tags.values_list("name", flat=True)) == ["h200", "nightly"]
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert 'id="tags-form"' in page and "bob: old → h200, nightly" in page
+    assert "bob on" in client.get("/").content.decode().split('id="activity"')[1]
+
+
+def test_a_viewer_gets_no_tag_form_and_a_hand_made_post_changes_nothing(client, alice, vic, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", parse=False, tags=["old"])
+    client.force_login(vic)
+    assert 'id="tags-form"' not in client.get(f"/runs/{run.id}/").content.decode()
+    client.post(f"/runs/{run.id}/tags", {"tags": "vandal"})
+    assert list(run.tags.values_list("name", flat=True)) == ["old"] and not run.edits.exists()

@@ -9,11 +9,10 @@ import secrets
 import time
 from datetime import datetime
 
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.cache import cache
 from django.db.models import Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest
 from django.utils import timezone
 
 from runs.models import ApiToken
@@ -96,26 +95,10 @@ def hit(key: str, limit: int, period: int) -> float | None:
 
 
 def client_address(request: HttpRequest) -> str:
-    """REMOTE_ADDR, or the address RUNLENS_TRUSTED_PROXIES proxies put in X-Forwarded-For."""
+    """REMOTE_ADDR, or the address RUNLENS_TRUSTED_PROXIES proxies put in X-Forwarded-For.
+
+    The one rule for "who is asking" of every limit: the API throttles and the login lockout
+    (django-axes calls this, AXES_CLIENT_IP_CALLABLE), so a forged header dodges neither."""
     from ninja.throttling import BaseThrottle
 
     return BaseThrottle().get_ident(request) or ""
-
-
-class LoginView(auth_views.LoginView):
-    """Django's login form, with password guesses limited per address (RUNLENS_LOGIN_RATE)."""
-
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        from django.conf import settings
-        from ninja.throttling import SimpleRateThrottle
-
-        rate = SimpleRateThrottle(settings.LOGIN_RATE)
-        # LOGIN_RATE is always a string ("20/m" by default): parse_rate gave both numbers.
-        assert rate.num_requests is not None and rate.duration is not None
-        wait = hit(f"login:{client_address(request)}", rate.num_requests, rate.duration)
-        if wait is not None:
-            response = HttpResponse(f"Too many login attempts from your address; try again in {int(wait) + 1} s.",
-                                    status=429, content_type="text/plain; charset=utf-8")
-            response["Retry-After"] = str(int(wait) + 1)
-            return response
-        return super().post(request, *args, **kwargs)

@@ -113,7 +113,9 @@ MIDDLEWARE = [
 ]
 
 # Guessing passwords: after RUNLENS_LOGIN_FAILURES wrong ones for a username from one address, that
-# pair is locked out for RUNLENS_LOGIN_COOLOFF_MINUTES (django-axes, counts in the database).
+# pair is locked out for RUNLENS_LOGIN_COOLOFF_MINUTES (django-axes, counts in the database). The
+# one login limit (issue 14): counted in the database it holds while Redis is down, only failures
+# count, and a guesser elsewhere cannot lock a user out of their own address (docs/reliability.md).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -123,7 +125,9 @@ AXES_COOLOFF_TIME = env_int("RUNLENS_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = 1 if env_bool("RUNLENS_BEHIND_PROXY", False) else 0
+# The address as the API throttles see it (RUNLENS_TRUSTED_PROXIES): a forged X-Forwarded-For moves
+# neither count.
+AXES_CLIENT_IP_CALLABLE = "webapp.auth.client_address"
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"
@@ -184,8 +188,6 @@ DATA_UPLOAD_MAX_NUMBER_FILES = 100
 API_RATE = env("RUNLENS_API_RATE", "600/m")
 # Wrong tokens per address: guessing them gets 429 (RELIABILITY A6).
 API_FAILED_AUTH_RATE = env("RUNLENS_API_FAILED_AUTH_RATE", "30/m")
-# Login form posts per address (password guessing through the browser form).
-LOGIN_RATE = env("RUNLENS_LOGIN_RATE", "20/m")
 
 # Celery (RELIABILITY §3): the database is the source of truth, the queue only a doorbell.
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -12,7 +12,6 @@ from ingest import views as ingest_views
 from runs import views as run_views
 from webapp import views as account_views
 from webapp.api import api, not_found
-from webapp.auth import LoginView
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -36,6 +35,7 @@ urlpatterns = [
     path("runs/<int:pk>/annotate", run_views.annotate, name="annotate"),
     path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
     path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),
+    path("runs/<int:pk>/tags", run_views.set_tags, name="set_tags"),
     path("annotations/<int:pk>/edit", run_views.annotation_edit, name="annotation_edit"),
     path("annotations/<int:pk>/delete", run_views.annotation_delete, name="annotation_delete"),
     path("projects/", run_views.project_list, name="project_list"),
@@ -48,7 +48,7 @@ urlpatterns = [
     path("ingest/logfiles/<int:pk>/lines", ingest_views.logfile_lines, name="logfile_lines"),
     path("ingest/logfiles/<int:pk>/raw", ingest_views.logfile_raw, name="logfile_raw"),
     path("vendor/plotly.min.js", plotly_js, name="plotly_js"),
-    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -8,6 +8,8 @@ A log is several processes writing into one stream. What the lines themselves sa
     [2026-11-29 21:25:30 TP0] Decode batch ...        SGLang rank prefix              -> "TP0"
     (VllmWorker rank=0 pid=123) ...                   vLLM process tag                -> "pid 123"
     #  Rank  0 Group  0 Pid   1377 on vm device 0     nccl-tests device row           -> "pid 1377"
+    [1,0]<stdout>:anything                            MPI --tag-output (job 1, rank 0) -> "mpi 1,0"
+                                                      (a pid the line names becomes its alias)
     anything else                                     the file's untagged stream      -> "main"
 
 Every record gets the tag of the line it came from (`process`); labels that a later line ties
@@ -91,6 +93,9 @@ class Tagger:
 
     def feed(self, lineno: int, line: str) -> None:
         tag = self._tag(lineno, line)
+        mpi = getattr(line, "mpi", None)  # text.MpiLine: the line came as `[job,rank]<stdout>:...`
+        if mpi is not None:
+            tag = self._mpi(lineno, line, tag, *mpi)
         if tag != MAIN:
             self.recent[lineno] = tag  # forgotten in stamp(), once the records of the line have it
         elif MAIN not in self.result.processes and line.strip():
@@ -178,6 +183,31 @@ class Tagger:
         if (head in "$+" and _LAUNCH_CMD.match(line)) or "server_args=ServerArgs(" in line:
             self.launch_lines.append(lineno)
         return MAIN
+
+    def _mpi(self, lineno: int, line: str, tag: str, job: int, rank: int) -> str:
+        """MPI's --tag-output names the writer: rank `rank` of job `job` (Open MPI's `[jobid,rank]`).
+
+        The rank is the process: pids repeat across hosts and containers (two ranks both "pid 21"
+        on two nodes), ranks do not. A pid the line names becomes an alias of the rank (its hints,
+        pid and host go to the rank); an nccl-tests device row keeps its own process (rank 0
+        prints every rank's row).
+        """
+        name = f"mpi {job},{rank}"
+        p = self._process(name, lineno)
+        p["rank"] = p["rank"] or str(rank)
+        p["label"] = p["label"] or f"MPI rank {rank} (job {job})"
+        if tag == MAIN or tag == name or tag in self.tests_pids:
+            return name if tag == MAIN else tag
+        q = self.result.processes[tag]
+        if q["alias"] is None:
+            q["alias"] = name
+        p["pid"] = p["pid"] or q["pid"]
+        if p["host"] is None and "NCCL" in line:
+            m = _NCCL.search(line)
+            p["host"] = m.group(1) if m else None
+        for hint in q["hints"]:
+            self._hint(p, hint)
+        return name
 
     def _nccl(self, lineno: int, line: str, p: dict) -> None:
         m = _NCCL.search(line)

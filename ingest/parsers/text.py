@@ -39,8 +39,30 @@ _DIRTY = ("\r", "^M", "\x1b", "^[", "\ufffd", "#033", "]<std", "across cluster]"
 _COLOUR = re.compile(r"\[\d+(?:;\d+)*m")  # _ANSI's ESC-less branch, without its lookahead
 
 
+# ---- MPI --tag-output: the wrapper goes, the process it names stays (issue 9) ----------------
+_MPI_TAG = re.compile(r"\[(\d+),(\d+)\]<std(?:out|err)>:")
+
+
+class MpiLine(str):
+    """A cleaned line that came wrapped in MPI's `[job,rank]<stdout>:` tag: parsers see plain text,
+    the process tagger (processes.py) reads `mpi` = (job, rank) off it."""
+
+    mpi: tuple[int, int]
+
+
+def _keep_mpi_tag(raw: str, line: str) -> str:
+    m = _MPI_TAG.match(raw)
+    if m is None:
+        return line
+    tagged = MpiLine(line)
+    tagged.mpi = (int(m.group(1)), int(m.group(2)))
+    return tagged
+# ---------------------------------------------------------------------------------------------
+
+
 def clean(line: str) -> str:
     """Normalise one line: colours, carriage returns, MPI/markdown wrappers, Ray dedup suffix."""
+    raw = line
     if "\r" in line or "^M" in line:
         # A tqdm bar rewrites the line with \r: keep what was printed last.
         line = line.replace("^M", "\r").rstrip("\r")
@@ -56,7 +78,7 @@ def clean(line: str) -> str:
         line = _WRAPPER.sub("", line)
     if "PyProcess" in line:
         line = _DJL.sub("", line)
-    return line
+    return _keep_mpi_tag(raw, line) if raw[:1] == "[" else line
 
 
 def _head(stream: BinaryIO) -> bytes:

@@ -2,10 +2,12 @@ import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
 from ingest import services, storage
 from runs.models import Run, Status
+from runs.services import ServiceError
 
 
 class Command(BaseCommand):
@@ -15,21 +17,26 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+", type=Path)
         parser.add_argument("--name", default="")
         parser.add_argument("--tag", action="append", default=[], dest="tags")
-        parser.add_argument("--project", default=None)
+        parser.add_argument("--project", default=None, help="one of the user's projects (default: their first)")
+        parser.add_argument("--create-project", action="store_true",
+                            help="create --project (the user its admin) if no project has that name")
         parser.add_argument("--user", default=None, help="owner (default: the first superuser)")
         parser.add_argument("--wait", action="store_true", help="wait until the run is ready or failed")
         parser.add_argument("--timeout", type=float, default=300)
 
-    def handle(self, *args, paths, name, tags, project, user, wait, timeout, **options):
+    def handle(self, *args, paths, name, tags, project, create_project, user, wait, timeout, **options):
         owner = self._user(user)
         handles = []
         try:
             for p in paths:
                 handles.append(open(p, "rb"))
             files = [services.IncomingFile(p.name, h, p.stat().st_size) for p, h in zip(paths, handles, strict=True)]
-            run, _ = services.register_upload(owner, files, name=name, project=project, tags=tags)
-        except (OSError, storage.StorageError, PermissionError) as e:
+            run, _ = services.register_upload(owner, files, name=name, project=project, tags=tags,
+                                              create_project=create_project)
+        except (OSError, storage.StorageError, PermissionError, PermissionDenied) as e:
             raise CommandError(str(e)) from None
+        except ServiceError as e:
+            raise CommandError(e.message) from None
         finally:
             for h in handles:
                 h.close()

@@ -187,8 +187,9 @@ function setupUpload() {
     xhr.addEventListener("load", () => {
       let body = {};
       try { body = JSON.parse(xhr.responseText); } catch (err) { body = {}; }
-      if (xhr.status === 202 && body.url) {
-        state.textContent = "Uploaded. Parsing…";
+      if ((xhr.status === 202 || xhr.status === 200) && body.url) {
+        // 200: the same content is already a run of that project (the API answers the same).
+        state.textContent = xhr.status === 200 ? "Uploaded before: opening that run…" : "Uploaded. Parsing…";
         window.location.assign(body.url);
       } else {
         submit.disabled = false; bar.hidden = true; state.textContent = "";
