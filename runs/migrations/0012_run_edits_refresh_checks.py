@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0009_team_review'),
+        ('runs', '0011_run_series'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
