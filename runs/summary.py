@@ -96,10 +96,16 @@ def spread(values: list[float]) -> float | None:
     return round((q3 - q1) / 2, 4)
 
 
+THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
+
+
 def throughput_series(metrics: list[Metric]) -> list[float]:
-    values = series(metrics, "throughput_tok_s", "gen_throughput_tok_s")
+    values = series(metrics, *THROUGHPUT_NAMES)
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
-    if len(values) > 2 and values[0] < 0.25 * median(values[1:]):
+    # Only SGLang's: a vLLM engine interval, the first one too, averages real generation.
+    sources = {m.source for m in metrics if m.name in THROUGHPUT_NAMES}
+    best = min(sources, key=lambda s: (source_rank(s), s)) if sources else None
+    if best == "sglang_decode" and len(values) > 2 and values[0] < 0.25 * median(values[1:]):
         values = values[1:]
     return values
 
