@@ -186,38 +186,74 @@ def baseline_choices(user, run: Run) -> QuerySet[Run]:
             .exclude(pk=run.pk).exclude(throughput_tok_s=None).only("id", "name")[:100])
 
 
-def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> Run | None:
+def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> tuple[Run | None, str]:
+    """The baseline a person picked, else the suggested one: (run, "") or (None, why there is none)."""
     if is_int(chosen):
-        return visible_runs(user).filter(pk=int(chosen)).first()
-    return suggested_baseline(user, run)
+        picked = visible_runs(user).filter(pk=int(chosen)).first()
+        return picked, "" if picked else f"run {chosen} is not in your projects"
+    return baseline_suggestion(user, run)
 
 
 def suggested_baseline(user, run: Run) -> Run | None:
-    """The newest ready run without speculation in the same project (same model and TP size
-    when the logs say them), as the baseline a speculative run must beat."""
+    return baseline_suggestion(user, run)[0]
+
+
+BASELINE_CANDIDATES = 50  # newest no-speculation runs looked at for a comparable one
+BASELINE_KEY_LABELS = {"model": "model", "tp_size": "TP", "gpu": "GPU", "engine": "engine"}
+
+
+def baseline_suggestion(user, run: Run) -> tuple[Run | None, str]:
+    """The newest ready run without speculation in the same project that is comparable: the same
+    model, TP size, GPU and engine as the logs say them (unknown only matches unknown: a baseline
+    on other hardware would make the break-even arithmetic meaningless). (run, "") or (None, why)."""
     if not run.tokens_per_cycle:
-        return None
+        return None, ""
     candidates = list(
         visible_runs(user).filter(project=run.project, status=Status.READY, spec_algorithm="", steps=None)
-        .exclude(pk=run.pk).exclude(throughput_tok_s=None).order_by("-created_at", "-id")[:20]
+        .exclude(pk=run.pk).exclude(throughput_tok_s=None).order_by("-created_at", "-id")[:BASELINE_CANDIDATES]
     )
+    wanted = run_configs([run])[run.pk]
     if not candidates:
-        return None
-    wanted = _model_and_tp(run)
+        return None, f"no run without speculation in project {run.project.name} yet"
+    configs = run_configs(candidates)
     for c in candidates:
-        found = _model_and_tp(c)
-        if all(w is None or f is None or str(w) == str(f) for w, f in zip(wanted, found, strict=True)):
-            return c
-    return None
+        if not _config_differences(wanted, configs[c.pk]):
+            return c, ""
+    nearest = min(candidates, key=lambda c: len(_config_differences(wanted, configs[c.pk])))
+    differs = "; ".join(f"{BASELINE_KEY_LABELS[k]} {_shown(configs[nearest.pk].get(k))} vs {_shown(wanted.get(k))}"
+                        for k in _config_differences(wanted, configs[nearest.pk]))
+    return None, (f"no run without speculation in project {run.project.name} with the same "
+                  f"{describe_config(wanted)} (the newest closest, {nearest.name}, differs: {differs})")
 
 
-def _model_and_tp(run: Run) -> tuple:
-    settings: dict = {}
-    for lf in run.logfiles.filter(status=Status.READY).only("settings"):
-        for key in ("model", "tp_size"):
-            if key in (lf.settings or {}):
-                settings.setdefault(key, lf.settings[key]["value"])
-    return settings.get("model"), settings.get("tp_size")
+def describe_config(config: dict) -> str:
+    """`model meta-llama/Llama-3.1-8B, TP 8, GPU H200, engine sglang` (unknown ones say so)."""
+    return ", ".join(f"{BASELINE_KEY_LABELS[k]} {_shown(config.get(k))}" for k in CONFIG_KEYS)
+
+
+def _shown(value: object) -> str:
+    return "unknown" if value is None or value == "" else str(value)
+
+
+def _config_differences(wanted: dict, found: dict) -> list[str]:
+    def norm(value: object) -> str | None:
+        return None if value is None or value == "" else str(value).strip().lower()
+    return [k for k in CONFIG_KEYS if norm(wanted.get(k)) != norm(found.get(k))]
+
+
+def run_configs(runs: list[Run]) -> dict[int, dict]:
+    """Model, TP size, GPU and engine of each run as its logs say them (one query): the keys a
+    sweep groups by and a suggested baseline must share."""
+    config: dict[int, dict] = {r.id: ({"engine": r.engine} if r.engine else {}) for r in runs}
+    for lf in LogFile.objects.filter(run_id__in=list(config), status=Status.READY).order_by("id").values(
+        "run_id", "settings"
+    ):
+        settings = lf["settings"] or {}
+        for key in CONFIG_KEYS:
+            source = "nccl_tests.gpu" if key == "gpu" and "gpu" not in settings else key
+            if source in settings:
+                config[lf["run_id"]].setdefault(key, settings[source]["value"])
+    return config
 
 
 def first_lines(run: Run) -> dict[str, Mapping[str, Any]]:
@@ -296,6 +332,8 @@ def comparison_inputs(user, ids: list[int]) -> list[RunInput]:
         "id", "run_id", "original_name", "settings"
     ):
         for key, s in (lf["settings"] or {}).items():
+            # The GPU nccl-tests ran on is the run's GPU when no other log names one (as for a sweep).
+            key = "gpu" if key == "nccl_tests.gpu" else key
             if not key.startswith(("serving.", "nccl_tests.")):
                 inputs[lf["run_id"]].config.setdefault(
                     key, {"value": s["value"], "source": f"{lf['original_name']} line {s['line']}",
@@ -380,15 +418,7 @@ def sweep_runs(user, ids: list[int] | None = None, project: str = "", tag: str =
 def sweep_inputs(runs: QuerySet[Run] | list[Run]) -> list[SweepRun]:
     """SweepRuns for these runs, with model, TP size and GPU from their logs (two queries)."""
     runs = list(runs)
-    config: dict[int, dict] = {r.id: ({"engine": r.engine} if r.engine else {}) for r in runs}
-    for lf in LogFile.objects.filter(run_id__in=list(config), status=Status.READY).order_by("id").values(
-        "run_id", "settings"
-    ):
-        settings = lf["settings"] or {}
-        for key in CONFIG_KEYS:
-            source = "nccl_tests.gpu" if key == "gpu" and "gpu" not in settings else key
-            if source in settings:
-                config[lf["run_id"]].setdefault(key, settings[source]["value"])
+    config = run_configs(runs)
     out = []
     for r in runs:
         nccl = (r.parsed or {}).get("nccl") or {}

@@ -57,7 +57,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     collectives = queries.collective_rows(run)
     parsed = run.parsed or {}
     nccl = parsed.get("nccl") or {}
-    baseline = queries.chosen_or_suggested_baseline(request.user, run, request.GET.get("baseline"))
+    baseline, no_baseline = queries.chosen_or_suggested_baseline(request.user, run, request.GET.get("baseline"))
     target = queries.positive_float(request.GET.get("target"))
     analysis, curve = None, None
     if run.tokens_per_cycle:
@@ -82,7 +82,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
-        "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
+        "baseline": baseline, "no_baseline": no_baseline, "analysis": analysis, "curve": curve, "target": target,
         "collectives_chart": charts.collectives([(run.name, collectives)]) if collectives else None,
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),

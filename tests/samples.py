@@ -43,3 +43,21 @@ def upload_bytes(user, name: str, content: bytes, **kw):
 def bench_row(label: str, value: str) -> str:
     """A benchmark result row as SGLang and vLLM print it: `{:<40} {:<10}`, trailing spaces and all."""
     return f"{label:<40} {value:<10}"
+
+
+def with_server_args(name: str, **args) -> bytes:
+    """A log of ours (samples/) with SGLang's `server_args=ServerArgs(...)` line first, saying
+    the model and TP size (`model_path="llama-8b", tp_size=2`) that our recordings leave out."""
+    fields = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return f"server_args=ServerArgs({fields})\n".encode() + log_path(name).read_bytes()
+
+
+def parsed_upload(user, name: str, content: bytes, **kw):
+    """upload_bytes, then parse each file in this process (as the upload_run fixture does)."""
+    from ingest import services
+
+    run = upload_bytes(user, name, content, **kw)
+    for lf in run.logfiles.all():
+        services.parse_logfile(lf.id)
+    run.refresh_from_db()
+    return run

@@ -7,6 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.samples import parsed_upload, with_server_args
+
 pytestmark = pytest.mark.django_db
 
 
@@ -153,3 +155,27 @@ def test_anchored_notes_are_drawn_on_the_comparison_series(client, alice, upload
     assert series, "no over-the-run chart carries the note"
     marker = series[0]["data"][-1]
     assert marker["customdata"] == [note.id] and "tuned · alice: rebuild &lt;here&gt;" in marker["hovertext"][0]
+
+
+def test_analysis_against_a_baseline_on_other_hardware_warns(client, alice):
+    base = parsed_upload(alice, "tp8.log", with_server_args("spec_baseline_nospec.log", tp_size=8))
+    tuned = parsed_upload(alice, "tp2.log", with_server_args("spec_eagle3_tuned_2step.log", tp_size=2))
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{tuned.id}&baseline={base.id}").content.decode()
+    assert 'id="analysis-not-comparable"' in body and "TP size differ: 8 vs 2" in body
+
+
+def test_the_gpu_nccl_tests_ran_on_is_the_runs_gpu_in_the_configuration(client, alice, upload_run):
+    base = upload_run(alice, "spec_baseline_nospec.log", "nccl-tests_all_reduce_default.log", name="h200 base")
+    tuned = upload_run(alice, "spec_eagle3_tuned_2step.log", name="tuned 2-step")
+    client.force_login(alice)
+    result = client.get(f"/compare/?runs={base.id},{tuned.id}&format=json").json()
+    gpu = next(row for row in result["config"] if row["key"] == "gpu")
+    assert gpu["runs"][str(base.id)]["value"] == "NVIDIA H200" and gpu["runs"][str(tuned.id)] is None
+
+
+def test_analysis_against_a_comparable_baseline_has_no_warning(client, alice, story):
+    base, tuned, _ = story
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{tuned.id}&baseline={base.id}").content.decode()
+    assert 'id="analysis"' in body and 'id="analysis-not-comparable"' not in body

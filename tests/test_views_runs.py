@@ -3,6 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from tests.samples import parsed_upload, with_server_args
+
 pytestmark = pytest.mark.django_db
 
 
@@ -154,6 +156,47 @@ def test_run_page_suggests_the_newest_non_speculative_baseline(client, alice, up
     body = client.get(f"/runs/{run.id}/?target=600").content.decode()
     assert f'href="/runs/{base.id}/">no-spec baseline</a>' in body and "suggested" in body
     assert "above the break-even 1.12" in body and 'id="chart-curve"' in body
+
+
+def test_suggested_baseline_has_the_same_model_tp_gpu_and_engine(client, alice):
+    same = parsed_upload(alice, "base-tp2.log", with_server_args("spec_baseline_nospec.log", model_path="llama-8b", tp_size=2))
+    parsed_upload(alice, "base-tp8.log", with_server_args("spec_baseline_nospec.log", model_path="llama-8b", tp_size=8))
+    run = parsed_upload(alice, "eagle.log", with_server_args("spec_eagle3_tuned_2step.log", model_path="llama-8b", tp_size=2))
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    # The newer TP 8 baseline is not comparable: the older TP 2 one is suggested.
+    assert f'href="/runs/{same.id}/">{same.name}</a>' in body
+    assert "with the same model, TP size, GPU and engine" in body and 'id="no-baseline"' not in body
+
+
+def test_no_comparable_baseline_means_none_suggested_and_the_page_says_why(client, alice):
+    other = parsed_upload(alice, "base-tp8.log", with_server_args("spec_baseline_nospec.log", model_path="llama-8b", tp_size=8))
+    run = parsed_upload(alice, "eagle.log", with_server_args("spec_eagle3_tuned_2step.log", model_path="llama-8b", tp_size=2))
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert f'href="/runs/{other.id}/"' not in body
+    assert ("No baseline suggested: no run without speculation in project team with the same model llama-8b, "
+            "TP 2, GPU unknown, engine sglang (the newest closest, base-tp8.log, differs: TP 8 vs 2)") in body
+    assert "No break-even verdict: no baseline run." in body
+    # A person may still pick it: then it is used, and no "why" is shown.
+    body = client.get(f"/runs/{run.id}/?baseline={other.id}").content.decode()
+    assert f'href="/runs/{other.id}/">{other.name}</a>' in body and 'id="no-baseline"' not in body
+
+
+def test_a_baseline_on_another_gpu_is_not_suggested(client, alice, upload_run):
+    # The nccl-tests log recorded beside the baseline names its GPU; the speculative run's logs do not.
+    upload_run(alice, "spec_baseline_nospec.log", "nccl-tests_all_reduce_default.log", name="h200 base")
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "the newest closest, h200 base, differs: GPU NVIDIA H200 vs unknown" in body
+
+
+def test_no_baseline_at_all_says_there_is_no_run_without_speculation(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "No baseline suggested: no run without speculation in project team yet." in body
 
 
 def test_pasted_nccl_settings_become_declared_configuration(client, alice, upload_run):
