@@ -11,6 +11,7 @@ from dataclasses import replace
 from statistics import median, quantiles
 from typing import TYPE_CHECKING
 
+from runs.display import figure
 from runs.nccl import analyze, launch_verdicts, person_conflicts
 from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 
@@ -110,6 +111,25 @@ def throughput_series(metrics: list[Metric]) -> list[float]:
     return values
 
 
+def throughput_scope(metrics: list[Metric], settings: dict) -> dict | None:
+    """What the throughput figure covers when a server runs several data-parallel ranks, else None.
+
+    Each DP rank (SGLang with DP attention, vLLM's `Engine 00N`) logs its own rate and the summary
+    adds them up per window: the figure is the server's, a sum over the ranks, not one rank's.
+    `ranks` counts the ranks the log shows; `dp_size` is what the launch declared (None if unsaid).
+    """
+    rows = [m for m in metrics if m.name in THROUGHPUT_NAMES]
+    if not rows:
+        return None
+    best = min({m.source for m in rows}, key=lambda s: (source_rank(s), s))
+    ranks = {m.rank for m in rows if m.source == best}
+    dp_attention = bool(_value(settings, "sglang.enable_dp_attention"))
+    dp_size = _value(settings, "dp_size")
+    if len(ranks) > 1:
+        return {"kind": "sum_over_dp_ranks", "ranks": len(ranks), "dp_size": dp_size, "dp_attention": dp_attention}
+    return None
+
+
 # The raw figure each source prints for tokens per cycle, and whether it already counts the bonus token.
 RAW_ACCEPT = {"eagle_profile": ("Accept len", "accept_len_raw", False), "sglang_decode": ("accept len", None, True)}
 
@@ -174,6 +194,9 @@ def figures(result: ParseResult) -> tuple[dict, list[dict]]:
         # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
         "tokens_per_cycle_from": tokens_from,
     }
+    scope = throughput_scope(metrics, result.settings)
+    if scope:  # only when it applies: a one-rank figure needs no qualifier (and goldens stay as they were)
+        summary["throughput_scope"] = scope
     return summary, phase_table(result, cycle_ms)
 
 
@@ -320,7 +343,7 @@ def several_launches_warning(launches: list[dict]) -> str:
     for launch in launches:
         tput = launch["summary"].get("throughput_tok_s")
         parts.append(f"launch {launch['id']}: NCCL {launch['nccl']['status']}"
-                     + (f", {tput:g} tok/s" if tput is not None else ""))
+                     + (f", {figure(tput, 'tok_s')} tok/s" if tput is not None else ""))
     return (f"this run holds {len(launches)} serving launches ({'; '.join(parts)}); its figures blend "
             "them: look at each launch, or split the run into one run per launch")
 

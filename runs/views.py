@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from runs import charts, markdown, queries, services, specdecode
 from runs.compare import csv_safe, downsample, to_csv_rows
+from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
 from runs.models import Annotation, Status
@@ -103,6 +104,9 @@ def run_status(request: HttpRequest) -> JsonResponse:
             "id": r.id, "status": r.status, "busy": r.is_busy, "error": r.error,
             "throughput_tok_s": r.throughput_tok_s, "tokens_per_cycle": r.tokens_per_cycle,
             "cycle_ms": r.cycle_ms, "verify_ms": r.verify_ms, "steps": r.steps, "nccl_status": r.nccl_status,
+            # Everything else the list row shows, so a row filled live matches one rendered by the server.
+            "person_conflict": r.person_conflict, "launches_count": (r.parsed or {}).get("launches_count") or 0,
+            "throughput_scope": throughput_scope_text(((r.parsed or {}).get("summary") or {}).get("throughput_scope")),
             "logfiles": [{"id": lf.id, "status": lf.status, "error": lf.error} for lf in r.logfiles.all()],
         }
         for r in runs
