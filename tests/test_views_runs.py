@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from tests.samples import parsed_upload, with_server_args
+from tests.samples import dp_attention_log, parsed_upload, with_server_args
 
 pytestmark = pytest.mark.django_db
 
@@ -307,3 +307,16 @@ def test_project_admin_pins_and_unpins_the_ci_baseline_from_the_run_page(client,
     assert "CI baseline of team" in body and "Unpin CI baseline" in body
     client.post(f"/runs/{run.id}/pin", {"pinned": "0"})
     assert Project.objects.get(name="team").pinned_baseline is None
+
+
+def test_dp_attention_throughput_says_it_is_a_sum_over_the_ranks(client, alice, upload_run):
+    run = parsed_upload(alice, "dp.log", dp_attention_log())
+    base = upload_run(alice, "spec_baseline_nospec.log", name="one rank")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    # 150.05 + 47.00 tok/s per window, written as everywhere: 197.1.
+    assert '<div class="value">197.1 <small>tok/s</small>' in body
+    assert 'id="throughput-scope"' in body and "sum over 2 DP ranks (DP attention)" in body
+    assert run.parsed["summary"]["throughput_scope"]["ranks"] == 2
+    headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
+    assert "dp.log's throughput is the sum over 2 DP ranks (DP attention)." in headline[0]["text"]

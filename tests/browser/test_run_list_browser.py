@@ -7,17 +7,9 @@ import pytest
 
 from ingest import services
 from tests.browser.conftest import ARTIFACTS, login
-from tests.samples import upload_bytes
+from tests.samples import dp_attention_log, upload_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-DP_DECODE = ("[2025-05-08 10:00:0{s} DP{d} TP{d}] Decode batch. #running-req: 8, #token: 900, token usage: 0.05, "
-             "accept len: 2.{d}5, gen throughput (token/s): {g}, #queue-req: 0, ")
-DP_LOG = "\n".join(
-    ["server_args=ServerArgs(model_path='m', tp_size=2, dp_size=2, enable_dp_attention=True, "
-     "speculative_num_steps=3)"]
-    + [DP_DECODE.format(s=s, d=d, g=g) for s in range(4) for d, g in ((0, "150.05"), (1, "47.00"))]
-).encode() + b"\n"
 
 ROW = """(row) => Array.from(row.querySelectorAll('[data-field]')).map((el) =>
     [el.dataset.field, el.textContent.replace(/\\s+/g, ' ').trim(), el.hidden, el.className])"""
@@ -33,7 +25,7 @@ def test_rows_filled_live_read_as_the_servers(page, alice, upload_run, private_q
         upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_dropped_2step.log", name="two launches",
                    parse=False),
         upload_run(alice, "sweep/sweep_dropped_2step.log", name="dropped", parse=False),
-        upload_bytes(alice, "dp attention.log", DP_LOG),
+        upload_bytes(alice, "dp attention.log", dp_attention_log()),
     ]
     ids = [r.id for r in runs]
     login(page, "alice", "alice-pw")
