@@ -11,8 +11,10 @@ from tests.samples import dp_attention_log, upload_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+# Each field's text, whether it is drawn (not just flagged hidden: a class's display can override
+# that), and its classes.
 ROW = """(row) => Array.from(row.querySelectorAll('[data-field]')).map((el) =>
-    [el.dataset.field, el.textContent.replace(/\\s+/g, ' ').trim(), el.hidden, el.className])"""
+    [el.dataset.field, el.textContent.replace(/\\s+/g, ' ').trim(), !el.checkVisibility(), el.className])"""
 
 
 def _rows(page, ids):
