@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.display import csv_value, figure, signed, throughput_scope_text
 from runs.nccl import drift_clause
 from runs.summary import spread
 
@@ -98,6 +99,8 @@ def compare(runs: list[RunInput], baseline_id: int | None = None) -> dict:
         "runs": [
             {"id": r.id, "name": r.name, "steps": r.steps, **figs[r.id],
              "nccl": _nccl_brief(r.parsed.get("nccl") or {}), "windows": (r.parsed.get("summary") or {}).get("windows"),
+             # What the throughput covers when several DP ranks add up (summary.throughput_scope), else None.
+             "throughput_scope": (r.parsed.get("summary") or {}).get("throughput_scope"),
              "person_conflicts": r.person_conflicts}
             for r in ordered
         ],
@@ -211,13 +214,15 @@ def headline(result: dict) -> list[dict]:
     if others:
         r = max(others, key=lambda r: abs(tput["runs"][r["id"]]["delta_pct"]))
         cell = tput["runs"][r["id"]]
+        values = f"({figure(cell['value'], 'tok_s')} vs {figure(base['throughput_tok_s'], 'tok_s')} tok/s)"
         if cell["significant"]:
             word = "faster" if cell["delta"] > 0 else "slower"
-            text = (f"{r['name']} is {abs(cell['delta_pct']):.0f}% {word} than {base['name']} "
-                    f"({cell['value']:.1f} vs {base['throughput_tok_s']:.1f} tok/s).")
+            text = f"{r['name']} is {figure(abs(cell['delta_pct']), 0)}% {word} than {base['name']} {values}."
         else:
-            text = (f"{r['name']} and {base['name']} are within the noise on throughput "
-                    f"({cell['value']:.1f} vs {base['throughput_tok_s']:.1f} tok/s).")
+            text = f"{r['name']} and {base['name']} are within the noise on throughput {values}."
+        for run in (r, base):  # a DP server's figure is the sum of its ranks': say so beside it
+            if scope := throughput_scope_text(run.get("throughput_scope")):
+                text += f" {run['name']}'s throughput is the {scope}."
         out.append({"text": text, "anchor": "summary"})
     best = None
     for row in result["phases"]:
@@ -231,9 +236,9 @@ def headline(result: dict) -> list[dict]:
         base_ms = row["runs"][base["id"]]["ms"]
         if base_ms is None:  # the baseline's equivalent phase (target forward for verify)
             base_ms = cell["ms"] - cell["delta_ms"]
-        share = f", {cell['pct']:.0f}% of the cycle" if cell["pct"] is not None else ""
-        out.append({"text": f"{row['name']} {cell['delta_ms']:+.2f} ms/cyc in {r['name']} "
-                            f"({base_ms:.2f} → {cell['ms']:.2f}{share}).", "anchor": "breakdown"})
+        share = f", {figure(cell['pct'], 0)}% of the cycle" if cell["pct"] is not None else ""
+        out.append({"text": f"{row['name']} {signed(cell['delta_ms'], 'ms')} ms/cyc in {r['name']} "
+                            f"({figure(base_ms, 'ms')} → {figure(cell['ms'], 'ms')}{share}).", "anchor": "breakdown"})
     for r in runs:
         if r["nccl"]["status"] != "drift":
             continue
@@ -247,19 +252,21 @@ def headline(result: dict) -> list[dict]:
 
 
 def to_csv_rows(result: dict) -> list[list]:
-    """The summary and phase tables as CSV rows (run, metric, value, delta, delta %, noise)."""
+    """The summary and phase tables as CSV rows (run, metric, value, delta, delta %, noise), each
+    number rounded as the pages show it (runs/display.py: tok/s 1 decimal, ms 2, % 1)."""
     names = {r["id"]: r["name"] for r in result["runs"]}
     rows: list[list[Any]] = [
         ["run_id", "run", "baseline", "metric", "value", "unit", "delta", "delta_pct", "noise", "significant"]
     ]
     for m in result["metrics"]:
         for rid, cell in m["runs"].items():
-            rows.append([rid, names[rid], rid == result["baseline"], m["key"], cell["value"], m["unit"],
-                         cell["delta"], cell["delta_pct"], cell["noise"], cell["significant"]])
+            rows.append([rid, names[rid], rid == result["baseline"], m["key"], csv_value(cell["value"], m["key"]),
+                         m["unit"], csv_value(cell["delta"], m["key"]), csv_value(cell["delta_pct"], "pct"),
+                         csv_value(cell["noise"], m["key"]), cell["significant"]])
     for p in result["phases"]:
         for rid, cell in p["runs"].items():
-            rows.append([rid, names[rid], rid == result["baseline"], f"phase:{p['name']}", cell["ms"], "ms/cyc",
-                         cell["delta_ms"], cell["delta_pct"], None, None])
+            rows.append([rid, names[rid], rid == result["baseline"], f"phase:{p['name']}", csv_value(cell["ms"], "ms"),
+                         "ms/cyc", csv_value(cell["delta_ms"], "ms"), csv_value(cell["delta_pct"], "pct"), None, None])
     return rows
 
 

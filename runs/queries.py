@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeGuard
 
 from django.db.models import Count, F, Prefetch, QuerySet
+from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
 
@@ -171,10 +172,16 @@ def filters_from_query(query: QueryDict) -> RunFilters:
 LIST_DEFERRED = ("parsed", "summary_state", "series")
 
 
+def _list_columns(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """Lists load no `parsed`; the one thing they show from it, the DP scope, comes out in SQL."""
+    return runs.defer(*LIST_DEFERRED).annotate(
+        throughput_scope=KeyTransform("throughput_scope", KeyTransform("summary", "parsed")))
+
+
 def filtered_runs(user, filters: RunFilters, sort: str = "-date") -> QuerySet[Run]:
     """Runs of the user's projects matching the filters, in the chosen order (page and API)."""
-    runs = (filters.filter(visible_runs(user)).select_related("project", "created_by").prefetch_related("tags")
-            .defer(*LIST_DEFERRED))
+    runs = _list_columns(filters.filter(visible_runs(user)).select_related("project", "created_by")
+                         .prefetch_related("tags"))
     field = SORTS.get(sort.lstrip("-"), "created_at")
     expression = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
     return runs.order_by(expression, "-id")
@@ -186,7 +193,7 @@ def engines(user) -> list[str]:
 
 def run_statuses(user, ids: list[int]) -> list[Run]:
     """The runs named by id that the user may see, with their log files' statuses (live polling)."""
-    return list(visible_runs(user).filter(id__in=ids).defer(*LIST_DEFERRED).prefetch_related(
+    return list(_list_columns(visible_runs(user).filter(id__in=ids)).prefetch_related(
         Prefetch("logfiles", queryset=LogFile.objects.only("id", "run_id", "status", "error"))
     ))
 
@@ -228,38 +235,75 @@ def baseline_choices(user, run: Run) -> QuerySet[Run]:
             .exclude(pk=run.pk).exclude(throughput_tok_s=None).only("id", "name")[:100])
 
 
-def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> Run | None:
+def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> tuple[Run | None, str]:
+    """The baseline a person picked, else the suggested one: (run, "") or (None, why there is none)."""
     if is_int(chosen):
-        return visible_runs(user).filter(pk=int(chosen)).first()
-    return suggested_baseline(user, run)
+        picked = visible_runs(user).filter(pk=int(chosen)).first()
+        return picked, "" if picked else f"run {chosen} is not in your projects"
+    return baseline_suggestion(user, run)
 
 
 def suggested_baseline(user, run: Run) -> Run | None:
-    """The newest ready run without speculation in the same project (same model and TP size
-    when the logs say them), as the baseline a speculative run must beat."""
+    return baseline_suggestion(user, run)[0]
+
+
+BASELINE_CANDIDATES = 50  # newest no-speculation runs looked at for a comparable one
+BASELINE_KEY_LABELS = {"model": "model", "tp_size": "TP", "gpu": "GPU", "engine": "engine"}
+
+
+def baseline_suggestion(user, run: Run) -> tuple[Run | None, str]:
+    """The newest ready run without speculation in the same project that is comparable: the same
+    model, TP size, GPU and engine as the logs say them (unknown only matches unknown: a baseline
+    on other hardware would make the break-even arithmetic meaningless). (run, "") or (None, why)."""
     if not run.tokens_per_cycle:
-        return None
+        return None, ""
     candidates = list(
         visible_runs(user).filter(project=run.project, status=Status.READY, spec_algorithm="", steps=None)
-        .defer("series").exclude(pk=run.pk).exclude(throughput_tok_s=None).order_by("-created_at", "-id")[:20]
+        .defer("series").exclude(pk=run.pk).exclude(throughput_tok_s=None)
+        .order_by("-created_at", "-id")[:BASELINE_CANDIDATES]
     )
+    wanted = run_configs([run])[run.pk]
     if not candidates:
-        return None
-    wanted = _model_and_tp(run)
+        return None, f"no run without speculation in project {run.project.name} yet"
+    configs = run_configs(candidates)
     for c in candidates:
-        found = _model_and_tp(c)
-        if all(w is None or f is None or str(w) == str(f) for w, f in zip(wanted, found, strict=True)):
-            return c
-    return None
+        if not _config_differences(wanted, configs[c.pk]):
+            return c, ""
+    nearest = min(candidates, key=lambda c: len(_config_differences(wanted, configs[c.pk])))
+    differs = "; ".join(f"{BASELINE_KEY_LABELS[k]} {_shown(configs[nearest.pk].get(k))} vs {_shown(wanted.get(k))}"
+                        for k in _config_differences(wanted, configs[nearest.pk]))
+    return None, (f"no run without speculation in project {run.project.name} with the same "
+                  f"{describe_config(wanted)} (the newest closest, {nearest.name}, differs: {differs})")
 
 
-def _model_and_tp(run: Run) -> tuple:
-    settings: dict = {}
-    for lf in run.logfiles.filter(status=Status.READY).only("settings"):
-        for key in ("model", "tp_size"):
-            if key in (lf.settings or {}):
-                settings.setdefault(key, lf.settings[key]["value"])
-    return settings.get("model"), settings.get("tp_size")
+def describe_config(config: dict) -> str:
+    """`model meta-llama/Llama-3.1-8B, TP 8, GPU H200, engine sglang` (unknown ones say so)."""
+    return ", ".join(f"{BASELINE_KEY_LABELS[k]} {_shown(config.get(k))}" for k in CONFIG_KEYS)
+
+
+def _shown(value: object) -> str:
+    return "unknown" if value is None or value == "" else str(value)
+
+
+def _config_differences(wanted: dict, found: dict) -> list[str]:
+    def norm(value: object) -> str | None:
+        return None if value is None or value == "" else str(value).strip().lower()
+    return [k for k in CONFIG_KEYS if norm(wanted.get(k)) != norm(found.get(k))]
+
+
+def run_configs(runs: list[Run]) -> dict[int, dict]:
+    """Model, TP size, GPU and engine of each run as its logs say them (one query): the keys a
+    sweep groups by and a suggested baseline must share."""
+    config: dict[int, dict] = {r.id: ({"engine": r.engine} if r.engine else {}) for r in runs}
+    for lf in LogFile.objects.filter(run_id__in=list(config), status=Status.READY).order_by("id").values(
+        "run_id", "settings"
+    ):
+        settings = lf["settings"] or {}
+        for key in CONFIG_KEYS:
+            source = "nccl_tests.gpu" if key == "gpu" and "gpu" not in settings else key
+            if source in settings:
+                config[lf["run_id"]].setdefault(key, settings[source]["value"])
+    return config
 
 
 def first_lines(run: Run, kept: dict | None = None) -> dict[str, Mapping[str, Any]]:
@@ -340,6 +384,8 @@ def comparison_inputs(user, ids: list[int], points: bool = True,
         "id", "run_id", "original_name", "settings"
     ):
         for key, s in (lf["settings"] or {}).items():
+            # The GPU nccl-tests ran on is the run's GPU when no other log names one (as for a sweep).
+            key = "gpu" if key == "nccl_tests.gpu" else key
             if not key.startswith(("serving.", "nccl_tests.")):
                 inputs[lf["run_id"]].config.setdefault(
                     key, {"value": s["value"], "source": f"{lf['original_name']} line {s['line']}",
@@ -436,15 +482,7 @@ def sweep_runs(user, ids: list[int] | None = None, project: str = "", tag: str =
 def sweep_inputs(runs: QuerySet[Run] | list[Run]) -> list[SweepRun]:
     """SweepRuns for these runs, with model, TP size and GPU from their logs (two queries)."""
     runs = list(runs)
-    config: dict[int, dict] = {r.id: ({"engine": r.engine} if r.engine else {}) for r in runs}
-    for lf in LogFile.objects.filter(run_id__in=list(config), status=Status.READY).order_by("id").values(
-        "run_id", "settings"
-    ):
-        settings = lf["settings"] or {}
-        for key in CONFIG_KEYS:
-            source = "nccl_tests.gpu" if key == "gpu" and "gpu" not in settings else key
-            if source in settings:
-                config[lf["run_id"]].setdefault(key, settings[source]["value"])
+    config = run_configs(runs)
     out = []
     for r in runs:
         nccl = (r.parsed or {}).get("nccl") or {}

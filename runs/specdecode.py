@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TypedDict
 
+from runs.display import figure, signed
+
 # Bisection halves [0, 1] this many times: 2**-60 is far below the 1e-9 the pages need, and a
 # fixed count keeps the answer monotonic in the target (see required_acceptance).
 _BISECTION_ROUNDS = 60
@@ -146,31 +148,32 @@ def verdict(
 ) -> str:
     """One plain sentence: does this run beat its baseline, and by how much."""
     break_even = break_even_tokens_per_cycle(baseline_tok_s, cycle_ms)
-    against = f"a {baseline_tok_s:.1f} tok/s baseline at {cycle_ms:.2f} ms/cycle"
+    against = f"a {figure(baseline_tok_s, 'tok_s')} tok/s baseline at {figure(cycle_ms, 'ms')} ms/cycle"
     if steps is not None and not can_beat_baseline(baseline_tok_s, steps, cycle_ms):
         return (
             f"With {steps} draft steps this run cannot beat its baseline at any acceptance: "
             f"even accepting every draft token gives {steps + 1} tokens/cycle, "
-            f"and break-even against {against} is {break_even:.2f}."
+            f"and break-even against {against} is {figure(break_even, 'tokens')}."
         )
     if tokens_per_cycle is None:
-        return f"Break-even against {against} is {break_even:.2f} tokens/cycle."
+        return f"Break-even against {against} is {figure(break_even, 'tokens')} tokens/cycle."
     m = margin(tokens_per_cycle, baseline_tok_s, cycle_ms)
-    pct = f" ({m['pct']:+.0f}%)" if m["pct"] is not None else ""
+    pct = f" ({signed(m['pct'], 0)}%)" if m["pct"] is not None else ""
     if m["tokens_per_cycle"] >= 0:
         side = "above" if m["tokens_per_cycle"] > 0 else "exactly at"
         return (
-            f"This run makes {tokens_per_cycle:.2f} tokens/cycle, {abs(m['tokens_per_cycle']):.2f} "
-            f"{side} the break-even {break_even:.2f}{pct} against {against}."
+            f"This run makes {figure(tokens_per_cycle, 'tokens')} tokens/cycle, "
+            f"{figure(abs(m['tokens_per_cycle']), 'tokens')} "
+            f"{side} the break-even {figure(break_even, 'tokens')}{pct} against {against}."
         )
     sentence = (
-        f"This run makes {tokens_per_cycle:.2f} tokens/cycle, {-m['tokens_per_cycle']:.2f} "
-        f"below the break-even {break_even:.2f}{pct} against {against}: it is slower than its baseline."
+        f"This run makes {figure(tokens_per_cycle, 'tokens')} tokens/cycle, {figure(-m['tokens_per_cycle'], 'tokens')} "
+        f"below the break-even {figure(break_even, 'tokens')}{pct} against {against}: it is slower than its baseline."
     )
     if steps is not None:
         needed = implied_acceptance(break_even, steps)
         if needed is not None:
-            sentence += f" Matching it needs per-position acceptance of {needed:.2f} with {steps} steps."
+            sentence += f" Matching it needs per-position acceptance of {figure(needed, 'p')} with {steps} steps."
     return sentence
 
 

@@ -15,6 +15,7 @@ from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
 
 from runs.digest import Group, Rows, rows_from_result
+from runs.display import figure
 from runs.nccl import analyze, launch_verdicts, person_conflicts
 from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 
@@ -123,12 +124,39 @@ def spread(values: list[float]) -> float | None:
     return round((q3 - q1) / 2, 4)
 
 
+THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
+
+
+def _throughput_source(metrics: list[Group]) -> str | None:
+    sources = {g.source for g in metrics if len(g) and g.name in THROUGHPUT_NAMES}
+    return min(sources, key=lambda s: (source_rank(s), s)) if sources else None
+
+
 def throughput_series(metrics: list[Group]) -> list[float]:
-    values = series(metrics, "throughput_tok_s", "gen_throughput_tok_s")
+    values = series(metrics, *THROUGHPUT_NAMES)
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
-    if len(values) > 2 and values[0] < 0.25 * median(values[1:]):
+    # Only SGLang's: a vLLM engine interval, the first one too, averages real generation.
+    if (_throughput_source(metrics) == "sglang_decode" and len(values) > 2
+            and values[0] < 0.25 * median(values[1:])):
         values = values[1:]
     return values
+
+
+def throughput_scope(metrics: list[Group], settings: dict) -> dict | None:
+    """What the throughput figure covers when a server runs several data-parallel ranks, else None.
+
+    Each DP rank (SGLang with DP attention, vLLM's `Engine 00N`) logs its own rate and the summary
+    adds them up per window: the figure is the server's, a sum over the ranks, not one rank's.
+    `ranks` counts the ranks the log shows; `dp_size` is what the launch declared (None if unsaid).
+    """
+    best = _throughput_source(metrics)
+    if best is None:
+        return None
+    ranks = {g.rank for g in metrics if len(g) and g.name in THROUGHPUT_NAMES and g.source == best}
+    if len(ranks) > 1:
+        return {"kind": "sum_over_dp_ranks", "ranks": len(ranks), "dp_size": _value(settings, "dp_size"),
+                "dp_attention": bool(_value(settings, "sglang.enable_dp_attention"))}
+    return None
 
 
 # The raw figure each source prints for tokens per cycle, and whether it already counts the bonus token.
@@ -189,7 +217,7 @@ def _cycle_from_phases(phases: list[Group]) -> list[float]:
     return list(per_window.values())
 
 
-def figures(metrics: list[Group], phases: list[Group]) -> tuple[dict, list[dict]]:
+def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[dict, list[dict]]:
     """The summary figures (medians over windows, with their spread) and the phase table."""
     throughput = throughput_series(metrics)
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
@@ -213,6 +241,9 @@ def figures(metrics: list[Group], phases: list[Group]) -> tuple[dict, list[dict]
         # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
         "tokens_per_cycle_from": tokens_from,
     }
+    scope = throughput_scope(metrics, settings)
+    if scope:  # only when it applies: a one-rank figure needs no qualifier (and goldens stay as they were)
+        summary["throughput_scope"] = scope
     return summary, phase_table(phases, cycle_ms)
 
 
@@ -248,7 +279,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     warnings = [{"line": w.line, "message": w.message} for w in result.warnings]
     launches: list[dict[str, Any]] = []
     for i, launch in enumerate(lay.launches):
-        summary, phases = figures(*records[i])
+        summary, phases = figures(*records[i], s)
         launches.append({
             "id": launch.number,
             "processes": list(launch.processes),
@@ -264,7 +295,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     if launches_count == 1:
         summary, phases = launches[0]["summary"], launches[0]["phases"]
     else:
-        summary, phases = figures(rows.metrics, rows.phases)
+        summary, phases = figures(rows.metrics, rows.phases, s)
         if launches_count > 1:
             summary = {**summary, "blended": True}
     parsed = {
@@ -413,7 +444,7 @@ def several_launches_warning(launches: list[dict]) -> str:
     for launch in launches:
         tput = launch["summary"].get("throughput_tok_s")
         parts.append(f"launch {launch['id']}: NCCL {launch['nccl']['status']}"
-                     + (f", {tput:g} tok/s" if tput is not None else ""))
+                     + (f", {figure(tput, 'tok_s')} tok/s" if tput is not None else ""))
     return (f"this run holds {len(launches)} serving launches ({'; '.join(parts)}); its figures blend "
             "them: look at each launch, or split the run into one run per launch")
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import NamedTuple
 
+from runs.display import csv_value, figure, signed
 from runs.specdecode import expected_tokens_per_cycle, implied_acceptance
 
 PREDICT_STEPS = range(1, 9)
@@ -318,11 +319,11 @@ def _steps_text(steps: list[int]) -> str:
 
 def group_headline(group: dict) -> str:
     best = group["best"]
-    text = f"{group['label']}: best {best['steps']}-step, {best['throughput_tok_s']:.0f} tok/s"
+    text = f"{group['label']}: best {best['steps']}-step, {figure(best['throughput_tok_s'], 'tok_s')} tok/s"
     base = group["baseline"]
     if base and base["throughput_tok_s"]:
         gain = 100 * (best["throughput_tok_s"] / base["throughput_tok_s"] - 1)
-        text += f" ({gain:+.0f}% over no speculation, {base['throughput_tok_s']:.0f} tok/s)"
+        text += f" ({signed(gain, 0)}% over no speculation, {figure(base['throughput_tok_s'], 'tok_s')} tok/s)"
     pb = group["fit"]["predicted_best"]
     if pb:
         text += f"; {pb['text']}"
@@ -349,7 +350,8 @@ def _overall(groups: list[dict]) -> list[str]:
             sentence.append(_winners(contenders))
         best_group = max(members, key=lambda g: g["best"]["throughput_tok_s"])
         b = best_group["best"]
-        sentence.append(f"best overall {best_group['label']} {b['steps']}-step, {b['throughput_tok_s']:.0f} tok/s")
+        sentence.append(f"best overall {best_group['label']} {b['steps']}-step, "
+                        f"{figure(b['throughput_tok_s'], 'tok_s')} tok/s")
         text = "; ".join(s for s in sentence if s)
         out.append(text[0].upper() + text[1:] + ".")
     return out
@@ -387,14 +389,20 @@ def to_csv_rows(result: dict) -> list[list[object]]:
     """Measured points and the predicted curve of each group, one row each."""
     rows: list[list[object]] = [["group", "kind", "run_id", "run", "steps", "throughput_tok_s", "tokens_per_cycle",
                                  "cycle_ms", "verify_ms", "low_tok_s", "high_tok_s"]]
+    # Numbers rounded as the pages show them (runs/display.py).
+    def n(value: object, kind: str) -> object:
+        return csv_value(value, kind)
+
     for g in result["groups"]:
         for p in g["points"]:
-            rows.append([g["label"], "measured", p["run_id"], p["name"], p["steps"], p["throughput_tok_s"],
-                         p["tokens_per_cycle"], p["cycle_ms"], p["verify_ms"], None, None])
+            rows.append([g["label"], "measured", p["run_id"], p["name"], p["steps"], n(p["throughput_tok_s"], "tok_s"),
+                         n(p["tokens_per_cycle"], "tokens"), n(p["cycle_ms"], "ms"), n(p["verify_ms"], "ms"),
+                         None, None])
         for c in g["fit"]["curve"]:
-            rows.append([g["label"], "predicted", None, None, c["steps"], c["throughput_tok_s"],
-                         c["tokens_per_cycle"], c["cycle_ms"], None, c["low_tok_s"], c["high_tok_s"]])
+            rows.append([g["label"], "predicted", None, None, c["steps"], n(c["throughput_tok_s"], "tok_s"),
+                         n(c["tokens_per_cycle"], "tokens"), n(c["cycle_ms"], "ms"), None,
+                         n(c["low_tok_s"], "tok_s"), n(c["high_tok_s"], "tok_s")])
     for b in result["baselines"]:
-        rows.append(["", "baseline", b["run_id"], b["name"], 0, b["throughput_tok_s"], None, b["cycle_ms"],
-                     None, None, None])
+        rows.append(["", "baseline", b["run_id"], b["name"], 0, n(b["throughput_tok_s"], "tok_s"), None,
+                     n(b["cycle_ms"], "ms"), None, None, None])
     return rows

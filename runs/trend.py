@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from runs.compare import METRICS, judge, spread
+from runs.display import figure, signed
 
 METRIC_INFO = {key: (label, unit, better) for key, label, unit, better in METRICS}
 
@@ -62,20 +63,20 @@ def trend(points: list[TrendPoint], metric: str) -> dict:
         previous = row
     regressions = [r for r in rows if r["flag"] == "regression"]
     return {"metric": metric, "label": label, "unit": unit, "better": better, "points": rows,
-            "regressions": [r["run_id"] for r in regressions], "headline": _headline(rows, label, unit)}
+            "regressions": [r["run_id"] for r in regressions], "headline": _headline(rows, label, unit, metric)}
 
 
-def _headline(rows: list[dict], label: str, unit: str) -> str:
+def _headline(rows: list[dict], label: str, unit: str, metric: str) -> str:
     if not rows:
         return "No ready run with this figure matches."
     first, last = rows[0], rows[-1]
     runs = f"{len(rows)} run{'s' if len(rows) != 1 else ''}"
-    text = f"{label} over {runs}: {first['value']:.1f} → {last['value']:.1f} {unit}"
+    text = f"{label} over {runs}: {figure(first['value'], metric)} → {figure(last['value'], metric)} {unit}"
     flagged = [r for r in rows if r["flag"] == "regression"]
     if flagged:
         worst = max(flagged, key=lambda r: abs(r["delta_pct"] or 0))
         text += (f"; {len(flagged)} regression{'s' if len(flagged) != 1 else ''} beyond the noise, the largest "
-                 f"at {worst['label']} ({worst['delta_pct']:+.1f}%)")
+                 f"at {worst['label']} ({signed(worst['delta_pct'], 'pct')}%)")
     else:
         text += "; no regression beyond the noise"
     return text + "."

@@ -9,6 +9,7 @@ other figures are its evidence.
 from __future__ import annotations
 
 from runs.compare import RunInput, _verify, compare
+from runs.display import figure, signed
 
 VERDICTS = ("regression", "improvement", "no change", "not comparable", "pending")
 # compare.judge's floor: a change under 1% is not called a change whatever the noise.
@@ -72,19 +73,20 @@ def verdict(run: RunInput, base: RunInput | None, baseline_how: str = "", missin
         f"every figure within the noise or under {MIN_CHANGE_PCT:g}%"]
     word = {"regression": "slower than", "improvement": "faster than", "no change": "within the noise of"}
     out["headline"] = (f"{out['verdict'].capitalize()}: {run.name} is {word[out['verdict']]} {base.name} "
-                       f"({tput['value']:.1f} vs {tput['baseline']:.1f} tok/s, {tput['delta_pct']:+.1f}%"
+                       f"({figure(tput['value'], 'tok_s')} vs {figure(tput['baseline'], 'tok_s')} tok/s, "
+                       f"{signed(tput['delta_pct'], 'pct')}%"
                        f"{_noise_text(tput)}).")
     return out
 
 
 def _noise_text(f: dict) -> str:
-    return f", noise ±{f['noise']:.2f}" if f["noise"] is not None else ""
+    return f", noise ±{figure(f['noise'], f['key'])}" if f["noise"] is not None else ""
 
 
 def _reason(f: dict) -> str:
     unit = f" {f['unit']}" if f["unit"] else ""
-    return (f"{f['label']} {f['direction']}: {f['baseline']:.2f} → {f['value']:.2f}{unit} "
-            f"({f['delta_pct']:+.1f}%{_noise_text(f)})")
+    return (f"{f['label']} {f['direction']}: {figure(f['baseline'], f['key'])} → {figure(f['value'], f['key'])}{unit} "
+            f"({signed(f['delta_pct'], 'pct')}%{_noise_text(f)})")
 
 
 def gate(result: dict, metric: str, threshold_pct: float) -> dict:

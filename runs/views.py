@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from runs import charts, markdown, queries, series, services, specdecode
 from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
+from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
 from runs.models import Annotation, Status
@@ -60,7 +61,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     collectives = queries.collective_rows(run)
     parsed = run.parsed or {}
     nccl = parsed.get("nccl") or {}
-    baseline = queries.chosen_or_suggested_baseline(request.user, run, request.GET.get("baseline"))
+    baseline, no_baseline = queries.chosen_or_suggested_baseline(request.user, run, request.GET.get("baseline"))
     target = queries.positive_float(request.GET.get("target"))
     analysis, curve = None, None
     if run.tokens_per_cycle:
@@ -86,7 +87,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         **_zoom_context(request, zoom, series.MAX_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
-        "baseline": baseline, "analysis": analysis, "curve": curve, "target": target,
+        "baseline": baseline, "no_baseline": no_baseline, "analysis": analysis, "curve": curve, "target": target,
         "collectives_chart": charts.collectives([(run.name, collectives)]) if collectives else None,
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
@@ -125,6 +126,10 @@ def run_status(request: HttpRequest) -> JsonResponse:
             "id": r.id, "status": r.status, "busy": r.is_busy, "error": r.error,
             "throughput_tok_s": r.throughput_tok_s, "tokens_per_cycle": r.tokens_per_cycle,
             "cycle_ms": r.cycle_ms, "verify_ms": r.verify_ms, "steps": r.steps, "nccl_status": r.nccl_status,
+            # Everything else the list row shows, so a row filled live matches one rendered by the server.
+            "person_conflict": r.person_conflict, "launches_count": r.launches_count,
+            # An annotation of queries.run_statuses (lists never load `parsed`).
+            "throughput_scope": throughput_scope_text(getattr(r, "throughput_scope", None)),
             "logfiles": [{"id": lf.id, "status": lf.status, "error": lf.error} for lf in r.logfiles.all()],
         }
         for r in runs

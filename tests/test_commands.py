@@ -107,7 +107,7 @@ def test_demo_loads_the_sweep_samples_as_a_ready_sweep(settings, data_dir):
     result, _ = sweep_for(get_user_model().objects.get(username="demo"), QueryDict("project=demo&tag=sweep"))
     assert [len(g["points"]) for g in result["groups"]] == [5, 1, 5]
     assert result["headline"] == [
-        "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692 tok/s."]
+        "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692.4 tok/s."]
 
 
 @pytest.mark.django_db

@@ -120,6 +120,23 @@ def test_dp_attention_ranks_add_throughput_and_weight_accept_len_by_verify_steps
     assert summary["windows"] == 2
 
 
+def test_dp_attention_throughput_says_it_is_a_sum_over_the_dp_ranks():
+    line = "[2025-05-08 10:00:0{s} DP{d} TP{d}] Decode batch. #running-req: 8, #token: 900, token usage: 0.05, " \
+           "gen throughput (token/s): {g}, #queue-req: 0, "
+    r = parse_lines(formats=["sglang"], lines=[
+        "server_args=ServerArgs(model_path='m', tp_size=2, dp_size=2, enable_dp_attention=True)",
+        line.format(s=0, d=0, g="300.00"), line.format(s=1, d=1, g="100.00"),
+    ])
+    summary = summarize(r)["summary"]
+    assert summary["throughput_tok_s"] == 400.0
+    assert summary["throughput_scope"] == {"kind": "sum_over_dp_ranks", "ranks": 2, "dp_size": 2, "dp_attention": True}
+
+
+def test_one_stream_of_decode_lines_has_no_throughput_scope():
+    summary = summarize(parse_lines(formats=["sglang"], lines=[DECODE_2024, DECODE_2024]))["summary"]
+    assert summary["throughput_tok_s"] is not None and "throughput_scope" not in summary
+
+
 def test_tp_and_ep_tags_without_dp_are_one_stream():
     r = parse_lines(formats=["sglang"], lines=[DECODE_2024.replace("TP0]", "TP0 EP0]"), DECODE_2024])
     assert [w for _, w, _ in metrics(r, "gen_throughput_tok_s")] == [1, 2]

@@ -129,7 +129,20 @@ def test_data_parallel_engines_add_up():
     line = ("Engine 00{i}: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: {g} tokens/s, "
             "Running: 4 reqs, Waiting: 0 reqs")
     r = parse_lines(formats=["vllm"], lines=[line.format(i=0, g=100.0), line.format(i=1, g=50.0)])
-    assert summarize(r)["summary"]["throughput_tok_s"] == 150.0
+    summary = summarize(r)["summary"]
+    assert summary["throughput_tok_s"] == 150.0
+    assert summary["throughput_scope"] == {"kind": "sum_over_dp_ranks", "ranks": 2, "dp_size": None, "dp_attention": False}
+
+
+def test_first_engine_interval_counts_even_when_it_is_slow():
+    """SGLang's tiny first rate after idle is dropped (test_parsers_sglang); vLLM's first interval
+    is a real average over its 10 s, ramp-up included, and stays a window of the median."""
+    line = ("INFO 04-02 18:03:{s} [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: {g} tokens/s, Running: 4 reqs, Waiting: 0 reqs")
+    r = parse_lines(formats=["vllm"], lines=[line.format(s=10 * i, g=g) for i, g in enumerate([20.0, 150.0, 160.0, 156.0])])
+    summary = summarize(r)["summary"]
+    assert summary["windows"] == 4
+    assert summary["throughput_tok_s"] == 153.0  # median of 20, 150, 156, 160 (155 without the first)
 
 
 # -- SpecDecodeWorker stage times --------------------------------------------------------------

@@ -143,7 +143,7 @@ def test_run_page_and_list_warn_about_several_launches(alice, client):
     assert "This run holds 2 serving launches" in page and 'id="split-button"' in page
     assert 'data-launch="1"' in page and 'data-launch="2"' in page and "472.8" in page
     assert "2 serving launches, each judged on its own" in page
-    assert "⚠ 2 launches" in client.get("/").content.decode()
+    assert '⚠ <span data-field="launches_count">2</span> launches' in client.get("/").content.decode()
 
 
 def test_api_reports_launches_and_splits_the_run(alice, client, bearer):

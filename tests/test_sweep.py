@@ -67,13 +67,13 @@ def test_no_speculation_run_is_every_groups_baseline(result):
 
 def test_headline_says_tuned_wins_early_and_default_wins_overall(result):
     assert result["headline"] == [
-        "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692 tok/s."
+        "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692.4 tok/s."
     ]
 
 
 def test_group_headline_names_best_gain_and_prediction(result):
     text = group(result, "tuned NCCL")["headline"]
-    assert text.startswith("tuned NCCL: best 5-step, 646 tok/s (+150% over no speculation, 259 tok/s)")
+    assert text.startswith("tuned NCCL: best 5-step, 646.3 tok/s (+150% over no speculation, 259.0 tok/s)")
     assert "predicted best: 8 steps, +3% over 5, untested" in text
 
 

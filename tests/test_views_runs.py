@@ -3,6 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from tests.samples import dp_attention_log, parsed_upload, with_server_args
+
 pytestmark = pytest.mark.django_db
 
 
@@ -154,6 +156,47 @@ def test_run_page_suggests_the_newest_non_speculative_baseline(client, alice, up
     body = client.get(f"/runs/{run.id}/?target=600").content.decode()
     assert f'href="/runs/{base.id}/">no-spec baseline</a>' in body and "suggested" in body
     assert "above the break-even 1.12" in body and 'id="chart-curve"' in body
+
+
+def test_suggested_baseline_has_the_same_model_tp_gpu_and_engine(client, alice):
+    same = parsed_upload(alice, "base-tp2.log", with_server_args("spec_baseline_nospec.log", model_path="llama-8b", tp_size=2))
+    parsed_upload(alice, "base-tp8.log", with_server_args("spec_baseline_nospec.log", model_path="llama-8b", tp_size=8))
+    run = parsed_upload(alice, "eagle.log", with_server_args("spec_eagle3_tuned_2step.log", model_path="llama-8b", tp_size=2))
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    # The newer TP 8 baseline is not comparable: the older TP 2 one is suggested.
+    assert f'href="/runs/{same.id}/">{same.name}</a>' in body
+    assert "with the same model, TP size, GPU and engine" in body and 'id="no-baseline"' not in body
+
+
+def test_no_comparable_baseline_means_none_suggested_and_the_page_says_why(client, alice):
+    other = parsed_upload(alice, "base-tp8.log", with_server_args("spec_baseline_nospec.log", model_path="llama-8b", tp_size=8))
+    run = parsed_upload(alice, "eagle.log", with_server_args("spec_eagle3_tuned_2step.log", model_path="llama-8b", tp_size=2))
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert f'href="/runs/{other.id}/"' not in body
+    assert ("No baseline suggested: no run without speculation in project team with the same model llama-8b, "
+            "TP 2, GPU unknown, engine sglang (the newest closest, base-tp8.log, differs: TP 8 vs 2)") in body
+    assert "No break-even verdict: no baseline run." in body
+    # A person may still pick it: then it is used, and no "why" is shown.
+    body = client.get(f"/runs/{run.id}/?baseline={other.id}").content.decode()
+    assert f'href="/runs/{other.id}/">{other.name}</a>' in body and 'id="no-baseline"' not in body
+
+
+def test_a_baseline_on_another_gpu_is_not_suggested(client, alice, upload_run):
+    # The nccl-tests log recorded beside the baseline names its GPU; the speculative run's logs do not.
+    upload_run(alice, "spec_baseline_nospec.log", "nccl-tests_all_reduce_default.log", name="h200 base")
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "the newest closest, h200 base, differs: GPU NVIDIA H200 vs unknown" in body
+
+
+def test_no_baseline_at_all_says_there_is_no_run_without_speculation(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "No baseline suggested: no run without speculation in project team yet." in body
 
 
 def test_pasted_nccl_settings_become_declared_configuration(client, alice, upload_run):
@@ -335,3 +378,16 @@ def test_a_viewer_gets_no_tag_form_and_a_hand_made_post_changes_nothing(client, 
     assert 'id="tags-form"' not in client.get(f"/runs/{run.id}/").content.decode()
     client.post(f"/runs/{run.id}/tags", {"tags": "vandal"})
     assert list(run.tags.values_list("name", flat=True)) == ["old"] and not run.edits.exists()
+
+
+def test_dp_attention_throughput_says_it_is_a_sum_over_the_ranks(client, alice, upload_run):
+    run = parsed_upload(alice, "dp.log", dp_attention_log())
+    base = upload_run(alice, "spec_baseline_nospec.log", name="one rank")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    # 150.05 + 47.00 tok/s per window, written as everywhere: 197.1.
+    assert '<div class="value">197.1 <small>tok/s</small>' in body
+    assert 'id="throughput-scope"' in body and "sum over 2 DP ranks (DP attention)" in body
+    assert run.parsed["summary"]["throughput_scope"]["ranks"] == 2
+    headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
+    assert "dp.log's throughput is the sum over 2 DP ranks (DP attention)." in headline[0]["text"]

@@ -34,7 +34,7 @@ def ids(runs, *names):
 def test_sweep_page_shows_headline_best_points_and_prediction(client, alice, sweep_runs):
     client.force_login(alice)
     body = client.get(f"/sweep/?runs={ids(sweep_runs)}").content.decode()
-    assert "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692 tok/s." in body
+    assert "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692.4 tok/s." in body
     assert f'<tr data-run="{sweep_runs["default_5step"].id}" class="best">' in body
     assert f'<tr data-run="{sweep_runs["tuned_5step"].id}" class="best">' in body
     assert "Predicted best: 8 steps, +3% over 5, untested" in body
@@ -70,7 +70,7 @@ def test_csv_export_has_measured_and_predicted_rows(client, alice, sweep_runs):
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     best = next(r for r in rows if r[3] == "default_5step")
-    assert float(best[5]) == 692.35
+    assert best[5] == "692.4"  # 692.35 tok/s, with the 1 decimal the page shows
     assert sum(1 for r in rows if r[1] == "predicted") == 16
 
 

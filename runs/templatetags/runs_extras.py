@@ -5,6 +5,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from runs import display
+
 register = template.Library()
 
 
@@ -41,11 +43,21 @@ def process_roles() -> tuple[str, ...]:
 
 
 @register.filter
-def signed(value: float | None, digits: int = 2) -> str:
-    """`+1.23` / `-0.40`: deltas always show their sign."""
-    if value is None:
-        return "—"
-    return f"{value:+.{int(digits)}f}"
+def signed(value: float | None, kind: str | int = 2) -> str:
+    """`+1.23` / `-0.40`: deltas always show their sign, rounded as every figure (runs/display.py)."""
+    return display.signed(value, kind)
+
+
+@register.filter
+def figure(value: object, kind: str | int) -> str:
+    """`{{ run.throughput_tok_s|figure:"tok_s" }}`: the one formatting of a figure (runs/display.py)."""
+    return display.figure(value, kind)
+
+
+@register.filter
+def scope_text(scope: dict | None) -> str:
+    """`sum over 4 DP ranks (DP attention)` for a summary's throughput_scope, else ""."""
+    return display.throughput_scope_text(scope)
 
 
 

@@ -30,8 +30,8 @@ def test_sweep_page_draws_best_points_prediction_and_headline(page, sweep_runs):
     assert not page.errors
 
     headline = page.inner_text("#headline")
-    assert "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692 tok/s." in headline
-    assert "tuned NCCL: best 5-step, 646 tok/s" in headline
+    assert "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692.4 tok/s." in headline
+    assert "tuned NCCL: best 5-step, 646.3 tok/s" in headline
 
     legend = page.text_content("#chart-sweep-throughput_tok_s-plot .legend")
     for name in ("default NCCL", "tuned NCCL", "default NCCL predicted", "tuned NCCL predicted", "default NCCL best"):

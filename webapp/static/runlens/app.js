@@ -97,7 +97,43 @@ function pollStatus(ids, onChange) {
   setTimeout(tick, delay);
 }
 
-function fmt(v, digits) { return v === null || v === undefined ? "—" : Number(v).toFixed(digits); }
+// ---- figures ----------------------------------------------------------------------------
+// One formatting of a figure, the same as runs/display.py (tests/browser/test_figures_browser.py
+// checks they agree): the value's shortest decimal form rounded half away from zero to the places
+// of its kind. Number.toFixed rounds the binary value (94.05 -> "94.0") where the server said 94.1.
+const FIGURE_PLACES = { tok_s: 1, ms: 2, tokens: 2, pct: 1, p: 2, gbs: 2 };
+const FIGURE_KINDS = {
+  throughput_tok_s: "tok_s", tokens_per_cycle: "tokens", cycle_ms: "ms", verify_ms: "ms",
+  verify_pct: "pct", ms: "ms", pct: "pct",
+};
+const FIGURE_DEFAULT_PLACES = 2;
+
+function figurePlaces(kind) {
+  if (typeof kind === "number") return kind;
+  if (/^\d+$/.test(kind)) return Number(kind);
+  if (kind.startsWith("phase:")) return FIGURE_PLACES.ms;
+  kind = kind.replace(/^metric:/, "");
+  const places = FIGURE_PLACES[FIGURE_KINDS[kind] || kind];
+  return places === undefined ? FIGURE_DEFAULT_PLACES : places;
+}
+
+function figure(value, kind) {
+  if (value === null || value === undefined || value === "" || typeof value === "boolean") return "—";
+  const v = Number(value);
+  if (!Number.isFinite(v)) return "—";
+  const places = figurePlaces(kind);
+  // toExponential() without digits gives the shortest digits that read back as v (like Python's repr).
+  const [mantissa, exponent] = Math.abs(v).toExponential().split("e");
+  const digits = mantissa.replace(".", "");
+  const point = Number(exponent) + 1; // digits before the decimal point
+  const whole = point > 0 ? digits.slice(0, point).padEnd(point, "0") : "0";
+  const frac = (point > 0 ? digits.slice(point) : "0".repeat(-point) + digits).padEnd(places + 1, "0");
+  let n = BigInt(whole + frac.slice(0, places));
+  if (frac[places] >= "5") n += 1n;
+  const s = n.toString().padStart(places + 1, "0");
+  const text = places ? `${s.slice(0, s.length - places)}.${s.slice(s.length - places)}` : s;
+  return v < 0 && n !== 0n ? `-${text}` : text;
+}
 
 function watchRunList() {
   const table = document.getElementById("run-table");
@@ -111,14 +147,18 @@ function watchRunList() {
       const status = row.querySelector("[data-field=status]");
       status.textContent = run.status;
       status.className = `status ${run.status}`;
-      const set = (f, v) => { const c = row.querySelector(`[data-field=${f}]`); if (c) c.textContent = v; };
-      set("throughput_tok_s", fmt(run.throughput_tok_s, 1));
-      set("tokens_per_cycle", fmt(run.tokens_per_cycle, 2));
-      set("cycle_ms", fmt(run.cycle_ms, 2));
-      set("verify_ms", fmt(run.verify_ms, 2));
-      set("steps", run.steps === null ? "—" : run.steps);
-      const drift = row.querySelector("[data-field=nccl_drift]");
-      if (drift) drift.hidden = run.nccl_status !== "drift";
+      // Every column and badge the server renders in a row (templates/runs/run_list.html).
+      const field = (f) => row.querySelector(`[data-field=${f}]`);
+      const set = (f, v) => { const c = field(f); if (c) c.textContent = v; };
+      const show = (f, on) => { const c = field(f); if (c) c.hidden = !on; };
+      ["throughput_tok_s", "tokens_per_cycle", "cycle_ms", "verify_ms"].forEach((f) => set(f, figure(run[f], f)));
+      set("steps", run.steps === null || run.steps === undefined ? "—" : run.steps);
+      set("throughput_scope", run.throughput_scope || "");
+      show("throughput_scope", Boolean(run.throughput_scope));
+      show("nccl_drift", run.nccl_status === "drift");
+      show("person_conflict", Boolean(run.person_conflict));
+      set("launches_count", run.launches_count || 0);
+      show("launches", (run.launches_count || 0) >= 2);
     });
   });
 }
@@ -236,17 +276,17 @@ function setupSources() {
     show(body.name, `line ${line}`, body.lines, new Set([line]));
   };
   // A median over windows: every window's line, each with its value, the median's marked.
-  const openFigure = async (run, figure) => {
-    const r = await fetch(`/runs/${run}/figure.json?key=${encodeURIComponent(figure)}`);
+  const openFigure = async (run, key) => {
+    const r = await fetch(`/runs/${run}/figure.json?key=${encodeURIComponent(key)}`);
     if (!r.ok) return fail();
     const fig = await r.json();
     const at = fig.windows.map((w) => w.line).join(",");
     const lr = await fetch(`/ingest/logfiles/${fig.logfile}/lines?at=${at}`);
     if (!lr.ok) return fail();
     const body = await lr.json();
-    const notes = new Map(fig.windows.map((w) => [w.line, `w${w.window} = ${Number(w.value).toFixed(2)}`]));
+    const notes = new Map(fig.windows.map((w) => [w.line, `w${w.window} = ${figure(w.value, key)}`]));
     const more = fig.total > fig.windows.length ? `, the first ${fig.windows.length} of ${fig.total}` : "";
-    show(body.name, `${fig.total} windows${more}; median ${Number(fig.median_value).toFixed(2)} at line ${fig.median_line}`,
+    show(body.name, `${fig.total} windows${more}; median ${figure(fig.median_value, key)} at line ${fig.median_line}`,
          body.lines, new Set([fig.median_line]), notes);
   };
   panel.openLine = openLine;
