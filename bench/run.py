@@ -26,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,17 +94,28 @@ def timed(call, reps: int, budget: float) -> list[float]:
 
 
 def wall(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
-    """Run a command to the end: (seconds, its own peak RSS in bytes, from wait4)."""
-    start = time.perf_counter()
-    p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(p.pid, 0)
-    seconds = time.perf_counter() - start
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode not in (0, 1):  # grep -c exits 1 when it counts nothing
-        err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-        raise RuntimeError(f"{argv[:3]} exited {p.returncode}: {err[-1500:]}")
-    if p.stderr:
-        p.stderr.close()
+    """Run a command to the end: (seconds, its own peak RSS in bytes, from wait4).
+
+    Its output goes to a pipe that is read and dropped, not to /dev/null: GNU grep stops at the
+    first match when it sees its output is /dev/null, even with -c."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+        try:
+            assert p.stdout is not None
+            while p.stdout.read(1 << 20):
+                pass
+            _, status, usage = os.wait4(p.pid, 0)
+        except BaseException:  # Ctrl-C: the child goes too
+            p.kill()
+            p.wait()
+            raise
+        seconds = time.perf_counter() - start
+        p.stdout.close()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode not in (0, 1):  # grep -c exits 1 when it counts nothing
+            err.seek(0)
+            raise RuntimeError(f"{argv[:3]} exited {p.returncode}: {err.read().decode(errors='replace')[-1500:]}")
     return seconds, usage.ru_maxrss * 1024
 
 
