@@ -55,10 +55,10 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--compare-runs", type=int, default=10, help="runs compared (default 10)")
     ap.add_argument("--list-runs", type=int, help="runs in the list (default 10000; quick 300)")
     ap.add_argument("--logs", type=int, help="logs of the 4-workers-vs-1 section (default 200; quick 12)")
-    ap.add_argument("--log-windows", type=int, help="windows per log of that section (default 500; quick 50)")
+    ap.add_argument("--log-windows", type=int, help="windows per log of that section (default 200; quick 50)")
     ap.add_argument("--reps", type=int, help="requests per timed figure (default 5; quick 3)")
-    ap.add_argument("--budget", type=float, default=90,
-                    help="seconds one timed figure may take before fewer repetitions are kept (default 90)")
+    ap.add_argument("--budget", type=float, default=60,
+                    help="seconds one timed figure may take before fewer repetitions are kept (default 60)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
     ap.add_argument("--db-url", default=os.environ.get("BENCH_DATABASE_URL",
                                                        "postgres://postgres@127.0.0.1:5432/runlens_bench"),
@@ -74,7 +74,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     a.windows = a.windows or (1000 if quick else 100_000)
     a.list_runs = a.list_runs or (200 if quick else 10_000)
     a.logs = a.logs or (8 if quick else 200)
-    a.log_windows = a.log_windows or (50 if quick else 500)
+    a.log_windows = a.log_windows or (50 if quick else 200)
     a.reps = a.reps or (2 if quick else 5)
     a.out = a.out or (DATA / "results-quick.json" if quick else ROOT / "bench" / "results.json")
     a.sections = [s.strip() for s in a.sections.split(",") if s.strip()]
