@@ -93,6 +93,18 @@ def timed(call, reps: int, budget: float) -> list[float]:
     return times
 
 
+def timed_page(stack: Stack, path: str, a) -> tuple[list[float], int]:
+    """A page fetched `a.reps` times (within `a.budget`): its times and its largest size in bytes."""
+    sizes: list[int] = []
+
+    def get() -> float:
+        t = stack.ok(path, api=False)
+        sizes.append(len(t.body))
+        return t.seconds
+
+    return timed(get, a.reps, a.budget), max(sizes)
+
+
 def wall(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Run a command to the end: (seconds, its own peak RSS in bytes, from wait4).
 
@@ -174,15 +186,8 @@ def large_runs(a, refs, stack: Stack, state: dict) -> list[int]:
 def section_compare(a, rows, refs, stack: Stack, state: dict) -> None:
     ids = ",".join(map(str, large_runs(a, refs, stack, state)))
     say(f"compare of {a.compare_runs} runs x {a.windows} windows ...")
-    page: list[int] = []
-
-    def get_page() -> float:
-        t = stack.ok(f"/compare/?runs={ids}", api=False)
-        page.append(len(t.body))
-        return t.seconds
-
-    times = timed(get_page, a.reps, a.budget)
-    report.judge_timed(rows["compare_page"], times, 0.3, max(page), 2 * report.MB)
+    times, nbytes = timed_page(stack, f"/compare/?runs={ids}", a)
+    report.judge_timed(rows["compare_page"], times, 0.3, nbytes, 2 * report.MB)
     say(rows["compare_page"].measured)
     times = timed(lambda: stack.ok(f"/api/v1/compare?runs={ids}").seconds, a.reps, a.budget)
     report.judge_timed(rows["compare_api"], times, 0.3)
@@ -241,15 +246,8 @@ def section_runpage(a, rows, refs, stack: Stack, state: dict) -> None:
     report.judge_annotation(rows["annotation"], times, before, after, growth)
     say(rows["annotation"].measured)
     say(f"run page of run {big} ...")
-    size: list[int] = []
-
-    def get_page() -> float:
-        t = stack.ok(f"/runs/{big}/", api=False)
-        size.append(len(t.body))
-        return t.seconds
-
-    times = timed(get_page, a.reps, a.budget)
-    report.judge_timed(rows["run_page"], times, 0.3, max(size), 2 * report.MB)
+    times, nbytes = timed_page(stack, f"/runs/{big}/", a)
+    report.judge_timed(rows["run_page"], times, 0.3, nbytes, 2 * report.MB)
     refs["web_rss_after_run_page_bytes"] = web_memory(stack)[0]
     say(rows["run_page"].measured)
 
