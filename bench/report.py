@@ -28,6 +28,10 @@ TARGETS: list[tuple[str, str, str]] = [
     ("annotation", "NCCL annotation on that run", "<= 100 ms, flat web memory"),
     ("workers", "4 Celery workers vs 1 on 200 logs", "report the ratio"),
 ]
+# Which rows each section of bench/run.py measures.
+SECTION_ROWS = {"parse": ("parse_rate", "parse_rss"), "ingest": ("ingest_time", "ingest_rss"),
+                "compare": ("compare_page", "compare_api"), "list": ("list_page", "list_api"),
+                "runpage": ("run_page", "annotation"), "workers": ("workers",)}
 FLAT_MB = 32  # "flat memory": the web process grows by at most this much over an annotation
 
 
@@ -127,6 +131,28 @@ def judge_workers(row: Row, logs: int, total_bytes: int, one_s: float, four_s: f
     row.met = None
     row.detail = {"logs": logs, "total_bytes": total_bytes, "one_worker_s": round(one_s, 3),
                   "four_workers_s": round(four_s, 3), "ratio": round(ratio, 3)}
+
+
+def carry_over(table_rows: dict[str, Row], previous: dict[str, Any], sections: list[str],
+               refs: dict[str, Any]) -> list[str]:
+    """Rows of `sections` (not run this time) taken from an earlier results.json, marked as such;
+    its references too, where this run has none. Returns the notes that say so."""
+    old = {t["key"]: t for t in previous.get("targets", [])}
+    taken = []
+    for section in sections:
+        for key in SECTION_ROWS[section]:
+            if key in old and old[key]["measured"] != "not measured":
+                row = table_rows[key]
+                row.measured, row.met, row.detail = old[key]["measured"], old[key]["met"], old[key]["detail"]
+                row.detail = {**row.detail, "from_run_started": previous.get("started")}
+                taken.append(key)
+    for k, v in previous.get("references", {}).items():
+        refs.setdefault(k, v)
+    if not taken:
+        return []
+    cfg = previous.get("config", {})
+    return [f"Rows {', '.join(taken)} come from the run started {previous.get('started')} on commit "
+            f"{str(previous.get('commit'))[:12]} (config {', '.join(f'{k}={cfg[k]}' for k in sorted(cfg))})."]
 
 
 def verdict(met: bool | None) -> str:

@@ -66,6 +66,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
                     help="the bench's own Redis db: flushed at the start and the end")
     ap.add_argument("--timeout", type=int, default=300, help="gunicorn --timeout: slow pages are measured, not killed")
+    ap.add_argument("--keep-from", type=Path, metavar="RESULTS",
+                    help="take the rows of the sections not run now from this earlier results.json")
     ap.add_argument("--keep-db", action="store_true", help="leave the bench database for a look afterwards")
     ap.add_argument("--out", type=Path, help="results file (default bench/results.json; quick bench/data/...)")
     a = ap.parse_args(argv)
@@ -299,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         f"gunicorn as scripts/run.sh runs it (2 workers x 4 threads) with --timeout {a.timeout}; the API "
         "rate limit is lifted (RUNLENS_API_RATE) because one client sends thousands of requests.",
     ]
+    if a.keep_from:
+        notes += report.carry_over(rows, json.loads(a.keep_from.read_text()),
+                                   [s for s in SECTIONS if s not in a.sections], refs)
     stack = Stack(db_url=a.db_url, redis_url=a.redis_url, timeout=a.timeout, log=say)
     mach = report.machine()
     commit = report.git_commit(str(ROOT))
