@@ -108,3 +108,20 @@ def test_results_json_shape():
     ingest = next(t for t in again["targets"] if t["key"] == "ingest_time")
     assert ingest["met"] is True and ingest["detail"]["mb_per_s"] == round(512 / 25, 2)
     assert all({"what", "target", "measured", "met", "detail"} <= set(t) for t in again["targets"])
+
+
+def test_rows_of_sections_not_run_come_from_the_earlier_results_and_say_so():
+    earlier = report.rows()
+    report.judge_parse(earlier["parse_rate"], earlier["parse_rss"], size=256 * report.MB, seconds=600.0,
+                       startup=8.0, rss=1400 * report.MB, grep_seconds=0.5, loop_seconds=3.0)
+    previous = report.results(commit="6639c9a782ae", started="2026-12-01T02:21:29+00:00", seconds=1.0,
+                              mach=report.machine(), config={"size_mb": 256}, references={"grep_c_seconds": 0.5},
+                              table_rows=list(earlier.values()), notes=[])
+    rows, refs = report.rows(), {"grep_c_seconds": 0.1}
+    notes = report.carry_over(rows, json.loads(json.dumps(previous)), ["parse", "ingest"], refs)
+    assert rows["parse_rss"].measured == "1400 MB" and rows["parse_rss"].met is False
+    assert rows["parse_rate"].detail["from_run_started"] == "2026-12-01T02:21:29+00:00"
+    assert rows["ingest_time"].measured == "not measured"  # not measured then either: nothing to take
+    assert refs == {"grep_c_seconds": 0.1}  # this run's own reference wins
+    assert notes == ["Rows parse_rate, parse_rss come from the run started 2026-12-01T02:21:29+00:00 on commit "
+                     "6639c9a782ae (config size_mb=256)."]
