@@ -167,6 +167,23 @@ def table(table_rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def markdown(res: dict[str, Any]) -> str:
+    """What the bench prints at its end, from results.json: the machine, the table, the references
+    measured in the same run, the notes (the README's Performance section quotes it)."""
+    quick = res.get("config", {}).get("quick")
+    return "\n".join([
+        f"Measured on commit `{str(res['commit'])[:12]}`, {res['started'][:16].replace('T', ' ')} UTC, "
+        f"{res['seconds'] / 60:.0f} min" + (" (quick: small data, not comparable to the targets)" if quick else ""),
+        f"on {machine_line(res['machine'])}.",
+        "",
+        table([Row(**t) for t in res["targets"]]),
+        "",
+        "References measured in the same run: " + ", ".join(f"{k} {v}" for k, v in res["references"].items()) + ".",
+        "",
+        *(f"- {n}" for n in res["notes"]),
+    ])
+
+
 def _first(path: str, prefix: str) -> str:
     try:
         with open(path) as f:

@@ -68,6 +68,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=int, default=300, help="gunicorn --timeout: slow pages are measured, not killed")
     ap.add_argument("--keep-from", type=Path, metavar="RESULTS",
                     help="take the rows of the sections not run now from this earlier results.json")
+    ap.add_argument("--render", type=Path, metavar="RESULTS",
+                    help="print an earlier results.json as the bench prints its end (for the README), then exit")
     ap.add_argument("--keep-db", action="store_true", help="leave the bench database for a look afterwards")
     ap.add_argument("--out", type=Path, help="results file (default bench/results.json; quick bench/data/...)")
     a = ap.parse_args(argv)
@@ -289,6 +291,9 @@ def _interrupt(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     a = options(argv)
+    if a.render:
+        print(report.markdown(json.loads(a.render.read_text())))
+        return 0
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
     started = datetime.datetime.now(datetime.UTC)
@@ -356,17 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         stack.close(keep_db=a.keep_db)
     if failed:
         notes.append(f"The bench stopped early: {failed}")
-    write([])
     print()
-    print(f"runlens bench, commit {commit[:12]}, {started:%Y-%m-%d %H:%M} UTC"
-          + (" (quick: small data, figures not comparable to the targets)" if a.quick else ""))
-    print(f"machine: {report.machine_line(mach)}")
-    print()
-    print(report.table(list(rows.values())))
-    print()
-    print("references, same run: " + ", ".join(f"{k} {v}" for k, v in refs.items()))
-    for n in notes:
-        print(f"- {n}")
+    print(report.markdown(write([])))
     print(f"\nwritten: {a.out.relative_to(ROOT) if a.out.is_relative_to(ROOT) else a.out}")
     if failed:
         print(f"\nFAILED: {failed}", file=sys.stderr)

@@ -125,3 +125,17 @@ def test_rows_of_sections_not_run_come_from_the_earlier_results_and_say_so():
     assert refs == {"grep_c_seconds": 0.1}  # this run's own reference wins
     assert notes == ["Rows parse_rate, parse_rss come from the run started 2026-12-01T02:21:29+00:00 on commit "
                      "6639c9a782ae (config size_mb=256)."]
+
+
+def test_markdown_quotes_the_machine_the_table_and_the_references():
+    rows = report.rows()
+    report.judge_workers(rows["workers"], 200, 50 * report.MB, 100.0, 40.0)
+    res = json.loads(json.dumps(report.results(
+        commit="4f66c9e0123456", started="2026-12-01T02:33:18+00:00", seconds=600, mach=report.machine("15.20"),
+        config={"quick": False}, references={"grep_c_seconds": 0.5}, table_rows=list(rows.values()),
+        notes=["copies made in SQL"])))
+    text = report.markdown(res)
+    assert text.startswith("Measured on commit `4f66c9e01234`, 2026-12-01 02:33 UTC, 10 min\non ")
+    assert "PostgreSQL 15.20" in text and report.table(list(rows.values())) in text
+    assert "References measured in the same run: grep_c_seconds 0.5." in text
+    assert text.endswith("- copies made in SQL")
