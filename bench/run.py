@@ -302,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     refs: dict = {}
     notes = [
         "MB = 2^20 bytes. Times of pages and API calls are request to last byte over localhost.",
-        "parselog MB/s excludes manage.py start-up (measured on a 14 KB log); its peak RSS comes from wait4().",
+        "parselog MB/s excludes manage.py start-up (timed on a 14 KB log) when the parse takes over twice as "
+        "long; its peak RSS comes from wait4().",
         f"gunicorn as scripts/run.sh runs it (2 workers x 4 threads) with --timeout {a.timeout}; the API "
         "rate limit is lifted (RUNLENS_API_RATE) because one client sends thousands of requests.",
     ]

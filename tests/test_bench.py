@@ -78,6 +78,14 @@ def test_parse_rate_excludes_start_up_and_reports_the_ratios():
     assert rows["parse_rate"].met is False and rows["parse_rss"].met is False
 
 
+def test_start_up_stays_in_when_the_parse_does_not_outlast_it():
+    rows = report.rows()
+    report.judge_parse(rows["parse_rate"], rows["parse_rss"], size=2 * report.MB, seconds=10.6, startup=10.9,
+                       rss=100 * report.MB, grep_seconds=0.01, loop_seconds=0.2)
+    assert rows["parse_rate"].detail["mb_per_s"] == round(2 / 10.6, 2)
+    assert "start-up 10.9 s included" in rows["parse_rate"].measured
+
+
 def test_the_worst_page_decides_the_list():
     row = report.rows()["list_page"]
     report.judge_pages(row, {1: [0.5, 0.1, 0.1], 2: [0.1, 0.1, 0.1], 200: [0.16, 0.17, 0.2]}, 0.15)
