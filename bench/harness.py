@@ -145,6 +145,10 @@ class Stack:
             self._sql = psycopg.connect(self.db_url, autocommit=True)
         return self._sql
 
+    def run_count(self) -> int:
+        row = self.sql.execute("SELECT count(*) FROM runs_run").fetchone()
+        return int(row[0]) if row else 0
+
     def run_status(self, run_ids: list[int]) -> dict[int, str]:
         rows = self.sql.execute("SELECT id, status FROM runs_run WHERE id = ANY(%s)", (run_ids,)).fetchall()
         return {r[0]: r[1] for r in rows}

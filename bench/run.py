@@ -202,12 +202,12 @@ def section_list(a, rows, refs, stack: Stack, state: dict) -> None:
     large_runs(a, refs, stack, state)
     rid, _ = stack.upload([HEAD_SAMPLE], "bench small run")
     stack.wait_ready([rid], timeout=600)
-    have = stack.sql.execute("SELECT count(*) FROM runs_run").fetchone()[0]
+    have = stack.run_count()
     start = time.perf_counter()
     # Older than every large run: the first page holds the large runs (the slow case).
     clone.clone_run(stack.sql, rid, max(a.list_runs - have, 0), name="bench small run copy",
                     newest_age_s=3600, step_s=1)
-    total = stack.sql.execute("SELECT count(*) FROM runs_run").fetchone()[0]
+    total = stack.run_count()
     refs["list_runs"] = total
     refs["list_runs_copied_seconds"] = round(time.perf_counter() - start, 1)
     last = max(1, math.ceil(total / PAGE_SIZE))
