@@ -30,8 +30,10 @@ check: venv
 	.venv/bin/mypy
 	$(MAKE) test
 
+# The performance targets of issue 10 on a real stack (its own database and Redis db); prints the
+# table and writes bench/results.json. BENCH_ARGS="--quick" is a smoke run in about 2 minutes.
 bench: venv
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf var .pytest_cache .hypothesis
