@@ -147,7 +147,7 @@ def activity(user, limit: int = 15) -> list[dict]:
     events += [{"at": a.created_at, "kind": "note", "run": a.run, "who": a.author, "annotation": a,
                 "text": a.body[:200]} for a in notes]
     edits = (RunEdit.objects.filter(run__in=visible_runs(user)).select_related("run", "run__project", "edited_by")
-             .order_by("-edited_at")[:limit])
+             .defer(*(f"run__{f}" for f in LIST_DEFERRED)).order_by("-edited_at")[:limit])
     events += [{"at": e.edited_at, "kind": "tags", "run": e.run, "who": e.edited_by,
                 "text": f"tags {', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]

@@ -51,7 +51,8 @@ def test_detail_has_parsed_contract_summary_tags_and_logfiles(client, alice, bea
     assert body["tags"] == ["eagle3"] and body["status"] == "ready"
     lf = run.logfiles.get()
     assert body["logfiles"] == [{
-        "id": lf.id, "name": TUNED, "status": "ready", "error": "", "error_line": None, "size": lf.size,
+        "id": lf.id, "name": TUNED, "status": "ready", "error": "", "error_line": None, "partial": None,
+        "refresh_warning": "", "size": lf.size,
         "sha256": lf.sha256, "registered": False, "formats": lf.formats, "lines": lf.lines,
         "parsed_at": body["logfiles"][0]["parsed_at"], "warnings": lf.warnings,
     }]

@@ -106,7 +106,9 @@ def test_lost_queue_message_is_recovered_by_the_reconciler(client, alice, worker
     assert run.status == Status.READY and run.verify_ms == 4.08
 
 
-NOISE = b"vm:1560:1560 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" * 600_000
+# Lines that differ: the parser reads a repeated NCCL line once, so copies of one would parse too fast.
+NOISE = b"".join(b"vm:1560:1560 [0] NCCL INFO Channel %d/0 : 0[0] -> 1[1] via P2P/CUMEM\n" % i
+                 for i in range(600_000))
 
 
 def _upload_big_and_wait_parsing(client, alice, name: str, noise: bytes = NOISE) -> int:

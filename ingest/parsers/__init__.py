@@ -16,7 +16,7 @@ from typing import BinaryIO, Literal
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
-from .text import number_lines, read_chunks, read_lines
+from .text import MpiLine, number_lines, read_chunks, read_lines
 
 # Written out in full: the one place that says which formats runlens reads.
 PARSERS: dict[str, type[FormatParser]] = {
@@ -95,6 +95,9 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
                 lines_of |= found[trigger]
             if reader.STARTS is not None:
                 lines_of.update(bisect_right(starts, m.start()) - 1 for m in reader.STARTS.finditer(text))
+            if reader is tagger:
+                # An MPI tag names the line's process, but clean() took it off the text searched here.
+                lines_of.update(i for i, line in enumerate(lines) if type(line) is MpiLine)
             for i in lines_of:
                 wants.setdefault(i, []).append(reader)
         # The benchmark client's process is made when its first record is stamped: stamped right
