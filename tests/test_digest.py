@@ -12,7 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from ingest import services as ingest_services
-from ingest.parsers import parse_lines
+import ingest.parsers as parsers
+from ingest.parsers import parse_lines, parse_stream
 from runs import digest
 from runs.models import Annotation, LogFileDigest, Run
 from runs.services import add_annotation, refresh_run, run_result
@@ -119,6 +120,19 @@ def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
     parsed = summarize(result)
     assert len(parsed["collectives"]) == digest.COLLECTIVES_KEPT and parsed["collectives_total"] == 300
     assert parsed["collectives"][0]["size_bytes"] == 8 and parsed["collectives"][1]["in_place"] is True
+
+
+def test_a_sink_digest_keeps_the_first_collectives_of_many_batches_and_summarizes_alike(monkeypatch):
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+    rows = [f"{8 << i:>12} {2 << i:>12}     float     sum      -1    10.00    0.00    {i}.00      0    10.00    0.00    0.00      0"
+            for i in range(150)]
+    data = "\n".join([header, *rows]).encode() + b"\n"
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    assert result.spilled > 0 and len(sink.collectives.kept) == digest.COLLECTIVES_KEPT
+    assert summarize(result, sink.rows(result)) == summarize(parse_stream(io.BytesIO(data)))
 
 
 def test_numbers_past_four_bytes_are_kept():
