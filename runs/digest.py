@@ -192,6 +192,20 @@ class ParseDigest:
         return rows
 
 
+def _narrow(column: array) -> array:
+    """The column itself when already 4 bytes a number (no copy of a large file's rows), else ints()."""
+    return column if column.typecode == "i" else ints(column)
+
+
+def _widen(cols: list[array], window: int, line: int, order: int) -> None:
+    """Make the int columns 8 bytes a number and append the row's ints (those not appended yet)."""
+    n = len(cols[2])  # rows before this one: the value is appended after the ints
+    for i, x in ((0, window), (1, line), (3, order)):
+        cols[i] = array("q", cols[i])
+        if len(cols[i]) == n:
+            cols[i].append(x)
+
+
 class _Grouper:
     def __init__(self) -> None:
         self._groups: dict[tuple, list] = {}
@@ -201,16 +215,22 @@ class _Grouper:
         key = (phase, logfile, process, source, name, rank)
         cols = self._groups.get(key)
         if cols is None:
-            # Arrays, not lists: a million rows of a file cost 28 bytes each here, not ~100.
-            cols = self._groups[key] = [array("q"), array("q"), array("d"), array("q"), array("d")]
-        cols[0].append(window)
-        cols[1].append(line)
+            # Arrays, not lists: a million rows of a file cost 20 bytes each here (28 a phase), not
+            # ~100. Window, line and order take 4 bytes until one does not fit (then 8: _widen).
+            cols = self._groups[key] = [array("i"), array("i"), array("d"), array("i"), array("d")]
+        try:
+            cols[0].append(window)
+            cols[1].append(line)
+            cols[3].append(order)
+        except OverflowError:
+            _widen(cols, window, line, order)
         cols[2].append(value)
-        cols[3].append(order)
-        cols[4].append(pct)
+        if phase:  # a metric has no pct: its column stays empty
+            cols[4].append(pct)
 
     def groups(self, phase: bool) -> list[Group]:
-        return [Group(k[1], k[2], k[3], k[4], k[5], ints(c[0]), ints(c[1]), c[2], ints(c[3]), c[4] if phase else None)
+        return [Group(k[1], k[2], k[3], k[4], k[5], _narrow(c[0]), _narrow(c[1]), c[2], _narrow(c[3]),
+                      c[4] if phase else None)
                 for k, c in self._groups.items() if k[0] == phase]
 
 

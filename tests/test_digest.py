@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from ingest import services as ingest_services
 import ingest.parsers as parsers
+from ingest import services as ingest_services
 from ingest.parsers import parse_lines, parse_stream
 from runs import digest
 from runs.models import Annotation, LogFileDigest, Run
@@ -138,3 +138,12 @@ def test_a_sink_digest_keeps_the_first_collectives_of_many_batches_and_summarize
 def test_numbers_past_four_bytes_are_kept():
     assert array("i").typecode == digest.ints([1, 2]).typecode
     assert list(digest.ints([1, 2**40])) == [1, 2**40]
+
+
+def test_a_digest_keeps_line_numbers_past_four_bytes():
+    d = digest.FileDigest()
+    d.metric("main", "sglang", "accept_len", "", 1, 10, 2.5)
+    d.metric("main", "sglang", "accept_len", "", 2, 2**40, 2.6)
+    d.metric("main", "sglang", "accept_len", "", 3, 30, 2.7)
+    (group,) = digest.decode(d.encode(), logfile=1, offset=0).metrics
+    assert list(group.lines) == [10, 2**40, 30] and list(group.windows) == [1, 2, 3] and list(group.order) == [0, 1, 2]
