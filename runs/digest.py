@@ -160,8 +160,8 @@ class CollectiveTally:
 
 class ParseDigest:
     """A parse_stream sink for a lone parse (parselog): each batch of rows folded into a
-    FileDigest's columns and a CollectiveTally as the parse goes, so memory holds ~40 bytes a
-    phase or metric instead of a record object (~400). NCCL values are few and the summary
+    FileDigest's columns and a CollectiveTally as the parse goes: parselog peaks at ~40 bytes a
+    phase or metric instead of ~250 with record objects (measured, issue 10). NCCL values are few and the summary
     reads them from the result: they are kept as they come and handed back by `rows()`.
 
     summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
