@@ -122,17 +122,88 @@ def rows_from_result(result: ParseResult) -> Rows:
         builder.add(True, p.logfile, p.process, p.source, p.name, "", p.window, p.line, p.ms, i,
                     NAN if p.pct is None else p.pct)
     rows = Rows(metrics=builder.groups(False), phases=builder.groups(True), by_window=False)
-    rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
-                        for c in result.collectives[:COLLECTIVES_KEPT]]
-    rows.collectives_total = len(result.collectives)
-    for c in result.collectives:
-        if c.busbw_gbs is not None:
-            n, peak = rows.busbw.get((c.logfile, c.process), (0, c.busbw_gbs))
-            rows.busbw[(c.logfile, c.process)] = (n + 1, max(peak, c.busbw_gbs))
+    tally = CollectiveTally()
+    tally.add(result.collectives)
+    tally.into(rows)
     for m in result.metrics:
         if m.name == "avg_busbw_gbs":
             rows.last_avg_busbw[m.logfile] = m.value
     return rows
+
+
+class CollectiveTally:
+    """What the summary keeps of a parse's collectives, fed batch by batch in bounded memory: the
+    first COLLECTIVES_KEPT, how many there are, and per (log file, process) the rows with a bus
+    bandwidth and the highest (what refresh_run asks SQL for on a stored run)."""
+
+    def __init__(self) -> None:
+        # The records themselves until the end: nccl-tests names the op of a table's rows at its
+        # "Collective test concluded" line, after a sink may have taken them.
+        self.kept: list = []
+        self.total = 0
+        self.busbw: dict[tuple[int | None, str], tuple[int, float]] = {}
+
+    def add(self, collectives: Iterable) -> None:
+        for c in collectives:
+            if len(self.kept) < COLLECTIVES_KEPT:
+                self.kept.append(c)
+            self.total += 1
+            if c.busbw_gbs is not None:
+                n, peak = self.busbw.get((c.logfile, c.process), (0, c.busbw_gbs))
+                self.busbw[(c.logfile, c.process)] = (n + 1, max(peak, c.busbw_gbs))
+
+    def into(self, rows: Rows) -> None:
+        rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
+                            for c in self.kept]
+        rows.collectives_total, rows.busbw = self.total, self.busbw
+
+
+class ParseDigest:
+    """A parse_stream sink for a lone parse (parselog): each batch of rows folded into a
+    FileDigest's columns and a CollectiveTally as the parse goes: parselog peaks at ~40 bytes a
+    phase or metric instead of ~250 with record objects (measured, issue 10). NCCL values are few and the summary
+    reads them from the result: they are kept as they come and handed back by `rows()`.
+
+    summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
+    """
+
+    def __init__(self) -> None:
+        self.digest = FileDigest()
+        self.collectives = CollectiveTally()
+        self.nccl: list = []
+
+    def __call__(self, result: ParseResult) -> None:
+        phases, metrics, collectives, nccl = result.take_rows()
+        # Each kind keeps its own order (a shared sequence numbers both: same order within a kind).
+        for p in phases:
+            self.digest.phase(p.process, p.source, p.name, p.window, p.line, p.ms, p.pct)
+        for m in metrics:
+            self.digest.metric(m.process, m.source, m.name, m.rank, m.window, m.line, m.value)
+        self.collectives.add(collectives)
+        # The same objects: the nccl_debug parser sets a held echo's rank at its end.
+        self.nccl.extend(nccl)
+
+    def rows(self, result: ParseResult) -> Rows:
+        """After the parse: take the rows still pending, put the NCCL values back in `result`."""
+        self(result)
+        result.nccl = self.nccl
+        rows = self.digest.rows()
+        self.collectives.into(rows)
+        return rows
+
+
+def _narrow(column: array) -> array:
+    """The column itself when already 4 bytes a number (no copy of a large file's rows), else ints()."""
+    return column if column.typecode == "i" else ints(column)
+
+
+def _widen(cols: list[array], window: int, line: int, order: int) -> None:
+    """Make the int columns 8 bytes a number and append the row's ints (those not appended yet)."""
+    n = len(cols[2])  # rows before this one: the value is appended after the ints
+    for i, x in ((0, window), (1, line), (3, order)):
+        cols[i] = array("q", cols[i])
+        if len(cols[i]) == n:
+            cols[i].append(x)
 
 
 class _Grouper:
@@ -144,16 +215,22 @@ class _Grouper:
         key = (phase, logfile, process, source, name, rank)
         cols = self._groups.get(key)
         if cols is None:
-            # Arrays, not lists: a million rows of a file cost 28 bytes each here, not ~100.
-            cols = self._groups[key] = [array("q"), array("q"), array("d"), array("q"), array("d")]
-        cols[0].append(window)
-        cols[1].append(line)
+            # Arrays, not lists: a million rows of a file cost 20 bytes each here (28 a phase), not
+            # ~100. Window, line and order take 4 bytes until one does not fit (then 8: _widen).
+            cols = self._groups[key] = [array("i"), array("i"), array("d"), array("i"), array("d")]
+        try:
+            cols[0].append(window)
+            cols[1].append(line)
+            cols[3].append(order)
+        except OverflowError:
+            _widen(cols, window, line, order)
         cols[2].append(value)
-        cols[3].append(order)
-        cols[4].append(pct)
+        if phase:  # a metric has no pct: its column stays empty
+            cols[4].append(pct)
 
     def groups(self, phase: bool) -> list[Group]:
-        return [Group(k[1], k[2], k[3], k[4], k[5], ints(c[0]), ints(c[1]), c[2], ints(c[3]), c[4] if phase else None)
+        return [Group(k[1], k[2], k[3], k[4], k[5], _narrow(c[0]), _narrow(c[1]), c[2], _narrow(c[3]),
+                      c[4] if phase else None)
                 for k, c in self._groups.items() if k[0] == phase]
 
 
@@ -182,6 +259,14 @@ class FileDigest:
         self.seq += 1
         if window > self.max_window:
             self.max_window = window
+
+    def rows(self) -> Rows:
+        """The digest as a lone parse's rows (no log file id, the records' own order)."""
+        rows = Rows(metrics=self._grouper.groups(False), phases=self._grouper.groups(True), by_window=False)
+        if self._avg is not None:
+            # The nccl-tests parser numbers its tables upward: the highest (window, order) is the last row.
+            rows.last_avg_busbw[None] = self._avg[2]
+        return rows
 
     def encode(self) -> bytes:
         groups = [(True, g) for g in self._grouper.groups(True)] + [(False, g) for g in self._grouper.groups(False)]

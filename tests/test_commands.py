@@ -3,12 +3,16 @@
 import hashlib
 import json
 from io import StringIO
+from unittest import mock
 
 import pytest
 from django.core.management import CommandError, call_command
 
+import ingest.parsers as parsers
+from ingest.parsers import parse_stream
 from runs.models import ApiToken, Run
-from tests.samples import log_path
+from runs.summary import summarize
+from tests.samples import DATA, PROJECT_ROOT, SHARED_SAMPLES, log_path
 
 
 def _parselog(*paths):
@@ -32,6 +36,36 @@ def test_parselog_prints_one_json_object_per_file_in_the_contract_shape():
 def test_parselog_needs_no_database(django_assert_num_queries, db):
     with django_assert_num_queries(0):
         _parselog(log_path("spec_eagle3_tuned_2step.log"))
+
+
+def _every_sample(tmp_path):
+    # One file holding two serving launches and an nccl-tests run, as a shell session's log would.
+    mixed = tmp_path / "two_launches_and_nccl_tests.log"
+    mixed.write_bytes(b"".join(log_path(name).read_bytes() for name in (
+        "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log", "nccl-tests_all_reduce_default.log")))
+    paths = [mixed] + [p for root in (PROJECT_ROOT / "samples", DATA, SHARED_SAMPLES) for p in sorted(root.rglob("*"))
+             if p.is_file() and p.suffix in (".log", ".txt", ".sh")]
+    assert len(paths) > 40, "set RUNLENS_SHARED_SAMPLES to the samples folder"
+    return paths
+
+
+@pytest.mark.parametrize("spill_at, spill_every", [(1, 1), (40, 7), (parsers.SPILL_AT, parsers.SPILL_EVERY)])
+def test_parselog_folding_rows_as_they_come_prints_what_summarizing_every_record_does(spill_at, spill_every,
+                                                                                    tmp_path):
+    paths = _every_sample(tmp_path)
+    with mock.patch.object(parsers, "SPILL_AT", spill_at), mock.patch.object(parsers, "SPILL_EVERY", spill_every):
+        printed = _parselog(*paths)
+    expected = []
+    for path in paths:
+        with open(path, "rb") as f:
+            expected.append(json.dumps({"file": str(path), **summarize(parse_stream(f))}, separators=(",", ":"),
+                                       default=str))
+    assert printed == expected
+    outs = [json.loads(line) for line in printed]
+    # The mix covers what the sink must keep apart: several launches, nccl-tests tables, NCCL values.
+    assert any(o["launches_count"] > 1 for o in outs)
+    assert any(o["nccl_tests"] for o in outs) and any(o.get("collectives") for o in outs)
+    assert any(o["nccl"]["status"] != "unknown" for o in outs)
 
 
 def test_parselog_reports_a_bad_file_and_keeps_going(tmp_path):

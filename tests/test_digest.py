@@ -11,8 +11,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+import ingest.parsers as parsers
 from ingest import services as ingest_services
-from ingest.parsers import parse_lines
+from ingest.parsers import parse_lines, parse_stream
 from runs import digest
 from runs.models import Annotation, LogFileDigest, Run
 from runs.services import add_annotation, refresh_run, run_result
@@ -121,6 +122,28 @@ def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
     assert parsed["collectives"][0]["size_bytes"] == 8 and parsed["collectives"][1]["in_place"] is True
 
 
+def test_a_sink_digest_keeps_the_first_collectives_of_many_batches_and_summarizes_alike(monkeypatch):
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+    rows = [f"{8 << i:>12} {2 << i:>12}     float     sum      -1    10.00    0.00    {i}.00      0    10.00    0.00    0.00      0"
+            for i in range(150)]
+    data = "\n".join([header, *rows]).encode() + b"\n"
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    assert result.spilled > 0 and len(sink.collectives.kept) == digest.COLLECTIVES_KEPT
+    assert summarize(result, sink.rows(result)) == summarize(parse_stream(io.BytesIO(data)))
+
+
 def test_numbers_past_four_bytes_are_kept():
     assert array("i").typecode == digest.ints([1, 2]).typecode
     assert list(digest.ints([1, 2**40])) == [1, 2**40]
+
+
+def test_a_digest_keeps_line_numbers_past_four_bytes():
+    d = digest.FileDigest()
+    d.metric("main", "sglang", "accept_len", "", 1, 10, 2.5)
+    d.metric("main", "sglang", "accept_len", "", 2, 2**40, 2.6)
+    d.metric("main", "sglang", "accept_len", "", 3, 30, 2.7)
+    (group,) = digest.decode(d.encode(), logfile=1, offset=0).metrics
+    assert list(group.lines) == [10, 2**40, 30] and list(group.windows) == [1, 2, 3] and list(group.order) == [0, 1, 2]
