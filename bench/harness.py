@@ -293,7 +293,8 @@ class Stack:
 
     def upload(self, paths: list[Path], name: str, project: str = "bench") -> tuple[int, float]:
         """POST /api/v1/runs with the CI client's streaming multipart body: (run id, seconds to 202)."""
-        body = upload_client.Multipart({"meta": json.dumps({"name": name, "project": project, "create_project": True})}, paths)
+        meta = {"name": name, "project": project, "create_project": True}  # made on the first upload
+        body = upload_client.Multipart({"meta": json.dumps(meta)}, paths)
         start = time.perf_counter()
         out = upload_client.request("POST", self.base + "/api/v1/runs", self.token, body, timeout=self.timeout + 600)
         return int(out["id"]), time.perf_counter() - start
