@@ -103,3 +103,136 @@ def test_a_line_over_a_mib_is_cut_alike_in_both_engines():
     chunks, lines = _parse(data, "chunks"), _parse(data, "lines")
     assert chunks == lines
     assert [w.message for w in chunks[0].warnings][:1] == [f"line longer than {text.MAX_LINE_BYTES} bytes was cut"]
+
+
+# -- the chunk lanes (columns.py): columns that must be the records feeding gives ------------------
+
+def _window_lines() -> list[bytes]:
+    """Lines of generated serving windows (bench/loggen.py) and variants of them a lane must
+    read exactly, or decline: DP tags, other fields, odd numbers, blocks cut, headerless phases."""
+    from bench.loggen import windows_text
+
+    lines = windows_text(40, seed=7).encode().split(b"\n")
+    return lines + [
+        b"[2026-11-29 21:06:12 DP1 TP1] Decode batch. #running-req: 3, #token: 77, token usage: 0.01, "
+        b"accept len: 2.50, cuda graph: True, gen throughput (token/s): 120.5, #queue-req: 0, ",
+        b"[2026-11-29 21:06:12 DP0 TP0] Decode batch, #running-req: 1, cpu graph: False, gen throughput (token/s): 7",
+        b"[2026-11-29 21:06:12 TP0] Decode batch. #running-req: 1, accept len: 1.5",  # no throughput: not a window
+        b"[2026-11-29 21:06:12 TP0] Decode batch. #running-req: 1, #running-req: 2, gen throughput (token/s): 3",
+        b"[2026-11-29 21:06:12 TP0] Decode batch. #running-req: 1, Token Usage: 0.5, gen throughput (token/s): 1e3",
+        b"[2026-11-29 21:06:12 TP0] Decode batch. accept rate: 50%, cuda graph: 1, gen throughput (token/s): 9.0",
+        b"[2026-11-29 21:06:12] Decode batch. #running-req: 1, gen throughput (token/s): 42.00",
+        b"[2026-11-29 21:06:12 TP0] Prefill batch. #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.00",
+        b"[EAGLE3_PROFILE] window=100 cycles, steps=3",
+        b"[MTP_PROFILE] window=7 window=9",
+        b"  Accept len:          1.2345678",
+        b"  Accept length:       0.5",
+        b"  Throughput:         99 tok/s",
+        b"  Cycle:               5.00 ms/cyc",
+        b"  Draft:               0.50 ms/step",
+        b"  NCCL allreduce:      0.10 ms/cyc  (2.0%)",
+        b"  Verify \xc2\xb5:            1.00 ms/cyc",
+        b"Target forward: 4.09 ms/step",
+        b"accept 2 of 5          257 iters   1.992 tok/iter    5.420 ms/iter",
+        b"",
+    ]
+
+
+WINDOW_LINES = _window_lines()
+
+
+@st.composite
+def serving_logs(draw) -> bytes:
+    """Generated windows, whole samples and single lines (some damaged) in any order."""
+    parts = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            parts.append(draw(st.sampled_from(SAMPLES)).rstrip(b"\n"))
+        elif kind == 1:
+            start = draw(st.integers(0, len(WINDOW_LINES) - 1))
+            parts.extend(WINDOW_LINES[start:start + draw(st.integers(1, 60))])
+        else:
+            line = draw(st.sampled_from(WINDOW_LINES if kind == 2 else LINES))
+            for damage in draw(st.lists(st.sampled_from(DAMAGE[:-1]), max_size=1)):
+                line = damage(line)
+            parts.append(line)
+    return b"\n".join(parts) + b"\n"
+
+
+def _parse_whole(data: bytes, engine: str):
+    """Result and every phase and metric, however the sink took them (lanes batch per chunk)."""
+    taken: list = []
+    try:
+        result = parse_stream(io.BytesIO(data), sink=lambda r: taken.append(r.take_rows()), engine=engine)
+    except ParseError as e:
+        return ("ParseError", e.line, e.message)
+    taken.append(result.take_rows())
+    return result, [[row for batch in taken for row in batch[kind]] for kind in range(4)]
+
+
+def _lanes_taken(monkeypatch_target) -> list:
+    """(lane, the chunk's line numbers) of every chunk a lane took (it returns None to decline)."""
+    took: list = []
+    for module in (parsers.eagle_profile, parsers.sglang):
+        original = module.Parser.lane
+
+        def lane(self, chunk, rdr, original=original, name=module.NAME):
+            rows = original(self, chunk, rdr)
+            if rows is not None:
+                took.append((name, range(chunk.first, chunk.first + len(chunk.lines))))
+            return rows
+        monkeypatch_target.enter_context(mock.patch.object(module.Parser, "lane", lane))
+    return took
+
+
+@SETTINGS
+@given(serving_logs(), st.integers(200, 4000), st.integers(1, 300), st.integers(1, 60))
+def test_lanes_give_the_records_feeding_gives(data, batch, chunk, spill_at):
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(parsers, "SPILL_AT", spill_at))
+        stack.enter_context(mock.patch.object(text, "CHUNK", chunk))
+        lines = _parse_whole(data, "lines")
+        stack.enter_context(mock.patch.object(parsers, "LANE_MIN_LINES", 1))
+        stack.enter_context(mock.patch.object(text, "BATCH", batch))
+        stack.enter_context(mock.patch.object(text, "FIRST_BATCH", batch))
+        chunks = _parse_whole(data, "chunks")
+    if "ParseError" in (lines[0], chunks[0]):
+        assert chunks == lines
+        return
+    assert chunks[1] == lines[1]
+    assert chunks[0] == lines[0]
+    assert list(chunks[0].processes) == list(lines[0].processes)
+
+
+def test_lanes_take_a_serving_log_and_give_its_records():
+    from bench.loggen import HEAD_SAMPLE, windows_text
+
+    data = HEAD_SAMPLE.read_bytes() + windows_text(3000, seed=3).encode()
+    with ExitStack() as stack:
+        took = _lanes_taken(stack)
+        stack.enter_context(mock.patch.object(text, "BATCH", 64 << 10))
+        chunks = _parse_whole(data, "chunks")
+    names = [name for name, _ in took]
+    assert names.count("eagle_profile") > 20 and names.count("sglang") > 20
+    lines = _parse_whole(data, "lines")
+    assert chunks[1] == lines[1]
+    assert chunks[0] == lines[0]
+    head = parse_stream(io.BytesIO(HEAD_SAMPLE.read_bytes()))
+    assert len(chunks[1][0]) == 3 * 3000 + len(head.phases)  # Draft, Target verify, Accept a window
+
+
+def test_a_lane_declines_a_chunk_it_cannot_read_exactly():
+    from bench.loggen import HEAD_SAMPLE, windows_text
+
+    odd = b"[2026-11-29 21:06:12 TP0] Decode batch. #running-req: 1, gen throughput (token/s): 1e3\n"
+    data = HEAD_SAMPLE.read_bytes() + windows_text(200, seed=3).encode() + odd + windows_text(200, seed=4).encode()
+    with ExitStack() as stack:
+        took = _lanes_taken(stack)
+        stack.enter_context(mock.patch.object(text, "BATCH", 1 << 14))
+        stack.enter_context(mock.patch.object(parsers, "LANE_MIN_LINES", 1))
+        chunks = _parse_whole(data, "chunks")
+    at = data[:data.index(odd)].count(b"\n") + 1
+    assert any(name == "sglang" for name, _ in took)
+    assert [name for name, lines in took if at in lines] == ["eagle_profile"]  # sglang declined that chunk
+    assert chunks == _parse_whole(data, "lines")

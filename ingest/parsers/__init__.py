@@ -8,12 +8,13 @@ line-at-a-time reader the chunked one is proven equal to (tests/test_parsers_eng
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate
+from functools import cache
 from typing import BinaryIO, Literal
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
+from . import columns, eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
 from .text import MpiLine, number_lines, read_chunks, read_lines
@@ -38,6 +39,7 @@ __all__ = [
 Sink = Callable[[ParseResult], None]
 SPILL_AT = 20_000  # rows held before a sink takes them: memory stays flat on a 1 GB log
 SPILL_EVERY = 1024  # lines between two looks at the rows held
+LANE_MIN_LINES = 512  # a smaller chunk is read line by line: the lanes' fixed cost would not pay
 
 
 def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] | None = None,
@@ -77,33 +79,50 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
     found by one C-level search per trigger over the chunk, and every line while it is busy();
     lines no one wants are never looked at in Python. Records are stamped every SPILL_EVERY lines (and
     after sglang/vllm lines until the benchmark process exists, see below).
+
+    A parser with a `lane()` may take a chunk's lines as columns instead (columns.py): its
+    records join the others' at the end of the chunk, in the order feeding would give them,
+    and the chunk's rows are offered to the sink there (not every SPILL_EVERY lines).
     """
     parsers = [PARSERS[name](result) for name in (formats or PARSERS)]
     tagger = processes.Tagger(result)
     readers: list[processes.Tagger | FormatParser] = [tagger, *parsers]
     for first, lines in chunks:
-        text = "\n" + "\n".join(lines)
-        # starts[i]: the newline in `text` before line i; a match at p is on line bisect(starts, p) - 1.
-        starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
-        found: dict[str, set[int]] = {}
-        wants: dict[int, list] = {}
+        chunk = columns.Chunk(lines, first)
+        found = chunk.found
+        # The lines holding each trigger, and each STARTS, found by polars over the chunk's lines.
         for reader in readers:
-            lines_of = set()
             for trigger in reader.TRIGGERS:
                 if trigger not in found:
-                    found[trigger] = _lines_with(text, trigger, starts)
+                    found[trigger] = set(chunk.series.str.contains(trigger, literal=True).arg_true().to_list())
+        mpi = [i for i, line in enumerate(lines) if type(line) is MpiLine]
+        lanes = _lanes(readers, chunk) if len(lines) >= LANE_MIN_LINES and not mpi else {}
+        fed = [r for r in readers if r not in lanes or lanes[r].consumed is not None]
+        wants: dict[int, list] = {}
+        for reader in fed:
+            lines_of = set()
+            for trigger in reader.TRIGGERS:
                 lines_of |= found[trigger]
             if reader.STARTS is not None:
-                lines_of.update(bisect_right(starts, m.start()) - 1 for m in reader.STARTS.finditer(text))
+                lines_of.update(chunk.series.str.contains(_line_pattern(reader.STARTS)).arg_true().to_list())
             if reader is tagger:
                 # An MPI tag names the line's process, but clean() took it off the text searched here.
-                lines_of.update(i for i, line in enumerate(lines) if type(line) is MpiLine)
+                lines_of.update(mpi)
+            if reader in lanes:
+                lines_of -= lanes[reader].consumed or set()  # None: not fed at all (filtered out above)
             for i in lines_of:
                 wants.setdefault(i, []).append(reader)
+        if lanes:
+            alone = [i for i, who in wants.items() if len(who) == 1 and who[0] is tagger]
+            for i in tagger.quiet(chunk, alone):
+                del wants[i]
         # The benchmark client's process is made when its first record is stamped: stamped right
         # after the line that emitted it, it comes among the processes where parse_numbered puts it.
         bench = {p for p in parsers if p.name in ("sglang", "vllm")}
         order = sorted(wants)
+        track: list[tuple[int, int, int, int, int, int]] | None = [] if lanes else None
+        if lanes:
+            result.freeze()  # the rows before this chunk stay before its lanes' rows
         lo = 0
         while lo < len(lines):
             # Up to the next line number divisible by SPILL_EVERY, where parse_numbered offers the
@@ -111,33 +130,75 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
             spill = (first + lo + SPILL_EVERY - 1) // SPILL_EVERY * SPILL_EVERY
             hi = min(len(lines), spill - first + 1)
             stamp_after = set() if processes.BENCH_TAG in result.processes else bench
-            _feed(lines, first, readers, wants, order, lo, hi, stamp_after, tagger.stamp)
+            _feed(lines, first, fed, wants, order, lo, hi, stamp_after, tagger.stamp, track, readers)
             tagger.stamp()
             result.lines = first + hi - 1
-            if sink is not None and result.lines == spill and result.pending >= SPILL_AT:
+            if sink is not None and not lanes and result.lines == spill and result.pending >= SPILL_AT:
                 sink(result)
             lo = hi
+        if lanes:
+            _join_lanes(result, lanes.values(), track)  # type: ignore[arg-type]  # a list when lanes
+            if sink is not None and result.pending >= SPILL_AT:
+                sink(result)
     for p in parsers:
         p.finish()
     tagger.finish()
 
 
-def _lines_with(text: str, literal: str, starts: list[int]) -> set[int]:
-    """The lines of a chunk (as `text` and `starts` of _parse_chunks) that hold `literal`."""
-    out = set()
-    p = text.find(literal)
-    while p >= 0:
-        i = bisect_right(starts, p) - 1
-        out.add(i)
-        p = text.find(literal, starts[i + 1]) if i + 1 < len(starts) else -1
+def _lanes(readers: list, chunk: columns.Chunk) -> dict:
+    """The lanes that take this chunk: {reader: LaneRows}."""
+    out = {}
+    for rdr, reader in enumerate(readers):
+        lane = getattr(reader, "lane", None)
+        if lane is not None and (rows := lane(chunk, rdr)) is not None:
+            out[reader] = rows
     return out
 
 
+@cache
+def _line_pattern(starts: re.Pattern) -> str:
+    """A parser's STARTS (a newline, then how a line starts) as a polars pattern on one line.
+
+    Rust's \\s is Unicode White_Space; Python's also takes \\x1c-\\x1f: added, so that the lines
+    found are those Python finds (a parser fed a line it does not want does nothing with it).
+    """
+    pattern = starts.pattern
+    assert pattern.startswith("\\n"), pattern
+    return ("^" + pattern[2:]).replace("\\U0010ffff", "\\x{10FFFF}").replace("[^\\S\\n]", "[[\\s\\x1c-\\x1f]&&[^\\n]]")
+
+
+def _join_lanes(result: ParseResult, lanes: Iterable[columns.LaneRows],
+                track: list[tuple[int, int, int, int, int, int]]) -> None:
+    """The chunk's rows as one frame per kind: the lanes' and the fed parsers' (result's lists,
+    placed by `track`: (line, reader, first phase, end, first metric, end)), in feeding order."""
+    phase_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
+    metric_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for pos, rdr, p0, p1, m0, m1 in track:
+        for keys, a, b in ((phase_keys, p0, p1), (metric_keys, m0, m1)):
+            keys[0].extend([pos] * (b - a))
+            keys[1].extend([rdr] * (b - a))
+            keys[2].extend(range(b - a))
+    phases, metrics = result.phases, result.metrics
+    assert len(phases) == len(phase_keys[0]) and len(metrics) == len(metric_keys[0])
+    result.phases, result.metrics = [], []
+    lanes = list(lanes)
+    ph = columns.merge([columns.keyed(columns.phases_frame(phases), *phase_keys),
+                        *(lane.phases for lane in lanes if lane.phases is not None)], columns.PHASE_SCHEMA)
+    me = columns.merge([columns.keyed(columns.metrics_frame(metrics), *metric_keys),
+                        *(lane.metrics for lane in lanes if lane.metrics is not None)], columns.METRIC_SCHEMA)
+    if ph is not None:
+        result.phase_frames.append(ph)
+    if me is not None:
+        result.metric_frames.append(me)
+
+
 def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], order: list[int], lo: int,
-          hi: int, stamp_after: set, stamp: Callable[[], None]) -> None:
+          hi: int, stamp_after: set, stamp: Callable[[], None], track: list | None = None,
+          everyone: list | None = None) -> None:
     """Feed lines lo..hi-1 of a chunk: each wanted line (`order`: the wanted ones sorted) to the
     readers that want it, in line order and readers' order, and every line to a reader that is
-    busy() after it was fed, until it is not; stamp() after a line fed to one of `stamp_after`."""
+    busy() after it was fed, until it is not; stamp() after a line fed to one of `stamp_after`.
+    With `track`, note (line, reader's place in `everyone`, phases and metrics it added) per feed."""
     held: list = [r for r in readers if r.busy()]
     k = 0
     i = lo - 1
@@ -159,8 +220,17 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], o
         else:
             fed = [r for r in readers if r in held or r in chosen]
         line, lineno = lines[i], first + i
-        for reader in fed:
-            reader.feed(lineno, line)
+        if track is None:
+            for reader in fed:
+                reader.feed(lineno, line)
+        else:
+            result = readers[0].result
+            for reader in fed:
+                p0, m0 = len(result.phases), len(result.metrics)
+                reader.feed(lineno, line)
+                p1, m1 = len(result.phases), len(result.metrics)
+                if p1 != p0 or m1 != m0:
+                    track.append((i, everyone.index(reader), p0, p1, m0, m1))  # type: ignore[union-attr]
         if stamp_after and not stamp_after.isdisjoint(fed):
             stamp()
         held = [r for r in fed if r.busy()]
@@ -179,6 +249,8 @@ def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: S
         parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
     else:
         _parse_chunks(read_chunks(stream, result.warnings), formats, result, sink)
+        if sink is None:
+            result.thaw()  # every record as an object, as engine="lines" gives them
     if not result.formats:
         raise ParseError(
             0,

@@ -21,7 +21,11 @@ speculation), so it is tokens per cycle as is; `ms/iter` is the cycle time.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+import polars as pl
+
+from .columns import MAIN, METRIC_SCHEMA, PHASE_SCHEMA, PLAIN, Chunk, LaneRows, untagged
 from .records import Metric, ParseResult, Phase
 
 NAME = "eagle_profile"
@@ -38,6 +42,20 @@ _TABLE_ROW = re.compile(
 )
 _VALUE = re.compile(r"^\s+(Accept len|Accept length|Throughput)\s*:\s+(\d+(?:\.\d+)?)\s*(tok/s)?\s*$")
 _TOTALS = {"cycle total", "total", "cycle"}
+# The same patterns for the chunk lane (lane()): `` classes, on printable ASCII lines only.
+_LANE_HEADER = r"\[(\w+?)_PROFILE\]\s*(.*)$"
+_LANE_PHASE = _PHASE.pattern
+_LANE_TABLE = _TABLE_ROW.pattern
+_LANE_VALUE = _VALUE.pattern
+
+
+def _where(lines: pl.Series, mask: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:
+    """`test` of the lines where `mask` holds (False elsewhere), run on those lines only."""
+    at = mask.arg_true()
+    out = pl.repeat(False, len(lines), eager=True, dtype=pl.Boolean)
+    if len(at):
+        out.scatter(at, test(lines.gather(at)))
+    return out
 
 
 class Parser:
@@ -78,6 +96,100 @@ class Parser:
 
     def finish(self) -> None:
         pass
+
+    def lane(self, chunk: Chunk, rdr: int) -> LaneRows | None:
+        """The chunk's records as columns, its state moved on as feed() would (None: declined).
+
+        Declines what needs per-line state beyond a block's: summary-table rows, phases outside
+        a block (headerless output), a first record (formats and settings are set in order by
+        feed()), a line that is not printable ASCII, an accept length with over 6 decimals
+        (round() is exact below that, see _value).
+        """
+        r = self.result
+        if NAME not in r.formats or "spec.algorithm" not in r.settings:
+            return None
+        line = pl.col("l")
+        lines = chunk.series
+        n = len(lines)
+        prof = lines.str.contains("_PROFILE]", literal=True)
+        ms = lines.str.contains("ms/", literal=True) & ~prof
+        indented = lines.str.starts_with(" ") | lines.str.starts_with("\t")
+        # The regexes run only on the lines that can match them (a value line is indented: see ends).
+        header = _where(lines, prof, lambda sub: sub.str.contains(_LANE_HEADER))
+        phase = _where(lines, ms, lambda sub: sub.str.contains(_LANE_PHASE))
+        if _where(lines, ms & ~phase, lambda sub: sub.str.contains("tok/", literal=True)
+                  & sub.str.contains(_LANE_TABLE)).any():
+            return None  # summary-table rows: windows of their own, read in Python
+        value = _where(lines, indented & ~prof & ~phase, lambda sub: sub.str.contains(_LANE_VALUE))
+        ends = ~indented & ~prof & ~phase
+        df = pl.DataFrame({"pos": pl.int_range(n, eager=True, dtype=pl.Int64), "header": header, "phase": phase,
+                           "value": value, "prof": prof, "ms": ms})
+        df = df.with_columns(event=pl.when(header).then(True).when(ends).then(False).otherwise(None))
+        # In a block before the line: the last header or block end above it (or the state carried in).
+        df = df.with_columns(inside=pl.col("event").shift(1).forward_fill().fill_null(self.in_block))
+        if df.select((pl.col("phase") & ~pl.col("inside")).any()).item():
+            return None  # headerless phases: a repeated name opens a window, read in Python
+        read = df.filter(pl.col("prof") | pl.col("ms") | pl.col("inside")).get_column("pos")
+        if not lines.gather(read).str.contains(PLAIN).all():
+            return None
+        df = df.with_columns(l=lines)
+        records = df.filter(((pl.col("phase") | pl.col("value")) & pl.col("inside")) | pl.col("header"))
+        if not records.select(untagged(line).all()).item():
+            return None
+        headers = df.filter(pl.col("header"))
+        if headers.height:
+            # dict(_HEADER_FIELD.findall(...)): the last `window=` of a header counts.
+            fields = headers.select(
+                "pos", rest=line.str.extract(_LANE_HEADER, 2).str.extract_all(r"\w+=\d+")).explode("rest")
+            if "spec.steps" not in r.settings and fields.get_column("rest").str.starts_with("steps=").any():
+                return None  # the first steps= sets spec.steps: in order, in feed()
+            fields = fields.filter(pl.col("rest").str.starts_with("window="))
+        # The window of every line: one more per header above or on it.
+        df = df.with_columns(window=pl.col("header").cast(pl.Int64).cum_sum() + self.window)
+        names = df.filter(pl.col("phase") & pl.col("inside")).with_columns(
+            m=line.str.extract_groups(_LANE_PHASE)).unnest("m")
+        names = names.with_columns(name=pl.col("1").str.strip_chars(), ms_=pl.col("2").cast(pl.Float64),
+                                   pct_=pl.col("4").cast(pl.Float64))
+        values = df.filter(pl.col("value") & pl.col("inside")).with_columns(
+            m=line.str.extract_groups(_LANE_VALUE)).unnest("m")
+        accept = values.filter(pl.col("1").str.starts_with("Accept"))
+        if accept.filter(pl.col("2").str.contains(r"\.\d{7}")).height:
+            return None
+        total = pl.col("name").str.to_lowercase().is_in(list(_TOTALS))
+        phases = names.filter(~total).select(
+            name="name", ms="ms_", pct="pct_", window="window", line=pl.col("pos") + chunk.first,
+            source=pl.lit(NAME), process=pl.lit(MAIN), pos="pos", rdr=pl.lit(rdr, pl.Int64), k=pl.lit(0, pl.Int64))
+        metric_parts = [names.filter(total).select(
+            name=pl.lit("cycle_ms"), value="ms_", window="window", pos="pos", k=pl.lit(0, pl.Int64))]
+        if headers.height:
+            metric_parts.append(fields.join(df.select("pos", "window"), on="pos").group_by(
+                "pos", maintain_order=True).last().select(
+                name=pl.lit("window_cycles"), value=pl.col("rest").str.slice(7).cast(pl.Float64), window="window",
+                pos="pos", k=pl.lit(0, pl.Int64)))
+        raw = accept.select(name=pl.lit("accept_len_raw"), value=pl.col("2").cast(pl.Float64), window="window",
+                            pos="pos", k=pl.lit(0, pl.Int64))
+        metric_parts += [
+            raw,
+            # round(value + 1, 6), exact for values of at most 6 decimals (checked above).
+            raw.with_columns(name=pl.lit("tokens_per_cycle"), value=(pl.col("value") + 1).round(6),
+                             k=pl.lit(1, pl.Int64)),
+            values.filter(~pl.col("1").str.starts_with("Accept")).select(
+                name=pl.lit("throughput_tok_s"), value=pl.col("2").cast(pl.Float64), window="window", pos="pos",
+                k=pl.lit(0, pl.Int64)),
+        ]
+        metrics = pl.concat(metric_parts).select(
+            "name", "value", "window", line=pl.col("pos") + chunk.first, source=pl.lit(NAME), rank=pl.lit(""),
+            process=pl.lit(MAIN), pos="pos", rdr=pl.lit(rdr, pl.Int64), k="k")
+        # The state feed() would have after the chunk's lines.
+        last = df.select(pl.col("event").forward_fill().last()).item()
+        self.in_block = self.in_block if last is None else last
+        if headers.height:
+            after = headers.select("pos").to_series()[-1]
+            self.seen = set(names.filter(pl.col("pos") > after).get_column("name").to_list())
+            self.window += headers.height
+        else:
+            self.seen.update(names.get_column("name").to_list())
+        return LaneRows(None, phases.cast(PHASE_SCHEMA), metrics.cast(METRIC_SCHEMA))
 
     def _header(self, lineno: int, line: str) -> None:
         m = _HEADER.search(line)

@@ -25,6 +25,9 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
+import polars as pl
+
+from .columns import Chunk, untagged
 from .records import ParseResult
 
 LAUNCHER, WORKER, BENCH, NCCL_TESTS, UNKNOWN = (
@@ -90,6 +93,20 @@ class Tagger:
 
     def busy(self) -> bool:
         return MAIN not in self.result.processes
+
+    def quiet(self, chunk: Chunk, candidates: list[int]) -> set[int]:
+        """Of a chunk's `candidates` (lines no format parser is fed), those feed() would only
+        tag, changing nothing: untagged lines once the untagged stream has its process, and
+        SGLang lines of a label seen before. Their tags are never asked for (no record is of
+        them): the engine need not feed them (columns.py; only where no line is MPI-tagged)."""
+        if self.busy() or not candidates:
+            return set()
+        line = pl.col("l")
+        label = line.str.extract(_SGLANG.pattern, 1).str.strip_chars()
+        known = (label.is_in(list(self.sglang_labels)) & ~line.str.contains("NCCL", literal=True)
+                 & ~line.str.starts_with("("))
+        df = pl.DataFrame({"i": candidates, "l": chunk.series.gather(candidates)})
+        return set(df.filter(untagged(line) | known.fill_null(False)).get_column("i").to_list())
 
     def feed(self, lineno: int, line: str) -> None:
         tag = self._tag(lineno, line)

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import polars as pl
+
 
 class ParseError(Exception):
     """A log that cannot be read at all (binary, empty, nothing recognised)."""
@@ -98,6 +100,28 @@ class Issue:
     message: str
 
 
+# Phases and metrics as columns (the chunk lanes' output, columns.py; what a sink may take).
+PHASE_SCHEMA = pl.Schema({"name": pl.String, "ms": pl.Float64, "pct": pl.Float64, "window": pl.Int64,
+                          "line": pl.Int64, "source": pl.String, "process": pl.String})
+METRIC_SCHEMA = pl.Schema({"name": pl.String, "value": pl.Float64, "window": pl.Int64, "line": pl.Int64,
+                           "source": pl.String, "rank": pl.String, "process": pl.String})
+
+
+def phases_frame(phases: list[Phase]) -> pl.DataFrame:
+    return pl.DataFrame([(p.name, p.ms, p.pct, p.window, p.line, p.source, p.process) for p in phases],
+                        schema=PHASE_SCHEMA, orient="row")
+
+
+def metrics_frame(metrics: list[Metric]) -> pl.DataFrame:
+    return pl.DataFrame([(m.name, m.value, m.window, m.line, m.source, m.rank, m.process) for m in metrics],
+                        schema=METRIC_SCHEMA, orient="row")
+
+
+def _one(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
+    frames = [f for f in frames if f.height]
+    return None if not frames else frames[0] if len(frames) == 1 else pl.concat(frames)
+
+
 @dataclass
 class ParseResult:
     formats: list[str] = field(default_factory=list)
@@ -115,6 +139,9 @@ class ParseResult:
     warnings: list[Issue] = field(default_factory=list)
     lines: int = 0
     spilled: int = 0  # rows already handed to a sink
+    # Rows held as columns (chunk lanes): all before the rows in `phases` / `metrics`.
+    phase_frames: list[pl.DataFrame] = field(default_factory=list, compare=False, repr=False)
+    metric_frames: list[pl.DataFrame] = field(default_factory=list, compare=False, repr=False)
 
     def add_format(self, name: str) -> None:
         if name not in self.formats:
@@ -131,15 +158,45 @@ class ParseResult:
         """Hand over the rows parsed so far and start new lists (see parse_numbered's sink).
 
         NCCL values go too: a sink spools them like the other rows instead of holding them to the end.
+        Rows held as columns come as records (take_columns() keeps them columns).
         """
+        self.thaw()
         rows = (self.phases, self.metrics, self.collectives, self.nccl)
         self.phases, self.metrics, self.collectives, self.nccl = [], [], [], []
         self.spilled += sum(len(r) for r in rows)
         return rows
 
+    def take_columns(self) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[Collective], list[NcclValue]]:
+        """take_rows() with phases and metrics as one frame each (None: none), in their order."""
+        self.freeze()
+        phases, metrics = _one(self.phase_frames), _one(self.metric_frames)
+        collectives, nccl = self.collectives, self.nccl
+        self.phase_frames, self.metric_frames, self.collectives, self.nccl = [], [], [], []
+        self.spilled += sum(0 if f is None else f.height for f in (phases, metrics)) + len(collectives) + len(nccl)
+        return phases, metrics, collectives, nccl
+
+    def freeze(self) -> None:
+        """Move the phases and metrics held as records after those held as columns."""
+        if self.phases:
+            self.phase_frames.append(phases_frame(self.phases))
+            self.phases = []
+        if self.metrics:
+            self.metric_frames.append(metrics_frame(self.metrics))
+            self.metrics = []
+
+    def thaw(self) -> None:
+        """The rows held as columns back in front of `phases` / `metrics`, as records."""
+        if self.phase_frames:
+            self.phases = [Phase(*row) for f in self.phase_frames for row in f.iter_rows()] + self.phases
+            self.phase_frames = []
+        if self.metric_frames:
+            self.metrics = [Metric(*row) for f in self.metric_frames for row in f.iter_rows()] + self.metrics
+            self.metric_frames = []
+
     @property
     def pending(self) -> int:
-        return len(self.phases) + len(self.metrics) + len(self.collectives) + len(self.nccl)
+        return (len(self.phases) + len(self.metrics) + len(self.collectives) + len(self.nccl)
+                + sum(f.height for f in self.phase_frames) + sum(f.height for f in self.metric_frames))
 
     @property
     def record_count(self) -> int:

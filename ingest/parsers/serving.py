@@ -93,7 +93,10 @@ class BlockReader:
     """Feed every line; returns a Block on the line that closes one, else None."""
 
     # Lines that may open a block (feed() with no block open); with one open, every line counts.
-    TRIGGERS = (_TITLE, "---", "requests:", "s):")
+    TRIGGERS = (_TITLE, "---")
+    # The rows that may open a block (_START), as a parser's STARTS; inside a block the parser is busy().
+    STARTS = re.compile(r"\n[^\S\n]*(?:Successful requests|Benchmark duration \(s\)|Request throughput \(req/s\)"
+                        r"|Output token throughput \(tok/s\)):")
 
     def __init__(self) -> None:
         self.block: Block | None = None

@@ -20,6 +20,9 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+import polars as pl
+
+from .columns import METRIC_SCHEMA, PLAIN, Chunk, LaneRows
 from .records import Metric, ParseResult
 from .serving import Block, BlockReader
 
@@ -174,13 +177,26 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None  # NaN is "unknown", not a number to average
 
 
+# A decode line the chunk lane (Parser.lane) reads: the SGLang prefix, then `key: value` pairs whose
+# keys are lower case and whose values are plain numbers or True/False (what split_fields and
+# _number read alike in Python and polars). Other decode lines make the lane decline the chunk.
+_LANE_KEY = r"[#a-z](?:[a-z0-9 #_()/.-]*[a-z0-9#_()/.-])?"
+_LANE_VALUE = r"(?:-?\d+(?:\.\d+)?%?|True|False)"
+_LANE_DECODE = (
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d((?: (?:DP|TP|EP|PP)\d+)*)\] Decode batch(?: \[\d+\])?[.,]? "
+    rf"((?:{_LANE_KEY}: {_LANE_VALUE}, )*{_LANE_KEY}: {_LANE_VALUE})(?:, )?$"
+)
+_LANE_PREFILL = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?:DP|TP|EP|PP)\d+)*\] Prefill batch"
+_DECODE_ORDER = {"cuda graph": 0, "cpu graph": 1}
+
+
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = (
         "Decode batch", "Prefill batch", "ServerArgs(", "sglang", "latency:", " ...", *BlockReader.TRIGGERS,
     )
-    STARTS: re.Pattern | None = None
+    STARTS: re.Pattern | None = BlockReader.STARTS
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
@@ -234,6 +250,76 @@ class Parser:
         block = self.bench.close()
         if block is not None:
             self._bench_block(block)
+
+    def lane(self, chunk: Chunk, rdr: int) -> LaneRows | None:
+        """The chunk's decode lines as metric columns, the windows moved on as _decode would.
+
+        Only when feed() would read them one by one with no other state than the windows: not
+        busy(), no other line of the chunk for this parser but prefill lines (read in Python,
+        they touch no decode state), every decode line in the lane's grammar, first records set.
+        """
+        r = self.result
+        if self.busy() or "sglang_decode" not in r.formats or "engine" not in r.settings:
+            return None
+        found = chunk.found
+        decode = found.get("Decode batch") or set()
+        if not decode:
+            return None
+        others = set().union(*(found.get(t, set()) for t in self.TRIGGERS)) - decode
+        line = pl.col("l")
+        if others:
+            rest = chunk.series.gather(sorted(others))
+            if not rest.str.contains(_LANE_PREFILL).all() or rest.str.contains("---", literal=True).any() \
+                    or rest.str.contains("Serving Benchmark Result", literal=True).any():
+                return None
+        rows = pl.DataFrame([chunk.series.gather(sorted(decode))]).with_columns(
+            pos=pl.Series(sorted(decode), dtype=pl.Int64))
+        rows = rows.with_columns(ok=line.str.contains(PLAIN) & line.str.contains(_LANE_DECODE))
+        if not rows.get_column("ok").all():
+            return None
+        rows = rows.with_columns(m=line.str.extract_groups(_LANE_DECODE)).unnest("m").rename({"1": "tags", "2": "body"})
+        pairs = rows.select("pos", field=pl.col("body").str.split(", ")).explode("field").with_columns(
+            key=pl.col("field").str.split_exact(": ", 1).struct.field("field_0"),
+            text=pl.col("field").str.split_exact(": ", 1).struct.field("field_1"),
+        ).with_columns(k=pl.int_range(pl.len()).over("pos"))
+        if pairs.select(pl.struct("pos", "key").is_duplicated().any()).item():
+            return None  # split_fields keeps the last value at the first place: left to Python
+        pairs = pairs.with_columns(value=pl.when(pl.col("text") == "True").then(1.0)
+                                   .when(pl.col("text") == "False").then(0.0)
+                                   .otherwise(pl.col("text").str.strip_chars_end("%").cast(pl.Float64, strict=False)))
+        # A line without its throughput is not a whole window: _decode skips it.
+        whole = pairs.filter(pl.col("key") == "gen throughput (token/s)").get_column("pos")
+        rows = rows.filter(pl.col("pos").is_in(whole.implode()))
+        if not rows.height:
+            return None
+        rows = rows.with_columns(rank=pl.col("tags").str.extract(r"\b(DP\d+)\b", 1).fill_null(""),
+                                 process=pl.col("tags").str.strip_chars())
+        rows = rows.with_columns(process=pl.when(pl.col("process") == "").then(pl.lit("main"))
+                                 .otherwise(pl.col("process")))
+        base = pl.col("rank").replace_strict(self.windows, default=0, return_dtype=pl.Int64) \
+            if self.windows else pl.lit(0, pl.Int64)
+        rows = rows.with_columns(window=base + pl.int_range(1, pl.len() + 1).over("rank"))
+        pairs = pairs.join(rows.select("pos", "window", "rank", "process"), on="pos")
+        kept = pairs.filter(pl.col("key").is_in(list(_DECODE_METRICS))).select(
+            "pos", "k", "window", "rank", "process", "value",
+            name=pl.col("key").replace_strict(_DECODE_METRICS, return_dtype=pl.String))
+        n = 1000  # emission order on a line: the fields, then graph, then tokens per cycle
+        graph = pairs.filter(pl.col("key").is_in(list(_DECODE_ORDER))).sort(
+            "pos", pl.col("key").replace_strict(_DECODE_ORDER, return_dtype=pl.Int64)).group_by(
+            "pos", maintain_order=True).first().filter(pl.col("text").is_in(["True", "False"])).select(
+            "pos", "window", "rank", "process", k=pl.lit(n, pl.Int64), name=pl.lit("graph"),
+            value=(pl.col("text") == "True").cast(pl.Float64))
+        accept = pairs.filter(pl.col("key") == "accept len").select(
+            "pos", "window", "rank", "process", "value", k=pl.lit(n + 1, pl.Int64), name=pl.lit("tokens_per_cycle"))
+        cols = ["pos", "k", "window", "rank", "process", "name", "value"]
+        metrics = pl.concat([part.select(cols) for part in (kept, graph, accept)]).filter(
+            pl.col("value").is_not_null())
+        metrics = metrics.select(
+            "name", "value", "window", line=pl.col("pos") + chunk.first, source=pl.lit("sglang_decode"), rank="rank",
+            process="process", pos="pos", rdr=pl.lit(rdr, pl.Int64), k=pl.col("k").cast(pl.Int64))
+        for rank, count in zip(*rows.group_by("rank", maintain_order=True).len(), strict=True):
+            self.windows[rank] = self.windows.get(rank, 0) + count
+        return LaneRows(decode, None, metrics.cast(METRIC_SCHEMA))
 
     # -- batch lines ------------------------------------------------------------------------
 

@@ -128,7 +128,7 @@ class Parser:
     TRIGGERS: tuple[str, ...] = (
         "metrics:", "throughput:", "stage times", "non-default args", "LLM", *BlockReader.TRIGGERS,
     )
-    STARTS: re.Pattern | None = None
+    STARTS: re.Pattern | None = BlockReader.STARTS
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
