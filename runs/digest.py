@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import ParseResult
 
@@ -173,12 +175,12 @@ class ParseDigest:
         self.nccl: list = []
 
     def __call__(self, result: ParseResult) -> None:
-        phases, metrics, collectives, nccl = result.take_rows()
+        phases, metrics, collectives, nccl = result.take_columns()
         # Each kind keeps its own order (a shared sequence numbers both: same order within a kind).
-        for p in phases:
-            self.digest.phase(p.process, p.source, p.name, p.window, p.line, p.ms, p.pct)
-        for m in metrics:
-            self.digest.metric(m.process, m.source, m.name, m.rank, m.window, m.line, m.value)
+        if phases is not None:
+            self.digest.phase_frame(phases)
+        if metrics is not None:
+            self.digest.metric_frame(metrics)
         self.collectives.add(collectives)
         # The same objects: the nccl_debug parser sets a held echo's rank at its end.
         self.nccl.extend(nccl)
@@ -228,6 +230,30 @@ class _Grouper:
         if phase:  # a metric has no pct: its column stays empty
             cols[4].append(pct)
 
+    def add_frame(self, phase: bool, logfile: int | None, frame: pl.DataFrame, order: int) -> None:
+        """Rows as columns (ingest.parsers.records' PHASE_SCHEMA or METRIC_SCHEMA), numbered from
+        `order`: what add() would make of them one by one, a group at a time."""
+        value = "ms" if phase else "value"
+        frame = frame.with_columns(order=pl.int_range(order, order + frame.height, dtype=pl.Int64))
+        if phase:
+            frame = frame.with_columns(rank=pl.lit(""), pct=pl.col("pct").fill_null(NAN))
+        for (process, source, name, rank), part in frame.group_by(
+                ["process", "source", "name", "rank"], maintain_order=True):
+            key = (phase, logfile, process, source, name, rank)
+            cols = self._groups.get(key)
+            if cols is None:
+                cols = self._groups[key] = [array("i"), array("i"), array("d"), array("i"), array("d")]
+            for i, column in ((0, "window"), (1, "line"), (3, "order")):
+                values = part.get_column(column).to_list()
+                try:
+                    cols[i].extend(values)
+                except OverflowError:
+                    cols[i] = array("q", cols[i])
+                    cols[i].extend(values)
+            cols[2].extend(part.get_column(value).to_list())
+            if phase:
+                cols[4].extend(part.get_column("pct").to_list())
+
     def groups(self, phase: bool) -> list[Group]:
         return [Group(k[1], k[2], k[3], k[4], k[5], _narrow(c[0]), _narrow(c[1]), c[2], _narrow(c[3]),
                       c[4] if phase else None)
@@ -259,6 +285,23 @@ class FileDigest:
         self.seq += 1
         if window > self.max_window:
             self.max_window = window
+
+    def phase_frame(self, frame: pl.DataFrame) -> None:
+        """phase() of every row of a frame (PHASE_SCHEMA), in its order."""
+        self._grouper.add_frame(True, None, frame, self.seq)
+        self.seq += frame.height
+        self.max_window = max(self.max_window, int(frame.get_column("window").max() or 0))  # type: ignore[arg-type]
+
+    def metric_frame(self, frame: pl.DataFrame) -> None:
+        """metric() of every row of a frame (METRIC_SCHEMA), in its order."""
+        avg = frame.with_row_index("order", offset=self.seq).filter(pl.col("name") == "avg_busbw_gbs")
+        if avg.height:
+            last = avg.sort(["window", "order"]).row(-1, named=True)
+            if self._avg is None or (last["window"], last["order"]) >= self._avg[:2]:
+                self._avg = (last["window"], last["order"], last["value"])
+        self._grouper.add_frame(False, None, frame, self.seq)
+        self.seq += frame.height
+        self.max_window = max(self.max_window, int(frame.get_column("window").max() or 0))  # type: ignore[arg-type]
 
     def rows(self) -> Rows:
         """The digest as a lone parse's rows (no log file id, the records' own order)."""

@@ -90,15 +90,20 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
     for first, lines in chunks:
         chunk = columns.Chunk(lines, first)
         found = chunk.found
-        # The lines holding each trigger, and each STARTS, found by polars over the chunk's lines.
+        # The lines holding each trigger, and each STARTS, found by polars over the chunk's lines;
+        # a trigger not in the chunk at all (most, most of the time) costs one str.find.
+        text = "\n".join(lines)
+        present = columns.present(text, _triggers(readers))
         for reader in readers:
             for trigger in reader.TRIGGERS:
                 if trigger not in found:
-                    found[trigger] = set(chunk.series.str.contains(trigger, literal=True).arg_true().to_list())
+                    found[trigger] = set() if trigger not in present else set(
+                        chunk.series.str.contains(trigger, literal=True).arg_true().to_list())
+        chunk.plain = columns.plain(text)
         mpi = [i for i, line in enumerate(lines) if type(line) is MpiLine]
         lanes = _lanes(readers, chunk) if len(lines) >= LANE_MIN_LINES and not mpi else {}
         fed = [r for r in readers if r not in lanes or lanes[r].consumed is not None]
-        wants: dict[int, list] = {}
+        wanted: list[set[int]] = []
         for reader in fed:
             lines_of = set()
             for trigger in reader.TRIGGERS:
@@ -110,12 +115,20 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
                 lines_of.update(mpi)
             if reader in lanes:
                 lines_of -= lanes[reader].consumed or set()  # None: not fed at all (filtered out above)
+            if lanes and reader is not tagger and hasattr(reader, "quiet"):
+                lines_of -= reader.quiet(chunk, lines_of)
+            wanted.append(lines_of)
+        # Lines only the Tagger wants, on which it would change nothing, are not fed to it either;
+        # it is still fed one if a busy parser is (see _feed: a record may be of that line).
+        quiet: set[int] = set()
+        if lanes:
+            others = set().union(*wanted[1:])
+            quiet = tagger.quiet(chunk, wanted[0] - others)
+            wanted[0] -= quiet
+        wants: dict[int, list] = {}
+        for reader, lines_of in zip(fed, wanted, strict=True):
             for i in lines_of:
                 wants.setdefault(i, []).append(reader)
-        if lanes:
-            alone = [i for i, who in wants.items() if len(who) == 1 and who[0] is tagger]
-            for i in tagger.quiet(chunk, alone):
-                del wants[i]
         # The benchmark client's process is made when its first record is stamped: stamped right
         # after the line that emitted it, it comes among the processes where parse_numbered puts it.
         bench = {p for p in parsers if p.name in ("sglang", "vllm")}
@@ -130,7 +143,7 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
             spill = (first + lo + SPILL_EVERY - 1) // SPILL_EVERY * SPILL_EVERY
             hi = min(len(lines), spill - first + 1)
             stamp_after = set() if processes.BENCH_TAG in result.processes else bench
-            _feed(lines, first, fed, wants, order, lo, hi, stamp_after, tagger.stamp, track, readers)
+            _feed(lines, first, fed, wants, order, lo, hi, stamp_after, tagger.stamp, track, readers, quiet)
             tagger.stamp()
             result.lines = first + hi - 1
             if sink is not None and not lanes and result.lines == spill and result.pending >= SPILL_AT:
@@ -153,6 +166,10 @@ def _lanes(readers: list, chunk: columns.Chunk) -> dict:
         if lane is not None and (rows := lane(chunk, rdr)) is not None:
             out[reader] = rows
     return out
+
+
+def _triggers(readers: list) -> tuple[str, ...]:
+    return tuple(sorted({t for r in readers for t in r.TRIGGERS}))
 
 
 @cache
@@ -194,7 +211,7 @@ def _join_lanes(result: ParseResult, lanes: Iterable[columns.LaneRows],
 
 def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], order: list[int], lo: int,
           hi: int, stamp_after: set, stamp: Callable[[], None], track: list | None = None,
-          everyone: list | None = None) -> None:
+          everyone: list | None = None, quiet: set[int] | None = None) -> None:
     """Feed lines lo..hi-1 of a chunk: each wanted line (`order`: the wanted ones sorted) to the
     readers that want it, in line order and readers' order, and every line to a reader that is
     busy() after it was fed, until it is not; stamp() after a line fed to one of `stamp_after`.
@@ -215,6 +232,8 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], o
         chosen = wants.get(i)
         if not held:
             fed = chosen or []
+        elif quiet and i in quiet:
+            fed = [readers[0], *(r for r in held if r is not readers[0])]  # the Tagger first, as ever
         elif chosen is None or chosen == held:
             fed = held
         else:

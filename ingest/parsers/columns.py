@@ -20,16 +20,46 @@ import polars as pl
 
 from .records import METRIC_SCHEMA, PHASE_SCHEMA, metrics_frame, phases_frame
 
-__all__ = ["METRIC_SCHEMA", "PHASE_SCHEMA", "Chunk", "LaneRows", "keyed", "merge", "metrics_frame", "phases_frame",
-           "untagged"]
+__all__ = [
+    "METRIC_SCHEMA", "PHASE_SCHEMA", "Chunk", "LaneRows", "NOT_PLAIN", "PLAIN", "keyed", "marked", "merge",
+    "metrics_frame", "phases_frame", "plain", "plain_lines", "present", "untagged",
+]
 
 ORDER = ["pos", "rdr", "k"]  # the merge keys of a chunk's records (dropped after the merge)
 KEYED = {"pos": pl.Int64, "rdr": pl.Int64, "k": pl.Int64}
 # Lines a lane reads must be printable ASCII (tab allowed): no Unicode class or control
 # character on which Python's `re` (Unicode \s, \d, \w) and a `` Rust regex could differ.
 PLAIN = r"^[\t\x20-\x7e]*$"
+NOT_PLAIN = r"[^\t\x20-\x7e]"
 MAIN = "main"  # processes.MAIN: the file's untagged stream
 _SGLANG_PREFIX = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?:DP|TP|EP|PP)\d+)+\]"
+
+
+_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\n"
+
+
+def plain(text: str) -> bool:
+    """Whether text (lines joined by newlines) is printable ASCII, tabs and newlines."""
+    return text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE)
+
+
+def present(text: str, literals: tuple[str, ...]) -> set[str]:
+    """The literals found in text: one Aho-Corasick pass (polars) instead of one search each."""
+    return set(pl.Series([text]).str.extract_many(list(literals), overlapping=True).explode().drop_nulls()
+               .unique().to_list())
+
+
+def plain_lines(chunk: Chunk, rows: pl.Series | None = None) -> bool:
+    """Whether the chunk's lines (those at `rows`, or all) are printable ASCII (tabs allowed)."""
+    if chunk.plain:
+        return True
+    lines = chunk.series if rows is None else chunk.series.gather(rows)
+    return not lines.str.contains(NOT_PLAIN).any()
+
+
+def marked(line: pl.Expr) -> pl.Expr:
+    """Lines holding a literal processes.Tagger tags by, wherever it is in the line."""
+    return line.str.contains_any(["NCCL", "environ", "ServerArgs("])
 
 
 def untagged(line: pl.Expr) -> pl.Expr:
@@ -47,6 +77,7 @@ class Chunk:
     lines: list[str]
     first: int
     found: dict[str, set[int]] = field(default_factory=dict)  # trigger -> the lines holding it
+    plain: bool = False  # every line printable ASCII (then a lane need not look line by line)
     _series: pl.Series | None = None
 
     @property

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from .columns import MAIN, METRIC_SCHEMA, PHASE_SCHEMA, PLAIN, Chunk, LaneRows, untagged
+from .columns import MAIN, METRIC_SCHEMA, PHASE_SCHEMA, Chunk, LaneRows, marked, plain_lines, untagged
 from .records import Metric, ParseResult, Phase
 
 NAME = "eagle_profile"
@@ -44,9 +44,11 @@ _VALUE = re.compile(r"^\s+(Accept len|Accept length|Throughput)\s*:\s+(\d+(?:\.\
 _TOTALS = {"cycle total", "total", "cycle"}
 # The same patterns for the chunk lane (lane()): `` classes, on printable ASCII lines only.
 _LANE_HEADER = r"\[(\w+?)_PROFILE\]\s*(.*)$"
+_LANE_HEADER_FOUND = r"\[\w+_PROFILE\]"  # where _HEADER.search finds a match (no captures: faster)
 _LANE_PHASE = _PHASE.pattern
 _LANE_TABLE = _TABLE_ROW.pattern
 _LANE_VALUE = _VALUE.pattern
+_PCT = r"^(?:cyc|cycle|step|iter)\b\s*\(\s*\d+(?:\.\d+)?\s*%\s*\)"  # what follows "ms/" when _PHASE has group 4
 
 
 def _where(lines: pl.Series, mask: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:
@@ -115,7 +117,7 @@ class Parser:
         ms = lines.str.contains("ms/", literal=True) & ~prof
         indented = lines.str.starts_with(" ") | lines.str.starts_with("\t")
         # The regexes run only on the lines that can match them (a value line is indented: see ends).
-        header = _where(lines, prof, lambda sub: sub.str.contains(_LANE_HEADER))
+        header = _where(lines, prof, lambda sub: sub.str.contains(_LANE_HEADER_FOUND))
         phase = _where(lines, ms, lambda sub: sub.str.contains(_LANE_PHASE))
         if _where(lines, ms & ~phase, lambda sub: sub.str.contains("tok/", literal=True)
                   & sub.str.contains(_LANE_TABLE)).any():
@@ -130,14 +132,18 @@ class Parser:
         if df.select((pl.col("phase") & ~pl.col("inside")).any()).item():
             return None  # headerless phases: a repeated name opens a window, read in Python
         read = df.filter(pl.col("prof") | pl.col("ms") | pl.col("inside")).get_column("pos")
-        if not lines.gather(read).str.contains(PLAIN).all():
+        if not plain_lines(chunk, read):
             return None
         df = df.with_columns(l=lines)
-        records = df.filter(((pl.col("phase") | pl.col("value")) & pl.col("inside")) | pl.col("header"))
-        if not records.select(untagged(line).all()).item():
+        # The process of a record's line: "main" (untagged()). A phase or value line starts with
+        # a space or a letter: only the literals anywhere in the line could tag it otherwise.
+        records = df.filter((pl.col("phase") | pl.col("value")) & pl.col("inside"))
+        if records.select(marked(line).any()).item():
             return None
         headers = df.filter(pl.col("header"))
         if headers.height:
+            if not headers.select(untagged(line).all()).item():
+                return None
             # dict(_HEADER_FIELD.findall(...)): the last `window=` of a header counts.
             fields = headers.select(
                 "pos", rest=line.str.extract(_LANE_HEADER, 2).str.extract_all(r"\w+=\d+")).explode("rest")
@@ -146,12 +152,21 @@ class Parser:
             fields = fields.filter(pl.col("rest").str.starts_with("window="))
         # The window of every line: one more per header above or on it.
         df = df.with_columns(window=pl.col("header").cast(pl.Int64).cum_sum() + self.window)
+        # The groups of _PHASE and _VALUE cut out with string splits (a regex's captures cost 4x its
+        # match): the name has no colon, so it is all before the first one; the number is all
+        # after it up to "ms/"; the percentage is there when _PCT matches what follows "ms/".
+        head = line.str.split_exact(":", 1)
+        unit = head.struct.field("field_1").str.split_exact("ms/", 1)
         names = df.filter(pl.col("phase") & pl.col("inside")).with_columns(
-            m=line.str.extract_groups(_LANE_PHASE)).unnest("m")
-        names = names.with_columns(name=pl.col("1").str.strip_chars(), ms_=pl.col("2").cast(pl.Float64),
-                                   pct_=pl.col("4").cast(pl.Float64))
-        values = df.filter(pl.col("value") & pl.col("inside")).with_columns(
-            m=line.str.extract_groups(_LANE_VALUE)).unnest("m")
+            name=head.struct.field("field_0").str.strip_chars(),
+            ms_=unit.struct.field("field_0").str.strip_chars().cast(pl.Float64),
+            after=unit.struct.field("field_1"))
+        names = names.with_columns(pct_=pl.when(pl.col("after").str.contains(_PCT)).then(
+            pl.col("after").str.split_exact("(", 1).struct.field("field_1").str.split_exact("%", 1)
+            .struct.field("field_0").str.strip_chars().cast(pl.Float64)))
+        values = df.filter(pl.col("value") & pl.col("inside")).with_columns(**{
+            "1": head.struct.field("field_0").str.strip_chars(),
+            "2": head.struct.field("field_1").str.strip_chars().str.strip_suffix("tok/s").str.strip_chars()})
         accept = values.filter(pl.col("1").str.starts_with("Accept"))
         if accept.filter(pl.col("2").str.contains(r"\.\d{7}")).height:
             return None
