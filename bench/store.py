@@ -27,7 +27,7 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from bench.run import generate  # noqa: E402
+from bench.loggen import cached_log  # noqa: E402
 from ingest import services  # noqa: E402
 from runs.models import Annotation, MetricSample, PhaseSample, Run  # noqa: E402
 from runs.services import add_annotation  # noqa: E402
@@ -50,12 +50,12 @@ def main() -> None:
     if args.annotate:
         return annotate(args.annotate)
     call_command("migrate", verbosity=0)
-    path = ROOT / "var" / "bench" / f"mixed-{args.size_mb}mb.log"
-    generate(path, args.size_mb)
+    path = cached_log(ROOT / "bench" / "data" / f"mixed-{args.size_mb}mb.log", size_bytes=args.size_mb << 20)
     size = path.stat().st_size
     user, _ = User.objects.get_or_create(username="bench")
     with open(path, "rb") as f:
-        run, _ = services.register_upload(user, [services.IncomingFile(path.name, f, size)], project="bench")
+        run, _ = services.register_upload(user, [services.IncomingFile(path.name, f, size)], project="bench",
+                                             create_project=True)
     lf = run.logfiles.get()
     before = peak_mb()
     start, cpu = time.perf_counter(), cpu_s()
