@@ -100,7 +100,9 @@ def _parse_chunks(chunks: Iterator[tuple[int, list[str]]], formats: Iterable[str
                     found[trigger] = set() if trigger not in present else set(
                         chunk.series.str.contains(trigger, literal=True).arg_true().to_list())
         chunk.plain = columns.plain(text)
-        mpi = [i for i, line in enumerate(lines) if type(line) is MpiLine]
+        mpi = getattr(lines, "mpi", None)  # text.Lines knows them; other callers' lists are looked through
+        if mpi is None:
+            mpi = [i for i, line in enumerate(lines) if type(line) is MpiLine]
         lanes = _lanes(readers, chunk) if len(lines) >= LANE_MIN_LINES and not mpi else {}
         fed = [r for r in readers if r not in lanes or lanes[r].consumed is not None]
         wanted: list[set[int]] = []

@@ -131,40 +131,46 @@ class Parser:
         df = df.with_columns(inside=pl.col("event").shift(1).forward_fill().fill_null(self.in_block))
         if df.select((pl.col("phase") & ~pl.col("inside")).any()).item():
             return None  # headerless phases: a repeated name opens a window, read in Python
-        read = df.filter(pl.col("prof") | pl.col("ms") | pl.col("inside")).get_column("pos")
-        if not plain_lines(chunk, read):
+        if not chunk.plain and not plain_lines(
+                chunk, df.filter(pl.col("prof") | pl.col("ms") | pl.col("inside")).get_column("pos")):
             return None
-        df = df.with_columns(l=lines)
+        # The window of every line: one more per header above or on it.
+        df = df.with_columns(window=pl.col("header").cast(pl.Int64).cum_sum() + self.window)
+
+        def rows(where: pl.Expr) -> pl.DataFrame:  # the lines where `where` holds, with their columns
+            picked = df.filter(where).select("pos", "window")
+            return picked.with_columns(l=lines.gather(picked.get_column("pos")))
+
         # The process of a record's line: "main" (untagged()). A phase or value line starts with
         # a space or a letter: only the literals anywhere in the line could tag it otherwise.
-        records = df.filter((pl.col("phase") | pl.col("value")) & pl.col("inside"))
-        if records.select(marked(line).any()).item():
+        names, values = rows(pl.col("phase") & pl.col("inside")), rows(pl.col("value") & pl.col("inside"))
+        if names.select(marked(line).any()).item() or values.select(marked(line).any()).item():
             return None
-        headers = df.filter(pl.col("header"))
+        headers = rows(pl.col("header"))
         if headers.height:
-            if not headers.select(untagged(line).all()).item():
+            # _HEADER.search's group 2 follows the first "_PROFILE]" when it is the only one.
+            if not headers.select(untagged(line).all()).item() or headers.select(
+                    line.str.count_matches("_PROFILE]", literal=True).max()).item() > 1:
                 return None
             # dict(_HEADER_FIELD.findall(...)): the last `window=` of a header counts.
-            fields = headers.select(
-                "pos", rest=line.str.extract(_LANE_HEADER, 2).str.extract_all(r"\w+=\d+")).explode("rest")
+            fields = headers.select("pos", "window", rest=line.str.split_exact("_PROFILE]", 1).struct.field("field_1")
+                                    .str.extract_all(r"\w+=\d+")).explode("rest")
             if "spec.steps" not in r.settings and fields.get_column("rest").str.starts_with("steps=").any():
                 return None  # the first steps= sets spec.steps: in order, in feed()
             fields = fields.filter(pl.col("rest").str.starts_with("window="))
-        # The window of every line: one more per header above or on it.
-        df = df.with_columns(window=pl.col("header").cast(pl.Int64).cum_sum() + self.window)
         # The groups of _PHASE and _VALUE cut out with string splits (a regex's captures cost 4x its
         # match): the name has no colon, so it is all before the first one; the number is all
         # after it up to "ms/"; the percentage is there when _PCT matches what follows "ms/".
         head = line.str.split_exact(":", 1)
         unit = head.struct.field("field_1").str.split_exact("ms/", 1)
-        names = df.filter(pl.col("phase") & pl.col("inside")).with_columns(
+        names = names.with_columns(
             name=head.struct.field("field_0").str.strip_chars(),
             ms_=unit.struct.field("field_0").str.strip_chars().cast(pl.Float64),
             after=unit.struct.field("field_1"))
         names = names.with_columns(pct_=pl.when(pl.col("after").str.contains(_PCT)).then(
             pl.col("after").str.split_exact("(", 1).struct.field("field_1").str.split_exact("%", 1)
             .struct.field("field_0").str.strip_chars().cast(pl.Float64)))
-        values = df.filter(pl.col("value") & pl.col("inside")).with_columns(**{
+        values = values.with_columns(**{
             "1": head.struct.field("field_0").str.strip_chars(),
             "2": head.struct.field("field_1").str.strip_chars().str.strip_suffix("tok/s").str.strip_chars()})
         accept = values.filter(pl.col("1").str.starts_with("Accept"))
@@ -177,8 +183,7 @@ class Parser:
         metric_parts = [names.filter(total).select(
             name=pl.lit("cycle_ms"), value="ms_", window="window", pos="pos", k=pl.lit(0, pl.Int64))]
         if headers.height:
-            metric_parts.append(fields.join(df.select("pos", "window"), on="pos").group_by(
-                "pos", maintain_order=True).last().select(
+            metric_parts.append(fields.group_by("pos", maintain_order=True).last().select(
                 name=pl.lit("window_cycles"), value=pl.col("rest").str.slice(7).cast(pl.Float64), window="window",
                 pos="pos", k=pl.lit(0, pl.Int64)))
         raw = accept.select(name=pl.lit("accept_len_raw"), value=pl.col("2").cast(pl.Float64), window="window",

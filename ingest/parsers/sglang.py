@@ -187,7 +187,6 @@ _LANE_DECODE = (
     rf"((?:{_LANE_KEY}: {_LANE_VALUE}, )*{_LANE_KEY}: {_LANE_VALUE})(?:, )?$"
 )
 _LANE_PREFILL = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?:DP|TP|EP|PP)\d+)*\] Prefill batch"
-_DECODE_ORDER = {"cuda graph": 0, "cpu graph": 1}
 
 
 class Parser:
@@ -282,11 +281,11 @@ class Parser:
         rows = rows.with_columns(tags=parts.struct.field("field_0").str.slice(20),
                                  body=parts.struct.field("field_1").str.replace(r"^(?: \[\d+\])?[.,]? ", "")
                                  .str.strip_suffix(", "))
-        pairs = rows.select("pos", field=pl.col("body").str.split(", ")).explode("field").with_columns(
-            key=pl.col("field").str.split_exact(": ", 1).struct.field("field_0"),
-            text=pl.col("field").str.split_exact(": ", 1).struct.field("field_1"),
-        ).with_columns(k=pl.int_range(pl.len()).over("pos"))
-        if pairs.select(pl.struct("pos", "key").is_duplicated().any()).item():
+        fields = pl.col("body").str.split(", ")
+        pairs = rows.select("pos", field=fields, k=pl.int_ranges(0, fields.list.len())).explode("field", "k")
+        pair = pl.col("field").str.split_exact(": ", 1)
+        pairs = pairs.with_columns(key=pair.struct.field("field_0"), text=pair.struct.field("field_1"))
+        if pairs.select(pl.struct("pos", "key").n_unique()).item() != pairs.height:
             return None  # split_fields keeps the last value at the first place: left to Python
         pairs = pairs.with_columns(value=pl.when(pl.col("text") == "True").then(1.0)
                                    .when(pl.col("text") == "False").then(0.0)
@@ -308,9 +307,10 @@ class Parser:
             "pos", "k", "window", "rank", "process", "value",
             name=pl.col("key").replace_strict(_DECODE_METRICS, return_dtype=pl.String))
         n = 1000  # emission order on a line: the fields, then graph, then tokens per cycle
-        graph = pairs.filter(pl.col("key").is_in(list(_DECODE_ORDER))).sort(
-            "pos", pl.col("key").replace_strict(_DECODE_ORDER, return_dtype=pl.Int64)).group_by(
-            "pos", maintain_order=True).first().filter(pl.col("text").is_in(["True", "False"])).select(
+        # fields.get("cuda graph", fields.get("cpu graph")): a line's cpu graph only if it has no cuda graph.
+        cuda = pairs.filter(pl.col("key") == "cuda graph")
+        cpu = pairs.filter(pl.col("key") == "cpu graph").join(cuda.select("pos"), on="pos", how="anti")
+        graph = pl.concat([cuda, cpu]).filter(pl.col("text").is_in(["True", "False"])).select(
             "pos", "window", "rank", "process", k=pl.lit(n, pl.Int64), name=pl.lit("graph"),
             value=(pl.col("text") == "True").cast(pl.Float64))
         accept = pairs.filter(pl.col("key") == "accept len").select(

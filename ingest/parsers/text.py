@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from itertools import accumulate
 from typing import BinaryIO
 
+import polars as pl
+
 from .records import ParseError
 
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
@@ -149,7 +151,7 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
         _mid_line(lineno + 1, warnings)
 
 
-def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, list[str]]]:
+def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, Lines]]:
     """Yield (number of the first line, cleaned lines) per read of BATCH bytes, cut at a newline.
 
     The same lines, numbers and warnings as read_lines, a chunk at a time. A line over
@@ -193,7 +195,7 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tupl
                         run = []
                     lineno += 1
                     _cut(lineno, warnings)
-                    yield lineno, [_decode(part[:MAX_LINE_BYTES], lineno, warnings)]
+                    yield lineno, _lines([_decode(part[:MAX_LINE_BYTES], lineno, warnings)], [0])
                 else:
                     run.append(part)
             if run:
@@ -204,7 +206,7 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tupl
             # Keep the first MiB of the monster line, drop the rest up to its end.
             lineno += 1
             _cut(lineno, warnings)
-            yield lineno, [_decode(data[:MAX_LINE_BYTES], lineno, warnings)]
+            yield lineno, _lines([_decode(data[:MAX_LINE_BYTES], lineno, warnings)], [0])
             data, skipping = b"", True
         if not more:
             if data.strip():
@@ -212,7 +214,20 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tupl
             return
 
 
-def _decode_block(block: bytes) -> list[str]:
+class Lines(list):
+    """A chunk's lines as _decode_block gives them, with `mpi`: the indices of its MpiLines
+    (only a cleaned line can be one: found while cleaning, not by a look at every line)."""
+
+    mpi: list[int]
+
+
+def _lines(lines: list[str], cleaned: Iterable[int] = ()) -> Lines:
+    out = Lines(lines)
+    out.mpi = sorted(i for i in cleaned if type(lines[i]) is MpiLine)
+    return out
+
+
+def _decode_block(block: bytes) -> Lines:
     """Lines of newline-separated bytes, decoded and cleaned as _decode does one line.
 
     One decode and split in C: UTF-8 never takes a newline into a multi-byte sequence, so it
@@ -222,10 +237,11 @@ def _decode_block(block: bytes) -> list[str]:
         block = block.replace(b"\x00", b"")
     text = block.decode("utf-8", errors="replace")
     lines = text.split("\n")
-    dirty = [t for t in _DIRTY if t in text]
+    # One Aho-Corasick pass (polars) for all of them: a search each costs 7x more on 2 MiB.
+    dirty = pl.Series([text]).str.extract_many(list(_DIRTY), overlapping=True).explode().drop_nulls().unique().to_list()
     colours = _COLOUR.search(text) is not None
     if not (dirty or colours or text.startswith(">")):
-        return lines
+        return _lines(lines)
     # Line i starts at ends[i - 1]: the character at p is on line bisect_right(ends, p).
     ends = list(accumulate(len(line) + 1 for line in lines))
     found = {0} if text.startswith(">") else set()
@@ -240,7 +256,7 @@ def _decode_block(block: bytes) -> list[str]:
         found.update(bisect_right(ends, m.start()) for m in _COLOUR.finditer(text))
     for i in found:
         lines[i] = clean(lines[i])
-    return lines
+    return _lines(lines, found)
 
 
 def _mid_line(lineno: int, warnings: list | None) -> None:
