@@ -299,3 +299,42 @@ def test_stored_rows_are_the_parsed_records_exactly(alice, data_dir):
     stored = sorted((m.name, m.value, m.window, m.line, m.rank, m.process, m.source) for m in metrics)
     assert stored == sorted((m.name, m.value, m.window, m.line, m.rank, m.process, m.source) for m in parsed.metrics)
     assert len(stored) > 40_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_deleted_while_its_rows_are_stored_keeps_none_of_them(alice, data_dir, monkeypatch):
+    """The bulk row tables have no database FK to refuse rows of a deleted run: delete_run waits
+    for the store holding the log file's row, then deletes what it wrote."""
+    import threading
+
+    block = "[EAGLE3_PROFILE] window=100 cycles, steps=2\n  Target verify:       4.02 ms/cyc  ( 83.6%)\n"
+    run = upload_bytes(alice, "racing.log", (block * 50).encode())
+    stored, release = threading.Event(), threading.Event()
+    finish = services._finish_logfile
+
+    def slow_finish(*args, **kwargs):  # inside the store's transaction, its rows written
+        stored.set()
+        release.wait(30)
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_finish_logfile", slow_finish)
+
+    def in_thread(call):
+        try:
+            call()
+        finally:
+            connection.close()
+
+    parse = threading.Thread(target=in_thread, args=(lambda: services.parse_logfile(run.logfiles.get().id),))
+    parse.start()
+    assert stored.wait(30)
+    delete = threading.Thread(target=in_thread, args=(lambda: services.delete_run(alice, Run.objects.get(id=run.id)),))
+    delete.start()
+    delete.join(1)
+    assert delete.is_alive()  # waiting for the store's lock on the log file
+    release.set()
+    parse.join(30)
+    delete.join(30)
+    assert not Run.objects.filter(id=run.id).exists()
+    assert not PhaseSample.objects.filter(run_id=run.id).exists()
+    assert not MetricSample.objects.filter(run_id=run.id).exists()
