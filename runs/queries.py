@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeGuard
 
-from django.db.models import Count, F, Prefetch, QuerySet
+from django.db.models import F, Prefetch, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
@@ -198,8 +198,10 @@ def run_statuses(user, ids: list[int]) -> list[Run]:
     ))
 
 
-def logfiles_with_counts(run: Run) -> list[LogFile]:
-    return list(run.logfiles.annotate(phase_rows=Count("phasesample")))
+def run_logfiles(run: Run) -> list[LogFile]:
+    """The run's log files as its page lists them: their columns only, no count over their rows
+    (a 100k-window run has millions; issue 10). Their process tables are in `Run.parsed`."""
+    return list(run.logfiles.defer("processes"))
 
 
 class ChartRow(NamedTuple):
@@ -238,7 +240,7 @@ def baseline_choices(user, run: Run) -> QuerySet[Run]:
 def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> tuple[Run | None, str]:
     """The baseline a person picked, else the suggested one: (run, "") or (None, why there is none)."""
     if is_int(chosen):
-        picked = visible_runs(user).filter(pk=int(chosen)).first()
+        picked = visible_runs(user).filter(pk=int(chosen)).defer(*LIST_DEFERRED).first()
         return picked, "" if picked else f"run {chosen} is not in your projects"
     return baseline_suggestion(user, run)
 
@@ -259,7 +261,7 @@ def baseline_suggestion(user, run: Run) -> tuple[Run | None, str]:
         return None, ""
     candidates = list(
         visible_runs(user).filter(project=run.project, status=Status.READY, spec_algorithm="", steps=None)
-        .defer("series").exclude(pk=run.pk).exclude(throughput_tok_s=None)
+        .defer(*LIST_DEFERRED).exclude(pk=run.pk).exclude(throughput_tok_s=None)
         .order_by("-created_at", "-id")[:BASELINE_CANDIDATES]
     )
     wanted = run_configs([run])[run.pk]
@@ -306,9 +308,11 @@ def run_configs(runs: list[Run]) -> dict[int, dict]:
     return config
 
 
-def first_lines(run: Run, kept: dict | None = None) -> dict[str, Mapping[str, Any]]:
+def first_lines(run: Run, kept: dict | None = None,
+                logfiles: list[LogFile] | None = None) -> dict[str, Mapping[str, Any]]:
     """For each phase name and metric, the first log line it was read from (provenance links),
-    from the run's stored series (`kept`, read if not given): no row is read."""
+    from the run's stored series (`kept`, read if not given) and its log files' settings
+    (`logfiles`, read if not given): no row is read."""
     kept = kept if kept is not None else stored.run_series(run)
     out: dict[str, Mapping[str, Any]] = {}
     for name, (logfile_id, line) in kept["phases"]["first"].items():
@@ -319,7 +323,7 @@ def first_lines(run: Run, kept: dict | None = None) -> dict[str, Mapping[str, An
         if figure and figure["points"]:
             _, _, line, logfile_id, _ = figure["points"][0]
             out[f"metric:{key}"] = {"source": figure["source"], "logfile_id": logfile_id, "line": line}
-    for lf in run.logfiles.all():
+    for lf in logfiles if logfiles is not None else run.logfiles.all():
         for key, s in (lf.settings or {}).items():
             out.setdefault(f"setting:{key}", {"logfile_id": lf.id, "line": s["line"]})
     return out

@@ -352,6 +352,30 @@ def test_the_page_of_a_100k_window_run_is_bounded_and_shows_the_same_medians(cli
     assert len(figure["windows"]) <= 200 and figure["median_line"] in {w["line"] for w in figure["windows"]}
 
 
+def _sql_of(client, url):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def test_the_run_page_reads_no_phase_or_metric_row_and_its_queries_do_not_grow_with_the_run(
+        client, alice, big_run):
+    """issue 10: the page reads the stored series, summary and file columns, never a run's rows
+    (a 100k-window run has millions); only a zoom reads rows, of its bounded window range."""
+    small, large = big_run(50, name="small"), big_run(5000, name="large")
+    client.force_login(alice)
+    client.get(f"/runs/{small.id}/")  # the session and the user's first look-ups, out of the counts
+    rows = re.compile(r'"runs_(phasesample|metricsample)"')
+    small_sql, large_sql = _sql_of(client, f"/runs/{small.id}/"), _sql_of(client, f"/runs/{large.id}/")
+    assert not [q for q in large_sql if rows.search(q)]
+    assert len(small_sql) == len(large_sql)
+    zoomed = [q for q in _sql_of(client, f"/runs/{large.id}/?from=10&to=20") if rows.search(q)]
+    assert len(zoomed) == 1 and '"window" >= 10' in zoomed[0] and '"window" <= 20' in zoomed[0]
+
+
 def test_a_zoomed_run_page_charts_every_row_of_its_windows(client, alice, big_run):
     from tests import synthetic
 
