@@ -7,8 +7,8 @@ elsewhere (compare.py, nccl.py, specdecode.py, summary.py): these only assemble 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NamedTuple, TypeGuard
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, TypeGuard, overload
 
 from django.db.models import F, Prefetch, QuerySet
 from django.db.models.fields.json import KeyTransform
@@ -180,15 +180,52 @@ def _list_columns(runs: QuerySet[Run]) -> QuerySet[Run]:
 
 def filtered_runs(user, filters: RunFilters, sort: str = "-date") -> QuerySet[Run]:
     """Runs of the user's projects matching the filters, in the chosen order (page and API)."""
-    runs = _list_columns(filters.filter(visible_runs(user)).select_related("project", "created_by")
-                         .prefetch_related("tags"))
+    runs = (filters.filter(visible_runs(user)).select_related("project", "created_by")
+            .prefetch_related("tags").defer(*LIST_DEFERRED))
     field = SORTS.get(sort.lstrip("-"), "created_at")
     expression = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
     return runs.order_by(expression, "-id")
 
 
+class RunPages:
+    """Filtered runs a page at a time, as Django's Paginator and the API's pagination read them:
+    count() over every match, and a slice in two queries: the page's ids in order (a sort of
+    narrow rows, whatever the page's depth), then the columns of those runs only, with the DP
+    scope taken out of their `parsed` (issue 10: taken in the sort, it read the stored parse of
+    every run before the page)."""
+
+    def __init__(self, runs: QuerySet[Run]) -> None:
+        self.runs = runs
+
+    def count(self) -> int:
+        return self.runs.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(_list_columns(self.runs))
+
+    @overload
+    def __getitem__(self, index: int) -> Run: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Run]: ...
+
+    def __getitem__(self, index: int | slice) -> Run | list[Run]:
+        if isinstance(index, int):
+            return self[index:index + 1][0]
+        ids = list(self.runs.values_list("id", flat=True)[index])
+        return list(_list_columns(self.runs.filter(id__in=ids))) if ids else []
+
+
+def run_pages(user, filters: RunFilters, sort: str = "-date") -> RunPages:
+    return RunPages(filtered_runs(user, filters, sort))
+
+
 def engines(user) -> list[str]:
-    return sorted(set(visible_runs(user).exclude(engine="").values_list("engine", flat=True)))
+    """Engines of the user's runs, for the list's filter (distinct in SQL: one row each, not one a run)."""
+    return sorted(visible_runs(user).exclude(engine="").order_by().values_list("engine", flat=True).distinct())
 
 
 def run_statuses(user, ids: list[int]) -> list[Run]:

@@ -37,7 +37,7 @@ FILTER_KEYS = ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "-date")
-    runs = queries.filtered_runs(request.user, queries.filters_from_query(request.GET), sort)
+    runs = queries.run_pages(request.user, queries.filters_from_query(request.GET), sort)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
