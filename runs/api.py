@@ -13,7 +13,6 @@ import json
 from pathlib import Path as PathLib
 from typing import Annotated, BinaryIO, cast
 
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import reverse
 from ninja import File, Form, Header, Path, Query, Router
@@ -72,9 +71,9 @@ RunId = Path(..., ge=1, le=MAX_ID, description="the run's id")
 
 @router.get("/runs", response={200: list[RunOut], errors(422): ErrorOut})
 @paginate(RunPagination)
-def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> QuerySet[Run]:
+def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> queries.RunPages:
     """Runs of your projects, newest first, filtered and a page at a time."""
-    return queries.filtered_runs(request.auth, filters)
+    return queries.run_pages(request.auth, filters)
 
 
 @router.get("/runs/{int:run_id}", response={200: RunDetailOut, errors(404, 422): ErrorOut})

@@ -7,10 +7,10 @@ elsewhere (compare.py, nccl.py, specdecode.py, summary.py): these only assemble 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NamedTuple, TypeGuard
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, TypeGuard, overload
 
-from django.db.models import Count, F, Prefetch, QuerySet
+from django.db.models import F, Prefetch, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
@@ -180,15 +180,52 @@ def _list_columns(runs: QuerySet[Run]) -> QuerySet[Run]:
 
 def filtered_runs(user, filters: RunFilters, sort: str = "-date") -> QuerySet[Run]:
     """Runs of the user's projects matching the filters, in the chosen order (page and API)."""
-    runs = _list_columns(filters.filter(visible_runs(user)).select_related("project", "created_by")
-                         .prefetch_related("tags"))
+    runs = (filters.filter(visible_runs(user)).select_related("project", "created_by")
+            .prefetch_related("tags").defer(*LIST_DEFERRED))
     field = SORTS.get(sort.lstrip("-"), "created_at")
     expression = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
     return runs.order_by(expression, "-id")
 
 
+class RunPages:
+    """Filtered runs a page at a time, as Django's Paginator and the API's pagination read them:
+    count() over every match, and a slice in two queries: the page's ids in order (a sort of
+    narrow rows, whatever the page's depth), then the columns of those runs only, with the DP
+    scope taken out of their `parsed` (issue 10: taken in the sort, it read the stored parse of
+    every run before the page)."""
+
+    def __init__(self, runs: QuerySet[Run]) -> None:
+        self.runs = runs
+
+    def count(self) -> int:
+        return self.runs.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(_list_columns(self.runs))
+
+    @overload
+    def __getitem__(self, index: int) -> Run: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Run]: ...
+
+    def __getitem__(self, index: int | slice) -> Run | list[Run]:
+        if isinstance(index, int):
+            return self[index:index + 1][0]
+        ids = list(self.runs.values_list("id", flat=True)[index])
+        return list(_list_columns(self.runs.filter(id__in=ids))) if ids else []
+
+
+def run_pages(user, filters: RunFilters, sort: str = "-date") -> RunPages:
+    return RunPages(filtered_runs(user, filters, sort))
+
+
 def engines(user) -> list[str]:
-    return sorted(set(visible_runs(user).exclude(engine="").values_list("engine", flat=True)))
+    """Engines of the user's runs, for the list's filter (distinct in SQL: one row each, not one a run)."""
+    return sorted(visible_runs(user).exclude(engine="").order_by().values_list("engine", flat=True).distinct())
 
 
 def run_statuses(user, ids: list[int]) -> list[Run]:
@@ -198,8 +235,10 @@ def run_statuses(user, ids: list[int]) -> list[Run]:
     ))
 
 
-def logfiles_with_counts(run: Run) -> list[LogFile]:
-    return list(run.logfiles.annotate(phase_rows=Count("phasesample")))
+def run_logfiles(run: Run) -> list[LogFile]:
+    """The run's log files as its page lists them: their columns only, no count over their rows
+    (a 100k-window run has millions; issue 10). Their process tables are in `Run.parsed`."""
+    return list(run.logfiles.defer("processes"))
 
 
 class ChartRow(NamedTuple):
@@ -238,7 +277,7 @@ def baseline_choices(user, run: Run) -> QuerySet[Run]:
 def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> tuple[Run | None, str]:
     """The baseline a person picked, else the suggested one: (run, "") or (None, why there is none)."""
     if is_int(chosen):
-        picked = visible_runs(user).filter(pk=int(chosen)).first()
+        picked = visible_runs(user).filter(pk=int(chosen)).defer(*LIST_DEFERRED).first()
         return picked, "" if picked else f"run {chosen} is not in your projects"
     return baseline_suggestion(user, run)
 
@@ -259,7 +298,7 @@ def baseline_suggestion(user, run: Run) -> tuple[Run | None, str]:
         return None, ""
     candidates = list(
         visible_runs(user).filter(project=run.project, status=Status.READY, spec_algorithm="", steps=None)
-        .defer("series").exclude(pk=run.pk).exclude(throughput_tok_s=None)
+        .defer(*LIST_DEFERRED).exclude(pk=run.pk).exclude(throughput_tok_s=None)
         .order_by("-created_at", "-id")[:BASELINE_CANDIDATES]
     )
     wanted = run_configs([run])[run.pk]
@@ -306,9 +345,11 @@ def run_configs(runs: list[Run]) -> dict[int, dict]:
     return config
 
 
-def first_lines(run: Run, kept: dict | None = None) -> dict[str, Mapping[str, Any]]:
+def first_lines(run: Run, kept: dict | None = None,
+                logfiles: list[LogFile] | None = None) -> dict[str, Mapping[str, Any]]:
     """For each phase name and metric, the first log line it was read from (provenance links),
-    from the run's stored series (`kept`, read if not given): no row is read."""
+    from the run's stored series (`kept`, read if not given) and its log files' settings
+    (`logfiles`, read if not given): no row is read."""
     kept = kept if kept is not None else stored.run_series(run)
     out: dict[str, Mapping[str, Any]] = {}
     for name, (logfile_id, line) in kept["phases"]["first"].items():
@@ -319,7 +360,7 @@ def first_lines(run: Run, kept: dict | None = None) -> dict[str, Mapping[str, An
         if figure and figure["points"]:
             _, _, line, logfile_id, _ = figure["points"][0]
             out[f"metric:{key}"] = {"source": figure["source"], "logfile_id": logfile_id, "line": line}
-    for lf in run.logfiles.all():
+    for lf in logfiles if logfiles is not None else run.logfiles.all():
         for key, s in (lf.settings or {}).items():
             out.setdefault(f"setting:{key}", {"logfile_id": lf.id, "line": s["line"]})
     return out

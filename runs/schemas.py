@@ -87,7 +87,8 @@ class RunPagination(PaginationBase):
     def paginate_queryset(self, queryset: QuerySet, pagination: Input, request: HttpRequest, **params: Any) -> dict:
         start = (pagination.page - 1) * pagination.page_size
         return {
-            "items": queryset[start:start + pagination.page_size], "total": self._items_count(queryset),
+            # A QuerySet, or runs.queries.RunPages (the run list): both count and slice.
+            "items": queryset[start:start + pagination.page_size], "total": queryset.count(),
             "page": pagination.page, "page_size": pagination.page_size,
         }
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Count, F, Max
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from ingest.parsers import parse_lines
@@ -37,7 +37,7 @@ from runs.models import (
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
 from runs.processes import ROLES
-from runs.series import fresh_series
+from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import person_vs_logs, renew_nccl, summarize_run
 
 
@@ -484,6 +484,26 @@ def refresh_run(run_id: int) -> None:
     run.series = fresh_series(run)
     run.save()
     mark_nccl_roles(run, parsed.get("processes") or [])
+
+
+def runs_without_series() -> list[int]:
+    """Ids of the runs whose pages would compute their series on every request: stored before
+    `Run.series` existed (or in an older shape), and not parsing now (refresh_run stores theirs)."""
+    lacking = Run.objects.filter(Q(series__isnull=True) | ~Q(series__v=SERIES_VERSION))
+    return list(lacking.exclude(status__in=(Status.QUEUED, Status.PARSING)).order_by("id")
+                .values_list("id", flat=True))
+
+
+def backfill_series(run_id: int) -> bool:
+    """Compute and store one run's series (runs/series.py) if it lacks them; True if it stored.
+    Locked as refresh_run locks: a parse that ends meanwhile waits, then stores its own."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().only("id", "status", "series").filter(id=run_id).first()
+        if run is None or run.is_busy or (isinstance(run.series, dict) and run.series.get("v") == SERIES_VERSION):
+            return False
+        run.series = fresh_series(run)
+        run.save(update_fields=["series"])
+    return True
 
 
 def refresh_nccl(run_id: int) -> None:

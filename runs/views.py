@@ -37,7 +37,7 @@ FILTER_KEYS = ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "-date")
-    runs = queries.filtered_runs(request.user, queries.filters_from_query(request.GET), sort)
+    runs = queries.run_pages(request.user, queries.filters_from_query(request.GET), sort)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -78,12 +78,13 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         chart = charts.with_notes(charts.phase_timeline(phases), [a for a in annotations if not a.deleted_at],
                                   {a.id: a.author.get_username() if a.author else "" for a in annotations})
     role = role_in(request.user, run.project_id)
+    logfiles = queries.run_logfiles(run)
     return render(request, "runs/run_detail.html", {
         "thread": _thread(annotations, request.user, role), "role": role,
         "anchored": [a for a in annotations if a.anchored and not a.deleted_at],
-        "run": run, "logfiles": queries.logfiles_with_counts(run), "parsed": parsed,
+        "run": run, "logfiles": logfiles, "parsed": parsed,
         "phases": parsed.get("phases", []), "chart": chart,
-        "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run, kept),
+        "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run, kept, logfiles),
         **_zoom_context(request, zoom, series.MAX_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),

@@ -173,3 +173,39 @@ def test_cleanup_removes_only_old_orphans_and_dry_run_removes_nothing(settings, 
     call_command("cleanup", "--older-than", "3600", stdout=StringIO(), stderr=StringIO())
     assert not old_upload.exists() and not old_part.exists()
     assert fresh_part.exists() and stored.exists()  # too young, and a run's log: kept
+
+
+def test_backfill_series_stores_the_series_of_runs_that_lack_them_once(alice, upload_run):
+    from runs.series import SERIES_VERSION, compute_series
+
+    old = upload_run(alice, "spec_eagle3_tuned_2step.log", name="stored before series")
+    older = upload_run(alice, "spec_baseline_nospec.log", name="an older shape")
+    kept = upload_run(alice, "sweep/sweep_default_2step.log", name="has its series")
+    busy = upload_run(alice, "nccl-tests_all_reduce_default.log", name="still queued", parse=False)
+    Run.objects.filter(id=old.id).update(series=None)
+    Run.objects.filter(id=older.id).update(series={"v": SERIES_VERSION - 1})
+    Run.objects.filter(id=kept.id).update(series={**kept.series, "marker": "untouched"})
+    out, err = StringIO(), StringIO()
+    call_command("backfill_series", stdout=out, stderr=err)
+    assert "filled 2 run(s)" in err.getvalue()
+    for run in (old, older):
+        run.refresh_from_db()
+        assert run.series["v"] == SERIES_VERSION
+        assert run.series["phases"] == compute_series(run.id)["phases"] and run.series["files"]
+    assert Run.objects.get(id=kept.id).series["marker"] == "untouched"
+    assert Run.objects.get(id=busy.id).series is None  # its parse stores them
+    err = StringIO()
+    call_command("backfill_series", stdout=StringIO(), stderr=err)
+    assert "filled 0 run(s)" in err.getvalue()
+
+
+def test_backfill_series_of_one_run_leaves_the_others(alice, upload_run):
+    one = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    other = upload_run(alice, "spec_baseline_nospec.log")
+    Run.objects.filter(id__in=[one.id, other.id]).update(series=None)
+    err = StringIO()
+    call_command("backfill_series", "--run", str(one.id), stdout=StringIO(), stderr=err)
+    assert "filled 1 run(s)" in err.getvalue()
+    assert Run.objects.get(id=one.id).series and Run.objects.get(id=other.id).series is None
+    with pytest.raises(CommandError, match="no run"):
+        call_command("backfill_series", "--run", "999999")

@@ -352,6 +352,66 @@ def test_the_page_of_a_100k_window_run_is_bounded_and_shows_the_same_medians(cli
     assert len(figure["windows"]) <= 200 and figure["median_line"] in {w["line"] for w in figure["windows"]}
 
 
+def _sql_of(client, url, headers=None):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url, headers=headers or {}).status_code == 200
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def test_the_run_page_reads_no_phase_or_metric_row_and_its_queries_do_not_grow_with_the_run(
+        client, alice, big_run):
+    """issue 10: the page reads the stored series, summary and file columns, never a run's rows
+    (a 100k-window run has millions); only a zoom reads rows, of its bounded window range."""
+    small, large = big_run(50, name="small"), big_run(5000, name="large")
+    client.force_login(alice)
+    client.get(f"/runs/{small.id}/")  # the session and the user's first look-ups, out of the counts
+    rows = re.compile(r'"runs_(phasesample|metricsample)"')
+    small_sql, large_sql = _sql_of(client, f"/runs/{small.id}/"), _sql_of(client, f"/runs/{large.id}/")
+    assert not [q for q in large_sql if rows.search(q)]
+    assert len(small_sql) == len(large_sql)
+    zoomed = [q for q in _sql_of(client, f"/runs/{large.id}/?from=10&to=20") if rows.search(q)]
+    assert len(zoomed) == 1 and '"window" >= 10' in zoomed[0] and '"window" <= 20' in zoomed[0]
+
+
+def _runs(alice, count, start=0):
+    from runs.models import Project, Run, Tag
+
+    project, tag = Project.objects.get(name="team"), Tag.objects.get_or_create(name="nightly")[0]
+    scope = {"kind": "sum_over_dp_ranks", "ranks": 2, "dp_size": 2, "dp_attention": True}
+    for i in range(start, start + count):
+        run = Run.objects.create(project=project, name=f"run {i:03}", created_by=alice, status="ready",
+                                 throughput_tok_s=100 + i, parsed={"summary": {"throughput_scope": scope}})
+        run.tags.add(tag)
+
+
+@pytest.mark.parametrize("url", ["/?page=2", "/?sort=-tok_s&page=2", "/api/v1/runs?page=2&page_size=5"])
+def test_a_list_page_reads_the_same_queries_whatever_the_number_of_runs_and_sorts_without_parses(
+        client, alice, bearer, url):
+    """issue 10: a page of the list costs the same with 12 runs or 60 (no query a row); the sort
+    takes ids only, so no run's `parsed` is read for the runs before the page."""
+    _runs(alice, 12)
+    client.force_login(alice)
+    headers = bearer(alice) if url.startswith("/api/") else {}
+    client.get(url, headers=headers)  # the session, out of the counts
+    few = _sql_of(client, url, headers)
+    _runs(alice, 48, start=12)
+    many = _sql_of(client, url, headers)
+    assert len(few) == len(many)
+    paged = [q for q in many if "OFFSET" in q]
+    assert len(paged) == 1 and '"parsed"' not in paged[0]
+
+
+def test_the_list_shows_the_dp_scope_of_each_run_of_the_page(client, alice):
+    _runs(alice, 60)
+    client.force_login(alice)
+    body = client.get("/?page=2").content.decode()
+    assert "run 009" in body and "run 010" not in body  # newest first: page 2 holds the 10 oldest
+    assert body.count("sum over 2 DP ranks") == 10
+
+
 def test_a_zoomed_run_page_charts_every_row_of_its_windows(client, alice, big_run):
     from tests import synthetic
 
