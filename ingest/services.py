@@ -673,6 +673,7 @@ def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple] | pl.Dat
 
 def _finish_logfile(lf: LogFile, result: ParseResult, digest: FileDigest) -> None:
     LogFileDigest.objects.create(logfile=lf, data=digest.encode())
+    digest.drop()  # refresh_run reads the digest back: not twice in memory
     LogFile.objects.filter(id=lf.id).update(
         status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
         formats=result.formats,

@@ -312,6 +312,8 @@ class FileDigest:
         return rows
 
     def encode(self) -> bytes:
+        """The digest's bytes (zlib), compressed a column at a time: never all the raw columns at
+        once beside the arrays (a 512 MB log's digest is ~400 MB of them, issue 10)."""
         groups = [(True, g) for g in self._grouper.groups(True)] + [(False, g) for g in self._grouper.groups(False)]
         header = {
             "v": VERSION, "byteorder": sys.byteorder, "max_window": self.max_window,
@@ -320,13 +322,48 @@ class FileDigest:
                         g.windows.typecode, g.lines.typecode, g.order.typecode] for phase, g in groups],
         }
         head = json.dumps(header).encode()
-        parts = [struct.pack("<I", len(head)), head]
+        z = zlib.compressobj(1)
+        out = [z.compress(struct.pack("<I", len(head))), z.compress(head)]
         for phase, g in groups:
-            parts += [g.windows.tobytes(), g.lines.tobytes(), g.values.tobytes(), g.order.tobytes()]
+            columns = [g.windows, g.lines, g.values, g.order]
             if phase:
                 assert g.pcts is not None
-                parts.append(g.pcts.tobytes())
-        return zlib.compress(b"".join(parts), 1)
+                columns.append(g.pcts)
+            out += [z.compress(memoryview(c).cast("B")) for c in columns]
+        out.append(z.flush())
+        return b"".join(out)
+
+    def drop(self) -> None:
+        """Forget the rows (once encoded): the store's refresh then runs without them in memory."""
+        self._grouper = _Grouper()
+
+
+class _Inflater:
+    """A zlib stream read a piece at a time: a digest's columns come out one by one, never the
+    whole raw digest at once."""
+
+    STEP = 1 << 20
+
+    def __init__(self, blob: bytes | memoryview) -> None:
+        self.blob, self.pos = memoryview(blob), 0
+        self.z = zlib.decompressobj()
+        self.buf = bytearray()
+
+    def read(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            if self.z.unconsumed_tail:
+                more = self.z.decompress(self.z.unconsumed_tail, max(n - len(self.buf), self.STEP))
+            elif self.pos < len(self.blob):
+                more = self.z.decompress(self.blob[self.pos:self.pos + self.STEP], max(n - len(self.buf), self.STEP))
+                self.pos += self.STEP
+            else:
+                more = self.z.flush()
+                if not more:
+                    raise ValueError("digest cut short")
+            self.buf += more
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
 
 
 @dataclass
@@ -337,23 +374,20 @@ class Decoded:
     metrics: list[Group]
 
 
-def decode(blob: bytes, logfile: int, offset: int) -> Decoded:
+def decode(blob: bytes | memoryview, logfile: int, offset: int) -> Decoded:
     """A FileDigest's bytes back as groups of `logfile`, windows moved on by `offset` (a run's
     later files follow on from the earlier ones, as run_result numbers them)."""
-    raw = zlib.decompress(blob)
-    (size,) = struct.unpack_from("<I", raw, 0)
-    header = json.loads(raw[4:4 + size])
+    stream = _Inflater(blob)
+    (size,) = struct.unpack("<I", stream.read(4))
+    header = json.loads(stream.read(size))
     if header["v"] != VERSION:
         raise ValueError(f"digest version {header['v']} (this code reads {VERSION})")
     swap = header["byteorder"] != sys.byteorder
-    pos = 4 + size
     out = Decoded(header["max_window"], header["last_avg_busbw"], [], [])
 
     def take(typecode: str, n: int) -> array:
-        nonlocal pos
         a = array(typecode)
-        a.frombytes(raw[pos:pos + n * a.itemsize])
-        pos += n * a.itemsize
+        a.frombytes(stream.read(n * a.itemsize))
         if swap:
             a.byteswap()
         return a

@@ -398,7 +398,7 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
         blob = blobs.pop(lf.id, None)
         if blob is None:  # parsed before digests existed: made once from its rows, then kept
             blob = digest_from_rows(lf)
-        d = digest.decode(bytes(blob), lf.id, offset)
+        d = digest.decode(blob, lf.id, offset)
         del blob
         rows.phases += d.phases
         rows.metrics += d.metrics
