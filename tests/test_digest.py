@@ -111,6 +111,24 @@ def test_a_digest_round_trips_with_its_windows_moved_on():
     assert [m.name for m in back.metrics] == ["cycle_ms", "avg_busbw_gbs"] and list(back.metrics[0].order) == [2]
 
 
+def test_a_large_digest_round_trips_a_column_at_a_time_and_a_cut_one_is_refused():
+    import random
+
+    rng = random.Random(1)
+    d = digest.FileDigest()
+    for w in range(1, 150_001):  # columns of several MiB: read back across many inflate steps
+        d.metric("TP0", "sglang_decode", "gen_throughput_tok_s", "", w, 2 * w, rng.random())
+        d.phase("main", "eagle_profile", "Draft", w, 2 * w + 1, rng.random(), None if w % 3 else 1.5)
+    blob = d.encode()
+    back = digest.decode(memoryview(blob), logfile=1, offset=0)
+    (tput,), (draft,) = back.metrics, back.phases
+    kept = d.rows()
+    assert tput.values == kept.metrics[0].values and draft.values == kept.phases[0].values
+    assert list(draft.lines[-2:]) == [299_999, 300_001] and draft.order == kept.phases[0].order
+    with pytest.raises(ValueError, match="cut short"):
+        digest.decode(blob[: len(blob) // 2], logfile=1, offset=0)
+
+
 def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
     header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
     rows = [f"{8 << i:>12} {2 << i:>12}     float     sum      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0"
