@@ -455,3 +455,21 @@ def test_dp_attention_throughput_says_it_is_a_sum_over_the_ranks(client, alice, 
     assert run.parsed["summary"]["throughput_scope"]["ranks"] == 2
     headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
     assert "dp.log's throughput is the sum over 2 DP ranks (DP attention)." in headline[0]["text"]
+
+
+def test_dp_attention_with_untagged_lines_says_the_figure_is_not_the_sum(client, alice, upload_run):
+    run = parsed_upload(alice, "dp.log", dp_attention_log(tagged=False))
+    base = upload_run(alice, "spec_baseline_nospec.log", name="one rank")
+    client.force_login(alice)
+    scope = "median of 2 DP ranks&#x27; untagged lines, not their sum"
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert 'id="throughput-scope"' in body and scope in body and "cannot be told apart" in body
+    assert run.parsed["summary"]["throughput_scope"]["ranks"] is None
+    row = client.get("/").content.decode().split(f'data-run="{run.id}"')[1].split("</tr>")[0]
+    assert scope in row
+    live = client.get(f"/runs/status.json?ids={run.id}").json()["runs"][0]
+    assert live["throughput_scope"] == "median of 2 DP ranks' untagged lines, not their sum"
+    compare = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}").content.decode()
+    assert scope in compare
+    headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
+    assert "dp.log's throughput is the median of 2 DP ranks' untagged lines, not their sum." in headline[0]["text"]
