@@ -76,7 +76,9 @@ def throughput_scope_text(scope: dict | None) -> str:
     """`sum over 4 DP ranks (DP attention)` for summary.throughput_scope; "" when it does not apply.
 
     Read after "the throughput is the ..." in the comparison's headline, so a noun phrase."""
-    kind = (scope or {}).get("kind")
+    if not scope:
+        return ""
+    kind = scope.get("kind")
     if kind == "sum_over_dp_ranks":
         return f"sum over {scope['ranks']} DP ranks" + (" (DP attention)" if scope.get("dp_attention") else "")
     if kind == "untagged_dp_ranks":
