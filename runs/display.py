@@ -73,7 +73,25 @@ def csv_value(value: object, kind: str | int) -> Decimal | None:
 
 
 def throughput_scope_text(scope: dict | None) -> str:
-    """`sum over 4 DP ranks (DP attention)` for summary.throughput_scope; "" when it does not apply."""
-    if not scope or scope.get("kind") != "sum_over_dp_ranks":
+    """`sum over 4 DP ranks (DP attention)` for summary.throughput_scope; "" when it does not apply.
+
+    Read after "the throughput is the ..." in the comparison's headline, so a noun phrase."""
+    if not scope:
         return ""
-    return f"sum over {scope['ranks']} DP ranks" + (" (DP attention)" if scope.get("dp_attention") else "")
+    kind = scope.get("kind")
+    if kind == "sum_over_dp_ranks":
+        return f"sum over {scope['ranks']} DP ranks" + (" (DP attention)" if scope.get("dp_attention") else "")
+    if kind == "untagged_dp_ranks":
+        return f"median of {scope['dp_size']} DP ranks' untagged lines, not their sum"
+    return ""
+
+
+def throughput_scope_title(scope: dict | None) -> str:
+    """The longer why of throughput_scope_text (a tooltip), "" when it does not apply."""
+    kind = (scope or {}).get("kind")
+    if kind == "sum_over_dp_ranks":
+        return "each DP rank logs its own rate; the figure adds them up per window"
+    if kind == "untagged_dp_ranks":
+        return ("each DP rank logs its own rate, but these lines carry no DP tag, so they cannot be told "
+                "apart and added up per window: the figure is about one rank's rate, not the server's")
+    return ""

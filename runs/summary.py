@@ -148,15 +148,34 @@ def throughput_scope(metrics: list[Group], settings: dict) -> dict | None:
     Each DP rank (SGLang with DP attention, vLLM's `Engine 00N`) logs its own rate and the summary
     adds them up per window: the figure is the server's, a sum over the ranks, not one rank's.
     `ranks` counts the ranks the log shows; `dp_size` is what the launch declared (None if unsaid).
+
+    With DP attention every DP rank's scheduler prints its own decode lines (FORMATS §1.1); when
+    they carry no `DPn` tag (a logging config without the prefix) nothing tells whose line is
+    whose, so no sum per window can be made: the figure is the median over all the ranks' lines,
+    about one rank's rate. Kind `untagged_dp_ranks`, `ranks` None: the figure's meaning is stated,
+    never passed off as the server's.
     """
     best = _throughput_source(metrics)
     if best is None:
         return None
     ranks = {g.rank for g in metrics if len(g) and g.name in THROUGHPUT_NAMES and g.source == best}
+    dp_size = _value(settings, "dp_size")
+    dp_attention = bool(_value(settings, "sglang.enable_dp_attention"))
     if len(ranks) > 1:
-        return {"kind": "sum_over_dp_ranks", "ranks": len(ranks), "dp_size": _value(settings, "dp_size"),
-                "dp_attention": bool(_value(settings, "sglang.enable_dp_attention"))}
+        return {"kind": "sum_over_dp_ranks", "ranks": len(ranks), "dp_size": dp_size, "dp_attention": dp_attention}
+    if (best == "sglang_decode" and ranks == {""} and dp_attention
+            and isinstance(dp_size, int) and dp_size > 1):
+        return {"kind": UNTAGGED_DP_RANKS, "ranks": None, "dp_size": dp_size, "dp_attention": True}
     return None
+
+
+UNTAGGED_DP_RANKS = "untagged_dp_ranks"
+
+
+def untagged_dp_ranks_warning(dp_size: int) -> str:
+    return (f"the server runs DP attention over {dp_size} DP ranks, but its decode lines carry no DP tag: "
+            "the ranks' lines cannot be told apart, so the throughput is the median over all of them "
+            "(about one rank's rate), not the server's total")
 
 
 # The raw figure each source prints for tokens per cycle, and whether it already counts the bonus token.
@@ -298,6 +317,11 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
         summary, phases = figures(rows.metrics, rows.phases, s)
         if launches_count > 1:
             summary = {**summary, "blended": True}
+    untagged = [sc for sc in (summary.get("throughput_scope"), *(la["summary"].get("throughput_scope")
+                                                                  for la in launches))
+                if sc and sc["kind"] == UNTAGGED_DP_RANKS]
+    if untagged:  # said once, in the run's warnings too: the figure beside it is not what it looks like
+        warnings.append({"line": None, "message": untagged_dp_ranks_warning(untagged[0]["dp_size"])})
     parsed = {
         "formats": list(result.formats),
         "engine": _value(s, "engine"),

@@ -45,11 +45,17 @@ def golden(request: pytest.FixtureRequest):
 @pytest.fixture(autouse=True)
 def data_dir(settings, tmp_path):
     """Each test stores logs in its own data dir, and counts throttling in a cache of its own
-    (the real one is Redis, shared by all web processes: counts would leak between tests)."""
+    (the real one is Redis, shared by all web processes: counts would leak between tests), and
+    hashes passwords cheaply."""
     from django.core.cache import cache
 
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     cache.clear()
+    # Every persona's password is hashed when made and checked at each login: PBKDF2's 10^6 rounds
+    # cost half a second each on this machine, MD5 nothing. No test is about the hash's strength;
+    # PBKDF2 stays second so a password hashed outside the test (a subprocess) still checks.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher",
+                                 "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
     return settings.DATA_DIR

@@ -63,10 +63,11 @@ def parsed_upload(user, name: str, content: bytes, **kw):
     return run
 
 
-def dp_attention_log(windows: int = 4, rates: tuple[str, ...] = ("150.05", "47.00")) -> bytes:
+def dp_attention_log(windows: int = 4, rates: tuple[str, ...] = ("150.05", "47.00"), tagged: bool = True) -> bytes:
     """An SGLang log of a server with DP attention: server_args saying so, then one decode line per
-    DP rank and window (`[... DP1 TP1]`), each rank with its own rate."""
-    line = ("[2025-05-08 10:00:0{s} DP{d} TP{d}] Decode batch. #running-req: 8, #token: 900, token usage: 0.05, "
+    DP rank and window (`[... DP1 TP1]`, or no tag when not `tagged`), each rank with its own rate."""
+    tag = " DP{d} TP{d}" if tagged else ""
+    line = (f"[2025-05-08 10:00:0{{s}}{tag}] Decode batch. #running-req: 8, #token: 900, token usage: 0.05, "
             "accept len: 2.{d}5, gen throughput (token/s): {g}, #queue-req: 0, ")
     head = (f"server_args=ServerArgs(model_path='m', tp_size={len(rates)}, dp_size={len(rates)}, "
             "enable_dp_attention=True, speculative_num_steps=3)")

@@ -62,3 +62,10 @@ def test_throughput_scope_text_says_the_sum_over_dp_ranks():
     assert display.throughput_scope_text(scope) == "sum over 4 DP ranks (DP attention)"
     assert display.throughput_scope_text({**scope, "dp_attention": False}) == "sum over 4 DP ranks"
     assert display.throughput_scope_text(None) == ""
+
+
+def test_throughput_scope_text_says_untagged_dp_lines_are_not_a_sum():
+    scope = {"kind": "untagged_dp_ranks", "ranks": None, "dp_size": 2, "dp_attention": True}
+    assert display.throughput_scope_text(scope) == "median of 2 DP ranks' untagged lines, not their sum"
+    assert "cannot be told apart" in display.throughput_scope_title(scope)
+    assert display.throughput_scope_title(None) == ""

@@ -1,4 +1,9 @@
-from ingest.parsers import parse_lines, parse_stream
+import io
+
+import pytest
+
+import ingest.parsers as parsers
+from ingest.parsers import nccl_tests, parse_lines, parse_stream, processes
 from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
@@ -223,3 +228,53 @@ def test_public_compact_header_sample():
     assert sides(r) == [(34359738368, 875713.0, 39.24, 68.66, 0, False)]
     assert r.collectives[0].op == "all_reduce"
     assert [m.value for m in r.metrics if m.name == "avg_busbw_gbs"] == [68.6248]
+
+
+# A table named only at its end: no `starting` line, no command line (FORMATS §5, 2.18+ footer).
+LATE = [CLASSIC[0], *CLASSIC[2:8], *[CLASSIC[8]] * 6, *CLASSIC[9:]]
+
+
+@pytest.mark.parametrize("engine", ["lines", "chunks"])
+def test_rows_named_only_by_the_concluding_line_reach_a_sink_with_their_op(engine, monkeypatch):
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    stored = []  # the ops as a store would have written them, when the sink took the rows
+
+    def sink(r):
+        stored.extend(c.op for c in r.take_rows()[2])
+
+    result = parse_stream(io.BytesIO(("\n".join(LATE) + "\n").encode()), sink=sink, engine=engine)
+    assert stored == ["all_reduce"] * 14 and result.collectives == []
+
+
+def test_a_table_never_named_goes_to_the_result_when_the_next_table_starts():
+    r = parse_lines(formats=["nccl_tests"], lines=CLASSIC[4:9] + CLASSIC[:9])
+    assert [c.op for c in r.collectives] == ["unknown"] * 4 + ["all_reduce"] * 4
+    assert [c.line for c in r.collectives] == [4, 4, 5, 5, 13, 13, 14, 14]
+
+
+def test_held_rows_keep_the_process_of_their_own_line():
+    tagged = ["[1,3]<stdout>:" + line for line in LATE]
+    r = parse_lines(tagged)
+    assert {(c.op, c.process) for c in r.collectives} == {("all_reduce", "mpi 1,3")}
+
+
+@pytest.mark.parametrize("engine", ["lines", "chunks"])
+def test_rows_held_past_the_tagger_window_are_released_with_their_process(engine, monkeypatch):
+    # A table longer than HOLD_LINES with every line tagged: its first rows leave before the
+    # name comes, each stamped with the process of its own line (the Tagger keeps RECENT tags).
+    monkeypatch.setattr(nccl_tests, "HOLD_LINES", 3)
+    monkeypatch.setattr(processes, "RECENT", 6)
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    tagged = "\n".join(f"[1,{n % 3}]<stdout>:{line}" for n, line in enumerate(LATE, 1)) + "\n"
+    stored = []  # what a store would have written: the rows as the sink took them
+
+    def sink(r):
+        stored.extend((c.line, c.process, c.op) for c in r.take_rows()[2])
+
+    parse_stream(io.BytesIO(tagged.encode()), sink=sink, engine=engine)
+    assert [line for line, _, _ in stored] == [n for n in range(7, 14) for _ in (0, 1)]
+    assert [process for _, process, _ in stored] == [f"mpi 1,{line % 3}" for line, _, _ in stored]
+    # Lines 7-9 left at line 10, 10-12 at line 13 and 13 at line 16, before the name on line 17.
+    assert [op for _, _, op in stored] == ["unknown"] * 14

@@ -1,9 +1,9 @@
 import pytest
 
 from ingest.parsers import parse_lines, parse_stream
-from runs.summary import summarize
+from runs.summary import summarize, untagged_dp_ranks_warning
 from tests.samples import bench_row as row
-from tests.samples import public_sample
+from tests.samples import dp_attention_log, public_sample
 
 DECODE_2024 = (
     "[2024-11-30 05:10:04 TP0] Decode batch. #running-req: 1, #token: 234, token usage: 0.00, "
@@ -130,6 +130,26 @@ def test_dp_attention_throughput_says_it_is_a_sum_over_the_dp_ranks():
     summary = summarize(r)["summary"]
     assert summary["throughput_tok_s"] == 400.0
     assert summary["throughput_scope"] == {"kind": "sum_over_dp_ranks", "ranks": 2, "dp_size": 2, "dp_attention": True}
+
+
+def test_dp_attention_with_untagged_decode_lines_says_the_ranks_could_not_be_told_apart():
+    r = parse_lines(formats=["sglang"], lines=dp_attention_log(tagged=False).decode().splitlines())
+    parsed = summarize(r)
+    summary = parsed["summary"]
+    # Each line is one rank's rate: no sum can be made, the figure is the median over all of them.
+    assert summary["throughput_tok_s"] == pytest.approx((150.05 + 47.00) / 2)
+    assert summary["throughput_scope"] == {"kind": "untagged_dp_ranks", "ranks": None, "dp_size": 2,
+                                           "dp_attention": True}
+    assert [w["message"] for w in parsed["warnings"]] == [untagged_dp_ranks_warning(2)]
+    assert "cannot be told apart" in parsed["warnings"][0]["message"]
+
+
+def test_untagged_decode_lines_without_dp_attention_or_with_one_dp_rank_have_no_scope():
+    one_rank = dp_attention_log(rates=("150.05",), tagged=False).decode().splitlines()
+    no_dp_attention = ["server_args=ServerArgs(model_path='m', dp_size=2)", DECODE_2024, DECODE_2024]
+    for lines in (one_rank, no_dp_attention):
+        parsed = summarize(parse_lines(formats=["sglang"], lines=lines))
+        assert "throughput_scope" not in parsed["summary"] and parsed["warnings"] == []
 
 
 def test_one_stream_of_decode_lines_has_no_throughput_scope():

@@ -8,7 +8,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ingest import services
-from runs.models import LogFile, MetricSample, PhaseSample, Project, Run, Status
+from runs.models import CollectiveResult, LogFile, MetricSample, PhaseSample, Project, Run, Status
 from runs.services import ServiceError
 from tests.samples import upload_bytes
 
@@ -180,6 +180,25 @@ def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeyp
     assert len(calls) >= 4 and calls[0] == 256 and max(calls) < 3000 and sum(calls) == 3000
     assert PhaseSample.objects.filter(run=run).count() == 3000
     assert MetricSample.objects.filter(run=run, name="tokens_per_cycle").count() == 3000
+
+
+def test_nccl_tests_rows_named_only_after_their_table_are_stored_with_their_op(alice, monkeypatch):
+    import ingest.parsers as parsers
+
+    # The sink stores rows after every line: before the concluding line names the op.
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    header = ("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+              "     time   algbw   busbw #wrong")
+    rows = [f"{8 << k:>12} {2 << k:>13}     float     sum      -1    15.78    0.00    0.00      0"
+            "    13.87    0.00    0.00      0" for k in range(20)]
+    log = "\n".join(["# nThread 1 nGpus 2 minBytes 8 maxBytes 8388608", header, *rows,
+                     "# Avg bus bandwidth    : 0.00 ", "#", "# Collective test concluded: all_gather_perf", ""])
+    run = upload_bytes(alice, "late-op.log", log.encode())
+    assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+    stored = CollectiveResult.objects.filter(run=run)
+    assert stored.count() == 40
+    assert set(stored.values_list("op", flat=True)) == {"all_gather"}
 
 
 def test_reconciler_requeues_stuck_files_and_gives_up_after_max_attempts(alice, upload_run, settings):

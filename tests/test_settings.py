@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.samples import PROJECT_ROOT
-from webapp.settings import database_from_url, env_bool
+from webapp.settings import database_from_url, env_bool, env_seconds
 
 
 def test_database_url_for_postgres():
@@ -34,6 +34,17 @@ def test_unknown_database_scheme_fails_loudly():
         database_from_url("mysql://x/y")
 
 
+def test_claim_timings_take_fractions_of_a_second_and_refuse_garbage(monkeypatch):
+    monkeypatch.setenv("X_SECONDS", "0.5")
+    assert env_seconds("X_SECONDS", 10) == 0.5
+    monkeypatch.delenv("X_SECONDS")
+    assert env_seconds("X_SECONDS", 10) == 10.0
+    for garbage in ("soon", "0", "-1", "nan", "inf"):
+        monkeypatch.setenv("X_SECONDS", garbage)
+        with pytest.raises(ImproperlyConfigured, match="X_SECONDS"):
+            env_seconds("X_SECONDS", 10)
+
+
 def test_env_bool_refuses_garbage(monkeypatch):
     monkeypatch.setenv("X_FLAG", "maybe")
     with pytest.raises(ImproperlyConfigured, match="X_FLAG"):
@@ -46,6 +57,14 @@ def test_celery_is_configured_for_reliability(settings):
     assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1
     assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > settings.CELERY_TASK_TIME_LIMIT
     assert settings.CELERY_TASK_TIME_LIMIT > settings.CELERY_TASK_SOFT_TIME_LIMIT
+
+
+def test_production_claim_timings_recover_a_dead_worker_within_3_minutes(settings):
+    """RELIABILITY C2's promise: a claim is stale CLAIM_STALE after its last heartbeat and the next
+    reconcile (every RECONCILE_EVERY) queues it again; a minute is left for a worker's boot and the
+    parse. test_e2e_worker.py proves the mechanism with the same timings scaled down."""
+    assert settings.HEARTBEAT_SECONDS * 3 <= settings.CLAIM_STALE_SECONDS  # a late beat or two is no death
+    assert settings.CLAIM_STALE_SECONDS + settings.RECONCILE_EVERY_SECONDS <= 180 - 60
 
 
 def test_the_celery_app_really_uses_the_visibility_timeout():

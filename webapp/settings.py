@@ -40,6 +40,20 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
 
 
+def env_seconds(name: str, default: float) -> float:
+    """A duration in seconds, fractions allowed (tests scale the claim timings down below 1 s)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return float(default)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a positive number of seconds")
+    return value
+
+
 def database_from_url(url: str) -> dict:
     """`postgres://user:pass@host:5432/name` (a socket dir as `%2Fvar%2Frun%2Fpostgresql`) or
     `sqlite:///path` -> a DATABASES entry, by dj-database-url. Only the two engines runlens runs on."""
@@ -228,8 +242,8 @@ RECONCILE_AFTER_SECONDS = env_int("RUNLENS_RECONCILE_AFTER_SECONDS", 10 * 60)
 MAX_PARSE_ATTEMPTS = env_int("RUNLENS_MAX_PARSE_ATTEMPTS", 3)
 # A parsing worker proves it is alive this often; a claim silent for CLAIM_STALE_SECONDS is a dead
 # worker's and is queued again (recovery within CLAIM_STALE + RECONCILE_EVERY seconds).
-HEARTBEAT_SECONDS = env_int("RUNLENS_HEARTBEAT_SECONDS", 10)
-CLAIM_STALE_SECONDS = env_int("RUNLENS_CLAIM_STALE_SECONDS", 60)
+HEARTBEAT_SECONDS = env_seconds("RUNLENS_HEARTBEAT_SECONDS", 10)
+CLAIM_STALE_SECONDS = env_seconds("RUNLENS_CLAIM_STALE_SECONDS", 60)
 # SIGTERM (a deploy): running parses get this long, then they are cancelled and their messages
 # go back to the queue (acks_late), to be taken over by the next worker.
 CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = float(env_int("RUNLENS_SOFT_SHUTDOWN_SECONDS", 20))

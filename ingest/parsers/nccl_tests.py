@@ -9,6 +9,11 @@ Header-driven: the column names line says where each value sits, because builds 
 in-place half, `-I 1` per-iteration columns, an `#iters` column, old `bytes N type op` names).
 Each `time` column opens one side: the first is out-of-place, the second in-place. NCCL INFO
 lines may land between rows; only a footer or a new header ends a table.
+
+The op may be named only after the table (`# Collective test concluded: all_reduce_perf`, when
+no `starting` line or command line named it). A sink may store the rows held in the result at
+any time, so rows whose op is still unknown stay here until their op is named, the next table
+starts or the stream ends, and only then go to the result (see HOLD_LINES).
 """
 
 from __future__ import annotations
@@ -16,9 +21,15 @@ from __future__ import annotations
 import math
 import re
 
+from .processes import RECENT
 from .records import Collective, Issue, Metric, ParseResult
 
 NAME = "nccl_tests"
+# Rows whose op is unknown are held at most this many lines: the process Tagger remembers the
+# tags of its RECENT last tagged lines, so a row released within RECENT lines of its own line
+# is still stamped with that line's process (an MPI rank). Past it they go to the result as
+# "unknown", renamed in memory if the name comes later (rows a sink took keep "unknown").
+HOLD_LINES = RECENT // 2
 
 # Old and new names of the same column.
 _ALIASES = {
@@ -120,6 +131,7 @@ class Parser:
         self.op_command: str | None = None  # from a command line naming the binary
         self.op = "unknown"
         self.rows: list[Collective] = []  # rows of the current test, for a late op name
+        self.held: list[Collective] = []  # rows of the current test not yet in the result (op unknown)
         self.tables = 0
         self.ranks: tuple[int, int] | None = None  # (number of ranks listed, line)
         self.wrong_warned = False
@@ -145,15 +157,25 @@ class Parser:
         return False  # a table's rows are `#` and digit lines, whatever comes between them
 
     def finish(self) -> None:
+        self._release()
         if self.ranks:
             self.result.set("nccl_tests.ranks", self.ranks[0], self.ranks[1], NAME)
 
+    def _release(self) -> None:
+        """Hand the held rows to the result (where a sink may take them), in their order."""
+        if self.held:
+            self.result.collectives.extend(self.held)
+            self.held = []
+
     def _comment(self, lineno: int, text: str) -> None:
         r = self.result
+        if self.held and lineno - self.held[0].line >= HOLD_LINES:
+            self._release()
         if "busbw" in text:
             table = Table.from_header(text)
             if table:
                 r.add_format(NAME)
+                self._release()  # the previous table's rows: no name came for them
                 self.table = table
                 self.seen_header = True
                 self.tables += 1
@@ -192,9 +214,11 @@ class Parser:
                 if m.group(1) == "starting":
                     self.op_started = op
                 else:
+                    # Rows released already (past HOLD_LINES) are renamed too while still in memory.
                     for c in self.rows:
                         if c.op == "unknown":
                             c.op = op
+                    self._release()
                     self.op_started = None
             return
         if "nThread" in text:
@@ -258,8 +282,13 @@ class Parser:
             return
         r = self.result
         r.add_format(NAME)
-        r.collectives.extend(rows)
         self.rows.extend(rows)
+        if self.op == "unknown":
+            if self.held and lineno - self.held[0].line >= HOLD_LINES:
+                self._release()
+            self.held.extend(rows)
+        else:
+            r.collectives.extend(rows)
         bad = [c for c in rows if c.wrong]
         if bad and not self.wrong_warned:
             self.wrong_warned = True  # one warning per table: the rows say the rest

@@ -60,6 +60,12 @@ def scope_text(scope: dict | None) -> str:
     return display.throughput_scope_text(scope)
 
 
+@register.filter
+def scope_title(scope: dict | None) -> str:
+    """The tooltip of scope_text: why the figure covers what it covers."""
+    return display.throughput_scope_title(scope)
+
+
 
 @register.filter
 def drift_of(nccl: dict, key: str) -> dict | None:
