@@ -5,6 +5,7 @@ import io
 from contextlib import ExitStack
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -235,4 +236,19 @@ def test_a_lane_declines_a_chunk_it_cannot_read_exactly():
     at = data[:data.index(odd)].count(b"\n") + 1
     assert any(name == "sglang" for name, _ in took)
     assert [name for name, lines in took if at in lines] == ["eagle_profile"]  # sglang declined that chunk
+    assert chunks == _parse_whole(data, "lines")
+
+
+@pytest.mark.parametrize("name", ["spec_eagle3_tuned_2step.log", "spec_baseline_nospec.log"])
+def test_lanes_take_a_recorded_log_grown_long_and_give_its_records(name):
+    """This project's recordings (EAGLE-3 profile blocks; headerless `Target forward` phases
+    without speculation), their serving part repeated: both lanes take chunks, records equal."""
+    lines = (PROJECT_ROOT / "samples" / name).read_bytes().split(b"\n")
+    data = b"\n".join(lines + lines[len(lines) * 4 // 10:] * 30) + b"\n"
+    with ExitStack() as stack:
+        took = _lanes_taken(stack)
+        stack.enter_context(mock.patch.object(text, "BATCH", 1 << 15))
+        stack.enter_context(mock.patch.object(parsers, "LANE_MIN_LINES", 1))
+        chunks = _parse_whole(data, "chunks")
+    assert {"eagle_profile", "sglang"} <= {lane for lane, _ in took}
     assert chunks == _parse_whole(data, "lines")

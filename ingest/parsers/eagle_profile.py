@@ -102,13 +102,13 @@ class Parser:
     def lane(self, chunk: Chunk, rdr: int) -> LaneRows | None:
         """The chunk's records as columns, its state moved on as feed() would (None: declined).
 
-        Declines what needs per-line state beyond a block's: summary-table rows, phases outside
-        a block (headerless output), a first record (formats and settings are set in order by
-        feed()), a line that is not printable ASCII, an accept length with over 6 decimals
-        (round() is exact below that, see _value).
+        Declines summary-table rows (windows of their own), a first record (formats and settings
+        are set in order by feed()), a line that is not printable ASCII, an accept length with
+        over 6 decimals (round() is exact below that, see _value). Headerless phases (a run
+        without speculation) have their windows counted in Python (_count_windows).
         """
         r = self.result
-        if NAME not in r.formats or "spec.algorithm" not in r.settings:
+        if NAME not in r.formats:
             return None
         line = pl.col("l")
         lines = chunk.series
@@ -129,13 +129,17 @@ class Parser:
         df = df.with_columns(event=pl.when(header).then(True).when(ends).then(False).otherwise(None))
         # In a block before the line: the last header or block end above it (or the state carried in).
         df = df.with_columns(inside=pl.col("event").shift(1).forward_fill().fill_null(self.in_block))
-        if df.select((pl.col("phase") & ~pl.col("inside")).any()).item():
-            return None  # headerless phases: a repeated name opens a window, read in Python
         if not chunk.plain and not plain_lines(
                 chunk, df.filter(pl.col("prof") | pl.col("ms") | pl.col("inside")).get_column("pos")):
             return None
-        # The window of every line: one more per header above or on it.
-        df = df.with_columns(window=pl.col("header").cast(pl.Int64).cum_sum() + self.window)
+        after: tuple[int, set[str]] | None = None  # the window and names seen, when counted in Python
+        if df.select((pl.col("phase") & ~pl.col("inside")).any()).item():
+            # Headerless phases (a run without speculation): a repeated name opens a window
+            # (_phase), so the windows are counted in one pass over the header and phase lines.
+            df, after = self._count_windows(df, lines)
+        else:
+            # The window of every line: one more per header above or on it.
+            df = df.with_columns(window=pl.col("header").cast(pl.Int64).cum_sum() + self.window)
 
         def rows(where: pl.Expr) -> pl.DataFrame:  # the lines where `where` holds, with their columns
             picked = df.filter(where).select("pos", "window")
@@ -143,11 +147,13 @@ class Parser:
 
         # The process of a record's line: "main" (untagged()). A phase or value line starts with
         # a space or a letter: only the literals anywhere in the line could tag it otherwise.
-        names, values = rows(pl.col("phase") & pl.col("inside")), rows(pl.col("value") & pl.col("inside"))
+        names, values = rows(pl.col("phase")), rows(pl.col("value") & pl.col("inside"))
         if names.select(marked(line).any()).item() or values.select(marked(line).any()).item():
             return None
         headers = rows(pl.col("header"))
         if headers.height:
+            if "spec.algorithm" not in r.settings:
+                return None  # the first header sets it: in order, in feed()
             # _HEADER.search's group 2 follows the first "_PROFILE]" when it is the only one.
             if not headers.select(untagged(line).all()).item() or headers.select(
                     line.str.count_matches("_PROFILE]", literal=True).max()).item() > 1:
@@ -203,13 +209,37 @@ class Parser:
         # The state feed() would have after the chunk's lines.
         last = df.select(pl.col("event").forward_fill().last()).item()
         self.in_block = self.in_block if last is None else last
-        if headers.height:
-            after = headers.select("pos").to_series()[-1]
-            self.seen = set(names.filter(pl.col("pos") > after).get_column("name").to_list())
+        if after is not None:
+            self.window, self.seen = after
+        elif headers.height:
+            last_header = headers.select("pos").to_series()[-1]
+            self.seen = set(names.filter(pl.col("pos") > last_header).get_column("name").to_list())
             self.window += headers.height
         else:
             self.seen.update(names.get_column("name").to_list())
         return LaneRows(None, phases.cast(PHASE_SCHEMA), metrics.cast(METRIC_SCHEMA))
+
+    def _count_windows(self, df: pl.DataFrame, lines: pl.Series) -> tuple[pl.DataFrame, tuple[int, set[str]]]:
+        """Each line's window as feed() counts them (_header, _phase), in one Python pass over the
+        header and phase lines only; with the window and the names seen after the chunk."""
+        events = df.filter(pl.col("header") | pl.col("phase")).select("pos", "header", "inside")
+        at = df.filter(pl.col("phase")).get_column("pos")
+        named = dict(zip(at.to_list(), lines.gather(at).str.split_exact(":", 1).struct.field("field_0")
+                         .str.strip_chars().to_list(), strict=True))
+        window, seen, out = self.window, set(self.seen), []
+        for pos, is_header, inside in events.iter_rows():
+            if is_header:
+                window, seen = window + 1, set()
+            else:
+                name = named[pos]
+                if not inside and (name in seen or window == 0):
+                    window, seen = window + 1, set()
+                seen.add(name)
+            out.append(window)
+        marks = events.select("pos").with_columns(window=pl.Series(out, dtype=pl.Int64))
+        df = df.join(marks, on="pos", how="left").sort("pos").with_columns(
+            pl.col("window").forward_fill().fill_null(self.window))
+        return df, (window, seen)
 
     def _header(self, lineno: int, line: str) -> None:
         m = _HEADER.search(line)
