@@ -30,17 +30,17 @@ from django.utils import timezone
 from ingest import storage
 from ingest.parsers import ParseError, ParseResult, parse_stream
 from ingest.parsers import records as rec
+from runs.blocks import Block, BlockWriter
 from runs.digest import FileDigest
 from runs.models import (
     CollectiveResult,
     LogFile,
     LogFileDigest,
     Membership,
-    MetricSample,
     NcclSetting,
-    PhaseSample,
     Project,
     Run,
+    SampleBlock,
     Status,
 )
 from runs.permissions import Role, has_role, require_role, role_in
@@ -568,8 +568,9 @@ def _unspool(spool: BinaryIO) -> Iterator[tuple[pl.DataFrame | None, pl.DataFram
 def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult) -> None:
     """Replace the file's rows with the spooled ones, if the claim is still this parse's.
 
-    The rows pass through here once: written (COPY on PostgreSQL) and digested for the run
-    summary (runs/digest.py), so refresh_run never reads them back.
+    The rows pass through here once: phases and metrics cut into column blocks (runs/blocks.py)
+    and digested for the run summary (runs/digest.py), so refresh_run never reads them back;
+    NCCL values and collectives written as rows (COPY on PostgreSQL).
     """
     with transaction.atomic():
         # Serialise with any other writer of this file: its rows are replaced, never doubled.
@@ -578,9 +579,17 @@ def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult) -> None:
             raise _ClaimLost()
         _delete_rows(lf)
         digest = FileDigest()
+        blocks = BlockWriter(partial(_save_block, lf))
         for rows in _unspool(spool):
-            _insert_rows(lf, *rows, digest=digest)
+            _insert_rows(lf, *rows, digest=digest, blocks=blocks)
+        blocks.finish()
         _finish_logfile(lf, result, digest)
+
+
+def _save_block(lf: LogFile, block: Block) -> None:
+    SampleBlock.objects.create(run_id=lf.run_id, logfile_id=lf.id, kind=block.kind, name=block.name,
+                               source=block.source, seq=block.seq, rows=block.rows, window_lo=block.window_lo,
+                               window_hi=block.window_hi, data=block.data)
 
 
 def _hand_back(lf: LogFile) -> None:
@@ -601,33 +610,32 @@ def _fail(lf: LogFile, message: str, line: int | None) -> str:
 
 
 def _delete_rows(lf: LogFile) -> None:
-    for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult, LogFileDigest):
+    for model in (SampleBlock, NcclSetting, CollectiveResult, LogFileDigest):
         model.objects.filter(logfile=lf).delete()
 
 
 # Columns written per row, in the order _insert_rows builds them (field names; COPY uses their columns).
-PHASE_FIELDS = ("run", "logfile", "line", "process", "name", "window", "ms", "pct", "source")
-METRIC_FIELDS = ("run", "logfile", "line", "process", "name", "window", "value", "rank", "source")
 COLLECTIVE_FIELDS = ("run", "logfile", "line", "process", "op", "size_bytes", "count", "dtype", "redop", "root",
                      "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place")
 NCCL_FIELDS = ("run", "logfile", "line", "process", "key", "value", "kind", "rank", "source", "role")
 
 
 def _insert_rows(lf: LogFile, phases: pl.DataFrame | None, metrics: pl.DataFrame | None, collectives: list,
-                 nccl: list, digest: FileDigest) -> None:
-    """Insert one spooled batch (as _unspool gives it), cut to the columns' sizes, and add its
-    phases and metrics to the file's digest."""
+                 nccl: list, digest: FileDigest, blocks: BlockWriter) -> None:
+    """Insert one spooled batch (as _unspool gives it), cut to the columns' sizes: its phases and
+    metrics to the file's blocks and digest, its collectives and NCCL values as rows."""
     run_id, lf_id = lf.run_id, lf.id
     write = _copy if connection.vendor == "postgresql" else _bulk_create
     if phases is not None:
-        phases = phases.with_columns(pl.col("name").str.slice(0, 100), pl.col("process").str.slice(0, 64))
+        phases = phases.with_columns(pl.col("name").str.slice(0, 100), pl.col("process").str.slice(0, 64),
+                                     pl.col("source").str.slice(0, 32))
         digest.phase_frame(phases)
-        write(PhaseSample, PHASE_FIELDS, phases.with_columns(run=pl.lit(run_id), logfile=pl.lit(lf_id)))
+        blocks.add("phase", phases)
     if metrics is not None:
         metrics = metrics.with_columns(pl.col("name").str.slice(0, 64), pl.col("rank").str.slice(0, 32),
-                                       pl.col("process").str.slice(0, 64))
+                                       pl.col("process").str.slice(0, 64), pl.col("source").str.slice(0, 32))
         digest.metric_frame(metrics)
-        write(MetricSample, METRIC_FIELDS, metrics.with_columns(run=pl.lit(run_id), logfile=pl.lit(lf_id)))
+        blocks.add("metric", metrics)
     collective_rows = [
         (run_id, lf_id, line, process[:64], op, size_bytes, count, dtype[:16], redop[:16], root, time_us, algbw,
          busbw, wrong, in_place)
@@ -642,31 +650,21 @@ def _insert_rows(lf: LogFile, phases: pl.DataFrame | None, metrics: pl.DataFrame
     write(NcclSetting, NCCL_FIELDS, nccl_rows)
 
 
-def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple] | pl.DataFrame) -> None:
+def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
     """PostgreSQL COPY into the model's table, on the transaction's own connection (issue 10:
-    about 6x faster than bulk_create's INSERTs for the same rows). A frame goes as CSV written
-    by polars, row tuples one by one."""
-    if not len(rows):
+    about 6x faster than bulk_create's INSERTs for the same rows)."""
+    if not rows:
         return
     quote = connection.ops.quote_name
     columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
-    table = quote(model._meta.db_table)
-    with connection.cursor() as cursor:
-        if isinstance(rows, pl.DataFrame):
-            # Strings quoted, so that only the unquoted \N is NULL; floats in full (shortest repr).
-            data = rows.select(fields).write_csv(include_header=False, null_value="\\N", quote_style="non_numeric")
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN WITH (FORMAT csv, NULL '\\N')") as copy:
-                copy.write(data.encode())
-            return
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
-def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple] | pl.DataFrame) -> None:
+def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
     """SQLite's way: the same rows as model instances."""
-    if isinstance(rows, pl.DataFrame):
-        rows = list(rows.select(fields).iter_rows())
     names = [f"{f}_id" if f in ("run", "logfile") else f for f in fields]
     model.objects.bulk_create((model(**dict(zip(names, row, strict=True))) for row in rows), batch_size=BATCH)
 

@@ -62,7 +62,7 @@ def scatter(**trace: Any) -> dict:
 class PhaseRow(Protocol):
     # Read-only: model rows and the stored series' named tuples (runs.queries.ChartRow) both fit.
     @property
-    def logfile_id(self) -> int | None: ...  # PhaseSample.logfile is a nullable key
+    def logfile_id(self) -> int | None: ...  # a phase row always has its log file; kept optional for callers
     @property
     def name(self) -> str: ...
     @property

@@ -182,38 +182,29 @@ class _Parsed(models.Model):
 # the commit: 13 of the 30 s of a 64 MiB ingest (issue 10). The store path writes them while it
 # holds its log file's row locked, delete_run takes the same lock first, and deletes cascade in
 # Django as before. The run's own index is the prefix of each table's composite one.
-def _bulk_run() -> models.ForeignKey:
-    return models.ForeignKey(Run, on_delete=models.CASCADE, db_constraint=False, db_index=False)
+class SampleBlock(models.Model):
+    """Up to BLOCK_ROWS phase or metric rows of one log file, of one name and source, as
+    compressed columns (runs/blocks.py): a 512 MB log's 9.5M values are ~150 blocks, not 9.5M
+    rows (issue 10). Each row in a block keeps its window, line and process (provenance)."""
 
+    class Kind(models.TextChoices):
+        PHASE = "phase"
+        METRIC = "metric"
 
-def _bulk_logfile() -> models.ForeignKey:
-    return models.ForeignKey(LogFile, on_delete=models.CASCADE, null=True, blank=True, db_constraint=False)
-
-
-class PhaseSample(_Parsed):
-    run = _bulk_run()
-    logfile = _bulk_logfile()
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, related_name="blocks")
+    kind = models.CharField(max_length=6, choices=Kind.choices)
     name = models.CharField(max_length=100)
-    window = models.PositiveIntegerField()
-    ms = models.FloatField()
-    pct = models.FloatField(null=True, blank=True)
     source = models.CharField(max_length=32)
+    seq = models.PositiveIntegerField()  # the order the file's blocks were cut in
+    rows = models.PositiveIntegerField()
+    window_lo = models.PositiveIntegerField()
+    window_hi = models.PositiveIntegerField()
+    data = models.BinaryField()
 
     class Meta:
-        indexes = [models.Index(fields=["run", "logfile", "window"], name="phase_run_window")]
-
-
-class MetricSample(_Parsed):
-    run = _bulk_run()
-    logfile = _bulk_logfile()
-    name = models.CharField(max_length=64)
-    window = models.PositiveIntegerField()
-    value = models.FloatField()
-    rank = models.CharField(max_length=32, blank=True)
-    source = models.CharField(max_length=32)
-
-    class Meta:
-        indexes = [models.Index(fields=["run", "name", "logfile", "window"], name="metric_run_name_window")]
+        indexes = [models.Index(fields=["run", "kind", "name"], name="block_run_kind_name")]
+        constraints = [models.UniqueConstraint(fields=["logfile", "seq"], name="block_logfile_seq")]
 
 
 class NcclSetting(_Parsed):

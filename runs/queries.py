@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeGuard, overload
 
+import polars as pl
 from django.db.models import F, Prefetch, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
 
+from runs import blocks
 from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
@@ -22,16 +24,15 @@ from runs.models import (
     CollectiveResult,
     LogFile,
     Membership,
-    MetricSample,
-    PhaseSample,
     Project,
     Run,
     RunEdit,
+    SampleBlock,
     Status,
     visible_runs,
 )
 from runs.schemas import RunFilters
-from runs.summary import person_vs_logs, source_rank
+from runs.summary import person_vs_logs
 from runs.sweep import CONFIG_KEYS, SweepRun, sweep
 from runs.trend import TrendPoint
 from runs.verdict import verdict
@@ -373,32 +374,31 @@ def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict 
     """The windows behind one of the run page's median figures (`phase:Target verify`,
     `metric:throughput_tok_s`), in the first log file that has it: the first `limit` windows'
     (window, value, line) in order, their total, and the line of the window whose value is the
-    median (found in SQL: no more than `limit` + 1 rows are read). None for an unknown key or no rows."""
+    median (the middle of a stable sort by value, ties by window then order in the file). None
+    for an unknown key or no rows. Reads only that figure's blocks of that one file."""
     kind, _, name = key.partition(":")
-    rows: QuerySet
     if kind == "phase":
-        rows, value = PhaseSample.objects.filter(run=run, name=name), "ms"
+        found = SampleBlock.objects.filter(run=run, kind=blocks.PHASE, name=name)
     elif kind == "metric" and name in set(CARD_METRICS.values()):
         names = [m for m, figure in CARD_METRICS.items() if figure == name]
-        found = MetricSample.objects.filter(run=run, name__in=names)
-        source = stored.best_source(found)  # the source the summary believes first
+        source = stored.best_source(run.id, names)  # the source the summary believes first
         if source is None:
             return None
-        rows, value = found.filter(source=source), "value"
+        found = SampleBlock.objects.filter(run=run, kind=blocks.METRIC, name__in=names, source=source)
     else:
         return None
-    logfile = rows.order_by("logfile_id").values_list("logfile_id", flat=True).first()
-    if logfile is None and not rows.exists():
+    logfile = found.order_by("logfile_id").values_list("logfile_id", flat=True).first()
+    if logfile is None:
         return None
-    rows = rows.filter(logfile__isnull=True) if logfile is None else rows.filter(logfile_id=logfile)
-    total = rows.count()
-    # The median of a stable sort by value over rows in window order: ties go by window, then id.
-    median_value, median_line, median_window = rows.order_by(value, "window", "id").values_list(
-        value, "line", "window")[(total - 1) // 2]
+    rows = blocks.frame(kind, found.filter(logfile_id=logfile).order_by("seq").values_list(
+        "logfile_id", "name", "source", "data"), [blocks.VALUE[kind], "line"]).rename({blocks.VALUE[kind]: "value"})
+    total = rows.height
+    median = rows.sort(["value", "window", "i"], maintain_order=True).row((total - 1) // 2, named=True)
     shown = [{"window": w, "value": v, "line": line} for w, v, line in
-             rows.order_by("window", "id").values_list("window", value, "line")[:limit]]
-    return {"logfile": logfile, "median_line": median_line, "median_value": median_value, "total": total,
-            "median": {"window": median_window, "value": median_value, "line": median_line}, "windows": shown}
+             rows.head(limit).select("window", "value", "line").iter_rows()]
+    return {"logfile": logfile, "median_line": median["line"], "median_value": median["value"], "total": total,
+            "median": {"window": median["window"], "value": median["value"], "line": median["line"]},
+            "windows": shown}
 
 
 def parse_ids(raw: str) -> list[int]:
@@ -619,19 +619,22 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
     ids = [r.id for r in ready]
     windows: dict[int, list[float]] = {}
     if metric in TREND_SERIES:
-        best: dict[int, str] = {}
-        for run_id, source, value in MetricSample.objects.filter(
-            run_id__in=ids, name__in=TREND_SERIES[metric]
-        ).order_by("logfile_id", "window", "id").values_list("run_id", "source", "value"):
-            if run_id not in best or source_rank(source) < source_rank(best[run_id]):
-                best[run_id], windows[run_id] = source, []
-            if best[run_id] == source:
-                windows[run_id].append(value)
+        kind, names, name_has = blocks.METRIC, TREND_SERIES[metric], ""
     elif metric == "verify_ms":
-        for run_id, ms in PhaseSample.objects.filter(run_id__in=ids, name__icontains="verify").values_list(
-            "run_id", "ms"
-        ):
-            windows.setdefault(run_id, []).append(ms)
+        kind, names, name_has = blocks.PHASE, None, "verify"
+    if metric in TREND_SERIES or metric == "verify_ms":
+        # Every run's blocks of the figure in one query (a few blocks a run).
+        found = SampleBlock.objects.filter(run_id__in=ids, kind=kind)
+        found = found.filter(name__in=names) if names else found.filter(name__icontains=name_has)
+        by_run: dict[int, list] = {}
+        for run_id, *block in found.order_by("run_id", "logfile_id", "seq").values_list(
+                "run_id", "logfile_id", "name", "source", "data"):
+            by_run.setdefault(run_id, []).append(block)
+        for run_id, found_blocks in by_run.items():
+            rows = blocks.frame(kind, found_blocks, [blocks.VALUE[kind]])
+            if kind == blocks.METRIC:  # the source the summary believes first, in the run's order
+                rows = rows.filter(pl.col("source") == stored.first_best(rows.get_column("source")))
+            windows[run_id] = rows.get_column(blocks.VALUE[kind]).to_list()
     notes: dict[int, list] = {}
     for a in Annotation.objects.filter(run_id__in=ids).order_by("created_at", "id").values(
         "run_id", "created_at", "kind", "body"

@@ -1,11 +1,11 @@
 """What the run and comparison pages chart, kept per run at ingest (`Run.series`).
 
 A 100k-window run has millions of rows; a chart has a few hundred pixels across. At the end of
-each parse `store_series` reads the rows once, streaming (`values_list().iterator()`, never a
-model instance per row, memory bounded by the bucket size), and keeps for each figure a
-min/max-bucket thinning: every kept point keeps its window, its log line and its log file, so
-a point on screen still opens its line. Pages read these; only a zoomed window range reads rows
-(`phase_rows_between`, `figure_rows_between`), capped at ZOOM_MAX_WINDOWS.
+each parse `compute_series` reads the run's column blocks (runs/blocks.py) a figure at a time
+and keeps for each figure a min/max-bucket thinning: every kept point keeps its window, its log
+line and its log file, so a point on screen still opens its line. Pages read these; only a
+zoomed window range reads blocks (`phase_rows_between`, `figure_rows_between`), capped at
+ZOOM_MAX_WINDOWS; a phase zoom reads only the blocks whose windows meet its range.
 
 The thinning itself (`Thinner`, `downsample`, `PhaseThinner`) is pure and tested without a database.
 
@@ -22,13 +22,13 @@ Stored shape (`SERIES_VERSION` 1):
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db.models import QuerySet
+import polars as pl
 
-from runs.models import LogFile, MetricSample, PhaseSample
+from runs import blocks
+from runs.models import LogFile, SampleBlock
 from runs.summary import source_rank, spread
 
 SERIES_VERSION = 2
@@ -37,7 +37,6 @@ MAX_POINTS = 1000  # per trace of the run page's phase chart: about the pixels a
 # and nothing else reads these points, so they are kept at that size (no thinning per request).
 FIGURE_POINTS = 400
 ZOOM_MAX_WINDOWS = 2000  # a zoom reads at most this many windows of rows per trace
-CHUNK = 5000  # rows per fetch while streaming
 # Per-window figures: key -> metric row names (several: SGLang's decode line says "gen throughput").
 # verify_ms comes from phase rows (any phase whose name says verify), the others from metric rows.
 FIGURE_METRICS = {
@@ -169,14 +168,76 @@ def thin_phases(rows: Iterable[Sequence[Any]], windows: int, phases: int, limit:
     return [list(r) for r in thinner.result()]
 
 
-# ---- reading the rows (bounded memory) -------------------------------------------------------
+def kept_positions(values: pl.Series, limit: int, size: int | None = None) -> pl.Series:
+    """Thinner's choice over a whole column at once: the positions it keeps, in order (the first,
+    the last, and in each bucket the first lowest and first highest of the positions between)."""
+    total = len(values)
+    if total <= limit:
+        return pl.Series("at", range(total), dtype=pl.Int64)
+    size = size or max(1, math.ceil(total / max(1, (limit - 2) // 2)))
+    inner = pl.DataFrame({"v": values}).with_row_index("at").with_columns(pl.col("at").cast(pl.Int64)).slice(
+        1, total - 2)
+    picked = inner.group_by(pl.col("at") // size, maintain_order=True).agg(
+        low=pl.col("at").get(pl.col("v").arg_min()), high=pl.col("at").get(pl.col("v").arg_max()))
+    return pl.concat([pl.Series("at", [0, total - 1], dtype=pl.Int64), picked.get_column("low"),
+                      picked.get_column("high")]).unique().sort()
 
-def _stream(rows: QuerySet, *fields: str) -> Iterable[tuple]:
-    return rows.values_list(*fields).iterator(chunk_size=CHUNK)
+
+def thin_frame(rows: pl.DataFrame, limit: int, value: str = "value") -> pl.DataFrame:
+    """`rows` thinned as Thinner thins them (the same points, tested), with their positions
+    (`x`, 1-based). Python's comparisons and polars' differ on NaN: those go through Thinner."""
+    column = rows.get_column(value)
+    if column.dtype.is_float() and column.is_nan().any():
+        thinner = Thinner(rows.height, limit)
+        for x in range(rows.height):
+            thinner.add((x, column[x]))
+        keep = pl.Series("at", [p[0] for p in thinner.points()], dtype=pl.Int64)
+    else:
+        keep = kept_positions(column, limit)
+    return rows.with_row_index("x", offset=1).gather(keep)
+
+
+def thin_phase_frame(rows: pl.DataFrame, windows: int, phases: int, limit: int = MAX_POINTS) -> pl.DataFrame:
+    """PhaseThinner over a frame of phase rows (logfile, window, name, ms, ...) in the run's order:
+    the rows of the windows it keeps. A window is kept for a phase when one of its rows is the
+    first lowest or first highest of that phase in the bucket (tested against PhaseThinner)."""
+    if windows <= limit or rows.get_column("ms").is_nan().any():
+        if windows <= limit:
+            return rows
+        kept = thin_phases(rows.select("logfile", "window", "name", "ms", "line").iter_rows(), windows, phases, limit)
+        return pl.DataFrame(kept, schema=rows.select("logfile", "window", "name", "ms", "line").schema, orient="row")
+    size = max(1, math.ceil(windows / max(1, (limit - 2) // (2 * max(1, phases)))))
+    rows = rows.with_columns(at=pl.struct("logfile", "window").rle_id().cast(pl.Int64))
+    inner = rows.filter((pl.col("at") > 0) & (pl.col("at") < windows - 1))
+    picked = inner.group_by(pl.col("at") // size, "name", maintain_order=True).agg(
+        low=pl.col("at").get(pl.col("ms").arg_min()), high=pl.col("at").get(pl.col("ms").arg_max()))
+    keep = pl.concat([pl.Series("at", [0, windows - 1], dtype=pl.Int64), picked.get_column("low"),
+                      picked.get_column("high")])
+    return rows.filter(pl.col("at").is_in(keep.implode())).drop("at")
+
+
+# ---- reading the blocks ----------------------------------------------------------------------
+
+def blocks_of(run_id: int, kind: str, *, names: Iterable[str] | None = None, name_has: str = "",
+            source: str | None = None, sources: Iterable[str] | None = None,
+            windows: tuple[int, int] | None = None) -> list[tuple]:
+    """(logfile, name, source, data) of a run's blocks of one kind, in the order they were cut."""
+    found = SampleBlock.objects.filter(run_id=run_id, kind=kind)
+    if names is not None:
+        found = found.filter(name__in=list(names))
+    if name_has:
+        found = found.filter(name__icontains=name_has)
+    if source is not None:
+        found = found.filter(source=source)
+    if sources is not None:
+        found = found.filter(source__in=list(sources))
+    if windows is not None:
+        found = found.filter(window_lo__lte=windows[1], window_hi__gte=windows[0])
+    return list(found.order_by("logfile_id", "seq").values_list("logfile_id", "name", "source", "data"))
 
 
 def compute_series(run_id: int, limit: int = MAX_POINTS) -> dict:
-    """Every charted figure of a run, thinned, from its stored rows (a few streaming queries)."""
+    """Every charted figure of a run, thinned, from its stored blocks (one figure at a time)."""
     figures = _figures(run_id, min(limit, FIGURE_POINTS))
     return {"v": SERIES_VERSION, "phases": _phases(run_id, limit), "figures": figures,
             # Each figure's noise on its own: the comparison API reads only this.
@@ -184,75 +245,66 @@ def compute_series(run_id: int, limit: int = MAX_POINTS) -> dict:
 
 
 def _phases(run_id: int, limit: int) -> dict:
-    rows = PhaseSample.objects.filter(run_id=run_id)
-    windows = rows.values("logfile_id", "window").distinct().count()
-    if not windows:
+    rows = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE), ["ms", "line"])
+    if not rows.height:
         return {"windows": 0, "names": [], "first": {}, "rows": []}
-    names: list[str] = []
-    first: dict[str, list] = {}
-
-    def read() -> Iterable[tuple]:
-        for row in _stream(rows.order_by("logfile_id", "window", "id"), "logfile_id", "window", "name", "ms", "line"):
-            if row[2] not in first:
-                names.append(row[2])
-                first[row[2]] = [row[0], row[4]]
-            yield row
-
-    count = rows.values("name").distinct().count()
-    kept = thin_phases(read(), windows, count, limit)
-    return {"windows": windows, "names": names, "first": first, "rows": kept}
+    windows = rows.select(pl.struct("logfile", "window").n_unique()).item()
+    firsts = rows.with_row_index("at").group_by("name").first().sort("at")
+    names = firsts.get_column("name").to_list()
+    first = {name: [logfile, line] for name, logfile, line in firsts.select("name", "logfile", "line").iter_rows()}
+    kept = thin_phase_frame(rows.select("logfile", "window", "name", "ms", "line"), windows, len(names), limit)
+    return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
 
 
-def best_source(rows: QuerySet) -> str | None:
-    """The source the summary believes first among these metric rows (of equal rank, the one
-    whose first row comes first in the run: the order the rows would be read in)."""
-    sources = set(rows.values_list("source", flat=True).distinct())
+def best_source(run_id: int, names: Iterable[str]) -> str | None:
+    """The source the summary believes first among these metrics of a run (of equal rank, the
+    one whose first row comes first in the run: the order the rows are read in)."""
+    names = list(names)
+    sources = set(SampleBlock.objects.filter(run_id=run_id, kind=blocks.METRIC, name__in=names)
+                  .values_list("source", flat=True).distinct())
     if not sources:
         return None
     top = min(source_rank(s) for s in sources)
     tied = sorted(s for s in sources if source_rank(s) == top)
     if len(tied) == 1:
         return tied[0]
-    firsts = {s: rows.filter(source=s).order_by("logfile_id", "window", "id").values_list(
-        "logfile_id", "window", "id").first() for s in tied}
-    return min(tied, key=lambda s: firsts[s] or (0, 0, 0))
+    return first_best(blocks.frame(blocks.METRIC, blocks_of(run_id, blocks.METRIC, names=names, sources=tied), [])
+                      .get_column("source"))
 
 
-def figure_rows(run_id: int, key: str, source: str | None = None) -> QuerySet | None:
-    """The rows behind one per-window figure, in the run's order (None for an unknown key)."""
+def first_best(sources: pl.Series) -> str | None:
+    """Of the sources of rows in the run's order, the best ranked; of equal rank, the first seen."""
+    seen = sources.unique(maintain_order=True).to_list()
+    return min(seen, key=source_rank) if seen else None
+
+
+def figure_frame(run_id: int, key: str, source: str | None = None) -> pl.DataFrame | None:
+    """The rows behind one per-window figure (value, line, logfile, window) in the run's order;
+    None for an unknown key or a figure without rows."""
     if key == VERIFY:
-        phases = PhaseSample.objects.filter(run_id=run_id, name__icontains="verify")
-        return phases.order_by("logfile_id", "window", "id")
+        # verify_ms comes from phase rows: any phase whose name says verify
+        found = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, name_has="verify"), ["ms", "line"])
+        return found.select(value="ms", line="line", logfile="logfile", window="window")
     if key not in FIGURE_METRICS:
         return None
-    rows = MetricSample.objects.filter(run_id=run_id, name__in=FIGURE_METRICS[key])
-    source = source or best_source(rows)
-    return None if source is None else rows.filter(source=source).order_by("logfile_id", "window", "id")
-
-
-def _value(key: str) -> str:
-    return "ms" if key == VERIFY else "value"
+    source = source or best_source(run_id, FIGURE_METRICS[key])
+    if source is None:
+        return None
+    found = blocks.frame(blocks.METRIC, blocks_of(run_id, blocks.METRIC, names=FIGURE_METRICS[key], source=source),
+                         ["value", "line"])
+    return found.select("value", "line", "logfile", "window")
 
 
 def _figures(run_id: int, limit: int) -> dict:
     out = {}
     for key in (*FIGURE_METRICS, VERIFY):
-        source = None if key == VERIFY else best_source(
-            MetricSample.objects.filter(run_id=run_id, name__in=FIGURE_METRICS[key]))
-        rows = figure_rows(run_id, key, source)
-        if rows is None:
+        source = None if key == VERIFY else best_source(run_id, FIGURE_METRICS[key])
+        rows = figure_frame(run_id, key, source)
+        if rows is None or not rows.height:
             continue
-        count = rows.count()
-        if not count:
-            continue
-        thinner = Thinner(count, limit)
-        values = array("d")
-        for x, (value, line, logfile, window) in enumerate(_stream(rows, _value(key), "line", "logfile_id", "window"),
-                                                           start=1):
-            values.append(value)
-            thinner.add([x, value, line, logfile, window])
-        out[key] = {"source": source, "count": count, "spread": spread(list(values)),
-                    "points": [list(p) for p in thinner.points()]}
+        points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
+        out[key] = {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
+                    "points": [list(p) for p in points.iter_rows()]}
     return out
 
 
@@ -289,16 +341,16 @@ def zoom_span(lo: int, hi: int) -> tuple[int, int]:
 def phase_rows_between(run_id: int, lo: int, hi: int) -> list[list]:
     """Every phase row of windows lo..hi (capped), as the stored rows are."""
     lo, hi = zoom_span(lo, hi)
-    rows = PhaseSample.objects.filter(run_id=run_id, window__gte=lo, window__lte=hi).order_by(
-        "logfile_id", "window", "id")
-    return [list(r) for r in rows.values_list("logfile_id", "window", "name", "ms", "line")]
+    rows = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, windows=(lo, hi)), ["ms", "line"])
+    rows = rows.filter(pl.col("window").is_between(lo, hi))
+    return [list(r) for r in rows.select("logfile", "window", "name", "ms", "line").iter_rows()]
 
 
 def figure_rows_between(run_id: int, key: str, source: str | None, lo: int, hi: int) -> list[list]:
     """Every point of one figure at positions lo..hi of the run (capped): exact rows, no thinning."""
     lo, hi = zoom_span(lo, hi)
-    rows = figure_rows(run_id, key, source)
+    rows = figure_frame(run_id, key, source)
     if rows is None:
         return []
-    found = rows.values_list(_value(key), "line", "logfile_id", "window")[lo - 1:hi]
-    return [[x, value, line, logfile, window] for x, (value, line, logfile, window) in enumerate(found, start=lo)]
+    return [[x, value, line, logfile, window]
+            for x, (value, line, logfile, window) in enumerate(rows.slice(lo - 1, hi - lo + 1).iter_rows(), start=lo)]

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs import digest
+from runs import blocks, digest
 from runs.models import (
     Annotation,
     AnnotationEdit,
@@ -25,12 +25,11 @@ from runs.models import (
     LogFile,
     LogFileDigest,
     Membership,
-    MetricSample,
     NcclSetting,
-    PhaseSample,
     Project,
     Run,
     RunEdit,
+    SampleBlock,
     Status,
     Tag,
 )
@@ -368,15 +367,15 @@ def run_result(run: Run) -> rec.ParseResult:
     offset = 0
     for lf in files:
         last = offset
-        for p in PhaseSample.objects.filter(logfile=lf).order_by("window", "id"):
-            # Parsed rows always have a line (only annotation NCCL rows lack one); 0 is "no line".
-            result.phases.append(rec.Phase(p.name, p.ms, p.pct, p.window + offset, p.line or 0, p.source,
-                                           p.process, lf.id))
-            last = max(last, p.window + offset)
-        for m in MetricSample.objects.filter(logfile=lf).order_by("window", "id"):
-            result.metrics.append(rec.Metric(m.name, m.value, m.window + offset, m.line or 0, m.source, m.rank,
-                                             m.process, lf.id))
-            last = max(last, m.window + offset)
+        # Parsed rows always have a line (only annotation NCCL rows lack one); 0 is "no line".
+        for name, ms, pct, window, line, source, process in _file_rows(lf, blocks.PHASE).select(
+                "name", "ms", "pct", "window", "line", "source", "process").iter_rows():
+            result.phases.append(rec.Phase(name, ms, pct, window + offset, line or 0, source, process, lf.id))
+            last = max(last, window + offset)
+        for name, value, window, line, source, rank, process in _file_rows(lf, blocks.METRIC).select(
+                "name", "value", "window", "line", "source", "rank", "process").iter_rows():
+            result.metrics.append(rec.Metric(name, value, window + offset, line or 0, source, rank, process, lf.id))
+            last = max(last, window + offset)
         offset = last
     _add_nccl(run, result)
     for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
@@ -417,17 +416,22 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
     return rows
 
 
+def _file_rows(lf: LogFile, kind: str, order: tuple[str, ...] = ("window", "i")):
+    """A file's rows of one kind from its blocks, every column, in `order`."""
+    found = SampleBlock.objects.filter(logfile=lf, kind=kind).order_by("seq").values_list(
+        "logfile_id", "name", "source", "data")
+    return blocks.frame(kind, found).sort(list(order))
+
+
 def digest_from_rows(lf: LogFile) -> bytes:
-    """The digest of a file parsed before digests were written, from its rows in id order."""
+    """The digest of a file parsed before digests were written, from its rows in the order they
+    were parsed (phases first, as a spool batch has them)."""
     d = digest.FileDigest()
-    phases = PhaseSample.objects.filter(logfile=lf).order_by("id").values_list(
-        "id", "process", "source", "name", "window", "line", "ms", "pct")
-    metrics = MetricSample.objects.filter(logfile=lf).order_by("id").values_list(
-        "id", "process", "source", "name", "rank", "window", "line", "value")
-    # Phases and metrics share one order (ids of two tables): phases first, as a spool batch has them.
-    for _, process, source, name, window, line, ms, pct in phases.iterator(chunk_size=5000):
+    for process, source, name, window, line, ms, pct in _file_rows(lf, blocks.PHASE, ("i",)).select(
+            "process", "source", "name", "window", "line", "ms", "pct").iter_rows():
         d.phase(process, source, name, window, line or 0, ms, pct)
-    for _, process, source, name, rank, window, line, value in metrics.iterator(chunk_size=5000):
+    for process, source, name, rank, window, line, value in _file_rows(lf, blocks.METRIC, ("i",)).select(
+            "process", "source", "name", "rank", "window", "line", "value").iter_rows():
         d.metric(process, source, name, rank, window, line or 0, value)
     blob = d.encode()
     LogFileDigest.objects.update_or_create(logfile=lf, defaults={"data": blob})
@@ -605,7 +609,7 @@ def split_run(user: User, run: Run) -> list[Run]:
             set_tags(new, tags)
             ids = [f.id for f in files]
             LogFile.objects.filter(id__in=ids).update(run=new)
-            for model in (PhaseSample, MetricSample, NcclSetting, CollectiveResult):
+            for model in (SampleBlock, NcclSetting, CollectiveResult):
                 model.objects.filter(logfile_id__in=ids).update(run=new)
             NcclSetting.objects.bulk_create(
                 NcclSetting(run=new, logfile=None, line=None, key=n.key, value=n.value, kind=n.kind,

@@ -1,5 +1,5 @@
 """Large synthetic runs for the bounded-page tests (and the series benchmark): rows written
-straight into the tables (COPY on PostgreSQL, bulk_create elsewhere), as a parse of a
+straight into column blocks (runs/blocks.py), as a parse of a
 `windows`-window log would leave them; the caller computes the stored series (as refresh_run does).
 
 Window w of log file f: phase rows `Draft` (line 4w) and `Target verify` (line 4w+1), metric rows
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from statistics import median
 
-from django.db import connection
+import polars as pl
 
-from runs.models import LogFile, MetricSample, PhaseSample, Run, Status
+from ingest.parsers.records import METRIC_SCHEMA, PHASE_SCHEMA
+from runs import blocks
+from runs.models import LogFile, Run, SampleBlock, Status
 
 SOURCE = "eagle_profile"
 
@@ -26,21 +28,10 @@ def values(w: int, spike: int) -> tuple[float, float, float, float]:
     return draft, verify, 450.0 + 10 * ripple - (200.0 if w == spike else 0.0), 2.5 + 0.1 * ripple
 
 
-def _copy(model, columns: list[str], rows) -> None:
-    if connection.vendor == "postgresql":
-        table = model._meta.db_table
-        names = ", ".join(connection.ops.quote_name(c) for c in columns)
-        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    batch = []
-    for row in rows:
-        batch.append(model(**dict(zip(columns, row, strict=True))))
-        if len(batch) == 5000:
-            model.objects.bulk_create(batch)
-            batch = []
-    model.objects.bulk_create(batch)
+def _save(run: Run, lf: LogFile, block: blocks.Block) -> None:
+    SampleBlock.objects.create(run=run, logfile=lf, kind=block.kind, name=block.name, source=block.source,
+                               seq=block.seq, rows=block.rows, window_lo=block.window_lo,
+                               window_hi=block.window_hi, data=block.data)
 
 
 def make_run(project, user, windows: int, name: str = "big", spike: int | None = None) -> Run:
@@ -51,12 +42,14 @@ def make_run(project, user, windows: int, name: str = "big", spike: int | None =
     lf = LogFile.objects.create(run=run, original_name=f"{name}.log", path=f"{name}.log", sha256="0" * 64,
                                 status=Status.READY, lines=4 * windows + 4)
     ws = range(1, windows + 1)
-    _copy(PhaseSample, ["run_id", "logfile_id", "line", "process", "name", "window", "ms", "source"],
-          ((run.id, lf.id, 4 * w + k, "", phase, w, values(w, spike)[k], SOURCE)
-           for w in ws for k, phase in ((0, "Draft"), (1, "Target verify"))))
-    _copy(MetricSample, ["run_id", "logfile_id", "line", "process", "name", "window", "value", "rank", "source"],
-          ((run.id, lf.id, 4 * w + k, "", metric, w, values(w, spike)[k], "", SOURCE)
-           for w in ws for k, metric in ((2, "throughput_tok_s"), (3, "tokens_per_cycle"))))
+    writer = blocks.BlockWriter(lambda block: _save(run, lf, block))
+    writer.add(blocks.PHASE, pl.DataFrame(
+        [(phase, values(w, spike)[k], None, w, 4 * w + k, SOURCE, "") for w in ws
+         for k, phase in ((0, "Draft"), (1, "Target verify"))], schema=PHASE_SCHEMA, orient="row"))
+    writer.add(blocks.METRIC, pl.DataFrame(
+        [(metric, values(w, spike)[k], w, 4 * w + k, SOURCE, "", "") for w in ws
+         for k, metric in ((2, "throughput_tok_s"), (3, "tokens_per_cycle"))], schema=METRIC_SCHEMA, orient="row"))
+    writer.finish()
     draft, verify, tput, tpc = (median(values(w, spike)[k] for w in ws) for k in range(4))
     run.throughput_tok_s, run.tokens_per_cycle, run.verify_ms = tput, tpc, verify
     run.cycle_ms, run.windows = draft + verify, windows
@@ -66,3 +59,10 @@ def make_run(project, user, windows: int, name: str = "big", spike: int | None =
                                                                             "pct": None}]}
     run.save()
     return run
+
+
+def stored_rows(kind: str, **filters) -> pl.DataFrame:
+    """The stored rows of one kind ("phase" or "metric") as one frame, from the blocks matching
+    `filters` (run=, run_id=, name=, ...), in the run's order (logfile, window, i)."""
+    found = SampleBlock.objects.filter(kind=kind, **filters).order_by("logfile_id", "seq")
+    return blocks.frame(kind, found.values_list("logfile_id", "name", "source", "data"))

@@ -14,8 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from ingest import services
-from runs.models import LogFile, NcclSetting, PhaseSample, Project, Run, Status
+from runs.models import LogFile, NcclSetting, Project, Run, Status
 from tests.samples import log_path
+from tests.synthetic import stored_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -461,7 +462,7 @@ def test_refresh_of_a_grown_log_requeues_the_parse(client, alice, bearer, root):
 def _registered_and_parsed(client, headers, root):
     run_id = _register(client, headers, root / "run.log").json()["id"]
     services.parse_logfile(LogFile.objects.get(run_id=run_id).id)
-    return run_id, PhaseSample.objects.filter(run_id=run_id).count()
+    return run_id, stored_rows("phase", run_id=run_id).height
 
 
 @pytest.mark.parametrize(("change", "why"), [
@@ -477,7 +478,7 @@ def test_refresh_of_a_rotated_or_truncated_log_keeps_the_old_rows_and_says_why(
     body = client.post(f"/api/v1/runs/{run_id}/refresh", headers=headers).json()
     assert body["changed"] is False and body["status"] == "ready"
     assert len(body["kept"]) == 1 and body["kept"][0].startswith("run.log: ") and why in body["kept"][0]
-    assert PhaseSample.objects.filter(run_id=run_id).count() == rows > 0
+    assert stored_rows("phase", run_id=run_id).height == rows > 0
     lf = LogFile.objects.get(run_id=run_id)
     assert lf.status == Status.READY and lf.size == len(raw)
     # Said where people look: the run's API answer, its status, and its page.

@@ -253,7 +253,7 @@ def test_compare_of_large_runs_reads_their_stored_series_not_their_rows(client, 
     with CaptureQueriesContext(connection) as queries:
         response = client.get(f"/api/v1/compare?runs={a.id},{b.id}", headers=bearer(alice))
     assert response.status_code == 200 and len(response.content) < 20_000
-    assert not [q for q in queries.captured_queries if "runs_metricsample" in q["sql"] or "runs_phasesample" in q["sql"]]
+    assert not [q for q in queries.captured_queries if "runs_sampleblock" in q["sql"]]
     body = response.json()
     assert set(body) >= {"baseline", "runs", "metrics", "phases", "config", "comparable", "headline"}
     assert next(m for m in body["metrics"] if m["key"] == "verify_ms")["runs"][str(b.id)]["noise"] is not None

@@ -76,7 +76,7 @@ def test_a_file_parsed_before_digests_gets_one_from_its_rows(alice):
     assert LogFileDigest.objects.filter(logfile__run=run).count() == 2
 
 
-ROW_TABLES = ("runs_phasesample", "runs_metricsample", "runs_logfiledigest", "runs_collectiveresult")
+ROW_TABLES = ("runs_sampleblock", "runs_logfiledigest", "runs_collectiveresult")
 
 
 @pytest.mark.django_db

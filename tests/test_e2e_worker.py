@@ -8,8 +8,9 @@ import time
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from runs.models import MetricSample, PhaseSample, Run, Status
+from runs.models import Run, Status
 from tests.samples import log_path
+from tests.synthetic import stored_rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -37,8 +38,8 @@ def test_upload_form_to_ready_run_through_a_real_worker(client, alice, worker):
     run = _wait_until_done(response.json()["id"], worker)
     assert run.status == Status.READY, run.error
     assert run.steps == 2 and run.verify_ms == 4.08 and run.throughput_tok_s == 472.8
-    assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
-    assert MetricSample.objects.filter(run=run, name="tokens_per_cycle").exists()
+    assert stored_rows("phase", run=run, name="Target verify").height == 6
+    assert stored_rows("metric", run=run, name="tokens_per_cycle").height > 0
     assert client.get(f"/runs/{run.id}/").content.decode().count("Target verify") >= 1
 
 
@@ -79,7 +80,7 @@ def test_worker_killed_mid_parse_is_redelivered_and_rows_are_written_once(client
     assert run.status == Status.READY, run.error
     lf = run.logfiles.get()
     assert lf.attempts == 2
-    assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
+    assert stored_rows("phase", run=run, name="Target verify").height == 6
 
 
 def test_lost_queue_message_is_recovered_by_the_reconciler(client, alice, worker_queue, settings):
@@ -153,7 +154,7 @@ def test_whole_worker_killed_mid_parse_is_recovered_once_its_claim_goes_stale(cl
     assert run.status == Status.READY, run.error
     assert recovery < 90  # 3 s stale + 1 s period; the rest is a worker's boot and a whole parse
     assert run.logfiles.get().attempts == 2
-    assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
+    assert stored_rows("phase", run=run, name="Target verify").height == 6
 
 
 def test_sigterm_stops_the_worker_within_30_s_and_the_next_worker_parses_the_file(client, alice, worker_queue):
@@ -173,7 +174,7 @@ def test_sigterm_stops_the_worker_within_30_s_and_the_next_worker_parses_the_fil
     run = _wait_until_done(run_id, worker_queue.start(), timeout=300)
     print(f"parsed {time.monotonic() - stopped_at:.0f} s after SIGTERM")
     assert run.status == Status.READY, run.error
-    assert PhaseSample.objects.filter(run=run, name="Target verify").count() == 6
+    assert stored_rows("phase", run=run, name="Target verify").height == 6
 
 
 def test_deleting_a_run_while_it_parses_answers_at_once_and_cancels_the_parse(client, alice, worker_queue, bearer):
@@ -195,8 +196,8 @@ def test_deleting_a_run_while_it_parses_answers_at_once_and_cancels_the_parse(cl
     assert _wait_until_done(after, worker, timeout=120).status == Status.READY
     assert worker.poll() is None
     assert not Run.objects.filter(id=run_id).exists() and not LogFile.objects.filter(run_id=run_id).exists()
-    assert not PhaseSample.objects.filter(run_id=run_id).exists()
-    assert PhaseSample.objects.filter(run_id=after, name="Target verify").count() == 6
+    assert not stored_rows("phase", run_id=run_id).height
+    assert stored_rows("phase", run_id=after, name="Target verify").height == 6
 
 
 def test_the_heartbeat_keeps_a_parse_longer_than_the_stale_limit_from_being_taken_over(
@@ -229,4 +230,4 @@ def test_the_heartbeat_keeps_a_parse_longer_than_the_stale_limit_from_being_take
     print(f"\nthe reconciler looked {late_looks} times at a claim older than the stale limit")
     assert late_looks >= 3, "the parse was too short to prove anything"
     assert requeued == 0 and lf.attempts == 1 and lf.heartbeat_at > claimed
-    assert PhaseSample.objects.filter(run_id=run_id, name="Target verify").count() == 6
+    assert stored_rows("phase", run_id=run_id, name="Target verify").height == 6

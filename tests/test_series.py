@@ -1,6 +1,9 @@
 """runs/series.py: the thinning (pure) and the stored series of a run (database)."""
 
+import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runs.series import (
     MAX_POINTS,
@@ -10,6 +13,8 @@ from runs.series import (
     figure_rows_between,
     fresh_series,
     phase_rows_between,
+    thin_frame,
+    thin_phase_frame,
     thin_phases,
 )
 from runs.summary import spread
@@ -81,6 +86,34 @@ def test_phase_thinning_leaves_a_small_run_alone():
     rows = _windows(40)
     assert thin_phases(rows, 40, 2) == [list(r) for r in rows]
     assert thin_phases([], 0, 0) == []
+
+
+# Few distinct values: ties everywhere, where "the first lowest" matters.
+_values = st.lists(st.sampled_from([0.0, 1.0, 1.5, 2.0, -3.0, 1e9]), max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=_values, limit=st.integers(min_value=2, max_value=40))
+def test_the_column_thinning_keeps_what_the_point_thinning_keeps(values, limit):
+    points = [(x, v, 100 + x, 9, x) for x, v in enumerate(values, start=1)]
+    frame = pl.DataFrame(points, schema=["x", "value", "line", "logfile", "window"], orient="row").drop("x")
+    kept = thin_frame(frame, limit).select("x", "value", "line", "logfile", "window")
+    assert [tuple(p) for p in kept.iter_rows()] == [tuple(p) for p in downsample(points, limit)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(windows=st.lists(st.lists(st.tuples(st.sampled_from(["Draft", "Target verify", "Accept"]),
+                                           st.sampled_from([1.0, 2.0, 2.5, 7.0])), min_size=1, max_size=4),
+                        max_size=120),
+       limit=st.integers(min_value=2, max_value=30))
+def test_the_column_phase_thinning_keeps_the_windows_the_row_thinning_keeps(windows, limit):
+    """Windows of any phases (repeated too, as two DP ranks' rows of one window are)."""
+    rows = [(1 + w // 50, w, name, ms, 10 * w + k) for w, window in enumerate(windows, start=1)
+            for k, (name, ms) in enumerate(window)]
+    frame = pl.DataFrame(rows, schema=["logfile", "window", "name", "ms", "line"], orient="row")
+    names = len({r[2] for r in rows})
+    expected = thin_phases(rows, len(windows), names, limit)
+    assert [list(r) for r in thin_phase_frame(frame, len(windows), names, limit).iter_rows()] == expected
 
 
 @pytest.fixture

@@ -2,15 +2,15 @@
 
 from datetime import timedelta
 
-import psycopg
 import pytest
 from django.db import connection
 from django.utils import timezone
 
 from ingest import services
-from runs.models import CollectiveResult, LogFile, MetricSample, PhaseSample, Project, Run, Status
+from runs.models import CollectiveResult, LogFile, Project, Run, Status
 from runs.services import ServiceError
 from tests.samples import upload_bytes
+from tests.synthetic import stored_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -30,37 +30,39 @@ def test_parse_fills_rows_and_run_summary(alice, upload_run):
     assert run.status == Status.READY
     assert run.steps == 2 and "line" in run.steps_source
     assert run.verify_ms == 4.08 and run.throughput_tok_s == 472.8 and run.tokens_per_cycle == 2.2
-    verify = PhaseSample.objects.filter(run=run, name="Target verify").order_by("window")
-    assert verify.count() == 6
-    first = verify.first()
-    assert (first.ms, first.pct, first.window) == (4.02, 83.6, 1)
-    assert first.line == 141 and first.logfile_id == run.logfiles.get().id  # line 141 of the log
+    verify = stored_rows("phase", run=run, name="Target verify")
+    assert verify.height == 6
+    first = verify.row(0, named=True)
+    assert (first["ms"], first["pct"], first["window"]) == (4.02, 83.6, 1)
+    assert first["line"] == 141 and first["logfile"] == run.logfiles.get().id  # line 141 of the log
 
 
 def test_stored_line_numbers_point_at_the_source_text(alice, upload_run, data_dir):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     lf = run.logfiles.get()
     text = (data_dir / lf.path).read_text().splitlines()
-    for p in PhaseSample.objects.filter(run=run)[:10]:
-        assert p.name in text[p.line - 1] and f"{p.ms:.2f}" in text[p.line - 1]
+    phases = stored_rows("phase", run=run)
+    assert phases.height > 10
+    for name, ms, line in phases.head(10).select("name", "ms", "line").iter_rows():
+        assert name in text[line - 1] and f"{ms:.2f}" in text[line - 1]
 
 
 def test_redelivered_task_does_nothing(alice, upload_run):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     lf = run.logfiles.get()
-    rows = PhaseSample.objects.filter(run=run).count()
+    rows = stored_rows("phase", run=run).height
     assert services.parse_logfile(lf.id) == "skipped"
-    assert PhaseSample.objects.filter(run=run).count() == rows
+    assert stored_rows("phase", run=run).height == rows
     lf.refresh_from_db()
     assert lf.attempts == 1
 
 
 def test_reparse_replaces_rows_instead_of_adding(alice, upload_run):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
-    before = (PhaseSample.objects.filter(run=run).count(), MetricSample.objects.filter(run=run).count())
+    before = (stored_rows("phase", run=run).height, stored_rows("metric", run=run).height)
     services.reparse_run(run)
     services.parse_logfile(run.logfiles.get().id)
-    after = (PhaseSample.objects.filter(run=run).count(), MetricSample.objects.filter(run=run).count())
+    after = (stored_rows("phase", run=run).height, stored_rows("metric", run=run).height)
     assert after == before
     run.refresh_from_db()
     assert run.status == Status.READY
@@ -85,7 +87,7 @@ def test_bad_input_fails_with_a_reason_and_no_rows(alice, content, reason):
     lf.refresh_from_db()
     assert run.status == Status.FAILED and lf.status == Status.FAILED
     assert reason in lf.error and "bad.log" in lf.error and reason in run.error
-    assert not PhaseSample.objects.filter(run=run).exists() and not MetricSample.objects.filter(run=run).exists()
+    assert not stored_rows("phase", run=run).height and not stored_rows("metric", run=run).height
 
 
 def test_truncated_log_is_ready_with_a_warning(alice, data_dir):
@@ -113,49 +115,34 @@ def test_parser_crash_marks_failed_and_writes_nothing(alice, upload_run, monkeyp
     monkeypatch.setattr(services, "parse_stream", boom)
     assert services.parse_logfile(run.logfiles.get().id) == Status.FAILED
     run.refresh_from_db()
-    assert "internal error" in run.error and not PhaseSample.objects.filter(run=run).exists()
+    assert "internal error" in run.error and not stored_rows("phase", run=run).height
 
 
-def break_writes_after(monkeypatch, rows: int) -> None:
-    """The database write fails ("disk full") after `rows` rows: COPY's rows on PostgreSQL,
-    bulk_create's on SQLite."""
-    written = {"rows": 0}
+def break_writes_after(monkeypatch, blocks: int) -> None:
+    """The database write fails ("disk full") after `blocks` column blocks were written."""
+    written = {"blocks": 0}
+    real = services._save_block
 
-    def count(n: int) -> None:
-        written["rows"] += n
-        if written["rows"] > rows:
+    def save_block(*args):
+        written["blocks"] += 1
+        if written["blocks"] > blocks:
             raise RuntimeError("disk full")
+        return real(*args)
 
-    if connection.vendor == "postgresql":
-        real_write_row = psycopg.Copy.write_row
-
-        def write_row(self, row):
-            count(1)
-            return real_write_row(self, row)
-
-        monkeypatch.setattr(psycopg.Copy, "write_row", write_row)
-    else:
-        real_bulk_create = MetricSample.objects.bulk_create
-
-        def bulk_create(objs, *args, **kwargs):
-            objs = list(objs)
-            count(len(objs))
-            return real_bulk_create(objs, *args, **kwargs)
-
-        monkeypatch.setattr(MetricSample.objects, "bulk_create", bulk_create)
+    monkeypatch.setattr(services, "_save_block", save_block)
 
 
 def test_failed_store_leaves_previous_rows_intact(alice, upload_run, monkeypatch):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
-    rows = PhaseSample.objects.filter(run=run).count()
+    rows = stored_rows("phase", run=run).height
     services.reparse_run(run)
 
-    break_writes_after(monkeypatch, 5)
+    break_writes_after(monkeypatch, 2)
     with pytest.raises(RuntimeError, match="disk full"):
         services.parse_logfile(run.logfiles.get().id)
     # The transaction rolled back: the old rows are still all there, none duplicated, and the
     # file is handed back to the queue for the retry or the reconciler.
-    assert PhaseSample.objects.filter(run=run).count() == rows
+    assert stored_rows("phase", run=run).height == rows
     assert run.logfiles.get().status == Status.QUEUED
 
 
@@ -178,8 +165,8 @@ def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeyp
     # Phases went to the database a chunk at a time (the first read line by line: 256 per 1024
     # lines; then the chunk lanes' batches), never all at once.
     assert len(calls) >= 4 and calls[0] == 256 and max(calls) < 3000 and sum(calls) == 3000
-    assert PhaseSample.objects.filter(run=run).count() == 3000
-    assert MetricSample.objects.filter(run=run, name="tokens_per_cycle").count() == 3000
+    assert stored_rows("phase", run=run).height == 3000
+    assert stored_rows("metric", run=run, name="tokens_per_cycle").height == 3000
 
 
 def test_nccl_tests_rows_named_only_after_their_table_are_stored_with_their_op(alice, monkeypatch):
@@ -240,7 +227,7 @@ def test_a_parse_whose_run_was_deleted_meanwhile_is_cancelled_and_writes_nothing
 
     monkeypatch.setattr(services, "_store_rows", delete_first)
     assert services.parse_logfile(lf.id) == "cancelled"
-    assert not PhaseSample.objects.exists() and not LogFile.objects.exists()
+    assert not stored_rows("phase").height and not LogFile.objects.exists()
 
 
 def test_project_for_refuses_a_project_the_user_is_not_in_as_if_it_did_not_exist(alice, eve):
@@ -280,7 +267,7 @@ def test_a_log_that_keeps_killing_workers_ends_failed(alice, upload_run, setting
         assert services.claim(lf.id, token="t")  # each time the worker was killed mid-parse
     assert services.parse_logfile(lf.id, token="t") == Status.FAILED
     lf.refresh_from_db()
-    assert "gave up after 2 attempts" in lf.error and not PhaseSample.objects.filter(run=run).exists()
+    assert "gave up after 2 attempts" in lf.error and not stored_rows("phase", run=run).height
 
 
 def test_reparse_is_not_mistaken_for_a_stuck_file(alice, upload_run, settings):
@@ -311,12 +298,14 @@ def test_stored_rows_are_the_parsed_records_exactly(alice, data_dir):
     run = upload_bytes(alice, "lanes.log", data)
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
     parsed = parse_stream(io.BytesIO(data), engine="lines")
-    phases = PhaseSample.objects.filter(run=run).order_by("line", "id")
-    assert [(p.name, p.ms, p.pct, p.window, p.line, p.process, p.source) for p in phases] == sorted(
-        ((p.name, p.ms, p.pct, p.window, p.line, p.process, p.source) for p in parsed.phases), key=lambda r: r[4])
-    metrics = MetricSample.objects.filter(run=run)
-    stored = sorted((m.name, m.value, m.window, m.line, m.rank, m.process, m.source) for m in metrics)
-    assert stored == sorted((m.name, m.value, m.window, m.line, m.rank, m.process, m.source) for m in parsed.metrics)
+    # In the order the parse emitted them (i), and each as the parser made it.
+    phases = stored_rows("phase", run=run).sort("i").select("name", "ms", "pct", "window", "line", "process", "source")
+    assert list(phases.iter_rows()) == [(p.name, p.ms, p.pct, p.window, p.line, p.process, p.source)
+                                        for p in parsed.phases]
+    metrics = stored_rows("metric", run=run).sort("i").select("name", "value", "window", "line", "rank", "process",
+                                                              "source")
+    stored = list(metrics.iter_rows())
+    assert stored == [(m.name, m.value, m.window, m.line, m.rank, m.process, m.source) for m in parsed.metrics]
     assert len(stored) > 40_000
 
 
@@ -355,5 +344,5 @@ def test_a_run_deleted_while_its_rows_are_stored_keeps_none_of_them(alice, data_
     parse.join(30)
     delete.join(30)
     assert not Run.objects.filter(id=run.id).exists()
-    assert not PhaseSample.objects.filter(run_id=run.id).exists()
-    assert not MetricSample.objects.filter(run_id=run.id).exists()
+    assert not stored_rows("phase", run_id=run.id).height
+    assert not stored_rows("metric", run_id=run.id).height

@@ -110,7 +110,7 @@ def test_uploads_while_a_big_log_parses_on_sqlite_are_all_accepted(private_redis
             time.sleep(1)
         assert {status for _, status in _runs(db)} == {"ready"} and len(_runs(db)) == 13
         with sqlite3.connect(db) as conn:
-            per_run = conn.execute("SELECT run_id, COUNT(*) FROM runs_phasesample WHERE name = 'Target verify' "
+            per_run = conn.execute("SELECT run_id, SUM(rows) FROM runs_sampleblock WHERE name = 'Target verify' "
                                    "GROUP BY run_id").fetchall()
         assert len(per_run) == 13 and {count for _, count in per_run} == {6}  # no row twice
     finally:

@@ -5,6 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from runs.models import SampleBlock
 from tests.samples import dp_attention_log, parsed_upload, with_server_args
 
 pytestmark = pytest.mark.django_db
@@ -327,15 +328,18 @@ def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, up
     assert run_reads and not [sql for sql in run_reads if whole_column.search(sql)]
 
 
-def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians(client, alice, big_run):
-    from runs.series import CHUNK, MAX_POINTS
+def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians(
+        client, alice, big_run, monkeypatch):
+    from runs import blocks
+    from runs.series import MAX_POINTS
     from tests import synthetic
 
-    # Twelve times the points a trace may have, streamed in several chunks: thinning must happen
-    # (100k-window timings are make bench's, not a test's).
+    # Twelve times the points a trace may have, each phase kept in several blocks: thinning must
+    # happen, across blocks (100k-window timings are make bench's, not a test's).
     windows, spike = 12 * MAX_POINTS, 7_777
-    assert windows > 2 * CHUNK
+    monkeypatch.setattr(blocks, "BLOCK_ROWS", 5000)
     run = big_run(windows, spike=spike)
+    assert SampleBlock.objects.filter(run=run, name="Target verify").count() == 3
     client.force_login(alice)
     response = client.get(f"/runs/{run.id}/")
     assert response.status_code == 200 and len(response.content) < 2_000_000
@@ -372,12 +376,12 @@ def test_the_run_page_reads_no_phase_or_metric_row_and_its_queries_do_not_grow_w
     small, large = big_run(50, name="small"), big_run(5000, name="large")
     client.force_login(alice)
     client.get(f"/runs/{small.id}/")  # the session and the user's first look-ups, out of the counts
-    rows = re.compile(r'"runs_(phasesample|metricsample)"')
+    rows = re.compile(r'"runs_sampleblock"')
     small_sql, large_sql = _sql_of(client, f"/runs/{small.id}/"), _sql_of(client, f"/runs/{large.id}/")
     assert not [q for q in large_sql if rows.search(q)]
     assert len(small_sql) == len(large_sql)
     zoomed = [q for q in _sql_of(client, f"/runs/{large.id}/?from=10&to=20") if rows.search(q)]
-    assert len(zoomed) == 1 and '"window" >= 10' in zoomed[0] and '"window" <= 20' in zoomed[0]
+    assert len(zoomed) == 1 and '"window_hi" >= 10' in zoomed[0] and '"window_lo" <= 20' in zoomed[0]
 
 
 def _runs(alice, count, start=0):
