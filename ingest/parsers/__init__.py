@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import BinaryIO, Literal
 
-from . import columns, eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, sglang, vllm
+from . import columns, eagle_profile, launch_env, llamacpp, native, nccl_debug, nccl_tests, processes, sglang, vllm
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
 from .text import MpiLine, number_lines, read_chunks, read_lines
@@ -262,14 +262,29 @@ def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> P
     return parse_numbered(number_lines(lines), formats)
 
 
+Engine = Literal["native", "chunks", "lines"]
+
+
 def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: Sink | None = None,
-                 engine: Literal["chunks", "lines"] = "chunks") -> ParseResult:
-    """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows."""
+                 engine: Engine | None = None) -> ParseResult:
+    """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows.
+
+    `engine`: "native" (the default: the C scanner, native.py) where it is built and every format
+    is read, else "chunks" (polars lanes); "lines" is the reference both are proven equal to.
+    """
     result = ParseResult()
+    if engine is None:
+        engine = "native" if formats is None and native.available() is None else "chunks"
     if engine == "lines":
         parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
     else:
-        _parse_chunks(read_chunks(stream, result.warnings), formats, result, sink)
+        chunks = read_chunks(stream, result.warnings)
+        if engine == "native":
+            if formats is not None or (why := native.available()) is not None:
+                raise ValueError(f"the native engine reads every format and must be built: {why or formats}")
+            native.parse_chunks(chunks, PARSERS, result, sink, SPILL_AT)
+        else:
+            _parse_chunks(chunks, formats, result, sink)
         if sink is None:
             result.thaw()  # every record as an object, as engine="lines" gives them
     if not result.formats:

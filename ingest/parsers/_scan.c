@@ -1,0 +1,899 @@
+/* The native line scanner of the parse engine (issue 10; ingest/parsers/native.py drives it).
+ *
+ * It walks a chunk's lines (a list of str) and, for each line, either does exactly what feeding
+ * that line to the Tagger and to every format parser would do (records into its own column
+ * buffers, the parsers' state moved on), or stops and hands the line back to Python. It takes
+ * only lines it can read exactly, in these shapes (FORMATS §1.1, §6):
+ *
+ *   - an EAGLE profile block: its `[NAME_PROFILE] window=N ...` header, `Name: X ms/cyc (P%)`
+ *     phase lines and the `Accept len:` / `Throughput:` values, the block's end;
+ *   - an SGLang `Decode batch` / `Prefill batch` line under a `[date time TPn]` prefix whose
+ *     label the Tagger knows already;
+ *   - an NCCL line that both the Tagger and nccl_debug have seen before (a repeated channel line);
+ *   - a line that holds none of the readers' trigger literals and starts like none of their
+ *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
+ *
+ * Anything else — a non-ASCII line, an MPI-tagged line (a str subclass), a first record (formats
+ * and settings are set in order by Python), a number outside the plain grammar, a duplicate key —
+ * stops the scan; Python feeds that line (parsers/__init__.py, _parse_native). What "exactly"
+ * means is pinned by tests/test_parsers_native.py: the records and state equal the line-at-a-time
+ * engine's on random mixes of every sample, damaged, at every chunk size.
+ *
+ * Reader bits follow the engine's readers list: the Tagger, then PARSERS in order.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { R_TAGGER, R_EAGLE, R_SGLANG, R_VLLM, R_LLAMACPP, R_NCCL_DEBUG, R_NCCL_TESTS, R_LAUNCH_ENV, R_COUNT };
+#define BIT(r) (1u << (r))
+
+/* Settings the Python side passes as flags: first records are set by Python, in order. */
+enum {
+    F_EAGLE_FORMAT = 1, F_ALGORITHM = 2, F_STEPS = 4, F_DECODE_FORMAT = 8, F_PREFILL_FORMAT = 16, F_ENGINE = 32,
+};
+
+#define MAX_LITERALS 64
+#define MAX_FIELDS 48
+
+typedef struct { double *v; Py_ssize_t n, cap; } dbuf;
+typedef struct { int64_t *v; Py_ssize_t n, cap; } ibuf;
+
+static int dpush(dbuf *b, double x) {
+    if (b->n == b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
+        double *v = realloc(b->v, (size_t)cap * sizeof(double));
+        if (!v) { PyErr_NoMemory(); return -1; }
+        b->v = v; b->cap = cap;
+    }
+    b->v[b->n++] = x;
+    return 0;
+}
+
+static int ipush(ibuf *b, int64_t x) {
+    if (b->n == b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
+        int64_t *v = realloc(b->v, (size_t)cap * sizeof(int64_t));
+        if (!v) { PyErr_NoMemory(); return -1; }
+        b->v = v; b->cap = cap;
+    }
+    b->v[b->n++] = x;
+    return 0;
+}
+
+typedef struct {
+    char *text;
+    Py_ssize_t len;
+    int metric;  /* index in the string table of the metric it becomes */
+} keymap;
+
+typedef struct {
+    PyObject_HEAD
+    /* trigger literals, each with its reader, and a filter on their first two bytes */
+    char *lit[MAX_LITERALS];
+    Py_ssize_t lit_len[MAX_LITERALS];
+    int lit_reader[MAX_LITERALS];
+    int nlit;
+    uint8_t bigram[65536 / 8];
+    int lit_decode, lit_prefill;  /* the literals "Decode batch" and "Prefill batch" */
+    keymap *decode; int ndecode;
+    keymap *prefill; int nprefill;
+    /* strings of the output columns: a list of str, and the same as C strings for lookups */
+    PyObject *strings;
+    char **str_text; Py_ssize_t *str_len; int nstr, capstr;
+    int s_main, s_eagle, s_decode_src, s_prefill_src, s_empty;
+    int s_window_cycles, s_cycle_ms, s_accept_raw, s_tokens, s_throughput, s_graph;
+    /* phases: name, ms, pct (NaN: none), window, line */
+    ibuf p_name, p_window, p_line;
+    dbuf p_ms, p_pct;
+    /* metrics: name, value, window, line, source, rank, process */
+    ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
+    dbuf m_value;
+} Scanner;
+
+/* ---- small string helpers ---------------------------------------------------------------- */
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline int is_word(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+}
+/* Python's str.strip() and \s on ASCII: \t \n \v \f \r, \x1c-\x1f and the space. */
+static inline int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
+static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+static int starts(const char *s, Py_ssize_t n, const char *p) {
+    Py_ssize_t k = (Py_ssize_t)strlen(p);
+    return n >= k && memcmp(s, p, (size_t)k) == 0;
+}
+
+static const char *find(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
+    if (k > n) return NULL;
+    return memmem(s, (size_t)n, p, (size_t)k);
+}
+
+/* The string's index in the table, added when new. */
+static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
+    for (int i = self->nstr - 1; i >= 0; i--)
+        if (self->str_len[i] == n && memcmp(self->str_text[i], s, (size_t)n) == 0) return i;
+    if (self->nstr == self->capstr) {
+        int cap = self->capstr ? self->capstr * 2 : 64;
+        char **t = realloc(self->str_text, (size_t)cap * sizeof(char *));
+        if (!t) { PyErr_NoMemory(); return -1; }
+        self->str_text = t;
+        Py_ssize_t *l = realloc(self->str_len, (size_t)cap * sizeof(Py_ssize_t));
+        if (!l) { PyErr_NoMemory(); return -1; }
+        self->str_len = l;
+        self->capstr = cap;
+    }
+    PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!u) return -1;
+    if (PyList_Append(self->strings, u) < 0) { Py_DECREF(u); return -1; }
+    Py_DECREF(u);
+    char *copy = malloc((size_t)n + 1);
+    if (!copy) { PyErr_NoMemory(); return -1; }
+    memcpy(copy, s, (size_t)n);
+    copy[n] = 0;
+    self->str_text[self->nstr] = copy;
+    self->str_len[self->nstr] = n;
+    return self->nstr++;
+}
+
+static PyObject *str_obj(Scanner *self, int i) { return PyList_GET_ITEM(self->strings, i); }
+
+/* ---- numbers ------------------------------------------------------------------------------ */
+
+/* `\d+(?:\.\d+)?` from s: its length, 0 when none. Greedy, as the regexes read it (what follows
+ * a number in every pattern here is never a digit or a dot, so greedy is the only match). */
+static Py_ssize_t number_len(const char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n && is_digit(s[i])) i++;
+    if (i == 0) return 0;
+    if (i + 1 < n && s[i] == '.' && is_digit(s[i + 1])) {
+        i += 2;
+        while (i < n && is_digit(s[i])) i++;
+    }
+    return i;
+}
+
+/* float() of a plain decimal: strtod is correctly rounded, as Python's float() is. */
+static double to_double(const char *s, Py_ssize_t n) {
+    char buf[128];
+    if (n < (Py_ssize_t)sizeof(buf)) {
+        memcpy(buf, s, (size_t)n);
+        buf[n] = 0;
+        return strtod(buf, NULL);
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) return NAN;
+    memcpy(big, s, (size_t)n);
+    big[n] = 0;
+    double v = strtod(big, NULL);
+    free(big);
+    return v;
+}
+
+/* sglang._number: 1 with *out set, 0 for None, -1 when Python must read it (not plain). */
+static int sglang_number(const char *s, Py_ssize_t n, double *out) {
+    if (n == 0) return 0;
+    if (n == 4 && memcmp(s, "True", 4) == 0) { *out = 1.0; return 1; }
+    if (n == 5 && memcmp(s, "False", 5) == 0) { *out = 0.0; return 1; }
+    while (n > 0 && s[n - 1] == '%') n--;  /* text.rstrip("%") */
+    Py_ssize_t i = (n > 0 && s[0] == '-') ? 1 : 0;
+    Py_ssize_t k = number_len(s + i, n - i);
+    if (k == 0 || i + k != n) return -1;
+    double v = to_double(s, n);
+    if (!isfinite(v)) return 0;
+    *out = v;
+    return 1;
+}
+
+/* round(x, 6) as Python does it: the correctly rounded decimal, read back. glibc's printf rounds
+ * the exact binary value to nearest, ties to even, as CPython's dtoa mode 3 does. */
+static double round6(double x) {
+    char buf[400];
+    snprintf(buf, sizeof(buf), "%.6f", x);
+    return strtod(buf, NULL);
+}
+
+/* ---- outputs ------------------------------------------------------------------------------ */
+
+static int add_phase(Scanner *self, int name, double ms, double pct, int64_t window, int64_t line) {
+    if (ipush(&self->p_name, name) < 0 || dpush(&self->p_ms, ms) < 0 || dpush(&self->p_pct, pct) < 0
+        || ipush(&self->p_window, window) < 0 || ipush(&self->p_line, line) < 0) return -1;
+    return 0;
+}
+
+static int add_metric(Scanner *self, int name, double value, int64_t window, int64_t line, int source, int rank,
+                      int process) {
+    if (ipush(&self->m_name, name) < 0 || dpush(&self->m_value, value) < 0 || ipush(&self->m_window, window) < 0
+        || ipush(&self->m_line, line) < 0 || ipush(&self->m_source, source) < 0 || ipush(&self->m_rank, rank) < 0
+        || ipush(&self->m_process, process) < 0) return -1;
+    return 0;
+}
+
+/* ---- which readers a line concerns: trigger literals and STARTS ----------------------------- */
+
+/* Bits of the literals found in the line; *readers gets the readers they belong to. */
+static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned *readers) {
+    uint64_t hit = 0;
+    unsigned rd = 0;
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        unsigned key = ((unsigned char)s[i] << 8) | (unsigned char)s[i + 1];
+        if (!(self->bigram[key >> 3] & (1u << (key & 7)))) continue;
+        for (int k = 0; k < self->nlit; k++) {
+            if (hit & (1ull << k)) continue;
+            Py_ssize_t m = self->lit_len[k];
+            if (i + m <= n && s[i] == self->lit[k][0] && memcmp(s + i, self->lit[k], (size_t)m) == 0) {
+                hit |= 1ull << k;
+                rd |= BIT(self->lit_reader[k]);
+            }
+        }
+    }
+    *readers = rd;
+    return hit;
+}
+
+static const char *BLOCK_LABELS[] = {
+    "Successful requests", "Benchmark duration (s)", "Request throughput (req/s)", "Output token throughput (tok/s)",
+};
+
+/* The readers whose STARTS the line matches (their patterns are checked equal to these in
+ * native.py, and the two readings against each other in tests). */
+static unsigned starts_of(const char *s, Py_ssize_t n) {
+    unsigned rd = 0;
+    if (n == 0) return 0;
+    char c = s[0];
+    if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') rd |= BIT(R_TAGGER);
+    if (c == '$' || c == '+' || c == '(' || (c >= 'A' && c <= 'Z') || (unsigned char)c >= 0x80
+        || starts(s, n, "export") || starts(s, n, "env ")) rd |= BIT(R_LAUNCH_ENV);
+    Py_ssize_t i = 0;
+    while (i < n && is_space(s[i])) i++;
+    /* nccl_tests: `#` or a digit first, or after a leading space or tab and any whitespace. */
+    Py_ssize_t t = (c == ' ' || c == '\t') ? i : 0;
+    if (t < n && (s[t] == '#' || is_digit(s[t]))) rd |= BIT(R_NCCL_TESTS);
+    for (size_t k = 0; k < sizeof(BLOCK_LABELS) / sizeof(*BLOCK_LABELS); k++) {
+        Py_ssize_t m = (Py_ssize_t)strlen(BLOCK_LABELS[k]);
+        if (i + m < n && memcmp(s + i, BLOCK_LABELS[k], (size_t)m) == 0 && s[i + m] == ':') {
+            rd |= BIT(R_SGLANG) | BIT(R_VLLM);
+            break;
+        }
+    }
+    return rd;
+}
+
+/* ---- the Tagger --------------------------------------------------------------------------- */
+
+/* `^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d` then `((?: (?:DP|TP|EP|PP)\d+)*)\]`: the length of the
+ * prefix up to and with the `]`, the tags' span in *t0..*t1 (0 when the line is not so). */
+static Py_ssize_t sglang_prefix(const char *s, Py_ssize_t n, Py_ssize_t *t0, Py_ssize_t *t1) {
+    static const char shape[] = "[dddd-dd-dd dd:dd:dd";
+    if (n < 21) return 0;
+    for (int i = 0; i < 20; i++) {
+        if (shape[i] == 'd' ? !is_digit(s[i]) : s[i] != shape[i]) return 0;
+    }
+    Py_ssize_t i = 20;
+    *t0 = i;
+    while (i + 3 < n && s[i] == ' ') {
+        char a = s[i + 1], b = s[i + 2];
+        if (!(b == 'P' && (a == 'D' || a == 'T' || a == 'E' || a == 'P'))) break;
+        Py_ssize_t j = i + 3;
+        while (j < n && is_digit(s[j])) j++;
+        if (j == i + 3) break;
+        i = j;
+    }
+    *t1 = i;
+    if (i >= n || s[i] != ']') return 0;
+    return i + 1;
+}
+
+enum { TAG_MAIN, TAG_KNOWN, TAG_PYTHON };
+
+/* What Tagger._tag gives a line holding none of its trigger literals: "main", a SGLang label it
+ * knows (*label), or TAG_PYTHON (a label new to it, a vLLM or nccl-tests tag, a launch line). */
+static int tagger_tag(const char *s, Py_ssize_t n, PyObject *labels, PyObject **label) {
+    if (n == 0) return TAG_MAIN;
+    char c = s[0];
+    if (c == '(' || c == '$' || c == '+') return TAG_PYTHON;
+    if (c == '#') return find(s, n, "Pid", 3) ? TAG_PYTHON : TAG_MAIN;
+    if (c != '[') return TAG_MAIN;
+    Py_ssize_t t0, t1;
+    if (!sglang_prefix(s, n, &t0, &t1) || t1 == t0) return TAG_MAIN;  /* _SGLANG needs a tag */
+    PyObject *u = PyUnicode_DecodeASCII(s + t0 + 1, t1 - t0 - 1, NULL);  /* .strip(): one space led */
+    if (!u) return -1;
+    int known = PySet_Contains(labels, u);
+    if (known <= 0) { Py_DECREF(u); return known < 0 ? -1 : TAG_PYTHON; }
+    *label = u;
+    return TAG_KNOWN;
+}
+
+/* ---- eagle_profile ------------------------------------------------------------------------ */
+
+typedef struct {
+    long window;
+    int in_block;
+    PyObject *seen;  /* the parser's own set */
+} Eagle;
+
+static const char *TOTALS[] = {"cycle total", "total", "cycle"};
+
+static int is_total(const char *s, Py_ssize_t n) {  /* name.lower() in _TOTALS */
+    for (size_t k = 0; k < sizeof(TOTALS) / sizeof(*TOTALS); k++) {
+        if ((Py_ssize_t)strlen(TOTALS[k]) != n) continue;
+        Py_ssize_t i = 0;
+        while (i < n && ((s[i] >= 'A' && s[i] <= 'Z') ? s[i] + 32 : s[i]) == TOTALS[k][i]) i++;
+        if (i == n) return 1;
+    }
+    return 0;
+}
+
+enum { OK = 0, PYTHON = 1, ERROR = -1 };
+
+/* `[ALG_PROFILE] rest` (eagle_profile._header): window += 1, a new block, window_cycles. */
+static int eagle_header(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int flags, int64_t lineno) {
+    const char *p = find(s, n, "_PROFILE]", 9);
+    if (!p || s[0] != '[' || !(flags & F_ALGORITHM)) return PYTHON;
+    Py_ssize_t a = p - s;
+    if (a < 2) return PYTHON;  /* \w+? needs one character */
+    for (Py_ssize_t i = 1; i < a; i++)
+        if (!is_word(s[i])) return PYTHON;
+    /* dict(re.findall(r"(\w+)=(\d+)", rest)): the last window= counts; steps= is set once. */
+    const char *r = p + 9;
+    Py_ssize_t m = n - (r - s), i = 0;
+    const char *win = NULL;
+    Py_ssize_t win_len = 0;
+    while (i < m) {
+        if (!is_word(r[i])) { i++; continue; }
+        Py_ssize_t q = i;
+        while (q < m && is_word(r[q])) q++;
+        if (q + 1 < m && r[q] == '=' && is_digit(r[q + 1])) {
+            Py_ssize_t d = q + 1;
+            while (d < m && is_digit(r[d])) d++;
+            /* \w+ greedy from the leftmost start: the key is r[i:q]. */
+            if (q - i == 5 && memcmp(r + i, "steps", 5) == 0 && !(flags & F_STEPS)) return PYTHON;
+            if (q - i == 6 && memcmp(r + i, "window", 6) == 0) { win = r + q + 1; win_len = d - q - 1; }
+            i = d;
+        } else {
+            i = q;  /* every start inside this word fails alike */
+        }
+    }
+    e->window += 1;
+    e->in_block = 1;
+    if (PySet_Clear(e->seen) < 0) return ERROR;
+    if (win && add_metric(self, self->s_window_cycles, to_double(win, win_len), e->window, lineno,
+                          self->s_eagle, self->s_empty, self->s_main) < 0) return ERROR;
+    return OK;
+}
+
+/* `  Name: X ms/cyc (P%)` (eagle_profile._PHASE, _phase): a phase, or cycle_ms for a total. */
+static int eagle_phase(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int flags, int64_t lineno) {
+    if (!(flags & F_EAGLE_FORMAT)) return PYTHON;
+    Py_ssize_t i = 0;
+    while (i < n && is_blank(s[i])) i++;
+    if (i < n && is_space(s[i])) return PYTHON;
+    if (i >= n || !((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z'))) return PYTHON;
+    const char *colon = memchr(s + i, ':', (size_t)(n - i));
+    if (!colon) return PYTHON;
+    Py_ssize_t c = colon - s, g = c;
+    while (g > i && is_blank(s[g - 1])) g--;  /* the name, its trailing \s* left to the regex's \s* */
+    for (Py_ssize_t k = i; k < g; k++) {
+        char ch = s[k];
+        if (!(is_word(ch) || ch == ' ' || ch == '/' || ch == '+' || ch == '-')) return PYTHON;
+    }
+    Py_ssize_t j = c + 1;
+    if (j >= n || !is_blank(s[j])) return PYTHON;
+    while (j < n && is_blank(s[j])) j++;
+    Py_ssize_t k = number_len(s + j, n - j);
+    if (!k) return PYTHON;
+    double ms = to_double(s + j, k);
+    j += k;
+    while (j < n && is_blank(s[j])) j++;
+    if (!starts(s + j, n - j, "ms/")) return PYTHON;
+    j += 3;
+    Py_ssize_t unit = 0;
+    if (starts(s + j, n - j, "cycle")) unit = 5;
+    else if (starts(s + j, n - j, "cyc") || starts(s + j, n - j, "step") || starts(s + j, n - j, "iter"))
+        unit = s[j] == 'c' ? 3 : 4;
+    else return PYTHON;
+    if (j + unit < n && is_word(s[j + unit])) {
+        /* "cyc" then a word character: the regex tries "cycle" (taken above when it is there). */
+        return PYTHON;
+    }
+    j += unit;
+    /* (?:\s*\(\s*(\d+(?:\.\d+)?)\s*%\s*\))? */
+    double pct = NAN;
+    Py_ssize_t t = j;
+    while (t < n && is_space(s[t])) t++;
+    if (t < n && s[t] == '(') {
+        t++;
+        while (t < n && is_space(s[t])) t++;
+        Py_ssize_t d = number_len(s + t, n - t);
+        if (d) {
+            Py_ssize_t u = t + d;
+            while (u < n && is_space(s[u])) u++;
+            if (u < n && s[u] == '%') {
+                u++;
+                while (u < n && is_space(s[u])) u++;
+                if (u < n && s[u] == ')') pct = to_double(s + t, d);
+            }
+        }
+    }
+    int name = intern_str(self, s + i, g - i);
+    if (name < 0) return ERROR;
+    PyObject *name_obj = str_obj(self, name);
+    if (!e->in_block) {
+        int seen = PySet_Contains(e->seen, name_obj);
+        if (seen < 0) return ERROR;
+        if (seen || e->window == 0) {
+            /* Headerless (non-speculative) output: a repeated phase name opens the next window. */
+            e->window += 1;
+            if (PySet_Clear(e->seen) < 0) return ERROR;
+        }
+    }
+    if (PySet_Add(e->seen, name_obj) < 0) return ERROR;
+    if (is_total(s + i, g - i))
+        return add_metric(self, self->s_cycle_ms, ms, e->window, lineno, self->s_eagle, self->s_empty, self->s_main);
+    return add_phase(self, name, ms, pct, e->window, lineno);
+}
+
+/* What follows a value's label: `\s*:\s+(\d+(?:\.\d+)?)\s*(tok/s)?\s*$` (1, *v set) or not (0). */
+static int value_rest(const char *s, Py_ssize_t n, Py_ssize_t j, double *v) {
+    while (j < n && is_space(s[j])) j++;
+    if (j >= n || s[j] != ':') return 0;
+    j++;
+    if (j >= n || !is_space(s[j])) return 0;
+    while (j < n && is_space(s[j])) j++;
+    Py_ssize_t k = number_len(s + j, n - j);
+    if (!k) return 0;
+    *v = to_double(s + j, k);
+    j += k;
+    while (j < n && is_space(s[j])) j++;
+    if (starts(s + j, n - j, "tok/s")) j += 5;
+    while (j < n && is_space(s[j])) j++;
+    return j == n;
+}
+
+/* A line with neither "_PROFILE]" nor "ms/" while a block is open (eagle_profile.feed): an
+ * `Accept len:` / `Throughput:` value (_VALUE), another indented line, or the block's end. */
+static int eagle_busy(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int64_t lineno) {
+    if (n == 0 || !is_blank(s[0])) {
+        if (n && is_space(s[0])) return PYTHON;  /* _VALUE's \s+ takes it, startswith(" ") does not */
+        e->in_block = 0;
+        return OK;
+    }
+    Py_ssize_t i = 0;
+    while (i < n && is_space(s[i])) i++;
+    double v;
+    /* (Accept len|Accept length|Throughput): the alternatives in the regex's order. */
+    int label = -1;
+    if (starts(s + i, n - i, "Accept len") && value_rest(s, n, i + 10, &v)) label = 0;
+    else if (starts(s + i, n - i, "Accept length") && value_rest(s, n, i + 13, &v)) label = 0;
+    else if (starts(s + i, n - i, "Throughput") && value_rest(s, n, i + 10, &v)) label = 1;
+    if (label < 0) return OK;  /* indented, not a value: the block goes on */
+    if (label == 1)
+        return add_metric(self, self->s_throughput, v, e->window, lineno, self->s_eagle, self->s_empty, self->s_main);
+    if (add_metric(self, self->s_accept_raw, v, e->window, lineno, self->s_eagle, self->s_empty, self->s_main) < 0)
+        return ERROR;
+    /* The profile counts accepted draft tokens; a cycle also emits the bonus token. */
+    return add_metric(self, self->s_tokens, round6(v + 1.0), e->window, lineno, self->s_eagle, self->s_empty,
+                      self->s_main);
+}
+
+/* ---- sglang batch lines ------------------------------------------------------------------- */
+
+typedef struct { const char *key; Py_ssize_t klen; const char *val; Py_ssize_t vlen; } field;
+
+static void strip(const char **s, Py_ssize_t *n) {
+    while (*n > 0 && is_space((*s)[0])) (*s)++, (*n)--;
+    while (*n > 0 && is_space((*s)[*n - 1])) (*n)--;
+}
+
+/* sglang.split_fields; -1 when a key repeats (dict order: the first place, the last value). */
+static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, Py_ssize_t keys_cap) {
+    int count = 0;
+    Py_ssize_t used = 0, start = 0;
+    while (start <= n) {
+        const char *sep = find(body + start, n - start, ", ", 2);
+        Py_ssize_t end = sep ? sep - body : n;
+        const char *piece = body + start;
+        Py_ssize_t plen = end - start;
+        const char *colon = memchr(piece, ':', (size_t)plen);
+        if (colon) {
+            const char *k = piece, *v = colon + 1;
+            Py_ssize_t kl = colon - piece, vl = plen - kl - 1;
+            strip(&k, &kl);
+            strip(&v, &vl);
+            while (vl > 0 && v[vl - 1] == ',') vl--;
+            strip(&v, &vl);
+            if (count == MAX_FIELDS || used + kl > keys_cap) return -1;
+            char *lower = keys + used;
+            for (Py_ssize_t i = 0; i < kl; i++) lower[i] = (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] + 32 : k[i]);
+            used += kl;
+            for (int f = 0; f < count; f++)
+                if (out[f].klen == kl && memcmp(out[f].key, lower, (size_t)kl) == 0) return -1;
+            out[count++] = (field){lower, kl, v, vl};
+        }
+        if (!sep) break;
+        start = end + 2;
+    }
+    return count;
+}
+
+static const field *get(const field *f, int n, const char *key) {
+    Py_ssize_t k = (Py_ssize_t)strlen(key);
+    for (int i = 0; i < n; i++)
+        if (f[i].klen == k && memcmp(f[i].key, key, (size_t)k) == 0) return &f[i];
+    return NULL;
+}
+
+static int lookup(const keymap *map, int n, const field *f) {
+    for (int i = 0; i < n; i++)
+        if (map[i].len == f->klen && memcmp(map[i].text, f->key, (size_t)f->klen) == 0) return map[i].metric;
+    return -1;
+}
+
+/* A `[date time TAGS] Decode batch ...` or `... Prefill batch ...` line (sglang._decode, _prefill). */
+static int sglang_batch(Scanner *self, PyObject *parser, const char *s, Py_ssize_t n, int decode, int flags,
+                        int64_t lineno, int process) {
+    if (!(flags & F_ENGINE) || !(flags & (decode ? F_DECODE_FORMAT : F_PREFILL_FORMAT))) return PYTHON;
+    Py_ssize_t t0, t1, end = sglang_prefix(s, n, &t0, &t1);
+    if (!end || end >= n || s[end] != ' ') return PYTHON;
+    const char *word = decode ? "Decode batch" : "Prefill batch";
+    Py_ssize_t j = end + 1;
+    if (!starts(s + j, n - j, word)) return PYTHON;
+    j += (Py_ssize_t)strlen(word);
+    /* (?: \[\d+\])?[.,]?\s* */
+    if (j + 2 < n && s[j] == ' ' && s[j + 1] == '[' && is_digit(s[j + 2])) {
+        Py_ssize_t d = j + 2;
+        while (d < n && is_digit(s[d])) d++;
+        if (d < n && s[d] == ']') j = d + 1;
+    }
+    if (j < n && (s[j] == '.' || s[j] == ',')) j++;
+    while (j < n && is_space(s[j])) j++;
+    field f[MAX_FIELDS];
+    char keys[4096];
+    int nf = split_fields(s + j, n - j, f, keys, sizeof(keys));
+    if (nf < 0) return PYTHON;
+    const keymap *map = decode ? self->decode : self->prefill;
+    int nmap = decode ? self->ndecode : self->nprefill;
+    double values[MAX_FIELDS];
+    int metric[MAX_FIELDS];
+    for (int i = 0; i < nf; i++) {
+        metric[i] = lookup(map, nmap, &f[i]);
+        if (metric[i] >= 0) {
+            int got = sglang_number(f[i].val, f[i].vlen, &values[i]);
+            if (got < 0) return PYTHON;
+            if (got == 0) metric[i] = -1;
+        }
+    }
+    double accept = 0;
+    int has_accept = 0;
+    const field *graph = NULL;
+    if (decode) {
+        const field *tput = get(f, nf, "gen throughput (token/s)");
+        double v;
+        int got = tput ? sglang_number(tput->val, tput->vlen, &v) : 0;
+        if (got < 0) return PYTHON;
+        if (got == 0) return OK;  /* a line cut before its throughput is not a whole window */
+        const field *a = get(f, nf, "accept len");
+        if (a) {
+            has_accept = sglang_number(a->val, a->vlen, &accept);
+            if (has_accept < 0) return PYTHON;
+        }
+        graph = get(f, nf, "cuda graph");
+        if (!graph) graph = get(f, nf, "cpu graph");
+    } else if (!get(f, nf, "#new-token") && !get(f, nf, "#new-seq")) {
+        return OK;
+    }
+    /* The DP rank: the first DPn tag of the prefix, "" when one scheduler reports for all. */
+    const char *rank = "";
+    Py_ssize_t rank_len = 0;
+    for (Py_ssize_t i = t0; i < t1;) {
+        Py_ssize_t k = i + 1, e = k;
+        while (e < t1 && s[e] != ' ') e++;
+        if (s[k] == 'D') { rank = s + k; rank_len = e - k; break; }
+        i = e;
+    }
+    int rank_idx = intern_str(self, rank, rank_len);
+    if (rank_idx < 0) return ERROR;
+    PyObject *windows = PyObject_GetAttrString(parser, decode ? "windows" : "prefill_windows");
+    if (!windows) return ERROR;
+    PyObject *key = str_obj(self, rank_idx);
+    PyObject *old = PyDict_GetItemWithError(windows, key);
+    long window = old ? PyLong_AsLong(old) + 1 : 1;
+    if ((old == NULL && PyErr_Occurred()) || (window == 0 && PyErr_Occurred())) { Py_DECREF(windows); return ERROR; }
+    PyObject *w = PyLong_FromLong(window);
+    int bad = !w || PyDict_SetItem(windows, key, w) < 0;
+    Py_XDECREF(w);
+    Py_DECREF(windows);
+    if (bad) return ERROR;
+    int source = decode ? self->s_decode_src : self->s_prefill_src;
+    for (int i = 0; i < nf; i++)
+        if (metric[i] >= 0 && add_metric(self, metric[i], values[i], window, lineno, source, rank_idx, process) < 0)
+            return ERROR;
+    if (graph && ((graph->vlen == 4 && memcmp(graph->val, "True", 4) == 0)
+                  || (graph->vlen == 5 && memcmp(graph->val, "False", 5) == 0))
+        && add_metric(self, self->s_graph, graph->vlen == 4 ? 1.0 : 0.0, window, lineno, source, rank_idx,
+                      process) < 0) return ERROR;
+    /* SGLang's `accept len` counts the bonus token: it already is tokens per cycle. */
+    if (has_accept > 0 && add_metric(self, self->s_tokens, accept, window, lineno, source, rank_idx, process) < 0)
+        return ERROR;
+    return OK;
+}
+
+/* ---- the scan ----------------------------------------------------------------------------- */
+
+/* One line: OK when it was read here, PYTHON when Python must feed it, ERROR. */
+static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, PyObject *sglang,
+                     PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags, unsigned *mask) {
+    *mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
+    if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) return PYTHON;
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    unsigned by_literal;
+    uint64_t lits = literals_in(self, s, n, &by_literal);
+    unsigned by_start = starts_of(s, n);
+    *mask = by_literal | by_start;
+    unsigned rd = *mask;
+    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
+    if (rd & BIT(R_EAGLE)) {
+        /* A profile line: no other parser's, and tagged "main". */
+        if (rd & (BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) || by_literal & BIT(R_TAGGER)) return PYTHON;
+        PyObject *label = NULL;
+        int tag = tagger_tag(s, n, labels, &label);
+        Py_XDECREF(label);
+        if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+        if (find(s, n, "_PROFILE]", 9)) return eagle_header(self, e, s, n, flags, lineno);
+        if (find(s, n, "tok/", 4)) return PYTHON;  /* a summary-table row, maybe */
+        return eagle_phase(self, e, s, n, flags, lineno);
+    }
+    if (rd & BIT(R_NCCL_DEBUG)) {
+        /* A line both nccl_debug and the Tagger have read before: neither does anything with it. */
+        if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
+        int seen = PySet_Contains(channel_lines, line);
+        if (seen <= 0) return seen < 0 ? ERROR : PYTHON;
+        PyObject *tag = PyDict_GetItemWithError(nccl_lines, line);
+        if (!tag) return PyErr_Occurred() ? ERROR : PYTHON;
+        return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+    }
+    if (by_literal & BIT(R_TAGGER)) return PYTHON;
+    PyObject *label = NULL;
+    int tag = tagger_tag(s, n, labels, &label);
+    if (tag < 0) return ERROR;
+    if (tag == TAG_PYTHON) return PYTHON;
+    int process = self->s_main;
+    if (label) {
+        Py_ssize_t ln;
+        const char *lt = PyUnicode_AsUTF8AndSize(label, &ln);
+        process = lt ? intern_str(self, lt, ln) : -1;
+        Py_DECREF(label);
+        if (process < 0) return ERROR;
+    }
+    if (rd & BIT(R_SGLANG)) {
+        uint64_t decode = 1ull << self->lit_decode, prefill = 1ull << self->lit_prefill;
+        /* Only batch lines, and no block start (STARTS): the rest of sglang.feed is Python's. */
+        if (by_start & BIT(R_SGLANG) || self->lit_decode < 0 || self->lit_prefill < 0) return PYTHON;
+        for (int k = 0; k < self->nlit; k++)
+            if ((lits >> k & 1) && self->lit_reader[k] == R_SGLANG && k != self->lit_decode && k != self->lit_prefill)
+                return PYTHON;
+        if ((lits & decode) && (lits & prefill)) return PYTHON;
+        int in_block = e->in_block;
+        if (in_block) e->in_block = 0;  /* eagle_busy on a `[` line: the block is over */
+        int r = sglang_batch(self, sglang, s, n, (lits & decode) != 0, flags, lineno, process);
+        if (r == PYTHON) e->in_block = in_block;  /* a line handed back has changed nothing */
+        return r;
+    }
+    return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+}
+
+static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
+    PyObject *lines, *eagle, *sglang, *labels, *nccl_lines, *channel_lines;
+    Py_ssize_t start;
+    long long first;
+    int flags;
+    if (!PyArg_ParseTuple(args, "O!nLOOO!O!O!i", &PyList_Type, &lines, &start, &first, &eagle, &sglang, &PySet_Type,
+                          &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags)) return NULL;
+    Eagle e;
+    PyObject *w = PyObject_GetAttrString(eagle, "window");
+    PyObject *b = PyObject_GetAttrString(eagle, "in_block");
+    e.seen = PyObject_GetAttrString(eagle, "seen");
+    if (!w || !b || !e.seen || !PySet_CheckExact(e.seen)) {
+        Py_XDECREF(w); Py_XDECREF(b); Py_XDECREF(e.seen);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "eagle_profile.Parser.seen must be a set");
+        return NULL;
+    }
+    e.window = PyLong_AsLong(w);
+    e.in_block = PyObject_IsTrue(b);
+    Py_DECREF(w);
+    Py_DECREF(b);
+    Py_ssize_t n = PyList_GET_SIZE(lines), i = start;
+    unsigned mask = 0;
+    int status = OK;
+    for (; i < n; i++) {
+        status = scan_line(self, PyList_GET_ITEM(lines, i), first + i, &e, sglang, labels, nccl_lines,
+                           channel_lines, flags, &mask);
+        if (status != OK) break;
+    }
+    /* The state after the lines read here; a line handed back changed none of it. */
+    PyObject *nw = PyLong_FromLong(e.window);
+    int bad = !nw || PyObject_SetAttrString(eagle, "window", nw) < 0
+        || PyObject_SetAttrString(eagle, "in_block", e.in_block ? Py_True : Py_False) < 0;
+    Py_XDECREF(nw);
+    Py_DECREF(e.seen);
+    if (status == ERROR || bad) return NULL;
+    return Py_BuildValue("nI", i, i < n ? mask : 0u);
+}
+
+/* The readers a line concerns by its literals and STARTS (what Python feeds it to). */
+static PyObject *Scanner_mask(Scanner *self, PyObject *line) {
+    if (!PyUnicode_Check(line)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
+    if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) return PyLong_FromUnsignedLong(~0u);
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    unsigned rd;
+    literals_in(self, s, n, &rd);
+    return PyLong_FromUnsignedLong(rd | starts_of(s, n));
+}
+
+static PyObject *take_ints(ibuf *b) {
+    PyObject *out = PyBytes_FromStringAndSize((const char *)b->v, b->n * (Py_ssize_t)sizeof(int64_t));
+    b->n = 0;
+    return out;
+}
+
+static PyObject *take_doubles(dbuf *b) {
+    PyObject *out = PyBytes_FromStringAndSize((const char *)b->v, b->n * (Py_ssize_t)sizeof(double));
+    b->n = 0;
+    return out;
+}
+
+/* The records read so far as little-endian column bytes, and the string table they index;
+ * the buffers start again empty. */
+static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(ignored)) {
+    Py_ssize_t np = self->p_name.n, nm = self->m_name.n;
+    PyObject *strings = PyList_GetSlice(self->strings, 0, PyList_GET_SIZE(self->strings));
+    if (!strings) return NULL;
+    return Py_BuildValue("nNNNNNnNNNNNNNN", np, take_ints(&self->p_name), take_doubles(&self->p_ms),
+                         take_doubles(&self->p_pct), take_ints(&self->p_window), take_ints(&self->p_line), nm,
+                         take_ints(&self->m_name), take_doubles(&self->m_value), take_ints(&self->m_window),
+                         take_ints(&self->m_line), take_ints(&self->m_source), take_ints(&self->m_rank),
+                         take_ints(&self->m_process), strings);
+}
+
+static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
+    return PyLong_FromSsize_t(self->p_name.n + self->m_name.n);
+}
+
+static int load_map(Scanner *self, PyObject *dict, keymap **out, int *count) {
+    Py_ssize_t pos = 0, n = PyDict_Size(dict);
+    PyObject *k, *v;
+    *out = calloc((size_t)(n ? n : 1), sizeof(keymap));
+    if (!*out) { PyErr_NoMemory(); return -1; }
+    *count = 0;
+    while (PyDict_Next(dict, &pos, &k, &v)) {
+        Py_ssize_t kl, vl;
+        const char *ks = PyUnicode_AsUTF8AndSize(k, &kl), *vs = PyUnicode_AsUTF8AndSize(v, &vl);
+        if (!ks || !vs) return -1;
+        keymap *m = &(*out)[(*count)++];
+        m->text = malloc((size_t)kl + 1);
+        if (!m->text) { PyErr_NoMemory(); return -1; }
+        memcpy(m->text, ks, (size_t)kl + 1);
+        m->len = kl;
+        if ((m->metric = intern_str(self, vs, vl)) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Scanner(literals: [(text, reader)], decode_metrics: {key: metric}, prefill_metrics: {...}) */
+static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
+    PyObject *literals, *decode, *prefill;
+    static char *kw[] = {"literals", "decode_metrics", "prefill_metrics", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!", kw, &PyList_Type, &literals, &PyDict_Type, &decode,
+                                     &PyDict_Type, &prefill)) return -1;
+    if (self->strings) { PyErr_SetString(PyExc_RuntimeError, "a Scanner is made once"); return -1; }
+    self->strings = PyList_New(0);
+    if (!self->strings) return -1;
+    Py_ssize_t nl = PyList_GET_SIZE(literals);
+    if (nl > MAX_LITERALS) { PyErr_SetString(PyExc_ValueError, "too many trigger literals"); return -1; }
+    self->lit_decode = self->lit_prefill = -1;
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        PyObject *text;
+        int reader;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(literals, i), "Ui", &text, &reader)) return -1;
+        Py_ssize_t len;
+        const char *t = PyUnicode_AsUTF8AndSize(text, &len);
+        if (!t) return -1;
+        if (len < 2 || !PyUnicode_IS_ASCII(text) || reader < 0 || reader >= R_COUNT) {
+            PyErr_Format(PyExc_ValueError, "trigger literal %R: two ASCII characters at least, a known reader", text);
+            return -1;
+        }
+        int k = self->nlit++;
+        self->lit[k] = malloc((size_t)len + 1);
+        if (!self->lit[k]) { PyErr_NoMemory(); return -1; }
+        memcpy(self->lit[k], t, (size_t)len + 1);
+        self->lit_len[k] = len;
+        self->lit_reader[k] = reader;
+        unsigned key = ((unsigned char)t[0] << 8) | (unsigned char)t[1];
+        self->bigram[key >> 3] |= (uint8_t)(1u << (key & 7));
+        if (reader == R_SGLANG && strcmp(t, "Decode batch") == 0) self->lit_decode = k;
+        if (reader == R_SGLANG && strcmp(t, "Prefill batch") == 0) self->lit_prefill = k;
+    }
+    if ((self->s_main = intern_str(self, "main", 4)) < 0 || (self->s_eagle = intern_str(self, "eagle_profile", 13)) < 0
+        || (self->s_decode_src = intern_str(self, "sglang_decode", 13)) < 0
+        || (self->s_prefill_src = intern_str(self, "sglang_prefill", 14)) < 0
+        || (self->s_empty = intern_str(self, "", 0)) < 0
+        || (self->s_window_cycles = intern_str(self, "window_cycles", 13)) < 0
+        || (self->s_cycle_ms = intern_str(self, "cycle_ms", 8)) < 0
+        || (self->s_accept_raw = intern_str(self, "accept_len_raw", 14)) < 0
+        || (self->s_tokens = intern_str(self, "tokens_per_cycle", 16)) < 0
+        || (self->s_throughput = intern_str(self, "throughput_tok_s", 16)) < 0
+        || (self->s_graph = intern_str(self, "graph", 5)) < 0) return -1;
+    if (load_map(self, decode, &self->decode, &self->ndecode) < 0) return -1;
+    if (load_map(self, prefill, &self->prefill, &self->nprefill) < 0) return -1;
+    return 0;
+}
+
+static void Scanner_dealloc(Scanner *self) {
+    for (int i = 0; i < self->nlit; i++) free(self->lit[i]);
+    for (int i = 0; i < self->nstr; i++) free(self->str_text[i]);
+    free(self->str_text);
+    free(self->str_len);
+    for (int i = 0; i < self->ndecode; i++) free(self->decode[i].text);
+    for (int i = 0; i < self->nprefill; i++) free(self->prefill[i].text);
+    free(self->decode);
+    free(self->prefill);
+    ibuf *ib[] = {&self->p_name, &self->p_window, &self->p_line, &self->m_name, &self->m_window, &self->m_line,
+                  &self->m_source, &self->m_rank, &self->m_process};
+    for (size_t i = 0; i < sizeof(ib) / sizeof(*ib); i++) free(ib[i]->v);
+    free(self->p_ms.v);
+    free(self->p_pct.v);
+    free(self->m_value.v);
+    Py_XDECREF(self->strings);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
+     "scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask)"},
+    {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
+    {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> the records as column bytes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Scanner_getset[] = {
+    {"pending", (getter)Scanner_pending, NULL, "records held", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ingest.parsers._scan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+    .tp_getset = Scanner_getset,
+    .tp_doc = "The native line scanner (see the top of _scan.c).",
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_scan", .m_doc = "The parse engine's native line scanner.", .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
