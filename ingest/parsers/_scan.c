@@ -79,6 +79,7 @@ typedef struct {
     int lit_reader[MAX_LITERALS];
     int nlit;
     uint8_t bigram[65536 / 8];
+    uint64_t by_first[256];  /* the literals that start with each byte */
     int lit_decode, lit_prefill;  /* the literals "Decode batch" and "Prefill batch" */
     keymap *decode; int ndecode;
     keymap *prefill; int nprefill;
@@ -105,14 +106,24 @@ static inline int is_word(char c) {
 static inline int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 
-static int starts(const char *s, Py_ssize_t n, const char *p) {
-    Py_ssize_t k = (Py_ssize_t)strlen(p);
+static inline int starts_len(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
     return n >= k && memcmp(s, p, (size_t)k) == 0;
+}
+/* s[0:n] starts with the string literal p */
+#define starts(s, n, p) starts_len((s), (n), (p), (Py_ssize_t)sizeof(p) - 1)
+
+/* The first p[0:k] in s[0:n], found by memchr on its byte at `at` (a rare one is best): glibc's
+ * memchr is vectorised, its memmem is not for short needles (66% of the time of a first try). */
+static const char *find_at(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k, Py_ssize_t at) {
+    if (k > n) return NULL;
+    const char *end = s + n - k + at + 1;  /* the anchor's last possible place, excluded */
+    for (const char *q = s + at; q < end && (q = memchr(q, p[at], (size_t)(end - q))); q++)
+        if (memcmp(q - at, p, (size_t)k) == 0) return q - at;
+    return NULL;
 }
 
 static const char *find(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
-    if (k > n) return NULL;
-    return memmem(s, (size_t)n, p, (size_t)k);
+    return find_at(s, n, p, k, 0);
 }
 
 /* The string's index in the table, added when new. */
@@ -151,7 +162,7 @@ static PyObject *str_obj(Scanner *self, int i) { return PyList_GET_ITEM(self->st
 static Py_ssize_t number_len(const char *s, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n && is_digit(s[i])) i++;
-    if (i == 0) return 0;
+    if (i == 0) return 0;  /* (then a fraction) */
     if (i + 1 < n && s[i] == '.' && is_digit(s[i + 1])) {
         i += 2;
         while (i < n && is_digit(s[i])) i++;
@@ -159,8 +170,32 @@ static Py_ssize_t number_len(const char *s, Py_ssize_t n) {
     return i;
 }
 
-/* float() of a plain decimal: strtod is correctly rounded, as Python's float() is. */
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* float() of a plain decimal (`-?\d+(\.\d+)?`), correctly rounded as Python's float() is. With at
+ * most 15 digits the digits are an exact double m and 10^k (k <= 22) is exact too, so m / 10^k is
+ * one correctly rounded IEEE division (Clinger's fast path); anything longer goes to strtod, which
+ * glibc rounds correctly. */
 static double to_double(const char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    int neg = 0;
+    if (n && s[0] == '-') neg = 1, i = 1;
+    uint64_t m = 0;
+    int digits = 0, frac = 0, dot = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c == '.' && !dot) { dot = 1; continue; }
+        if (!is_digit(c)) { digits = 99; break; }
+        if (m || c != '0') digits++;
+        m = m * 10 + (uint64_t)(c - '0');
+        if (dot) frac++;
+        if (digits > 15) break;
+    }
+    if (digits <= 15 && frac <= 22) {
+        double v = (double)m / POW10[frac];
+        return neg ? -v : v;
+    }
     char buf[128];
     if (n < (Py_ssize_t)sizeof(buf)) {
         memcpy(buf, s, (size_t)n);
@@ -195,8 +230,8 @@ static int sglang_number(const char *s, Py_ssize_t n, double *out) {
  * the exact binary value to nearest, ties to even, as CPython's dtoa mode 3 does. */
 static double round6(double x) {
     char buf[400];
-    snprintf(buf, sizeof(buf), "%.6f", x);
-    return strtod(buf, NULL);
+    int n = snprintf(buf, sizeof(buf), "%.6f", x);
+    return to_double(buf, n);
 }
 
 /* ---- outputs ------------------------------------------------------------------------------ */
@@ -224,10 +259,10 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
     for (Py_ssize_t i = 0; i + 1 < n; i++) {
         unsigned key = ((unsigned char)s[i] << 8) | (unsigned char)s[i + 1];
         if (!(self->bigram[key >> 3] & (1u << (key & 7)))) continue;
-        for (int k = 0; k < self->nlit; k++) {
-            if (hit & (1ull << k)) continue;
+        for (uint64_t todo = self->by_first[(unsigned char)s[i]] & ~hit; todo; todo &= todo - 1) {
+            int k = __builtin_ctzll(todo);
             Py_ssize_t m = self->lit_len[k];
-            if (i + m <= n && s[i] == self->lit[k][0] && memcmp(s + i, self->lit[k], (size_t)m) == 0) {
+            if (i + m <= n && s[i + 1] == self->lit[k][1] && memcmp(s + i, self->lit[k], (size_t)m) == 0) {
                 hit |= 1ull << k;
                 rd |= BIT(self->lit_reader[k]);
             }
@@ -255,8 +290,9 @@ static unsigned starts_of(const char *s, Py_ssize_t n) {
     /* nccl_tests: `#` or a digit first, or after a leading space or tab and any whitespace. */
     Py_ssize_t t = (c == ' ' || c == '\t') ? i : 0;
     if (t < n && (s[t] == '#' || is_digit(s[t]))) rd |= BIT(R_NCCL_TESTS);
+    static const Py_ssize_t label_len[] = {19, 22, 26, 31};
     for (size_t k = 0; k < sizeof(BLOCK_LABELS) / sizeof(*BLOCK_LABELS); k++) {
-        Py_ssize_t m = (Py_ssize_t)strlen(BLOCK_LABELS[k]);
+        Py_ssize_t m = label_len[k];
         if (i + m < n && memcmp(s + i, BLOCK_LABELS[k], (size_t)m) == 0 && s[i + m] == ':') {
             rd |= BIT(R_SGLANG) | BIT(R_VLLM);
             break;
@@ -543,8 +579,9 @@ static int sglang_batch(Scanner *self, PyObject *parser, const char *s, Py_ssize
     if (!end || end >= n || s[end] != ' ') return PYTHON;
     const char *word = decode ? "Decode batch" : "Prefill batch";
     Py_ssize_t j = end + 1;
-    if (!starts(s + j, n - j, word)) return PYTHON;
-    j += (Py_ssize_t)strlen(word);
+    Py_ssize_t wl = decode ? 12 : 13;
+    if (!starts_len(s + j, n - j, word, wl)) return PYTHON;
+    j += wl;
     /* (?: \[\d+\])?[.,]?\s* */
     if (j + 2 < n && s[j] == ' ' && s[j + 1] == '[' && is_digit(s[j + 2])) {
         Py_ssize_t d = j + 2;
@@ -738,29 +775,32 @@ static PyObject *Scanner_mask(Scanner *self, PyObject *line) {
     return PyLong_FromUnsignedLong(rd | starts_of(s, n));
 }
 
-static PyObject *take_ints(ibuf *b) {
-    PyObject *out = PyBytes_FromStringAndSize((const char *)b->v, b->n * (Py_ssize_t)sizeof(int64_t));
-    b->n = 0;
-    return out;
-}
-
-static PyObject *take_doubles(dbuf *b) {
-    PyObject *out = PyBytes_FromStringAndSize((const char *)b->v, b->n * (Py_ssize_t)sizeof(double));
-    b->n = 0;
-    return out;
-}
-
-/* The records read so far as little-endian column bytes, and the string table they index;
- * the buffers start again empty. */
+/* The records read so far as two little-endian buffers of whole columns, ints (phases' name,
+ * window, line; metrics' name, window, line, source, rank, process) then floats (phases' ms, pct;
+ * metrics' value), and the string table the name, source, rank and process columns index. The
+ * buffers start again empty. */
 static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(ignored)) {
     Py_ssize_t np = self->p_name.n, nm = self->m_name.n;
+    ibuf *ints[] = {&self->p_name, &self->p_window, &self->p_line, &self->m_name, &self->m_window, &self->m_line,
+                    &self->m_source, &self->m_rank, &self->m_process};
+    dbuf *floats[] = {&self->p_ms, &self->p_pct, &self->m_value};
+    PyObject *ib = PyBytes_FromStringAndSize(NULL, (3 * np + 6 * nm) * (Py_ssize_t)sizeof(int64_t));
+    PyObject *fb = PyBytes_FromStringAndSize(NULL, (2 * np + nm) * (Py_ssize_t)sizeof(double));
     PyObject *strings = PyList_GetSlice(self->strings, 0, PyList_GET_SIZE(self->strings));
-    if (!strings) return NULL;
-    return Py_BuildValue("nNNNNNnNNNNNNNN", np, take_ints(&self->p_name), take_doubles(&self->p_ms),
-                         take_doubles(&self->p_pct), take_ints(&self->p_window), take_ints(&self->p_line), nm,
-                         take_ints(&self->m_name), take_doubles(&self->m_value), take_ints(&self->m_window),
-                         take_ints(&self->m_line), take_ints(&self->m_source), take_ints(&self->m_rank),
-                         take_ints(&self->m_process), strings);
+    if (!ib || !fb || !strings) { Py_XDECREF(ib); Py_XDECREF(fb); Py_XDECREF(strings); return NULL; }
+    char *at = PyBytes_AS_STRING(ib);
+    for (size_t i = 0; i < sizeof(ints) / sizeof(*ints); i++) {
+        memcpy(at, ints[i]->v, (size_t)ints[i]->n * sizeof(int64_t));
+        at += ints[i]->n * (Py_ssize_t)sizeof(int64_t);
+        ints[i]->n = 0;
+    }
+    at = PyBytes_AS_STRING(fb);
+    for (size_t i = 0; i < sizeof(floats) / sizeof(*floats); i++) {
+        memcpy(at, floats[i]->v, (size_t)floats[i]->n * sizeof(double));
+        at += floats[i]->n * (Py_ssize_t)sizeof(double);
+        floats[i]->n = 0;
+    }
+    return Py_BuildValue("nnNNN", np, nm, ib, fb, strings);
 }
 
 static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
@@ -818,6 +858,7 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
         self->lit_reader[k] = reader;
         unsigned key = ((unsigned char)t[0] << 8) | (unsigned char)t[1];
         self->bigram[key >> 3] |= (uint8_t)(1u << (key & 7));
+        self->by_first[(unsigned char)t[0]] |= 1ull << k;
         if (reader == R_SGLANG && strcmp(t, "Decode batch") == 0) self->lit_decode = k;
         if (reader == R_SGLANG && strcmp(t, "Prefill batch") == 0) self->lit_prefill = k;
     }
@@ -855,6 +896,95 @@ static void Scanner_dealloc(Scanner *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ---- reading chunks (text.py) ------------------------------------------------------------- */
+
+/* longest_line(block: bytes) -> the longest line's length in bytes (lines cut at b"\n"). */
+static PyObject *longest_line(PyObject *mod, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const char *s = b.buf, *end = s + b.len;
+    Py_ssize_t longest = 0;
+    while (s <= end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *stop = nl ? nl : end;
+        if (stop - s > longest) longest = stop - s;
+        if (!nl) break;
+        s = nl + 1;
+    }
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(longest);
+}
+
+static int colour_at(const char *s, Py_ssize_t n, Py_ssize_t i) {  /* \[\d+(?:;\d+)*m at i */
+    if (s[i] != '[') return 0;
+    Py_ssize_t j = i + 1;
+    for (;;) {
+        Py_ssize_t d = j;
+        while (j < n && is_digit(s[j])) j++;
+        if (j == d) return 0;
+        if (j < n && s[j] == 'm') return 1;
+        if (j < n && s[j] == ';') { j++; continue; }
+        return 0;
+    }
+}
+
+static const char *DIRTY[] = {"\r", "\x1b", "^M", "^[", "#033", "]<std", "across cluster]", "PyProcess"};
+static const Py_ssize_t DIRTY_AT[] = {0, 0, 0, 0, 0, 1, 14, 0};  /* the rare byte memchr looks for */
+
+/* The line holding position p: starts[] holds each line's first position, ascending. */
+static Py_ssize_t line_of(const Py_ssize_t *starts, Py_ssize_t lines, Py_ssize_t p) {
+    Py_ssize_t lo = 0, hi = lines;  /* the last start <= p */
+    while (hi - lo > 1) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (starts[mid] <= p) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+/* dirty_lines(text: str) -> the indices of the lines clean() may change (text._DIRTY, _COLOUR, a
+ * leading ">"), or None for a text that is not ASCII (text.py looks for U+FFFD there too). Each
+ * literal is searched over the whole text (memmem), not line by line: most texts have none. */
+static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
+    const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(arg), lines = 1;
+    for (const char *p = text; (p = memchr(p, '\n', (size_t)(text + len - p))); p++) lines++;
+    Py_ssize_t *starts = malloc((size_t)lines * sizeof(Py_ssize_t));
+    char *dirty = calloc((size_t)lines, 1);
+    if (!starts || !dirty) { free(starts); free(dirty); return PyErr_NoMemory(); }
+    starts[0] = 0;
+    Py_ssize_t k = 1;
+    for (const char *p = text; (p = memchr(p, '\n', (size_t)(text + len - p))); p++) {
+        starts[k++] = p - text + 1;
+        if (p + 1 < text + len && p[1] == '>') dirty[k - 1] = 1;  /* a markdown quote */
+    }
+    if (len && text[0] == '>') dirty[0] = 1;
+    for (size_t d = 0; d < sizeof(DIRTY) / sizeof(*DIRTY); d++) {
+        Py_ssize_t m = (Py_ssize_t)strlen(DIRTY[d]);
+        for (const char *p = text; (p = find_at(p, text + len - p, DIRTY[d], m, DIRTY_AT[d])); p++)
+            dirty[line_of(starts, lines, p - text)] = 1;
+    }
+    for (const char *p = text; (p = memchr(p, '[', (size_t)(text + len - p))); p++)
+        if (colour_at(p, text + len - p, 0)) dirty[line_of(starts, lines, p - text)] = 1;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < lines; i++) {
+        if (!dirty[i]) continue;
+        PyObject *v = PyLong_FromSsize_t(i);
+        if (!v || PyList_Append(out, v) < 0) Py_CLEAR(out);
+        Py_XDECREF(v);
+    }
+    free(starts);
+    free(dirty);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
+    {"dirty_lines", dirty_lines, METH_O, "dirty_lines(text: str) -> the lines clean() may change (None: not ASCII)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask)"},
@@ -882,7 +1012,7 @@ static PyTypeObject ScannerType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "_scan", .m_doc = "The parse engine's native line scanner.", .m_size = -1,
+    PyModuleDef_HEAD_INIT, .m_name = "_scan", .m_doc = "The parse engine's native line scanner.", .m_size = -1, .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {

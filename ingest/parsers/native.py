@@ -78,7 +78,7 @@ def _flags(result: ParseResult) -> int:
 
 
 def _column(data: bytes, n: int, dtype: pl.DataType) -> pl.Series:
-    """Little-endian 8-byte values as a column, without a Python object each."""
+    """Little-endian 8-byte values as one column, without a Python object each."""
     if not n:
         return pl.Series([], dtype=dtype)
     return pl.Series([data], dtype=pl.Binary).bin.reinterpret(dtype=pl.Array(dtype, n)).reshape((n,))
@@ -88,26 +88,27 @@ def _flush(scan: _scan.Scanner, result: ParseResult) -> None:
     """The scanner's records into the result's frames (after those already there)."""
     if not scan.pending:
         return
-    (np, p_name, p_ms, p_pct, p_window, p_line,
-     nm, m_name, m_value, m_window, m_line, m_source, m_rank, m_process, strings) = scan.take()
+    np, nm, ints, floats, strings = scan.take()
     table = pl.Series(strings, dtype=pl.String)
+    i, f = _column(ints, 3 * np + 6 * nm, pl.Int64), _column(floats, 2 * np + nm, pl.Float64)
 
-    def text(data: bytes, n: int) -> pl.Series:
-        return table.gather(_column(data, n, pl.Int64))
+    def cut(col: pl.Series, at: int, n: int) -> pl.Series:  # the at-th column of n values (a view)
+        return col.slice(at, n)
 
     if np:
         result.phase_frames.append(pl.DataFrame({
-            "name": text(p_name, np), "ms": _column(p_ms, np, pl.Float64),
-            "pct": _column(p_pct, np, pl.Float64).fill_nan(None), "window": _column(p_window, np, pl.Int64),
-            "line": _column(p_line, np, pl.Int64),
+            "name": table.gather(cut(i, 0, np)), "ms": cut(f, 0, np), "pct": cut(f, np, np).fill_nan(None),
+            "window": cut(i, np, np), "line": cut(i, 2 * np, np),
             "source": pl.repeat(eagle_profile.NAME, np, eager=True, dtype=pl.String),
             "process": pl.repeat(processes.MAIN, np, eager=True, dtype=pl.String),
         }, schema=PHASE_SCHEMA))
     if nm:
+        m = 3 * np
         result.metric_frames.append(pl.DataFrame({
-            "name": text(m_name, nm), "value": _column(m_value, nm, pl.Float64),
-            "window": _column(m_window, nm, pl.Int64), "line": _column(m_line, nm, pl.Int64),
-            "source": text(m_source, nm), "rank": text(m_rank, nm), "process": text(m_process, nm),
+            "name": table.gather(cut(i, m, nm)), "value": cut(f, 2 * np, nm),
+            "window": cut(i, m + nm, nm), "line": cut(i, m + 2 * nm, nm),
+            "source": table.gather(cut(i, m + 3 * nm, nm)), "rank": table.gather(cut(i, m + 4 * nm, nm)),
+            "process": table.gather(cut(i, m + 5 * nm, nm)),
         }, schema=METRIC_SCHEMA))
 
 
