@@ -6,7 +6,8 @@ STAMP := .venv/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The native scanner (ingest/parsers/_scan.c) is built by the install: a changed C file installs again.
+$(STAMP): pyproject.toml ingest/parsers/_scan.c
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -371,7 +371,7 @@ enum { OK = 0, PYTHON = 1, ERROR = -1 };
 /* `[ALG_PROFILE] rest` (eagle_profile._header): window += 1, a new block, window_cycles. */
 static int eagle_header(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int flags, int64_t lineno) {
     const char *p = find(s, n, "_PROFILE]", 9);
-    if (!p || s[0] != '[' || !(flags & F_ALGORITHM)) return PYTHON;
+    if (!p || s[0] != '[' || !(flags & F_ALGORITHM) || !(flags & F_EAGLE_FORMAT)) return PYTHON;
     Py_ssize_t a = p - s;
     if (a < 2) return PYTHON;  /* \w+? needs one character */
     for (Py_ssize_t i = 1; i < a; i++)

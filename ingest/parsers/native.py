@@ -77,7 +77,7 @@ def _flags(result: ParseResult) -> int:
     return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings))
 
 
-def _column(data: bytes, n: int, dtype: pl.DataType) -> pl.Series:
+def _column(data: bytes, n: int, dtype: type[pl.DataType]) -> pl.Series:
     """Little-endian 8-byte values as one column, without a Python object each."""
     if not n:
         return pl.Series([], dtype=dtype)

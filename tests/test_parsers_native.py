@@ -1,0 +1,158 @@
+"""The native engine (parse_stream's default, ingest/parsers/native.py and _scan.c) gives the
+records of the line-at-a-time one, whatever the mix of logs, the chunk sizes and the damage, and
+its C scanner does read the bulk of a serving log itself."""
+
+import io
+import re
+from contextlib import ExitStack
+from unittest import mock
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ingest.parsers as parsers
+from ingest.parsers import PARSERS, _scan, native, parse_stream, processes, text
+from tests.samples import PROJECT_ROOT
+from tests.test_parsers_engine import DAMAGE, LINES, SAMPLES, SETTINGS, WINDOW_LINES, logs, serving_logs
+
+
+def _parse(data: bytes, engine: str):
+    """Result and every phase, metric, collective and NCCL value however the sink took them."""
+    taken: list = []
+    try:
+        result = parse_stream(io.BytesIO(data), sink=lambda r: taken.append(r.take_rows()), engine=engine)
+    except parsers.ParseError as e:
+        return ("ParseError", e.line, e.message)
+    taken.append(result.take_rows())
+    return result, [[row for batch in taken for row in batch[kind]] for kind in range(4)]
+
+
+def _same(data: bytes, batch: int = 1 << 21, first: int = 1 << 16, spill_at: int = parsers.SPILL_AT) -> None:
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(parsers, "SPILL_AT", spill_at))
+        lines = _parse(data, "lines")
+        stack.enter_context(mock.patch.object(text, "BATCH", batch))
+        stack.enter_context(mock.patch.object(text, "FIRST_BATCH", first))
+        got = _parse(data, "native")
+    if "ParseError" in (lines[0], got[0]):
+        assert got == lines
+        return
+    assert got[1] == lines[1]
+    assert got[0] == lines[0]
+    assert list(got[0].processes) == list(lines[0].processes)
+
+
+def test_the_native_engine_is_built_and_reads_what_the_parsers_declare():
+    assert native.available() is None
+    assert parsers.parse_stream.__defaults__[-1] is None  # the default engine: native where it is built
+
+
+@SETTINGS
+@given(logs(), st.integers(1, 3000), st.integers(1, 50))
+def test_native_gives_the_records_lines_give(data, batch, spill_at):
+    _same(data, batch, batch, spill_at)
+
+
+@SETTINGS
+@given(serving_logs(), st.integers(200, 4000), st.integers(1, 60))
+def test_native_gives_the_records_lines_give_on_serving_windows(data, batch, spill_at):
+    _same(data, batch, batch, spill_at)
+
+
+_DECIMAL = st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(0, 10**17),
+                     st.sampled_from(["", "0", "5", "25", "125", "1234567", "999999999999", "12345678901234567890"]))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(_DECIMAL, _DECIMAL, _DECIMAL, _DECIMAL), min_size=1, max_size=30))
+def test_numbers_are_read_as_python_reads_them(values):
+    """Every digit count (the fast exact path and strtod), accept lengths rounded to 6 places."""
+    head = (PROJECT_ROOT / "samples" / "spec_eagle3_tuned_2step.log").read_bytes()
+    body = "".join(
+        f"[2026-11-29 21:06:00 TP0] Decode batch. #running-req: 1, token usage: {a}, accept len: {b}, "
+        f"gen throughput (token/s): {c}, #queue-req: 0\n"
+        f"[EAGLE3_PROFILE] window=100 cycles, steps=2\n  Draft:       {a} ms/cyc  ({d}%)\n"
+        f"  Target verify: {c} ms/cyc\n  Cycle total:  {b} ms/cyc\n  Accept len:   {d}\n  Throughput:   {c} tok/s\n"
+        for a, b, c, d in values)
+    _same(head + body.encode(), 1 << 12, 1 << 12)
+
+
+def _fed_by_python(data: bytes) -> int:
+    """Lines the Tagger was fed in Python (it sees every line handed back by the scanner)."""
+    with mock.patch.object(processes.Tagger, "feed", autospec=True, side_effect=processes.Tagger.feed) as feed:
+        parse_stream(io.BytesIO(data), engine="native")
+    return feed.call_count
+
+
+def test_the_scanner_reads_a_serving_log_itself():
+    from bench.loggen import HEAD_SAMPLE, windows_text
+
+    head = HEAD_SAMPLE.read_bytes()
+    data = head + windows_text(3000, seed=3).encode()
+    python = _fed_by_python(data)
+    assert python < head.count(b"\n") + 50  # the start-up, and a few first records; 33,000 lines in C
+    _same(data)
+
+
+def test_a_line_the_scanner_cannot_read_exactly_goes_to_python_and_the_records_stay_equal():
+    from bench.loggen import HEAD_SAMPLE, windows_text
+
+    odd = b"[2026-11-29 21:06:12 TP0] Decode batch. #running-req: 1, gen throughput (token/s): 1e3\n"
+    plain = HEAD_SAMPLE.read_bytes() + windows_text(400, seed=3).encode()
+    data = plain + odd + windows_text(400, seed=4).encode()
+    assert _fed_by_python(data) == _fed_by_python(plain) + 1
+    _same(data, 1 << 14, 1 << 14)
+
+
+def test_recorded_logs_grown_long_give_their_records():
+    for name in ("spec_eagle3_tuned_2step.log", "spec_baseline_nospec.log", "nccl-tests_all_reduce_default.log"):
+        lines = (PROJECT_ROOT / "samples" / name).read_bytes().split(b"\n")
+        _same(b"\n".join(lines + lines[len(lines) * 4 // 10:] * 30) + b"\n", 1 << 15, 1 << 15)
+
+
+def _expected_mask(line: str) -> int:
+    readers = [processes.Tagger, *PARSERS.values()]
+    bits = 0
+    for bit, reader in enumerate(readers):
+        if any(t in line for t in reader.TRIGGERS) or (reader.STARTS and reader.STARTS.match("\n" + line)):
+            bits |= 1 << bit
+    return bits
+
+
+_ASCII_LINE = st.text(st.characters(min_codepoint=0x09, max_codepoint=0x7e, exclude_characters="\n\r"), max_size=60)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(LINES), st.sampled_from(WINDOW_LINES)), max_size=20),
+       st.lists(_ASCII_LINE, max_size=20))
+def test_the_scanner_finds_the_lines_each_reader_wants_as_python_does(recorded, made):
+    """Its trigger literals and STARTS are the readers' own: read on every line alike."""
+    scan = native.scanner([processes.Tagger(parsers.ParseResult()), *(p(parsers.ParseResult()) for p in PARSERS.values())])
+    for raw in recorded:
+        line = raw.decode("utf-8", "replace")
+        if line.isascii():
+            assert scan.mask(line) == _expected_mask(line), line
+    for line in made:
+        for text_ in (line, "  " + line, "[" + line, "Successful requests:" + line):
+            assert scan.mask(text_) == _expected_mask(text_), text_
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(LINES), _ASCII_LINE.map(str.encode)), max_size=30),
+       st.lists(st.sampled_from(DAMAGE[:-2]), max_size=3))
+def test_the_lines_clean_may_change_are_found_as_the_polars_search_finds_them(lines, damage):
+    block = b"\n".join(lines)
+    for hurt in damage:
+        block = hurt(block)
+    native_lines = text._decode_block(block)
+    with mock.patch.object(text, "_scan", None):
+        python_lines = text._decode_block(block)
+    assert list(native_lines) == list(python_lines)
+    assert native_lines.mpi == python_lines.mpi
+    assert _scan.longest_line(block) == max(map(len, block.split(b"\n")))
+
+
+def test_a_stars_pattern_the_scanner_does_not_read_turns_the_native_engine_off():
+    with mock.patch.object(processes.Tagger, "STARTS", re.compile(r"\n[(\[#$+<]")):
+        assert "Tagger.STARTS" in (native.available() or "")
+        assert parse_stream(io.BytesIO(SAMPLES[0])).formats  # the chunk engine reads it
