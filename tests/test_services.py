@@ -162,9 +162,9 @@ def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeyp
     monkeypatch.setattr(services, "_insert_rows",
                         lambda *a, **k: (calls.append(0 if a[1] is None else a[1].height), real(*a, **k)))
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
-    # Phases went to the database a chunk at a time (the first read line by line: 256 per 1024
-    # lines; then the chunk lanes' batches), never all at once.
-    assert len(calls) >= 4 and calls[0] == 256 and max(calls) < 3000 and sum(calls) == 3000
+    # Phases went to the database a chunk at a time (the first read is 64 KiB: 868 of its blocks,
+    # then larger reads), never all at once.
+    assert len(calls) >= 3 and calls[0] == 868 and max(calls) < 3000 and sum(calls) == 3000
     assert stored_rows("phase", run=run).height == 3000
     assert stored_rows("metric", run=run, name="tokens_per_cycle").height == 3000
 
