@@ -775,32 +775,232 @@ static PyObject *Scanner_mask(Scanner *self, PyObject *line) {
     return PyLong_FromUnsignedLong(rd | starts_of(s, n));
 }
 
-/* The records read so far as two little-endian buffers of whole columns, ints (phases' name,
- * window, line; metrics' name, window, line, source, rank, process) then floats (phases' ms, pct;
- * metrics' value), and the string table the name, source, rank and process columns index. The
- * buffers start again empty. */
+/* ---- handing records to polars: the Arrow C data interface ----------------------------------
+ *
+ * A kind's records leave as one Arrow struct array whose buffers are the scanner's own (moved,
+ * not copied); polars imports it through `__arrow_c_array__` (the PyCapsule protocol) without a
+ * Python object per value. The two structs are Arrow's ABI, as its specification writes them. */
+
+struct ArrowSchema {
+    const char *format, *name, *metadata;
+    int64_t flags, n_children;
+    struct ArrowSchema **children, *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length, null_count, offset, n_buffers, n_children;
+    const void **buffers;
+    struct ArrowArray **children, *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+#define ARROW_FLAG_NULLABLE 2
+#define MAX_COLUMNS 8
+
+typedef struct {  /* what an array owns: its buffers, and (a struct) its children */
+    void *buffers[3];
+    const void *views[3];
+    struct ArrowArray *children[MAX_COLUMNS];
+} array_owned;
+
+static void release_array(struct ArrowArray *a) {
+    array_owned *own = a->private_data;
+    for (int64_t i = 0; i < a->n_children; i++) {
+        if (a->children[i]->release) a->children[i]->release(a->children[i]);
+        free(a->children[i]);
+    }
+    for (int i = 0; i < 3; i++) free(own->buffers[i]);
+    free(own);
+    a->release = NULL;
+}
+
+static void release_schema(struct ArrowSchema *sc) {
+    for (int64_t i = 0; i < sc->n_children; i++) {
+        if (sc->children[i]->release) sc->children[i]->release(sc->children[i]);
+        free(sc->children[i]);
+    }
+    free(sc->children);
+    sc->release = NULL;
+}
+
+static void release_leaf_schema(struct ArrowSchema *sc) { sc->release = NULL; }
+
+/* An array of n values with up to three buffers (validity, then data or offsets, then chars),
+ * which it takes over (freed on release). */
+static struct ArrowArray *leaf(int64_t n, int64_t nulls, void *validity, void *b1, void *b2, int nbuf) {
+    struct ArrowArray *a = calloc(1, sizeof(*a));
+    array_owned *own = calloc(1, sizeof(*own));
+    if (!a || !own) { free(a); free(own); free(validity); free(b1); free(b2); return NULL; }
+    own->buffers[0] = validity, own->buffers[1] = b1, own->buffers[2] = b2;
+    own->views[0] = validity, own->views[1] = b1, own->views[2] = b2;
+    *a = (struct ArrowArray){.length = n, .null_count = nulls, .n_buffers = nbuf, .buffers = own->views,
+                             .release = release_array, .private_data = own};
+    return a;
+}
+
+/* The buffer of a column, moved out of the scanner (which starts it again empty). */
+static void *steal(void **v, Py_ssize_t *n, Py_ssize_t *cap) {
+    void *out = *v;
+    if (!out) out = malloc(8);  /* Arrow wants a data buffer even for no values */
+    *v = NULL, *n = 0, *cap = 0;
+    return out;
+}
+
+static struct ArrowArray *int_column(ibuf *b) {
+    int64_t n = b->n;
+    return leaf(n, 0, NULL, steal((void **)&b->v, &b->n, &b->cap), NULL, 2);
+}
+
+/* Floats, NaN written as null when `nan_is_null` (a phase with no percentage printed). */
+static struct ArrowArray *float_column(dbuf *b, int nan_is_null) {
+    int64_t n = b->n, nulls = 0;
+    uint8_t *valid = NULL;
+    if (nan_is_null) {
+        for (int64_t i = 0; i < n; i++) nulls += isnan(b->v[i]);
+        if (nulls) {
+            valid = calloc((size_t)(n + 7) / 8 + 1, 1);
+            if (!valid) return NULL;
+            for (int64_t i = 0; i < n; i++)
+                if (!isnan(b->v[i])) valid[i >> 3] |= (uint8_t)(1u << (i & 7));
+        }
+    }
+    return leaf(n, nulls, valid, steal((void **)&b->v, &b->n, &b->cap), NULL, 2);
+}
+
+/* Strings: the table's entries at each index (or one string for all when idx is NULL). */
+static struct ArrowArray *text_column(Scanner *self, ibuf *idx, int64_t n, int one) {
+    int64_t size = 0;
+    for (int64_t i = 0; i < n; i++) size += self->str_len[idx ? idx->v[i] : one];
+    if (size > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "a batch of over 2 GiB of text"); return NULL; }
+    int32_t *offsets = malloc((size_t)(n + 1) * sizeof(int32_t));
+    char *chars = malloc((size_t)size + 1);
+    if (!offsets || !chars) { free(offsets); free(chars); PyErr_NoMemory(); return NULL; }
+    int32_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int k = idx ? (int)idx->v[i] : one;
+        offsets[i] = at;
+        memcpy(chars + at, self->str_text[k], (size_t)self->str_len[k]);
+        at += (int32_t)self->str_len[k];
+    }
+    offsets[n] = at;
+    if (idx) idx->n = 0;
+    return leaf(n, 0, NULL, offsets, chars, 3);
+}
+
+static const char *PHASE_COLUMNS[] = {"name", "ms", "pct", "window", "line", "source", "process"};
+static const char *PHASE_FORMATS[] = {"u", "g", "g", "l", "l", "u", "u"};
+static const char *METRIC_COLUMNS[] = {"name", "value", "window", "line", "source", "rank", "process"};
+static const char *METRIC_FORMATS[] = {"u", "g", "l", "l", "u", "u", "u"};
+
+typedef struct {
+    PyObject_HEAD
+    struct ArrowSchema *schema;
+    struct ArrowArray *array;
+} Frame;
+
+static void free_schema(struct ArrowSchema *sc) {
+    if (sc) { if (sc->release) sc->release(sc); free(sc); }
+}
+
+static void free_array(struct ArrowArray *a) {
+    if (a) { if (a->release) a->release(a); free(a); }
+}
+
+static void Frame_dealloc(Frame *self) {
+    free_schema(self->schema);
+    free_array(self->array);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static void capsule_schema(PyObject *c) { free_schema(PyCapsule_GetPointer(c, "arrow_schema")); }
+static void capsule_array(PyObject *c) { free_array(PyCapsule_GetPointer(c, "arrow_array")); }
+
+/* The PyCapsule protocol: the schema and the array, handed over once. */
+static PyObject *Frame_arrow(Frame *self, PyObject *args, PyObject *kwds) {
+    if (!self->array) { PyErr_SetString(PyExc_RuntimeError, "a Frame is imported once"); return NULL; }
+    PyObject *sc = PyCapsule_New(self->schema, "arrow_schema", capsule_schema);
+    if (!sc) return NULL;
+    self->schema = NULL;
+    PyObject *ar = PyCapsule_New(self->array, "arrow_array", capsule_array);
+    if (!ar) { Py_DECREF(sc); return NULL; }
+    self->array = NULL;
+    return Py_BuildValue("NN", sc, ar);
+}
+
+static PyMethodDef Frame_methods[] = {
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))Frame_arrow, METH_VARARGS | METH_KEYWORDS,
+     "The records as an Arrow struct array (the PyCapsule protocol)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FrameType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ingest.parsers._scan.Frame",
+    .tp_basicsize = sizeof(Frame),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Frame_dealloc,
+    .tp_methods = Frame_methods,
+    .tp_doc = "One kind's records, for pl.Series(frame).struct.unnest().",
+};
+
+/* A struct array of `columns` (taken over) with their names and formats. */
+static PyObject *frame(int64_t n, struct ArrowArray **columns, const char **names, const char **formats, int k) {
+    Frame *f = PyObject_New(Frame, &FrameType);
+    if (f) f->schema = NULL, f->array = NULL;
+    struct ArrowSchema *sc = calloc(1, sizeof(*sc));
+    struct ArrowSchema **kids = calloc((size_t)k, sizeof(*kids));
+    struct ArrowArray *a = leaf(n, 0, NULL, NULL, NULL, 1);
+    int bad = !f || !sc || !kids || !a;
+    for (int i = 0; i < k; i++) {
+        if (!bad && !(kids[i] = calloc(1, sizeof(**kids)))) bad = 1;
+        if (!columns[i]) bad = 1;
+    }
+    if (bad) {
+        for (int i = 0; i < k; i++) { free_array(columns[i]); free(kids ? kids[i] : NULL); }
+        free(kids); free(sc); free_array(a); Py_XDECREF(f);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    array_owned *own = a->private_data;
+    for (int i = 0; i < k; i++) {
+        *kids[i] = (struct ArrowSchema){.format = formats[i], .name = names[i], .flags = ARROW_FLAG_NULLABLE,
+                                        .release = release_leaf_schema};
+        own->children[i] = columns[i];
+    }
+    a->children = own->children;
+    a->n_children = k;
+    *sc = (struct ArrowSchema){.format = "+s", .name = "", .n_children = k, .children = kids,
+                               .release = release_schema};
+    f->schema = sc;
+    f->array = a;
+    return (PyObject *)f;
+}
+
+/* take() -> (phases, metrics): the records read so far as Frames (None: none of that kind). */
 static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(ignored)) {
-    Py_ssize_t np = self->p_name.n, nm = self->m_name.n;
-    ibuf *ints[] = {&self->p_name, &self->p_window, &self->p_line, &self->m_name, &self->m_window, &self->m_line,
-                    &self->m_source, &self->m_rank, &self->m_process};
-    dbuf *floats[] = {&self->p_ms, &self->p_pct, &self->m_value};
-    PyObject *ib = PyBytes_FromStringAndSize(NULL, (3 * np + 6 * nm) * (Py_ssize_t)sizeof(int64_t));
-    PyObject *fb = PyBytes_FromStringAndSize(NULL, (2 * np + nm) * (Py_ssize_t)sizeof(double));
-    PyObject *strings = PyList_GetSlice(self->strings, 0, PyList_GET_SIZE(self->strings));
-    if (!ib || !fb || !strings) { Py_XDECREF(ib); Py_XDECREF(fb); Py_XDECREF(strings); return NULL; }
-    char *at = PyBytes_AS_STRING(ib);
-    for (size_t i = 0; i < sizeof(ints) / sizeof(*ints); i++) {
-        memcpy(at, ints[i]->v, (size_t)ints[i]->n * sizeof(int64_t));
-        at += ints[i]->n * (Py_ssize_t)sizeof(int64_t);
-        ints[i]->n = 0;
+    int64_t np = self->p_name.n, nm = self->m_name.n;
+    PyObject *phases = Py_None, *metrics = Py_None;
+    Py_INCREF(Py_None);
+    Py_INCREF(Py_None);
+    if (np) {
+        struct ArrowArray *cols[] = {
+            text_column(self, &self->p_name, np, 0), float_column(&self->p_ms, 0), float_column(&self->p_pct, 1),
+            int_column(&self->p_window), int_column(&self->p_line), text_column(self, NULL, np, self->s_eagle),
+            text_column(self, NULL, np, self->s_main)};
+        Py_DECREF(phases);
+        if (!(phases = frame(np, cols, PHASE_COLUMNS, PHASE_FORMATS, 7))) { Py_DECREF(metrics); return NULL; }
     }
-    at = PyBytes_AS_STRING(fb);
-    for (size_t i = 0; i < sizeof(floats) / sizeof(*floats); i++) {
-        memcpy(at, floats[i]->v, (size_t)floats[i]->n * sizeof(double));
-        at += floats[i]->n * (Py_ssize_t)sizeof(double);
-        floats[i]->n = 0;
+    if (nm) {
+        struct ArrowArray *cols[] = {
+            text_column(self, &self->m_name, nm, 0), float_column(&self->m_value, 0), int_column(&self->m_window),
+            int_column(&self->m_line), text_column(self, &self->m_source, nm, 0),
+            text_column(self, &self->m_rank, nm, 0), text_column(self, &self->m_process, nm, 0)};
+        Py_DECREF(metrics);
+        if (!(metrics = frame(nm, cols, METRIC_COLUMNS, METRIC_FORMATS, 7))) { Py_DECREF(phases); return NULL; }
     }
-    return Py_BuildValue("nnNNN", np, nm, ib, fb, strings);
+    return Py_BuildValue("NN", phases, metrics);
 }
 
 static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
@@ -989,7 +1189,7 @@ static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
-    {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> the records as column bytes"},
+    {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1016,7 +1216,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {
-    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    if (PyType_Ready(&ScannerType) < 0 || PyType_Ready(&FrameType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ScannerType);

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 import polars as pl
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang
-from .columns import METRIC_SCHEMA, PHASE_SCHEMA
 from .records import ParseResult
 
 try:
@@ -77,39 +76,17 @@ def _flags(result: ParseResult) -> int:
     return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings))
 
 
-def _column(data: bytes, n: int, dtype: type[pl.DataType]) -> pl.Series:
-    """Little-endian 8-byte values as one column, without a Python object each."""
-    if not n:
-        return pl.Series([], dtype=dtype)
-    return pl.Series([data], dtype=pl.Binary).bin.reinterpret(dtype=pl.Array(dtype, n)).reshape((n,))
-
-
 def _flush(scan: _scan.Scanner, result: ParseResult) -> None:
-    """The scanner's records into the result's frames (after those already there)."""
+    """The scanner's records into the result's frames (after those already there). They come as
+    Arrow arrays whose buffers polars takes over (the Arrow C data interface): no copy, no Python
+    object a value."""
     if not scan.pending:
         return
-    np, nm, ints, floats, strings = scan.take()
-    table = pl.Series(strings, dtype=pl.String)
-    i, f = _column(ints, 3 * np + 6 * nm, pl.Int64), _column(floats, 2 * np + nm, pl.Float64)
-
-    def cut(col: pl.Series, at: int, n: int) -> pl.Series:  # the at-th column of n values (a view)
-        return col.slice(at, n)
-
-    if np:
-        result.phase_frames.append(pl.DataFrame({
-            "name": table.gather(cut(i, 0, np)), "ms": cut(f, 0, np), "pct": cut(f, np, np).fill_nan(None),
-            "window": cut(i, np, np), "line": cut(i, 2 * np, np),
-            "source": pl.repeat(eagle_profile.NAME, np, eager=True, dtype=pl.String),
-            "process": pl.repeat(processes.MAIN, np, eager=True, dtype=pl.String),
-        }, schema=PHASE_SCHEMA))
-    if nm:
-        m = 3 * np
-        result.metric_frames.append(pl.DataFrame({
-            "name": table.gather(cut(i, m, nm)), "value": cut(f, 2 * np, nm),
-            "window": cut(i, m + nm, nm), "line": cut(i, m + 2 * nm, nm),
-            "source": table.gather(cut(i, m + 3 * nm, nm)), "rank": table.gather(cut(i, m + 4 * nm, nm)),
-            "process": table.gather(cut(i, m + 5 * nm, nm)),
-        }, schema=METRIC_SCHEMA))
+    phases, metrics = scan.take()
+    if phases is not None:
+        result.phase_frames.append(pl.Series(phases).struct.unnest())
+    if metrics is not None:
+        result.metric_frames.append(pl.Series(metrics).struct.unnest())
 
 
 def parse_chunks(chunks: Iterator[tuple[int, list[str]]], parsers: dict, result: ParseResult,
@@ -144,10 +121,13 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str]]], parsers: dict, result:
                     reader.feed(lineno, line)
             tagger.stamp()
             i += 1
-        _flush(scan, result)
         result.lines = first + n - 1
-        if sink is not None and result.pending >= spill_at:
+        # The scanner's records join the result when a sink takes them (a few chunks' worth: polars'
+        # cost per frame is paid less often), or at the end.
+        if sink is not None and result.pending + scan.pending >= spill_at:
+            _flush(scan, result)
             sink(result)
+    _flush(scan, result)
     for p in formats:
         p.finish()
     tagger.finish()
