@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter, lt
 from statistics import median, quantiles
@@ -97,7 +99,7 @@ def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name:
         return [sum(v for _, v in rows) for _, rows in sorted(per_window.items())]
     # The last record of a (window, rank) wins, in the records' order.
     tput = [g for g in metrics if g.source == source and g.name in ("gen_throughput_tok_s", "throughput_tok_s")]
-    weight = {(g.windows[i], g.rank): g.values[i] for g, i in _ORDER.get().ordered(tput)}
+    weight = {(w, g.rank): v for g, w, v in _ORDER.get().in_order(tput)}
     out = []
     for w, rows in sorted(per_window.items()):
         ws = [weight.get((w, rank), 0.0) for rank, _ in rows]
@@ -111,10 +113,6 @@ def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name:
     return out
 
 
-def robust_median(values: list[float]) -> float | None:
-    return round(median(values), 4) if values else None
-
-
 def spread(values: list[float]) -> float | None:
     """Half the interquartile range of per-window values: the noise a change must exceed to count
     (the comparison's one rule, for every figure). None under four windows: too few to tell."""
@@ -122,6 +120,34 @@ def spread(values: list[float]) -> float | None:
         return None
     q1, _, q3 = quantiles(values, n=4, method="inclusive")
     return round((q3 - q1) / 2, 4)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What the summary keeps of one figure's per-window values."""
+
+    median: float | None  # rounded to 4 places; None without values
+    spread: float | None  # spread()
+    count: int
+
+
+def describe(values: Sequence[float]) -> Stats:
+    """The median (rounded to 4 places), spread() and the count of `values`, sorted once (a figure
+    of a 512 MB log has ~900k values: the caller lets them go after this, one figure at a time).
+
+    The formulas are statistics.median's and statistics.quantiles' (inclusive, n=4) on the list
+    they would sort, so the figures are the same to the bit (tests/test_summary.py)."""
+    data = sorted(values)
+    n = len(data)
+    if not n:
+        return Stats(None, None, 0)
+    mid = data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
+    noise = None
+    if n >= 4:
+        q1, q3 = ((data[j] * (4 - delta) + data[j + 1] * delta) / 4
+                  for j, delta in (divmod(i * (n - 1), 4) for i in (1, 3)))
+        noise = round((q3 - q1) / 2, 4)
+    return Stats(round(mid, 4), noise, n)
 
 
 THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
@@ -193,7 +219,7 @@ def _tokens_per_cycle_origin(metrics: list[Group], tokens_per_cycle: float | Non
     if source not in RAW_ACCEPT:
         return None
     label, raw_name, includes_bonus = RAW_ACCEPT[source]
-    raw = robust_median(series(metrics, raw_name)) if raw_name else tokens_per_cycle
+    raw = describe(series(metrics, raw_name)).median if raw_name else tokens_per_cycle
     return {"label": label, "raw": raw, "bonus_added": not includes_bonus, "source": source}
 
 
@@ -211,13 +237,12 @@ def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
     rows = []
     for name in sorted(by_name, key=first.__getitem__):
         groups = by_name[name]
-        ms_values = _concat([g.values for g in groups]).tolist()
-        ms = robust_median(ms_values)
-        pcts = [x for g in groups if g.pcts is not None for x in g.pcts if x == x]  # NaN: none printed
-        pct = robust_median(pcts)
-        if pct is None and ms is not None and cycle_ms:
-            pct = round(100 * ms / cycle_ms, 2)
-        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(ms_values), "spread": spread(ms_values)})
+        ms = describe(_concat([g.values for g in groups]))
+        # NaN: none printed
+        pct = describe([x for g in groups if (pcts := g.pcts) is not None for x in pcts if x == x]).median
+        if pct is None and ms.median is not None and cycle_ms:
+            pct = round(100 * ms.median / cycle_ms, 2)
+        rows.append({"name": name, "ms": ms.median, "pct": pct, "windows": ms.count, "spread": ms.spread})
     return rows
 
 
@@ -237,33 +262,35 @@ def _cycle_from_phases(phases: list[Group]) -> list[float]:
 
 
 def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[dict, list[dict]]:
-    """The summary figures (medians over windows, with their spread) and the phase table."""
-    throughput = throughput_series(metrics)
+    """The summary figures (medians over windows, with their spread) and the phase table.
+
+    A figure at a time: each one's values are described, then let go (memory follows the
+    largest figure, not the file)."""
+    throughput = describe(throughput_series(metrics))
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
-    tokens = series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ())
-    tokens_from = _tokens_per_cycle_origin(metrics, robust_median(tokens))
-    cycle = series(metrics, "cycle_ms")
-    if not cycle and any(len(g) for g in phases):
-        cycle = _cycle_from_phases(phases)
-    cycle_ms = robust_median(cycle)
-    windows = max(len(throughput), len(tokens), len(cycle)) or None
+    tokens = describe(series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ()))
+    tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
+    cycle = describe(series(metrics, "cycle_ms"))
+    if not cycle.count and any(len(g) for g in phases):
+        cycle = describe(_cycle_from_phases(phases))
+    windows = max(throughput.count, tokens.count, cycle.count) or None
     summary = {
-        "throughput_tok_s": robust_median(throughput),
-        "tokens_per_cycle": robust_median(tokens),
-        "cycle_ms": cycle_ms,
+        "throughput_tok_s": throughput.median,
+        "tokens_per_cycle": tokens.median,
+        "cycle_ms": cycle.median,
         "windows": windows,
         # The noise of each figure across windows (half the IQR), for the comparison's rule.
-        "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
-                   "cycle_ms": spread(cycle)},
+        "spread": {"throughput_tok_s": throughput.spread, "tokens_per_cycle": tokens.spread,
+                   "cycle_ms": cycle.spread},
         # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
         "tokens_per_cycle_from": tokens_from,
     }
     scope = throughput_scope(metrics, settings)
     if scope:  # only when it applies: a one-rank figure needs no qualifier (and goldens stay as they were)
         summary["throughput_scope"] = scope
-    return summary, phase_table(phases, cycle_ms)
+    return summary, phase_table(phases, cycle.median)
 
 
 # The Rows being summarised (their original order decides ties and the phase table's order).

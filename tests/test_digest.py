@@ -167,3 +167,54 @@ def test_a_digest_keeps_line_numbers_past_four_bytes():
     d.metric("main", "sglang", "accept_len", "", 3, 30, 2.7)
     (group,) = digest.decode(d.encode(), logfile=1, offset=0).metrics
     assert list(group.lines) == [10, 2**40, 30] and list(group.windows) == [1, 2, 3] and list(group.order) == [0, 1, 2]
+
+
+def many_rows(d: digest.FileDigest, n: int) -> None:
+    for w in range(1, n + 1):
+        d.metric("TP0", "sglang_decode", "gen_throughput_tok_s", "", w, 2 * w, w / 7)
+        d.phase("main", "eagle_profile", "Draft", w, 2 * w + 1, w / 3, None if w % 3 else 1.5)
+        if w == n // 2:  # one line past four bytes, after the first flush: pieces of both widths
+            d.metric("TP0", "sglang_decode", "gen_throughput_tok_s", "", w, 2**40, 1.0)
+
+
+def test_a_digest_parks_its_columns_on_disk_and_reads_them_back_whole(monkeypatch):
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 5000)
+    rows = d.rows()
+    (tput,), (draft,) = rows.metrics, rows.phases
+    assert isinstance(tput._columns[0], digest.Parked) and len(tput._columns[0].pieces) > 5
+    assert len(tput) == 5001 and list(tput.windows[:3]) == [1, 2, 3] and tput.lines[2500] == 2**40
+    assert list(tput.order[:4]) == [0, 2, 4, 6] and tput.values[-1] == 5000 / 7
+    assert draft.pcts is not None and draft.pcts[2] == 1.5 and draft.pcts[0] != draft.pcts[0]
+    assert len(draft) == 5000 and draft.lines[-1] == 10001
+
+
+def test_a_digest_in_parts_decodes_into_a_spill_as_it_was(monkeypatch):
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 5000)
+    parts = list(d.encoded(part_bytes=4096))
+    assert len(parts) > 3 and b"".join(parts) == d.encode()
+    spill = digest.Spill()
+    back = digest.decode(iter(parts), logfile=3, offset=10, spill=spill)
+    kept = d.rows()
+    for got, want in ((back.metrics[0], kept.metrics[0]), (back.phases[0], kept.phases[0])):
+        assert isinstance(got._columns[2], digest.Parked)
+        assert list(got.windows) == [w + 10 for w in want.windows]
+        assert (got.lines, got.values, got.order) == (want.lines, want.values, want.order)
+    assert str(list(back.phases[0].pcts or [])) == str(list(kept.phases[0].pcts or []))  # NaN too
+    with pytest.raises(ValueError, match="cut short"):
+        digest.decode(iter(parts[:-2]), logfile=3, offset=0, spill=digest.Spill())
+
+
+def test_a_parse_spilled_on_disk_summarizes_as_one_held_in_memory(monkeypatch):
+    data = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 7)
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    rows = sink.rows(result)
+    assert any(isinstance(g._columns[0], digest.Parked) for g in rows.phases)
+    assert summarize(result, rows) == summarize(parse_stream(io.BytesIO(data)))
