@@ -15,7 +15,7 @@ import ingest.parsers as parsers
 from ingest import services as ingest_services
 from ingest.parsers import parse_lines, parse_stream
 from runs import digest
-from runs.models import Annotation, LogFileDigest, Run
+from runs.models import Annotation, DigestPart, Run
 from runs.services import add_annotation, refresh_run, run_result
 from runs.summary import summarize
 from tests.samples import log_path, public_sample
@@ -28,6 +28,11 @@ def upload(user, files: dict[str, bytes]) -> Run:
     for lf in run.logfiles.all():
         ingest_services.parse_logfile(lf.id)
     return Run.objects.get(id=run.id)
+
+
+def digested(run: Run) -> int:
+    """How many of the run's files have a digest."""
+    return DigestPart.objects.filter(logfile__run=run, seq=0).count()
 
 
 def halves(path) -> dict[str, bytes]:
@@ -60,7 +65,7 @@ RUNS = {
 @pytest.mark.parametrize("case", RUNS)
 def test_refresh_from_digests_gives_the_parse_of_every_row_reloaded(alice, case):
     run = upload(alice, RUNS[case]())
-    assert run.status == "ready" and LogFileDigest.objects.filter(logfile__run=run).count() == run.logfiles.count()
+    assert run.status == "ready" and digested(run) == run.logfiles.count()
     # The old path: every stored row back as an object, summarised.
     assert run.parsed == json.loads(json.dumps(summarize(run_result(run))))
     assert run.launches_count == run.parsed["launches_count"]
@@ -70,13 +75,13 @@ def test_refresh_from_digests_gives_the_parse_of_every_row_reloaded(alice, case)
 def test_a_file_parsed_before_digests_gets_one_from_its_rows(alice):
     run = upload(alice, RUNS["two launches"]())
     before = run.parsed
-    LogFileDigest.objects.filter(logfile__run=run).delete()
+    DigestPart.objects.filter(logfile__run=run).delete()
     refresh_run(run.id)
     assert Run.objects.get(id=run.id).parsed == before
-    assert LogFileDigest.objects.filter(logfile__run=run).count() == 2
+    assert digested(run) == 2
 
 
-ROW_TABLES = ("runs_sampleblock", "runs_logfiledigest", "runs_collectiveresult")
+ROW_TABLES = ("runs_sampleblock", "runs_digestpart", "runs_collectiveresult")
 
 
 @pytest.mark.django_db
