@@ -60,7 +60,7 @@ class Spill:
     read back a column at a time: what lets a 512 MB log's digest (~220 MB of columns) be built
     and summarised in the memory of its largest group."""
 
-    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = directory
         self._file: IO[bytes] | None = None  # opened at the first put: a small parse never spills
         self._end = 0
@@ -159,7 +159,8 @@ class Group:
 
     def typecodes(self) -> tuple[str, str, str]:
         """The typecodes of windows, lines and order, without loading them."""
-        return tuple(c.typecode for c in (self._columns[0], self._columns[1], self._columns[3]))  # type: ignore[return-value,union-attr]
+        windows, lines, _, order, _ = self._columns
+        return windows.typecode, lines.typecode, order.typecode
 
     def part(self, keep: list[int]) -> Group:
         """The rows at the indices `keep` (a launch's share of a file shared by launches)."""
@@ -270,7 +271,7 @@ class ParseDigest:
     summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
     """
 
-    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.digest = FileDigest(directory)
         self.collectives = CollectiveTally()
         self.nccl: list = []
@@ -392,7 +393,8 @@ class _Grouper:
                     for k, c in self._groups.items() if k[0] == phase]
         self.flush()
         spill = self.spill
-        return [Group(k[1], k[2], k[3], k[4], k[5], *(Parked(spill, tuple(p)) for p in parked[:4]),
+        return [Group(k[1], k[2], k[3], k[4], k[5], Parked(spill, tuple(parked[0])), Parked(spill, tuple(parked[1])),
+                      Parked(spill, tuple(parked[2])), Parked(spill, tuple(parked[3])),
                       Parked(spill, tuple(parked[4])) if phase else None)
                 for k, parked in self._parked.items() if k[0] == phase]
 
@@ -402,7 +404,7 @@ class FileDigest:
     while ingest.services writes them; `encoded()` is what LogFile's digest parts keep. Its
     columns wait in a Spill under `directory` (the system's temporary dir by default)."""
 
-    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self._grouper = _Grouper(Spill(directory))
         self.seq = 0
         self.max_window = 0

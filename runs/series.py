@@ -363,7 +363,8 @@ def figure_frame(run_id: int, key: str, source: str | None = None) -> pl.DataFra
     None for an unknown key or a figure without rows."""
     if key == VERIFY:
         # verify_ms comes from phase rows: any phase whose name says verify
-        found = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, name_has="verify"), ["ms", "line"])
+        found = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, name_has="verify"), ["ms", "line"],
+                             labels=False)
         return found.select(value="ms", line="line", logfile="logfile", window="window")
     if key not in FIGURE_METRICS:
         return None
@@ -371,21 +372,23 @@ def figure_frame(run_id: int, key: str, source: str | None = None) -> pl.DataFra
     if source is None:
         return None
     found = blocks.frame(blocks.METRIC, blocks_of(run_id, blocks.METRIC, names=FIGURE_METRICS[key], source=source),
-                         ["value", "line"])
+                         ["value", "line"], labels=False)
     return found.select("value", "line", "logfile", "window")
 
 
 def _figures(run_id: int, limit: int) -> dict:
-    out = {}
-    for key in (*FIGURE_METRICS, VERIFY):
-        source = None if key == VERIFY else best_source(run_id, FIGURE_METRICS[key])
-        rows = figure_frame(run_id, key, source)
-        if rows is None or not rows.height:
-            continue
-        points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
-        out[key] = {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
-                    "points": [list(p) for p in points.iter_rows()]}
-    return out
+    # A figure at a time (_figure's rows go before the next figure's are read).
+    return {key: fig for key in (*FIGURE_METRICS, VERIFY) if (fig := _figure(run_id, key, limit)) is not None}
+
+
+def _figure(run_id: int, key: str, limit: int) -> dict | None:
+    source = None if key == VERIFY else best_source(run_id, FIGURE_METRICS[key])
+    rows = figure_frame(run_id, key, source)
+    if rows is None or not rows.height:
+        return None
+    points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
+    return {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
+            "points": [list(p) for p in points.iter_rows()]}
 
 
 def _files(run_id: int) -> list[list]:
