@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
-from operator import itemgetter, lt
+from operator import lt
 from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
+
+import polars as pl
 
 from runs.digest import Group, Rows, rows_from_result
 from runs.display import figure
@@ -63,7 +65,8 @@ def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> 
         windows = _concat([g.windows for g in groups])
         if _strictly_increasing(windows):  # the usual case: one writer, windows in order
             return _concat([g.values for g in groups]).tolist()
-        return [v for _, _, v in _by_window_line(groups)]
+        values = _concat([g.values for g in groups])
+        return [values[k] for k in _row_order(groups, [g.rank for g in groups])]
     return _combine_ranks(groups, metrics, source, name)
 
 
@@ -81,14 +84,24 @@ def _strictly_increasing(values: array) -> bool:
     return all(map(lt, values, islice(values, 1, None)))
 
 
+def _row_order(groups: list[Group], labels: list[str]) -> pl.Series:
+    """Where the groups' rows (concatenated in list order) stand when sorted by window, line and
+    label (one a group: its rank or name), ties in list order: the order a stable sort of
+    (window, line, label) tuples gives, in ~20 bytes a row instead of ~100 with tuples."""
+    rank = {label: i for i, label in enumerate(sorted(set(labels)))}  # str order, as tuples compare
+    keys = pl.concat([pl.DataFrame({"w": pl.Series(g.windows, dtype=pl.Int64),
+                                    "line": pl.Series(g.lines, dtype=pl.Int64),
+                                    "label": pl.Series([rank[label]], dtype=pl.UInt32).new_from_index(0, len(g))})
+                      for g, label in zip(groups, labels, strict=True) if len(g)])
+    return keys.select(pl.arg_sort_by(["w", "line", "label"], maintain_order=True)).to_series()
+
+
 def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
     """(window, rank, value) sorted by window, line and rank, ties in the groups' (file) order."""
-    rows: list[tuple[int, int, str, float]] = []
-    for g in groups:
-        rank = g.rank
-        rows.extend((w, line, rank, v) for w, line, v in zip(g.windows, g.lines, g.values, strict=True))
-    rows.sort(key=itemgetter(0, 1, 2))
-    return [(w, rank, v) for w, _, rank, v in rows]
+    at = _row_order(groups, [g.rank for g in groups])
+    windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    ranks = [g.rank for g in groups for _ in range(len(g))]
+    return [(windows[k], ranks[k], values[k]) for k in at]
 
 
 def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name: str) -> list[float]:
@@ -246,19 +259,29 @@ def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
     return rows
 
 
-def _cycle_from_phases(phases: list[Group]) -> list[float]:
-    """Per-window sums of the phases that time a whole cycle, in window order."""
-    rows: list[tuple[int, int, str, float]] = []
-    for g in sorted(phases, key=lambda g: -1 if g.logfile is None else g.logfile):
-        if g.source in PARTIAL_PHASE_SOURCES:
-            continue
-        name = g.name
-        rows.extend((w, line, name, ms) for w, line, ms in zip(g.windows, g.lines, g.values, strict=True))
-    rows.sort(key=itemgetter(0, 1, 2))  # stable: ties keep the records' (file) order
-    per_window: dict[int, float] = defaultdict(float)
-    for w, _, _, ms in rows:
-        per_window[w] += ms
-    return list(per_window.values())
+def _cycle_from_phases(phases: list[Group]) -> array:
+    """Per-window sums of the phases that time a whole cycle, in window order.
+
+    The rows are summed in (window, line, name) order, ties in the records' (file) order
+    (_row_order): the sums a sort of (window, line, name, ms) tuples gives, in ~40 bytes a row
+    instead of ~150 (every phase row of the run takes part)."""
+    groups = [g for g in sorted(phases, key=lambda g: -1 if g.logfile is None else g.logfile)
+              if g.source not in PARTIAL_PHASE_SOURCES and len(g)]
+    sums = array("d")
+    if not groups:
+        return sums
+    at = _row_order(groups, [g.name for g in groups])
+    windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    last, acc = None, 0.0
+    for k in at:
+        w = windows[k]
+        if w != last:
+            if last is not None:
+                sums.append(acc)
+            last, acc = w, 0.0
+        acc += values[k]
+    sums.append(acc)
+    return sums
 
 
 def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[dict, list[dict]]:
