@@ -44,7 +44,7 @@ def source_rank(source: str) -> int:
     return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER)
 
 
-def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> list[float]:
+def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> Sequence[float]:
     """Per-window values of one metric from the best source that has it.
 
     With several names (`throughput_tok_s`, `gen_throughput_tok_s`) the best source reporting
@@ -64,9 +64,9 @@ def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> 
     if len({g.rank for g in groups}) <= 1:
         windows = _concat([g.windows for g in groups])
         if _strictly_increasing(windows):  # the usual case: one writer, windows in order
-            return _concat([g.values for g in groups]).tolist()
+            return _concat([g.values for g in groups])
         values = _concat([g.values for g in groups])
-        return [values[k] for k in _row_order(groups, [g.rank for g in groups])]
+        return array("d", (values[k] for k in _row_order(groups, [g.rank for g in groups])))
     return _combine_ranks(groups, metrics, source, name)
 
 
@@ -150,17 +150,33 @@ def describe(values: Sequence[float]) -> Stats:
 
     The formulas are statistics.median's and statistics.quantiles' (inclusive, n=4) on the list
     they would sort, so the figures are the same to the bit (tests/test_summary.py)."""
-    data = sorted(values)
+    data = _sorted(values)
     n = len(data)
     if not n:
         return Stats(None, None, 0)
-    mid = data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
     noise = None
     if n >= 4:
         q1, q3 = ((data[j] * (4 - delta) + data[j + 1] * delta) / 4
                   for j, delta in (divmod(i * (n - 1), 4) for i in (1, 3)))
         noise = round((q3 - q1) / 2, 4)
-    return Stats(round(mid, 4), noise, n)
+    return Stats(round(_middle(data), 4), noise, n)
+
+
+def _middle(data: Sequence[float] | pl.Series) -> float:
+    """statistics.median of data sorted already."""
+    n = len(data)
+    return data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
+
+
+def _sorted(values: Sequence[float]) -> Sequence[float] | pl.Series:
+    """`values` in the order sorted() gives. An array of floats is sorted by polars (8 bytes a
+    value; sorted() makes a float object of each, 32): the same order, but where a NaN or a
+    negative zero is (sorted() leaves those where its comparisons put them), and for a few values."""
+    if isinstance(values, array) and values.typecode == "d" and len(values) > 1000:
+        column = pl.Series(values, dtype=pl.Float64)
+        if not (column.is_nan().any() or ((column == 0) & (1 / column < 0)).any()):
+            return column.sort()
+    return sorted(values)
 
 
 THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
@@ -171,12 +187,12 @@ def _throughput_source(metrics: list[Group]) -> str | None:
     return min(sources, key=lambda s: (source_rank(s), s)) if sources else None
 
 
-def throughput_series(metrics: list[Group]) -> list[float]:
+def throughput_series(metrics: list[Group]) -> Sequence[float]:
     values = series(metrics, *THROUGHPUT_NAMES)
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
     # Only SGLang's: a vLLM engine interval, the first one too, averages real generation.
     if (_throughput_source(metrics) == "sglang_decode" and len(values) > 2
-            and values[0] < 0.25 * median(values[1:])):
+            and values[0] < 0.25 * _middle(_sorted(values[1:]))):
         values = values[1:]
     return values
 
@@ -252,7 +268,7 @@ def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
         groups = by_name[name]
         ms = describe(_concat([g.values for g in groups]))
         # NaN: none printed
-        pct = describe([x for g in groups if (pcts := g.pcts) is not None for x in pcts if x == x]).median
+        pct = describe(array("d", (x for g in groups if (pcts := g.pcts) is not None for x in pcts if x == x))).median
         if pct is None and ms.median is not None and cycle_ms:
             pct = round(100 * ms.median / cycle_ms, 2)
         rows.append({"name": name, "ms": ms.median, "pct": pct, "windows": ms.count, "spread": ms.spread})
