@@ -223,3 +223,35 @@ def test_a_parse_spilled_on_disk_summarizes_as_one_held_in_memory(monkeypatch):
     rows = sink.rows(result)
     assert any(isinstance(g._columns[0], digest.Parked) for g in rows.phases)
     assert summarize(result, rows) == summarize(parse_stream(io.BytesIO(data)))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_cuts_stored_digests_into_parts_that_join_back_to_them(alice):
+    """Migration 0015: each one-value digest becomes parts of at most 1 MiB, in order; and back."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("runs", "0014_sample_blocks")], [("runs", "0015_digest_parts")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        Project, Run, LogFile = (apps.get_model("runs", m) for m in ("Project", "Run", "LogFile"))
+        run = Run.objects.create(project=Project.objects.create(name="old"), name="old run", status="ready")
+        big, small = (LogFile.objects.create(run=run, original_name=f"{n}.log", path=f"{n}.log", sha256="0" * 64,
+                                             status="ready") for n in ("big", "small"))
+        blob = bytes(range(256)) * (5 * 4096 + 3)  # 5 MiB and a bit
+        apps.get_model("runs", "LogFileDigest").objects.bulk_create([
+            apps.get_model("runs", "LogFileDigest")(logfile=big, data=blob),
+            apps.get_model("runs", "LogFileDigest")(logfile=small, data=b"abc")])
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        Part = executor.loader.project_state(after).apps.get_model("runs", "DigestPart")
+        parts = [bytes(p) for p in Part.objects.filter(logfile_id=big.id).order_by("seq").values_list("data", flat=True)]
+        assert len(parts) == 6 and b"".join(parts) == blob and max(map(len, parts)) == 1 << 20
+        assert [bytes(p) for p in Part.objects.filter(logfile_id=small.id).values_list("data", flat=True)] == [b"abc"]
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)
+        Digest = executor.loader.project_state(before).apps.get_model("runs", "LogFileDigest")
+        assert bytes(Digest.objects.get(logfile_id=big.id).data) == blob
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
