@@ -34,8 +34,8 @@ from runs.blocks import Block, BlockWriter
 from runs.digest import FileDigest
 from runs.models import (
     CollectiveResult,
+    DigestPart,
     LogFile,
-    LogFileDigest,
     Membership,
     NcclSetting,
     Project,
@@ -578,7 +578,7 @@ def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult) -> None:
                 id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).exists():
             raise _ClaimLost()
         _delete_rows(lf)
-        digest = FileDigest()
+        digest = FileDigest(settings.DATA_DIR / "spool")  # its columns wait beside the spool
         blocks = BlockWriter(partial(_save_block, lf))
         for rows in _unspool(spool):
             _insert_rows(lf, *rows, digest=digest, blocks=blocks)
@@ -610,7 +610,7 @@ def _fail(lf: LogFile, message: str, line: int | None) -> str:
 
 
 def _delete_rows(lf: LogFile) -> None:
-    for model in (SampleBlock, NcclSetting, CollectiveResult, LogFileDigest):
+    for model in (SampleBlock, NcclSetting, CollectiveResult, DigestPart):
         model.objects.filter(logfile=lf).delete()
 
 
@@ -670,8 +670,9 @@ def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None
 
 
 def _finish_logfile(lf: LogFile, result: ParseResult, digest: FileDigest) -> None:
-    LogFileDigest.objects.create(logfile=lf, data=digest.encode())
-    digest.drop()  # refresh_run reads the digest back: not twice in memory
+    for seq, part in enumerate(digest.encoded()):
+        DigestPart.objects.create(logfile=lf, seq=seq, data=part)
+    digest.drop()  # refresh_run reads the digest back: its spill can go
     LogFile.objects.filter(id=lf.id).update(
         status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
         formats=result.formats,

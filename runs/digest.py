@@ -7,6 +7,11 @@ combines the files' digests: the summary never reloads every row through the ORM
 (parselog, tests) goes through the same columns (`rows_from_result`), so both paths give the
 same figures by construction.
 
+Memory follows one group, not the file (issue 10): a digest being built parks its columns in a
+`Spill` (an anonymous temporary file) every FLUSH_ROWS rows, a stored digest is decoded into one,
+and a group read from a spill loads its columns from disk each time they are asked for, so the
+summary holds the columns of the figure it is computing and no other.
+
 Pure: no Django (the summary is tested without a database).
 """
 
@@ -14,13 +19,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import sys
+import tempfile
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import polars as pl
 
@@ -31,6 +38,9 @@ if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run 
 COLLECTIVES_KEPT = 200
 NAN = math.nan
 VERSION = 1
+# Rows of a digest being built held in memory before they go to its spill: ~7 MB of columns.
+FLUSH_ROWS = 256 * 1024
+PART_BYTES = 1 << 20  # a stored digest comes in parts of about this size (runs.models.DigestPart)
 
 
 def ints(values: Iterable[int]) -> array:
@@ -42,34 +52,123 @@ def ints(values: Iterable[int]) -> array:
         return array("q", values)
 
 
-@dataclass(slots=True)
+Piece = tuple[int, int, str]  # (byte offset in a spill, numbers, typecode)
+
+
+class Spill:
+    """Columns parked in an anonymous temporary file (gone with its process, even after SIGKILL),
+    read back a column at a time: what lets a 512 MB log's digest (~220 MB of columns) be built
+    and summarised in the memory of its largest group."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = directory
+        self._file: IO[bytes] | None = None  # opened at the first put: a small parse never spills
+        self._end = 0
+
+    def put(self, column: array) -> Piece:
+        if column.typecode == "q":
+            column = _narrow(column)  # widened beside another column: back to 4 bytes if they fit
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(dir=self.directory)
+        self._file.seek(self._end)
+        self._file.write(memoryview(column).cast("B"))
+        piece = (self._end, len(column), column.typecode)
+        self._end += len(column) * column.itemsize
+        return piece
+
+    def take(self, pieces: Sequence[Piece], typecode: str) -> array:
+        """The pieces' numbers in order, as one array of `typecode` (4-byte pieces widen to 8)."""
+        out = array(typecode)
+        for offset, n, code in pieces:
+            assert self._file is not None
+            self._file.seek(offset)
+            part = array(code)
+            part.frombytes(self._file.read(n * part.itemsize))
+            out.extend(part if code == typecode else array(typecode, part))
+        return out
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A column of a group held in a spill: the numbers of its pieces, in order."""
+
+    spill: Spill
+    pieces: tuple[Piece, ...]
+
+    @property
+    def typecode(self) -> str:
+        codes = {code for _, _, code in self.pieces}
+        return "q" if "q" in codes else (codes.pop() if codes else "i")
+
+    def load(self) -> array:
+        return self.spill.take(self.pieces, self.typecode)
+
+
+Column = array | Parked
+
+
+def _load(column: Column) -> array:
+    return column.load() if isinstance(column, Parked) else column
+
+
 class Group:
     """Rows of one (log file, process, source, name, rank): phases carry `pcts` (NaN = none printed).
 
     `order` is each row's position among its file's rows (stored runs, read back in window
     order, then that position) or in the parse (a lone parse): the order the records had.
+
+    A column is an array or Parked in a spill; a parked one is read from disk on each use (it is
+    not kept), so callers take a column once per use, into a local name.
     """
 
-    logfile: int | None
-    process: str
-    source: str
-    name: str
-    rank: str
-    windows: array
-    lines: array
-    values: array
-    order: array
-    pcts: array | None = None
+    __slots__ = ("logfile", "process", "source", "name", "rank", "_n", "_columns")
+
+    def __init__(self, logfile: int | None, process: str, source: str, name: str, rank: str, windows: Column,
+                 lines: Column, values: Column, order: Column, pcts: Column | None = None) -> None:
+        self.logfile, self.process, self.source, self.name, self.rank = logfile, process, source, name, rank
+        self._columns = (windows, lines, values, order, pcts)
+        self._n = len(windows) if isinstance(windows, array) else sum(n for _, n, _ in windows.pieces)
 
     def __len__(self) -> int:
-        return len(self.windows)
+        return self._n
+
+    @property
+    def windows(self) -> array:
+        return _load(self._columns[0])
+
+    @property
+    def lines(self) -> array:
+        return _load(self._columns[1])
+
+    @property
+    def values(self) -> array:
+        return _load(self._columns[2])
+
+    @property
+    def order(self) -> array:
+        return _load(self._columns[3])
+
+    @property
+    def pcts(self) -> array | None:
+        pcts = self._columns[4]
+        return None if pcts is None else _load(pcts)
+
+    def typecodes(self) -> tuple[str, str, str]:
+        """The typecodes of windows, lines and order, without loading them."""
+        windows, lines, _, order, _ = self._columns
+        return windows.typecode, lines.typecode, order.typecode
 
     def part(self, keep: list[int]) -> Group:
         """The rows at the indices `keep` (a launch's share of a file shared by launches)."""
+        windows, lines, values, order, pcts = self.windows, self.lines, self.values, self.order, self.pcts
         return Group(self.logfile, self.process, self.source, self.name, self.rank,
-                     ints(self.windows[i] for i in keep), ints(self.lines[i] for i in keep),
-                     array("d", (self.values[i] for i in keep)), ints(self.order[i] for i in keep),
-                     None if self.pcts is None else array("d", (self.pcts[i] for i in keep)))
+                     ints(windows[i] for i in keep), ints(lines[i] for i in keep),
+                     array("d", (values[i] for i in keep)), ints(order[i] for i in keep),
+                     None if pcts is None else array("d", (pcts[i] for i in keep)))
 
 
 @dataclass
@@ -91,22 +190,25 @@ class Rows:
     def first_key(self, group: Group) -> tuple:
         """Where the group's first row stood in the original order (phase tables list names so)."""
         file_key = -1 if group.logfile is None else group.logfile
+        order = group.order
         if not self.by_window:
-            return (file_key, min(group.order))
-        low = min(group.windows)
-        return (file_key, low, min(o for w, o in zip(group.windows, group.order, strict=True) if w == low))
+            return (file_key, min(order))
+        windows = group.windows
+        low = min(windows)
+        return (file_key, low, min(o for w, o in zip(windows, order, strict=True) if w == low))
 
-    def ordered(self, groups: list[Group]) -> Iterator[tuple[Group, int]]:
-        """(group, row index) in the records' original order (rare paths: small or tie-breaking)."""
+    def in_order(self, groups: list[Group]) -> Iterator[tuple[Group, int, float]]:
+        """(group, window, value) of every row in the records' original order (rare paths: small
+        or tie-breaking)."""
         keyed = []
         for g in groups:
             file_key = -1 if g.logfile is None else g.logfile
-            for i in range(len(g)):
-                keyed.append(((file_key, g.windows[i], g.order[i]) if self.by_window else (file_key, g.order[i]),
-                              id(g), g, i))
+            windows, order, values = g.windows, g.order, g.values
+            for w, o, v in zip(windows, order, values, strict=True):
+                keyed.append(((file_key, w, o) if self.by_window else (file_key, o), id(g), g, w, v))
         keyed.sort(key=lambda k: (k[0], k[1]))
-        for _, _, g, i in keyed:
-            yield g, i
+        for _, _, g, w, v in keyed:
+            yield g, w, v
 
 
 def collective_dict(op: str, size_bytes: int, time_us: float | None, algbw: float | None, busbw: float | None,
@@ -162,15 +264,15 @@ class CollectiveTally:
 
 class ParseDigest:
     """A parse_stream sink for a lone parse (parselog): each batch of rows folded into a
-    FileDigest's columns and a CollectiveTally as the parse goes: parselog peaks at ~40 bytes a
-    phase or metric instead of ~250 with record objects (measured, issue 10). NCCL values are few and the summary
-    reads them from the result: they are kept as they come and handed back by `rows()`.
+    FileDigest's columns (parked in its spill as they come: memory does not grow with the log,
+    issue 10) and a CollectiveTally. NCCL values are few and the summary reads them from the
+    result: they are kept as they come and handed back by `rows()`.
 
     summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
     """
 
-    def __init__(self) -> None:
-        self.digest = FileDigest()
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.digest = FileDigest(directory)
         self.collectives = CollectiveTally()
         self.nccl: list = []
 
@@ -208,18 +310,31 @@ def _widen(cols: list[array], window: int, line: int, order: int) -> None:
             cols[i].append(x)
 
 
+def _columns() -> list[array]:
+    # Arrays, not lists: a million rows of a file cost 20 bytes each here (28 a phase), not ~100.
+    # Window, line and order take 4 bytes until one does not fit (then 8: _widen).
+    return [array("i"), array("i"), array("d"), array("i"), array("d")]
+
+
 class _Grouper:
-    def __init__(self) -> None:
-        self._groups: dict[tuple, list] = {}
+    """Rows grouped by (kind, log file, process, source, name, rank) as columns. With a spill,
+    the columns held go to it once FLUSH_ROWS rows are held (memory stays flat whatever the file)."""
+
+    def __init__(self, spill: Spill | None = None) -> None:
+        self.spill = spill
+        self._groups: dict[tuple, list[array]] = {}
+        self._parked: dict[tuple, list[list[Piece]]] = {}
+        self._held = 0
+
+    def _cols(self, key: tuple) -> list[array]:
+        cols = self._groups.get(key)
+        if cols is None:
+            cols = self._groups[key] = _columns()
+        return cols
 
     def add(self, phase: bool, logfile: int | None, process: str, source: str, name: str, rank: str,
             window: int, line: int, value: float, order: int, pct: float) -> None:
-        key = (phase, logfile, process, source, name, rank)
-        cols = self._groups.get(key)
-        if cols is None:
-            # Arrays, not lists: a million rows of a file cost 20 bytes each here (28 a phase), not
-            # ~100. Window, line and order take 4 bytes until one does not fit (then 8: _widen).
-            cols = self._groups[key] = [array("i"), array("i"), array("d"), array("i"), array("d")]
+        cols = self._cols((phase, logfile, process, source, name, rank))
         try:
             cols[0].append(window)
             cols[1].append(line)
@@ -229,6 +344,9 @@ class _Grouper:
         cols[2].append(value)
         if phase:  # a metric has no pct: its column stays empty
             cols[4].append(pct)
+        self._held += 1
+        if self._held >= FLUSH_ROWS:
+            self.flush()
 
     def add_frame(self, phase: bool, logfile: int | None, frame: pl.DataFrame, order: int) -> None:
         """Rows as columns (ingest.parsers.records' PHASE_SCHEMA or METRIC_SCHEMA), numbered from
@@ -239,10 +357,7 @@ class _Grouper:
             frame = frame.with_columns(rank=pl.lit(""), pct=pl.col("pct").fill_null(NAN))
         for (process, source, name, rank), part in frame.group_by(
                 ["process", "source", "name", "rank"], maintain_order=True):
-            key = (phase, logfile, process, source, name, rank)
-            cols = self._groups.get(key)
-            if cols is None:
-                cols = self._groups[key] = [array("i"), array("i"), array("d"), array("i"), array("d")]
+            cols = self._cols((phase, logfile, process, source, name, rank))
             for i, column in ((0, "window"), (1, "line"), (3, "order")):
                 values = part.get_column(column).to_list()
                 try:
@@ -253,19 +368,44 @@ class _Grouper:
             cols[2].extend(part.get_column(value).to_list())
             if phase:
                 cols[4].extend(part.get_column("pct").to_list())
+        self._held += frame.height
+        if self._held >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """The columns held, to the spill (none: they stay in memory)."""
+        if self.spill is None:
+            return
+        for key, cols in self._groups.items():
+            if not len(cols[2]):
+                continue
+            parked = self._parked.setdefault(key, [[], [], [], [], []])
+            for i, column in enumerate(cols):
+                if len(column):
+                    parked[i].append(self.spill.put(column))
+            self._groups[key] = _columns()
+        self._held = 0
 
     def groups(self, phase: bool) -> list[Group]:
-        return [Group(k[1], k[2], k[3], k[4], k[5], _narrow(c[0]), _narrow(c[1]), c[2], _narrow(c[3]),
-                      c[4] if phase else None)
-                for k, c in self._groups.items() if k[0] == phase]
+        if self.spill is None:
+            return [Group(k[1], k[2], k[3], k[4], k[5], _narrow(c[0]), _narrow(c[1]), c[2], _narrow(c[3]),
+                          c[4] if phase else None)
+                    for k, c in self._groups.items() if k[0] == phase]
+        self.flush()
+        spill = self.spill
+        return [Group(k[1], k[2], k[3], k[4], k[5], Parked(spill, tuple(parked[0])), Parked(spill, tuple(parked[1])),
+                      Parked(spill, tuple(parked[2])), Parked(spill, tuple(parked[3])),
+                      Parked(spill, tuple(parked[4])) if phase else None)
+                for k, parked in self._parked.items() if k[0] == phase]
 
 
 class FileDigest:
     """One log file's phases and metrics as they are stored (same truncations), built row by row
-    while ingest.services writes them; `encode()` is what LogFile's digest row keeps."""
+    while ingest.services writes them; `encoded()` is what LogFile's digest parts keep. Its
+    columns wait in a Spill under `directory` (the system's temporary dir by default)."""
 
-    def __init__(self) -> None:
-        self._grouper = _Grouper()
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self._grouper = _Grouper(Spill(directory))
         self.seq = 0
         self.max_window = 0
         self._avg: tuple[int, int, float] | None = None  # (window, order, value) of the last avg_busbw_gbs
@@ -312,50 +452,73 @@ class FileDigest:
         return rows
 
     def encode(self) -> bytes:
-        """The digest's bytes (zlib), compressed a column at a time: never all the raw columns at
-        once beside the arrays (a 512 MB log's digest is ~400 MB of them, issue 10)."""
+        """The digest's bytes (zlib), all at once (tests, small files): `encoded()` joined."""
+        return b"".join(self.encoded())
+
+    def encoded(self, part_bytes: int = PART_BYTES) -> Iterator[bytes]:
+        """The digest's bytes (zlib) in parts of about `part_bytes`, compressed a column at a time
+        from the spill: never the whole digest in memory, raw or compressed (a 512 MB log's digest
+        is ~220 MB of columns, ~65 MB compressed; issue 10). The parts joined are one zlib stream."""
         groups = [(True, g) for g in self._grouper.groups(True)] + [(False, g) for g in self._grouper.groups(False)]
         header = {
             "v": VERSION, "byteorder": sys.byteorder, "max_window": self.max_window,
             "last_avg_busbw": None if self._avg is None else self._avg[2],
-            "groups": [[phase, g.process, g.source, g.name, g.rank, len(g),
-                        g.windows.typecode, g.lines.typecode, g.order.typecode] for phase, g in groups],
+            "groups": [[phase, g.process, g.source, g.name, g.rank, len(g), *g.typecodes()] for phase, g in groups],
         }
         head = json.dumps(header).encode()
         z = zlib.compressobj(1)
         out = [z.compress(struct.pack("<I", len(head))), z.compress(head)]
+        held = sum(map(len, out))
         for phase, g in groups:
-            columns = [g.windows, g.lines, g.values, g.order]
-            if phase:
-                assert g.pcts is not None
-                columns.append(g.pcts)
-            out += [z.compress(memoryview(c).cast("B")) for c in columns]
+            windows, lines, order = g.typecodes()
+            for name, code in (("windows", windows), ("lines", lines), ("values", "d"), ("order", order),
+                               *((("pcts", "d"),) if phase else ())):
+                column = getattr(g, name)
+                assert column.typecode == code
+                out.append(z.compress(memoryview(column).cast("B")))
+                held += len(out[-1])
+                del column
+                if held >= part_bytes:
+                    yield b"".join(out)
+                    out, held = [], 0
         out.append(z.flush())
-        return b"".join(out)
+        yield b"".join(out)
 
     def drop(self) -> None:
-        """Forget the rows (once encoded): the store's refresh then runs without them in memory."""
-        self._grouper = _Grouper()
+        """Forget the rows (once encoded): the store's refresh then runs without them."""
+        assert self._grouper.spill is not None
+        self._grouper.spill.close()
+        self._grouper = _Grouper(Spill(self._grouper.spill.directory))
 
 
 class _Inflater:
-    """A zlib stream read a piece at a time: a digest's columns come out one by one, never the
-    whole raw digest at once."""
+    """A zlib stream read a piece at a time from its parts: a digest's columns come out one by
+    one, never the whole raw digest (nor all its compressed parts) at once."""
 
     STEP = 1 << 20
 
-    def __init__(self, blob: bytes | memoryview) -> None:
-        self.blob, self.pos = memoryview(blob), 0
+    def __init__(self, parts: Iterable[bytes | memoryview]) -> None:
+        self.parts = iter(parts)
+        self.blob, self.pos = memoryview(b""), 0
         self.z = zlib.decompressobj()
         self.buf = bytearray()
+
+    def _next_input(self) -> memoryview | None:
+        while self.pos >= len(self.blob):
+            part = next(self.parts, None)
+            if part is None:
+                return None
+            self.blob, self.pos = memoryview(part), 0
+        piece = self.blob[self.pos:self.pos + self.STEP]
+        self.pos += self.STEP
+        return piece
 
     def read(self, n: int) -> bytes:
         while len(self.buf) < n:
             if self.z.unconsumed_tail:
                 more = self.z.decompress(self.z.unconsumed_tail, max(n - len(self.buf), self.STEP))
-            elif self.pos < len(self.blob):
-                more = self.z.decompress(self.blob[self.pos:self.pos + self.STEP], max(n - len(self.buf), self.STEP))
-                self.pos += self.STEP
+            elif (piece := self._next_input()) is not None:
+                more = self.z.decompress(piece, max(n - len(self.buf), self.STEP))
             else:
                 more = self.z.flush()
                 if not more:
@@ -374,10 +537,13 @@ class Decoded:
     metrics: list[Group]
 
 
-def decode(blob: bytes | memoryview, logfile: int, offset: int) -> Decoded:
-    """A FileDigest's bytes back as groups of `logfile`, windows moved on by `offset` (a run's
-    later files follow on from the earlier ones, as run_result numbers them)."""
-    stream = _Inflater(blob)
+def decode(blob: bytes | memoryview | Iterable[bytes | memoryview], logfile: int, offset: int,
+           spill: Spill | None = None) -> Decoded:
+    """A FileDigest's bytes (one blob, or its parts in order) back as groups of `logfile`, windows
+    moved on by `offset` (a run's later files follow on from the earlier ones, as run_result
+    numbers them). With a `spill`, each column goes there as it is inflated: the groups then
+    hold no column in memory."""
+    stream = _Inflater([blob] if isinstance(blob, (bytes, memoryview)) else blob)
     (size,) = struct.unpack("<I", stream.read(4))
     header = json.loads(stream.read(size))
     if header["v"] != VERSION:
@@ -385,17 +551,17 @@ def decode(blob: bytes | memoryview, logfile: int, offset: int) -> Decoded:
     swap = header["byteorder"] != sys.byteorder
     out = Decoded(header["max_window"], header["last_avg_busbw"], [], [])
 
-    def take(typecode: str, n: int) -> array:
+    def take(typecode: str, n: int, moved: int = 0) -> Column:
         a = array(typecode)
         a.frombytes(stream.read(n * a.itemsize))
         if swap:
             a.byteswap()
-        return a
+        if moved:
+            a = ints(w + moved for w in a)
+        return a if spill is None else Parked(spill, (spill.put(a),))
 
     for phase, process, source, name, rank, n, wcode, lcode, ocode in header["groups"]:
-        windows = take(wcode, n)
-        if offset:
-            windows = ints(w + offset for w in windows)
+        windows = take(wcode, n, offset)
         lines, values, order = take(lcode, n), take("d", n), take(ocode, n)
         pcts = take("d", n) if phase else None
         (out.phases if phase else out.metrics).append(

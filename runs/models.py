@@ -156,13 +156,20 @@ class LogFile(models.Model):
         return self.original_name
 
 
-class LogFileDigest(models.Model):
-    """A log file's phases and metrics as compact columns (runs/digest.py), written with its rows:
-    the run summary reads these, never the rows themselves (issue 10). Its own table, so loading
-    a LogFile never drags it along."""
+class DigestPart(models.Model):
+    """A part of a log file's phases and metrics as compact columns (runs/digest.py), written with
+    its rows: the run summary reads these, never the rows themselves (issue 10). A digest is one
+    zlib stream cut in parts of about digest.PART_BYTES (`seq` their order), written and read a
+    part at a time: a 512 MB log's digest (~65 MB) is never one value in the worker's memory, nor
+    twice over as the driver's hex text. Its own table, so loading a LogFile never drags it along."""
 
-    logfile = models.OneToOneField(LogFile, on_delete=models.CASCADE, primary_key=True, related_name="digest")
+    # No index of its own: the unique (logfile, seq) serves "this file's parts in order".
+    logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, related_name="digest_parts", db_index=False)
+    seq = models.PositiveIntegerField()
     data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["logfile", "seq"], name="digest_part_logfile_seq")]
 
 
 class _Parsed(models.Model):

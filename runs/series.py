@@ -22,7 +22,8 @@ Stored shape (`SERIES_VERSION` 1):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby
 from typing import Any
 
 import polars as pl
@@ -244,16 +245,95 @@ def compute_series(run_id: int, limit: int = MAX_POINTS) -> dict:
             "spread": {key: f["spread"] for key, f in figures.items()}}
 
 
+def phase_slices(run_id: int) -> Iterator[pl.DataFrame]:
+    """A run's phase rows (logfile, window, name, ms, line, i) in the run's order (logfile,
+    window, i), a slice at a time: memory holds the blocks open at one window (about one per
+    phase name), not the run's rows (2.65M for a 512 MB log, issue 10).
+
+    Blocks of a file are opened in order of their lowest window; once every block starting
+    below window `cut` is open, the rows below `cut` are all there: they go out sorted, the
+    rest wait for the next cut. A window's rows never straddle two slices."""
+    found = SampleBlock.objects.filter(run_id=run_id, kind=blocks.PHASE)
+    metas = list(found.order_by("logfile_id", "window_lo", "seq").values_list("id", "logfile_id", "name", "window_lo"))
+    for logfile, group in groupby(metas, key=lambda m: m[1]):
+        pending = list(group)
+        waiting: list[pl.DataFrame] = []
+        while pending or waiting:
+            start = pending[0][3] if pending else None
+            opened = [m for m in pending if m[3] == start]
+            pending = pending[len(opened):]
+            data = dict(found.filter(id__in=[m[0] for m in opened]).values_list("id", "data")) if opened else {}
+            waiting += [blocks.decode(data.pop(m[0]), ["i", "window", "ms", "line"])
+                        .with_columns(name=pl.lit(m[2], pl.String)) for m in opened]
+            cut = pending[0][3] if pending else None
+            rows = pl.concat(waiting) if waiting else None
+            if rows is None:
+                continue
+            if cut is None:
+                ready, waiting = rows, []
+            else:
+                ready = rows.filter(pl.col("window") < cut)
+                waiting = [rows.filter(pl.col("window") >= cut)] if ready.height < rows.height else []
+            if ready.height:
+                yield ready.sort(["window", "i"]).select(
+                    logfile=pl.lit(logfile, pl.Int64), window="window", name="name", ms="ms", line="line", i="i")
+
+
 def _phases(run_id: int, limit: int) -> dict:
-    rows = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE), ["ms", "line"])
-    if not rows.height:
+    """The run page's stacked phase chart: thin_phase_frame over the run's phase rows, taken a
+    slice at a time (phase_slices) in three passes: windows and first rows, the buckets' lowest
+    and highest, the rows of the windows kept. The same rows as thinning them all at once."""
+    windows, nan = 0, False
+    first: dict[str, list] = {}
+    for part in phase_slices(run_id):
+        windows += part.get_column("window").n_unique()
+        nan = nan or bool(part.get_column("ms").is_nan().any())
+        seen = pl.Series("seen", list(first), dtype=pl.String).implode()
+        new = part.with_row_index("at").filter(~pl.col("name").is_in(seen)).group_by("name").first()
+        for name, logfile, line in new.sort("at").select("name", "logfile", "line").iter_rows():
+            first[name] = [logfile, line]
+    if not windows:
         return {"windows": 0, "names": [], "first": {}, "rows": []}
-    windows = rows.select(pl.struct("logfile", "window").n_unique()).item()
-    firsts = rows.with_row_index("at").group_by("name").first().sort("at")
-    names = firsts.get_column("name").to_list()
-    first = {name: [logfile, line] for name, logfile, line in firsts.select("name", "logfile", "line").iter_rows()}
-    kept = thin_phase_frame(rows.select("logfile", "window", "name", "ms", "line"), windows, len(names), limit)
-    return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
+    names = list(first)
+    columns = ["logfile", "window", "name", "ms", "line"]
+    if nan:  # Python's comparisons and polars' differ on NaN: thin all rows at once, as before
+        rows = pl.concat([part.select(columns) for part in phase_slices(run_id)])
+        kept = thin_phase_frame(rows, windows, len(names), limit)
+        return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
+    keep = None if windows <= limit else _kept_windows(run_id, windows, len(names), limit)
+    out: list[list] = []
+    offset = 0
+    for part in phase_slices(run_id):
+        at = pl.col("window").rle_id().cast(pl.Int64) + offset
+        offset += part.get_column("window").n_unique()
+        if keep is not None:
+            part = part.filter(at.is_in(pl.Series("keep", keep, dtype=pl.Int64).implode()))
+        out += [list(r) for r in part.select(columns).iter_rows()]
+    return {"windows": windows, "names": names, "first": first, "rows": out}
+
+
+def _kept_windows(run_id: int, windows: int, phases: int, limit: int) -> list[int]:
+    """The positions of the windows thin_phase_frame keeps, bucket by bucket over the slices:
+    in each bucket and phase the first lowest and first highest ms (a later slice's wins only
+    when strictly lower or higher), and the first and last windows."""
+    size = max(1, math.ceil(windows / max(1, (limit - 2) // (2 * max(1, phases)))))
+    low: dict[tuple[int, str], tuple[float, int]] = {}
+    high: dict[tuple[int, str], tuple[float, int]] = {}
+    offset = 0
+    for part in phase_slices(run_id):
+        part = part.with_columns(at=pl.col("window").rle_id().cast(pl.Int64) + offset)
+        offset += part.get_column("window").n_unique()
+        inner = part.filter((pl.col("at") > 0) & (pl.col("at") < windows - 1))
+        picked = inner.group_by(pl.col("at") // size, "name", maintain_order=True).agg(
+            low_ms=pl.col("ms").min(), low=pl.col("at").get(pl.col("ms").arg_min()),
+            high_ms=pl.col("ms").max(), high=pl.col("at").get(pl.col("ms").arg_max()))
+        for bucket, name, low_ms, low_at, high_ms, high_at in picked.iter_rows():
+            key = (bucket, name)
+            if key not in low or low_ms < low[key][0]:
+                low[key] = (low_ms, low_at)
+            if key not in high or high_ms > high[key][0]:
+                high[key] = (high_ms, high_at)
+    return sorted({0, windows - 1, *(at for _, at in low.values()), *(at for _, at in high.values())})
 
 
 def best_source(run_id: int, names: Iterable[str]) -> str | None:
@@ -283,7 +363,8 @@ def figure_frame(run_id: int, key: str, source: str | None = None) -> pl.DataFra
     None for an unknown key or a figure without rows."""
     if key == VERIFY:
         # verify_ms comes from phase rows: any phase whose name says verify
-        found = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, name_has="verify"), ["ms", "line"])
+        found = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, name_has="verify"), ["ms", "line"],
+                             labels=False)
         return found.select(value="ms", line="line", logfile="logfile", window="window")
     if key not in FIGURE_METRICS:
         return None
@@ -291,21 +372,23 @@ def figure_frame(run_id: int, key: str, source: str | None = None) -> pl.DataFra
     if source is None:
         return None
     found = blocks.frame(blocks.METRIC, blocks_of(run_id, blocks.METRIC, names=FIGURE_METRICS[key], source=source),
-                         ["value", "line"])
+                         ["value", "line"], labels=False)
     return found.select("value", "line", "logfile", "window")
 
 
 def _figures(run_id: int, limit: int) -> dict:
-    out = {}
-    for key in (*FIGURE_METRICS, VERIFY):
-        source = None if key == VERIFY else best_source(run_id, FIGURE_METRICS[key])
-        rows = figure_frame(run_id, key, source)
-        if rows is None or not rows.height:
-            continue
-        points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
-        out[key] = {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
-                    "points": [list(p) for p in points.iter_rows()]}
-    return out
+    # A figure at a time (_figure's rows go before the next figure's are read).
+    return {key: fig for key in (*FIGURE_METRICS, VERIFY) if (fig := _figure(run_id, key, limit)) is not None}
+
+
+def _figure(run_id: int, key: str, limit: int) -> dict | None:
+    source = None if key == VERIFY else best_source(run_id, FIGURE_METRICS[key])
+    rows = figure_frame(run_id, key, source)
+    if rows is None or not rows.height:
+        return None
+    points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
+    return {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
+            "points": [list(p) for p in points.iter_rows()]}
 
 
 def _files(run_id: int) -> list[list]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, F, Max, Q
@@ -22,8 +23,8 @@ from runs.models import (
     Annotation,
     AnnotationEdit,
     CollectiveResult,
+    DigestPart,
     LogFile,
-    LogFileDigest,
     Membership,
     NcclSetting,
     Project,
@@ -388,17 +389,22 @@ def run_result(run: Run) -> rec.ParseResult:
 
 def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
     """The bulky rows of a run's ready files as the summary reads them: each file's digest
-    (compact columns written with its rows), windows of later files following on, and the
-    collectives as a few aggregates and the first COLLECTIVES_KEPT rows (SQL)."""
+    (compact columns written with its rows, read a part at a time and parked in a spill on disk:
+    the summary loads one group's columns at a time), windows of later files following on, and
+    the collectives as a few aggregates and the first COLLECTIVES_KEPT rows (SQL)."""
     rows = digest.Rows(by_window=True)
-    blobs = dict(LogFileDigest.objects.filter(logfile__in=files).values_list("logfile_id", "data"))
+    spool = settings.DATA_DIR / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    spill = digest.Spill(spool)
+    with_parts = set(DigestPart.objects.filter(logfile__in=files, seq=0).values_list("logfile_id", flat=True))
     offset = 0
     for lf in files:
-        blob = blobs.pop(lf.id, None)
-        if blob is None:  # parsed before digests existed: made once from its rows, then kept
-            blob = digest_from_rows(lf)
-        d = digest.decode(blob, lf.id, offset)
-        del blob
+        if lf.id in with_parts:
+            parts: Iterable[bytes] = (bytes(data) for data in DigestPart.objects.filter(logfile=lf).order_by("seq")
+                                      .values_list("data", flat=True).iterator(chunk_size=1))
+        else:  # parsed before digests existed: made once from its rows, then kept
+            parts = digest_from_rows(lf)
+        d = digest.decode(parts, lf.id, offset, spill)
         rows.phases += d.phases
         rows.metrics += d.metrics
         if d.last_avg_busbw is not None:
@@ -423,7 +429,7 @@ def _file_rows(lf: LogFile, kind: str, order: tuple[str, ...] = ("window", "i"))
     return blocks.frame(kind, found).sort(list(order))
 
 
-def digest_from_rows(lf: LogFile) -> bytes:
+def digest_from_rows(lf: LogFile) -> list[bytes]:
     """The digest of a file parsed before digests were written, from its rows in the order they
     were parsed (phases first, as a spool batch has them)."""
     d = digest.FileDigest()
@@ -433,9 +439,11 @@ def digest_from_rows(lf: LogFile) -> bytes:
     for process, source, name, rank, window, line, value in _file_rows(lf, blocks.METRIC, ("i",)).select(
             "process", "source", "name", "rank", "window", "line", "value").iter_rows():
         d.metric(process, source, name, rank, window, line or 0, value)
-    blob = d.encode()
-    LogFileDigest.objects.update_or_create(logfile=lf, defaults={"data": blob})
-    return blob
+    parts = list(d.encoded())
+    d.drop()
+    DigestPart.objects.filter(logfile=lf).delete()
+    DigestPart.objects.bulk_create(DigestPart(logfile=lf, seq=seq, data=part) for seq, part in enumerate(parts))
+    return parts
 
 
 def _run_status(run: Run) -> tuple[str, str, set[str]]:

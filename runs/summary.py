@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from itertools import islice
-from operator import itemgetter, lt
+from operator import lt
 from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
+
+import polars as pl
 
 from runs.digest import Group, Rows, rows_from_result
 from runs.display import figure
@@ -40,7 +44,7 @@ def source_rank(source: str) -> int:
     return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER)
 
 
-def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> list[float]:
+def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> Sequence[float]:
     """Per-window values of one metric from the best source that has it.
 
     With several names (`throughput_tok_s`, `gen_throughput_tok_s`) the best source reporting
@@ -60,8 +64,9 @@ def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> 
     if len({g.rank for g in groups}) <= 1:
         windows = _concat([g.windows for g in groups])
         if _strictly_increasing(windows):  # the usual case: one writer, windows in order
-            return _concat([g.values for g in groups]).tolist()
-        return [v for _, _, v in _by_window_line(groups)]
+            return _concat([g.values for g in groups])
+        values = _concat([g.values for g in groups])
+        return array("d", (values[k] for k in _row_order(groups, [g.rank for g in groups])))
     return _combine_ranks(groups, metrics, source, name)
 
 
@@ -79,14 +84,24 @@ def _strictly_increasing(values: array) -> bool:
     return all(map(lt, values, islice(values, 1, None)))
 
 
+def _row_order(groups: list[Group], labels: list[str]) -> pl.Series:
+    """Where the groups' rows (concatenated in list order) stand when sorted by window, line and
+    label (one a group: its rank or name), ties in list order: the order a stable sort of
+    (window, line, label) tuples gives, in ~20 bytes a row instead of ~100 with tuples."""
+    rank = {label: i for i, label in enumerate(sorted(set(labels)))}  # str order, as tuples compare
+    keys = pl.concat([pl.DataFrame({"w": pl.Series(g.windows, dtype=pl.Int64),
+                                    "line": pl.Series(g.lines, dtype=pl.Int64),
+                                    "label": pl.Series([rank[label]], dtype=pl.UInt32).new_from_index(0, len(g))})
+                      for g, label in zip(groups, labels, strict=True) if len(g)])
+    return keys.select(pl.arg_sort_by(["w", "line", "label"], maintain_order=True)).to_series()
+
+
 def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
     """(window, rank, value) sorted by window, line and rank, ties in the groups' (file) order."""
-    rows: list[tuple[int, int, str, float]] = []
-    for g in groups:
-        rank = g.rank
-        rows.extend((w, line, rank, v) for w, line, v in zip(g.windows, g.lines, g.values, strict=True))
-    rows.sort(key=itemgetter(0, 1, 2))
-    return [(w, rank, v) for w, _, rank, v in rows]
+    at = _row_order(groups, [g.rank for g in groups])
+    windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    ranks = [g.rank for g in groups for _ in range(len(g))]
+    return [(windows[k], ranks[k], values[k]) for k in at]
 
 
 def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name: str) -> list[float]:
@@ -97,7 +112,7 @@ def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name:
         return [sum(v for _, v in rows) for _, rows in sorted(per_window.items())]
     # The last record of a (window, rank) wins, in the records' order.
     tput = [g for g in metrics if g.source == source and g.name in ("gen_throughput_tok_s", "throughput_tok_s")]
-    weight = {(g.windows[i], g.rank): g.values[i] for g, i in _ORDER.get().ordered(tput)}
+    weight = {(w, g.rank): v for g, w, v in _ORDER.get().in_order(tput)}
     out = []
     for w, rows in sorted(per_window.items()):
         ws = [weight.get((w, rank), 0.0) for rank, _ in rows]
@@ -111,10 +126,6 @@ def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name:
     return out
 
 
-def robust_median(values: list[float]) -> float | None:
-    return round(median(values), 4) if values else None
-
-
 def spread(values: list[float]) -> float | None:
     """Half the interquartile range of per-window values: the noise a change must exceed to count
     (the comparison's one rule, for every figure). None under four windows: too few to tell."""
@@ -122,6 +133,50 @@ def spread(values: list[float]) -> float | None:
         return None
     q1, _, q3 = quantiles(values, n=4, method="inclusive")
     return round((q3 - q1) / 2, 4)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What the summary keeps of one figure's per-window values."""
+
+    median: float | None  # rounded to 4 places; None without values
+    spread: float | None  # spread()
+    count: int
+
+
+def describe(values: Sequence[float]) -> Stats:
+    """The median (rounded to 4 places), spread() and the count of `values`, sorted once (a figure
+    of a 512 MB log has ~900k values: the caller lets them go after this, one figure at a time).
+
+    The formulas are statistics.median's and statistics.quantiles' (inclusive, n=4) on the list
+    they would sort, so the figures are the same to the bit (tests/test_summary.py)."""
+    data = _sorted(values)
+    n = len(data)
+    if not n:
+        return Stats(None, None, 0)
+    noise = None
+    if n >= 4:
+        q1, q3 = ((data[j] * (4 - delta) + data[j + 1] * delta) / 4
+                  for j, delta in (divmod(i * (n - 1), 4) for i in (1, 3)))
+        noise = round((q3 - q1) / 2, 4)
+    return Stats(round(_middle(data), 4), noise, n)
+
+
+def _middle(data: Sequence[float] | pl.Series) -> float:
+    """statistics.median of data sorted already."""
+    n = len(data)
+    return data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
+
+
+def _sorted(values: Sequence[float]) -> Sequence[float] | pl.Series:
+    """`values` in the order sorted() gives. An array of floats is sorted by polars (8 bytes a
+    value; sorted() makes a float object of each, 32): the same order, but where a NaN or a
+    negative zero is (sorted() leaves those where its comparisons put them), and for a few values."""
+    if isinstance(values, array) and values.typecode == "d" and len(values) > 1000:
+        column = pl.Series(values, dtype=pl.Float64)
+        if not (column.is_nan().any() or ((column == 0) & (1 / column < 0)).any()):
+            return column.sort()
+    return sorted(values)
 
 
 THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
@@ -132,12 +187,12 @@ def _throughput_source(metrics: list[Group]) -> str | None:
     return min(sources, key=lambda s: (source_rank(s), s)) if sources else None
 
 
-def throughput_series(metrics: list[Group]) -> list[float]:
+def throughput_series(metrics: list[Group]) -> Sequence[float]:
     values = series(metrics, *THROUGHPUT_NAMES)
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
     # Only SGLang's: a vLLM engine interval, the first one too, averages real generation.
     if (_throughput_source(metrics) == "sglang_decode" and len(values) > 2
-            and values[0] < 0.25 * median(values[1:])):
+            and values[0] < 0.25 * _middle(_sorted(values[1:]))):
         values = values[1:]
     return values
 
@@ -193,7 +248,7 @@ def _tokens_per_cycle_origin(metrics: list[Group], tokens_per_cycle: float | Non
     if source not in RAW_ACCEPT:
         return None
     label, raw_name, includes_bonus = RAW_ACCEPT[source]
-    raw = robust_median(series(metrics, raw_name)) if raw_name else tokens_per_cycle
+    raw = describe(series(metrics, raw_name)).median if raw_name else tokens_per_cycle
     return {"label": label, "raw": raw, "bonus_added": not includes_bonus, "source": source}
 
 
@@ -211,59 +266,70 @@ def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
     rows = []
     for name in sorted(by_name, key=first.__getitem__):
         groups = by_name[name]
-        ms_values = _concat([g.values for g in groups]).tolist()
-        ms = robust_median(ms_values)
-        pcts = [x for g in groups if g.pcts is not None for x in g.pcts if x == x]  # NaN: none printed
-        pct = robust_median(pcts)
-        if pct is None and ms is not None and cycle_ms:
-            pct = round(100 * ms / cycle_ms, 2)
-        rows.append({"name": name, "ms": ms, "pct": pct, "windows": len(ms_values), "spread": spread(ms_values)})
+        ms = describe(_concat([g.values for g in groups]))
+        # NaN: none printed
+        pct = describe(array("d", (x for g in groups if (pcts := g.pcts) is not None for x in pcts if x == x))).median
+        if pct is None and ms.median is not None and cycle_ms:
+            pct = round(100 * ms.median / cycle_ms, 2)
+        rows.append({"name": name, "ms": ms.median, "pct": pct, "windows": ms.count, "spread": ms.spread})
     return rows
 
 
-def _cycle_from_phases(phases: list[Group]) -> list[float]:
-    """Per-window sums of the phases that time a whole cycle, in window order."""
-    rows: list[tuple[int, int, str, float]] = []
-    for g in sorted(phases, key=lambda g: -1 if g.logfile is None else g.logfile):
-        if g.source in PARTIAL_PHASE_SOURCES:
-            continue
-        name = g.name
-        rows.extend((w, line, name, ms) for w, line, ms in zip(g.windows, g.lines, g.values, strict=True))
-    rows.sort(key=itemgetter(0, 1, 2))  # stable: ties keep the records' (file) order
-    per_window: dict[int, float] = defaultdict(float)
-    for w, _, _, ms in rows:
-        per_window[w] += ms
-    return list(per_window.values())
+def _cycle_from_phases(phases: list[Group]) -> array:
+    """Per-window sums of the phases that time a whole cycle, in window order.
+
+    The rows are summed in (window, line, name) order, ties in the records' (file) order
+    (_row_order): the sums a sort of (window, line, name, ms) tuples gives, in ~40 bytes a row
+    instead of ~150 (every phase row of the run takes part)."""
+    groups = [g for g in sorted(phases, key=lambda g: -1 if g.logfile is None else g.logfile)
+              if g.source not in PARTIAL_PHASE_SOURCES and len(g)]
+    sums = array("d")
+    if not groups:
+        return sums
+    at = _row_order(groups, [g.name for g in groups])
+    windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    last, acc = None, 0.0
+    for k in at:
+        w = windows[k]
+        if w != last:
+            if last is not None:
+                sums.append(acc)
+            last, acc = w, 0.0
+        acc += values[k]
+    sums.append(acc)
+    return sums
 
 
 def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[dict, list[dict]]:
-    """The summary figures (medians over windows, with their spread) and the phase table."""
-    throughput = throughput_series(metrics)
+    """The summary figures (medians over windows, with their spread) and the phase table.
+
+    A figure at a time: each one's values are described, then let go (memory follows the
+    largest figure, not the file)."""
+    throughput = describe(throughput_series(metrics))
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
-    tokens = series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ())
-    tokens_from = _tokens_per_cycle_origin(metrics, robust_median(tokens))
-    cycle = series(metrics, "cycle_ms")
-    if not cycle and any(len(g) for g in phases):
-        cycle = _cycle_from_phases(phases)
-    cycle_ms = robust_median(cycle)
-    windows = max(len(throughput), len(tokens), len(cycle)) or None
+    tokens = describe(series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ()))
+    tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
+    cycle = describe(series(metrics, "cycle_ms"))
+    if not cycle.count and any(len(g) for g in phases):
+        cycle = describe(_cycle_from_phases(phases))
+    windows = max(throughput.count, tokens.count, cycle.count) or None
     summary = {
-        "throughput_tok_s": robust_median(throughput),
-        "tokens_per_cycle": robust_median(tokens),
-        "cycle_ms": cycle_ms,
+        "throughput_tok_s": throughput.median,
+        "tokens_per_cycle": tokens.median,
+        "cycle_ms": cycle.median,
         "windows": windows,
         # The noise of each figure across windows (half the IQR), for the comparison's rule.
-        "spread": {"throughput_tok_s": spread(throughput), "tokens_per_cycle": spread(tokens),
-                   "cycle_ms": spread(cycle)},
+        "spread": {"throughput_tok_s": throughput.spread, "tokens_per_cycle": tokens.spread,
+                   "cycle_ms": cycle.spread},
         # What the log printed for tokens per cycle, before the bonus token was added (DESIGN, Words).
         "tokens_per_cycle_from": tokens_from,
     }
     scope = throughput_scope(metrics, settings)
     if scope:  # only when it applies: a one-rank figure needs no qualifier (and goldens stay as they were)
         summary["throughput_scope"] = scope
-    return summary, phase_table(phases, cycle_ms)
+    return summary, phase_table(phases, cycle.median)
 
 
 # The Rows being summarised (their original order decides ties and the phase table's order).

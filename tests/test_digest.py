@@ -15,7 +15,7 @@ import ingest.parsers as parsers
 from ingest import services as ingest_services
 from ingest.parsers import parse_lines, parse_stream
 from runs import digest
-from runs.models import Annotation, LogFileDigest, Run
+from runs.models import Annotation, DigestPart, Run
 from runs.services import add_annotation, refresh_run, run_result
 from runs.summary import summarize
 from tests.samples import log_path, public_sample
@@ -28,6 +28,11 @@ def upload(user, files: dict[str, bytes]) -> Run:
     for lf in run.logfiles.all():
         ingest_services.parse_logfile(lf.id)
     return Run.objects.get(id=run.id)
+
+
+def digested(run: Run) -> int:
+    """How many of the run's files have a digest."""
+    return DigestPart.objects.filter(logfile__run=run, seq=0).count()
 
 
 def halves(path) -> dict[str, bytes]:
@@ -60,7 +65,7 @@ RUNS = {
 @pytest.mark.parametrize("case", RUNS)
 def test_refresh_from_digests_gives_the_parse_of_every_row_reloaded(alice, case):
     run = upload(alice, RUNS[case]())
-    assert run.status == "ready" and LogFileDigest.objects.filter(logfile__run=run).count() == run.logfiles.count()
+    assert run.status == "ready" and digested(run) == run.logfiles.count()
     # The old path: every stored row back as an object, summarised.
     assert run.parsed == json.loads(json.dumps(summarize(run_result(run))))
     assert run.launches_count == run.parsed["launches_count"]
@@ -70,13 +75,13 @@ def test_refresh_from_digests_gives_the_parse_of_every_row_reloaded(alice, case)
 def test_a_file_parsed_before_digests_gets_one_from_its_rows(alice):
     run = upload(alice, RUNS["two launches"]())
     before = run.parsed
-    LogFileDigest.objects.filter(logfile__run=run).delete()
+    DigestPart.objects.filter(logfile__run=run).delete()
     refresh_run(run.id)
     assert Run.objects.get(id=run.id).parsed == before
-    assert LogFileDigest.objects.filter(logfile__run=run).count() == 2
+    assert digested(run) == 2
 
 
-ROW_TABLES = ("runs_sampleblock", "runs_logfiledigest", "runs_collectiveresult")
+ROW_TABLES = ("runs_sampleblock", "runs_digestpart", "runs_collectiveresult")
 
 
 @pytest.mark.django_db
@@ -167,3 +172,86 @@ def test_a_digest_keeps_line_numbers_past_four_bytes():
     d.metric("main", "sglang", "accept_len", "", 3, 30, 2.7)
     (group,) = digest.decode(d.encode(), logfile=1, offset=0).metrics
     assert list(group.lines) == [10, 2**40, 30] and list(group.windows) == [1, 2, 3] and list(group.order) == [0, 1, 2]
+
+
+def many_rows(d: digest.FileDigest, n: int) -> None:
+    for w in range(1, n + 1):
+        d.metric("TP0", "sglang_decode", "gen_throughput_tok_s", "", w, 2 * w, w / 7)
+        d.phase("main", "eagle_profile", "Draft", w, 2 * w + 1, w / 3, None if w % 3 else 1.5)
+        if w == n // 2:  # one line past four bytes, after the first flush: pieces of both widths
+            d.metric("TP0", "sglang_decode", "gen_throughput_tok_s", "", w, 2**40, 1.0)
+
+
+def test_a_digest_parks_its_columns_on_disk_and_reads_them_back_whole(monkeypatch):
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 5000)
+    rows = d.rows()
+    (tput,), (draft,) = rows.metrics, rows.phases
+    assert isinstance(tput._columns[0], digest.Parked) and len(tput._columns[0].pieces) > 5
+    assert len(tput) == 5001 and list(tput.windows[:3]) == [1, 2, 3] and tput.lines[2500] == 2**40
+    assert list(tput.order[:4]) == [0, 2, 4, 6] and tput.values[-1] == 5000 / 7
+    assert draft.pcts is not None and draft.pcts[2] == 1.5 and draft.pcts[0] != draft.pcts[0]
+    assert len(draft) == 5000 and draft.lines[-1] == 10001
+
+
+def test_a_digest_in_parts_decodes_into_a_spill_as_it_was(monkeypatch):
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 5000)
+    parts = list(d.encoded(part_bytes=4096))
+    assert len(parts) > 3 and b"".join(parts) == d.encode()
+    spill = digest.Spill()
+    back = digest.decode(iter(parts), logfile=3, offset=10, spill=spill)
+    kept = d.rows()
+    for got, want in ((back.metrics[0], kept.metrics[0]), (back.phases[0], kept.phases[0])):
+        assert isinstance(got._columns[2], digest.Parked)
+        assert list(got.windows) == [w + 10 for w in want.windows]
+        assert (got.lines, got.values, got.order) == (want.lines, want.values, want.order)
+    assert str(list(back.phases[0].pcts or [])) == str(list(kept.phases[0].pcts or []))  # NaN too
+    with pytest.raises(ValueError, match="cut short"):
+        digest.decode(iter(parts[:-2]), logfile=3, offset=0, spill=digest.Spill())
+
+
+def test_a_parse_spilled_on_disk_summarizes_as_one_held_in_memory(monkeypatch):
+    data = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 7)
+    monkeypatch.setattr(parsers, "SPILL_AT", 1)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    rows = sink.rows(result)
+    assert any(isinstance(g._columns[0], digest.Parked) for g in rows.phases)
+    assert summarize(result, rows) == summarize(parse_stream(io.BytesIO(data)))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_cuts_stored_digests_into_parts_that_join_back_to_them(alice):
+    """Migration 0015: each one-value digest becomes parts of at most 1 MiB, in order; and back."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("runs", "0014_sample_blocks")], [("runs", "0015_digest_parts")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        Project, Run, LogFile = (apps.get_model("runs", m) for m in ("Project", "Run", "LogFile"))
+        run = Run.objects.create(project=Project.objects.create(name="old"), name="old run", status="ready")
+        big, small = (LogFile.objects.create(run=run, original_name=f"{n}.log", path=f"{n}.log", sha256="0" * 64,
+                                             status="ready") for n in ("big", "small"))
+        blob = bytes(range(256)) * (5 * 4096 + 3)  # 5 MiB and a bit
+        apps.get_model("runs", "LogFileDigest").objects.bulk_create([
+            apps.get_model("runs", "LogFileDigest")(logfile=big, data=blob),
+            apps.get_model("runs", "LogFileDigest")(logfile=small, data=b"abc")])
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        Part = executor.loader.project_state(after).apps.get_model("runs", "DigestPart")
+        parts = [bytes(p) for p in Part.objects.filter(logfile_id=big.id).order_by("seq").values_list("data", flat=True)]
+        assert len(parts) == 6 and b"".join(parts) == blob and max(map(len, parts)) == 1 << 20
+        assert [bytes(p) for p in Part.objects.filter(logfile_id=small.id).values_list("data", flat=True)] == [b"abc"]
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)
+        Digest = executor.loader.project_state(before).apps.get_model("runs", "LogFileDigest")
+        assert bytes(Digest.objects.get(logfile_id=big.id).data) == blob
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -167,3 +167,74 @@ def test_a_zoom_reads_every_row_of_its_windows_and_no_more_than_the_cap(alice, p
     assert points == [[w, synthetic.values(w, 1500)[2], 4 * w + 2, lf, w] for w in (10, 11, 12)]
     wide = figure_rows_between(run.id, "tokens_per_cycle", "eagle_profile", 1, 10**9)
     assert len(wide) == ZOOM_MAX_WINDOWS and wide[-1][0] == ZOOM_MAX_WINDOWS
+
+
+def _phases_at_once(run_id: int, limit: int = MAX_POINTS) -> dict:
+    """What the run page's phase chart was before it read phases a slice at a time: every phase
+    row of the run in one frame, thinned at once."""
+    rows = synthetic.stored_rows("phase", run_id=run_id)
+    if not rows.height:
+        return {"windows": 0, "names": [], "first": {}, "rows": []}
+    windows = rows.select(pl.struct("logfile", "window").n_unique()).item()
+    firsts = rows.with_row_index("at").group_by("name").first().sort("at")
+    names = firsts.get_column("name").to_list()
+    first = {name: [logfile, line] for name, logfile, line in firsts.select("name", "logfile", "line").iter_rows()}
+    kept = thin_phase_frame(rows.select("logfile", "window", "name", "ms", "line"), windows, len(names), limit)
+    return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
+
+
+def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = False):
+    """A run of `files` log files whose phases come in many small blocks: names that start late,
+    windows out of order within a block, a phase that skips windows, equal values (ties)."""
+    import random
+
+    from ingest.parsers.records import PHASE_SCHEMA
+    from runs import blocks
+    from runs.models import LogFile, Run, SampleBlock, Status
+
+    rng = random.Random(seed)
+    run = Run.objects.create(project=project, name="phases", created_by=user, status=Status.READY)
+    for f in range(files):
+        lf = LogFile.objects.create(run=run, original_name=f"{f}.log", path=f"{f}.log", sha256="0" * 64,
+                                    status=Status.READY)
+
+        def save(block, lf=lf):
+            SampleBlock.objects.create(run=run, logfile=lf, kind=block.kind, name=block.name, source=block.source,
+                                       seq=block.seq, rows=block.rows, window_lo=block.window_lo,
+                                       window_hi=block.window_hi, data=block.data)
+
+        writer = blocks.BlockWriter(save)
+        order = list(range(1, windows + 1))
+        for start in range(0, windows, 50):  # a few windows printed out of order
+            if rng.random() < 0.3:
+                order[start:start + 5] = reversed(order[start:start + 5])
+        rows = []
+        for w in order:
+            for name in ("Draft", "Target verify", "Accept", "Late"):
+                if (name == "Late" and w < windows // 3) or (name == "Accept" and w % 7 == 0):
+                    continue
+                ms = round(rng.choice([1.0, 2.0, rng.random() * 4]), 2)
+                if nan and w == windows // 2:
+                    ms = float("nan")
+                rows.append((name, ms, None, w, 10 * w + len(rows) % 10, "eagle_profile", ""))
+        for i in range(0, len(rows), 97):  # batches as the parse hands them over
+            writer.add(blocks.PHASE, pl.DataFrame(rows[i:i + 97], schema=PHASE_SCHEMA, orient="row"))
+        writer.finish()
+    return run
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("files", "windows", "limit", "nan"), [
+    (1, 3000, 200, False), (2, 1500, 120, False), (3, 40, 1000, False), (2, 800, 100, True)])
+def test_phases_read_a_slice_at_a_time_are_the_phases_thinned_at_once(alice, project, monkeypatch, files, windows,
+                                                                       limit, nan):
+    from runs import blocks
+    from runs.series import _phases, phase_slices
+
+    monkeypatch.setattr(blocks, "BLOCK_ROWS", 256)
+    monkeypatch.setattr(blocks, "HELD_ROWS", 600)  # names cut early: blocks start at many windows
+    run = _phase_run(project, alice, files, windows, seed=windows, nan=nan)
+    assert sum(1 for _ in phase_slices(run.id)) > (10 if windows >= 800 else 1)  # the run read in many slices
+    got, want = _phases(run.id, limit), _phases_at_once(run.id, limit)
+    assert str(got) == str(want)  # str: NaN equals NaN
+    assert got["names"] == ["Draft", "Target verify", "Accept", "Late"]
