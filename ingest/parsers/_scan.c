@@ -38,29 +38,29 @@ enum {
 };
 
 #define MAX_LITERALS 64
+#define STR_SLOTS 4096
 #define MAX_FIELDS 48
 
 typedef struct { double *v; Py_ssize_t n, cap; } dbuf;
 typedef struct { int64_t *v; Py_ssize_t n, cap; } ibuf;
 
-static int dpush(dbuf *b, double x) {
-    if (b->n == b->cap) {
-        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
-        double *v = realloc(b->v, (size_t)cap * sizeof(double));
-        if (!v) { PyErr_NoMemory(); return -1; }
-        b->v = v; b->cap = cap;
-    }
+/* Room for one more value: the rare path out of line, the push itself inlined. */
+static __attribute__((noinline)) int grow(void **v, Py_ssize_t *cap, size_t size) {
+    Py_ssize_t more = *cap ? *cap * 2 : 4096;
+    void *p = realloc(*v, (size_t)more * size);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    *v = p, *cap = more;
+    return 0;
+}
+
+static inline int dpush(dbuf *b, double x) {
+    if (__builtin_expect(b->n == b->cap, 0) && grow((void **)&b->v, &b->cap, sizeof(double)) < 0) return -1;
     b->v[b->n++] = x;
     return 0;
 }
 
-static int ipush(ibuf *b, int64_t x) {
-    if (b->n == b->cap) {
-        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
-        int64_t *v = realloc(b->v, (size_t)cap * sizeof(int64_t));
-        if (!v) { PyErr_NoMemory(); return -1; }
-        b->v = v; b->cap = cap;
-    }
+static inline int ipush(ibuf *b, int64_t x) {
+    if (__builtin_expect(b->n == b->cap, 0) && grow((void **)&b->v, &b->cap, sizeof(int64_t)) < 0) return -1;
     b->v[b->n++] = x;
     return 0;
 }
@@ -69,6 +69,7 @@ typedef struct {
     char *text;
     Py_ssize_t len;
     int metric;  /* index in the string table of the metric it becomes */
+    uint32_t hash;
 } keymap;
 
 typedef struct {
@@ -86,6 +87,9 @@ typedef struct {
     /* strings of the output columns: a list of str, and the same as C strings for lookups */
     PyObject *strings;
     char **str_text; Py_ssize_t *str_len; int nstr, capstr;
+    int str_slot[STR_SLOTS];  /* open addressing over the table: index + 1, 0 empty */
+    /* the last SGLang label seen and its string (labels repeat line after line) */
+    char last_label[64]; Py_ssize_t last_label_len; int last_label_idx;
     int s_main, s_eagle, s_decode_src, s_prefill_src, s_empty;
     int s_window_cycles, s_cycle_ms, s_accept_raw, s_tokens, s_throughput, s_graph;
     /* phases: name, ms, pct (NaN: none), window, line */
@@ -126,10 +130,24 @@ static const char *find(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k
     return find_at(s, n, p, k, 0);
 }
 
-/* The string's index in the table, added when new. */
+static uint32_t fnv1a(const char *s, Py_ssize_t n) {
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* The string's index in the table, added when new (found through str_slot; past 3/4 full, by a
+ * look at every entry). */
 static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
-    for (int i = self->nstr - 1; i >= 0; i--)
-        if (self->str_len[i] == n && memcmp(self->str_text[i], s, (size_t)n) == 0) return i;
+    uint32_t slot = fnv1a(s, n) & (STR_SLOTS - 1);
+    int hashed = self->nstr < STR_SLOTS * 3 / 4;
+    if (hashed) {
+        for (int k; (k = self->str_slot[slot]); slot = (slot + 1) & (STR_SLOTS - 1))
+            if (self->str_len[k - 1] == n && memcmp(self->str_text[k - 1], s, (size_t)n) == 0) return k - 1;
+    } else {
+        for (int i = self->nstr - 1; i >= 0; i--)
+            if (self->str_len[i] == n && memcmp(self->str_text[i], s, (size_t)n) == 0) return i;
+    }
     if (self->nstr == self->capstr) {
         int cap = self->capstr ? self->capstr * 2 : 64;
         char **t = realloc(self->str_text, (size_t)cap * sizeof(char *));
@@ -150,6 +168,7 @@ static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
     copy[n] = 0;
     self->str_text[self->nstr] = copy;
     self->str_len[self->nstr] = n;
+    if (hashed) self->str_slot[slot] = self->nstr + 1;
     return self->nstr++;
 }
 
@@ -234,6 +253,23 @@ static double round6(double x) {
     return to_double(buf, n);
 }
 
+/* round(v + 1, 6) of v read from the plain decimal s[0:n]. With at most 6 decimals and 15 digits
+ * and v < 1e9, v + 1 is within 2^-22 of the decimal D = (m + 10^f) / 10^f (m the digits, f the
+ * decimals), less than half a step of 10^-6, so round() gives D's nearest double: one exact
+ * division, as to_double. Anything else is rounded through printf (round6). */
+static double plus_one_round6(const char *s, Py_ssize_t n, double v) {
+    uint64_t m = 0;
+    int digits = 0, frac = 0, dot = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] == '.') { dot = 1; continue; }
+        m = m * 10 + (uint64_t)(s[i] - '0');
+        digits++;
+        frac += dot;
+    }
+    if (digits <= 15 && frac <= 6 && v < 1e9) return (double)(m + (uint64_t)POW10[frac]) / POW10[frac];
+    return round6(v + 1.0);
+}
+
 /* ---- outputs ------------------------------------------------------------------------------ */
 
 static int add_phase(Scanner *self, int name, double ms, double pct, int64_t window, int64_t line) {
@@ -262,7 +298,8 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
         for (uint64_t todo = self->by_first[(unsigned char)s[i]] & ~hit; todo; todo &= todo - 1) {
             int k = __builtin_ctzll(todo);
             Py_ssize_t m = self->lit_len[k];
-            if (i + m <= n && s[i + 1] == self->lit[k][1] && memcmp(s + i, self->lit[k], (size_t)m) == 0) {
+            if (i + m <= n && s[i + 1] == self->lit[k][1] && (m < 3 || s[i + 2] == self->lit[k][2])
+                && memcmp(s + i, self->lit[k], (size_t)m) == 0) {
                 hit |= 1ull << k;
                 rd |= BIT(self->lit_reader[k]);
             }
@@ -329,8 +366,10 @@ static Py_ssize_t sglang_prefix(const char *s, Py_ssize_t n, Py_ssize_t *t0, Py_
 enum { TAG_MAIN, TAG_KNOWN, TAG_PYTHON };
 
 /* What Tagger._tag gives a line holding none of its trigger literals: "main", a SGLang label it
- * knows (*label), or TAG_PYTHON (a label new to it, a vLLM or nccl-tests tag, a launch line). */
-static int tagger_tag(const char *s, Py_ssize_t n, PyObject *labels, PyObject **label) {
+ * knows (*label: its index in the string table), or TAG_PYTHON (a label new to it, a vLLM or
+ * nccl-tests tag, a launch line). The last label known is remembered: they repeat line after line,
+ * and the Tagger never forgets one. */
+static int tagger_tag(Scanner *self, const char *s, Py_ssize_t n, PyObject *labels, int *label) {
     if (n == 0) return TAG_MAIN;
     char c = s[0];
     if (c == '(' || c == '$' || c == '+') return TAG_PYTHON;
@@ -338,11 +377,23 @@ static int tagger_tag(const char *s, Py_ssize_t n, PyObject *labels, PyObject **
     if (c != '[') return TAG_MAIN;
     Py_ssize_t t0, t1;
     if (!sglang_prefix(s, n, &t0, &t1) || t1 == t0) return TAG_MAIN;  /* _SGLANG needs a tag */
-    PyObject *u = PyUnicode_DecodeASCII(s + t0 + 1, t1 - t0 - 1, NULL);  /* .strip(): one space led */
+    const char *text = s + t0 + 1;  /* .strip(): one space led */
+    Py_ssize_t len = t1 - t0 - 1;
+    if (len == self->last_label_len && memcmp(text, self->last_label, (size_t)len) == 0) {
+        *label = self->last_label_idx;
+        return TAG_KNOWN;
+    }
+    PyObject *u = PyUnicode_DecodeASCII(text, len, NULL);
     if (!u) return -1;
     int known = PySet_Contains(labels, u);
-    if (known <= 0) { Py_DECREF(u); return known < 0 ? -1 : TAG_PYTHON; }
-    *label = u;
+    Py_DECREF(u);
+    if (known <= 0) return known < 0 ? -1 : TAG_PYTHON;
+    if ((*label = intern_str(self, text, len)) < 0) return -1;
+    if (len <= (Py_ssize_t)sizeof(self->last_label)) {
+        memcpy(self->last_label, text, (size_t)len);
+        self->last_label_len = len;
+        self->last_label_idx = *label;
+    }
     return TAG_KNOWN;
 }
 
@@ -476,7 +527,7 @@ static int eagle_phase(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int
 }
 
 /* What follows a value's label: `\s*:\s+(\d+(?:\.\d+)?)\s*(tok/s)?\s*$` (1, *v set) or not (0). */
-static int value_rest(const char *s, Py_ssize_t n, Py_ssize_t j, double *v) {
+static int value_rest(const char *s, Py_ssize_t n, Py_ssize_t j, double *v, Py_ssize_t *at, Py_ssize_t *len) {
     while (j < n && is_space(s[j])) j++;
     if (j >= n || s[j] != ':') return 0;
     j++;
@@ -485,6 +536,7 @@ static int value_rest(const char *s, Py_ssize_t n, Py_ssize_t j, double *v) {
     Py_ssize_t k = number_len(s + j, n - j);
     if (!k) return 0;
     *v = to_double(s + j, k);
+    *at = j, *len = k;
     j += k;
     while (j < n && is_space(s[j])) j++;
     if (starts(s + j, n - j, "tok/s")) j += 5;
@@ -503,24 +555,25 @@ static int eagle_busy(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int6
     Py_ssize_t i = 0;
     while (i < n && is_space(s[i])) i++;
     double v;
+    Py_ssize_t vat = 0, vlen = 0;
     /* (Accept len|Accept length|Throughput): the alternatives in the regex's order. */
     int label = -1;
-    if (starts(s + i, n - i, "Accept len") && value_rest(s, n, i + 10, &v)) label = 0;
-    else if (starts(s + i, n - i, "Accept length") && value_rest(s, n, i + 13, &v)) label = 0;
-    else if (starts(s + i, n - i, "Throughput") && value_rest(s, n, i + 10, &v)) label = 1;
+    if (starts(s + i, n - i, "Accept len") && value_rest(s, n, i + 10, &v, &vat, &vlen)) label = 0;
+    else if (starts(s + i, n - i, "Accept length") && value_rest(s, n, i + 13, &v, &vat, &vlen)) label = 0;
+    else if (starts(s + i, n - i, "Throughput") && value_rest(s, n, i + 10, &v, &vat, &vlen)) label = 1;
     if (label < 0) return OK;  /* indented, not a value: the block goes on */
     if (label == 1)
         return add_metric(self, self->s_throughput, v, e->window, lineno, self->s_eagle, self->s_empty, self->s_main);
     if (add_metric(self, self->s_accept_raw, v, e->window, lineno, self->s_eagle, self->s_empty, self->s_main) < 0)
         return ERROR;
     /* The profile counts accepted draft tokens; a cycle also emits the bonus token. */
-    return add_metric(self, self->s_tokens, round6(v + 1.0), e->window, lineno, self->s_eagle, self->s_empty,
-                      self->s_main);
+    return add_metric(self, self->s_tokens, plus_one_round6(s + vat, vlen, v), e->window, lineno, self->s_eagle,
+                      self->s_empty, self->s_main);
 }
 
 /* ---- sglang batch lines ------------------------------------------------------------------- */
 
-typedef struct { const char *key; Py_ssize_t klen; const char *val; Py_ssize_t vlen; } field;
+typedef struct { const char *key; Py_ssize_t klen; const char *val; Py_ssize_t vlen; uint32_t hash; } field;
 
 static void strip(const char **s, Py_ssize_t *n) {
     while (*n > 0 && is_space((*s)[0])) (*s)++, (*n)--;
@@ -546,11 +599,15 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
             strip(&v, &vl);
             if (count == MAX_FIELDS || used + kl > keys_cap) return -1;
             char *lower = keys + used;
-            for (Py_ssize_t i = 0; i < kl; i++) lower[i] = (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] + 32 : k[i]);
+            uint32_t h = 2166136261u;  /* fnv1a of the lowered key, as it is made */
+            for (Py_ssize_t i = 0; i < kl; i++) {
+                lower[i] = (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] + 32 : k[i]);
+                h = (h ^ (unsigned char)lower[i]) * 16777619u;
+            }
             used += kl;
             for (int f = 0; f < count; f++)
-                if (out[f].klen == kl && memcmp(out[f].key, lower, (size_t)kl) == 0) return -1;
-            out[count++] = (field){lower, kl, v, vl};
+                if (out[f].hash == h && out[f].klen == kl && memcmp(out[f].key, lower, (size_t)kl) == 0) return -1;
+            out[count++] = (field){lower, kl, v, vl, h};
         }
         if (!sep) break;
         start = end + 2;
@@ -558,21 +615,24 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
     return count;
 }
 
-static const field *get(const field *f, int n, const char *key) {
-    Py_ssize_t k = (Py_ssize_t)strlen(key);
+static const field *get_len(const field *f, int n, const char *key, Py_ssize_t k) {
+    uint32_t h = fnv1a(key, k);
     for (int i = 0; i < n; i++)
-        if (f[i].klen == k && memcmp(f[i].key, key, (size_t)k) == 0) return &f[i];
+        if (f[i].hash == h && f[i].klen == k && memcmp(f[i].key, key, (size_t)k) == 0) return &f[i];
     return NULL;
 }
 
+#define get(f, n, key) get_len((f), (n), (key), (Py_ssize_t)sizeof(key) - 1)
+
 static int lookup(const keymap *map, int n, const field *f) {
     for (int i = 0; i < n; i++)
-        if (map[i].len == f->klen && memcmp(map[i].text, f->key, (size_t)f->klen) == 0) return map[i].metric;
+        if (map[i].hash == f->hash && map[i].len == f->klen && memcmp(map[i].text, f->key, (size_t)f->klen) == 0)
+            return map[i].metric;
     return -1;
 }
 
 /* A `[date time TAGS] Decode batch ...` or `... Prefill batch ...` line (sglang._decode, _prefill). */
-static int sglang_batch(Scanner *self, PyObject *parser, const char *s, Py_ssize_t n, int decode, int flags,
+static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssize_t n, int decode, int flags,
                         int64_t lineno, int process) {
     if (!(flags & F_ENGINE) || !(flags & (decode ? F_DECODE_FORMAT : F_PREFILL_FORMAT))) return PYTHON;
     Py_ssize_t t0, t1, end = sglang_prefix(s, n, &t0, &t1);
@@ -636,16 +696,13 @@ static int sglang_batch(Scanner *self, PyObject *parser, const char *s, Py_ssize
     }
     int rank_idx = intern_str(self, rank, rank_len);
     if (rank_idx < 0) return ERROR;
-    PyObject *windows = PyObject_GetAttrString(parser, decode ? "windows" : "prefill_windows");
-    if (!windows) return ERROR;
     PyObject *key = str_obj(self, rank_idx);
     PyObject *old = PyDict_GetItemWithError(windows, key);
     long window = old ? PyLong_AsLong(old) + 1 : 1;
-    if ((old == NULL && PyErr_Occurred()) || (window == 0 && PyErr_Occurred())) { Py_DECREF(windows); return ERROR; }
+    if ((old == NULL && PyErr_Occurred()) || (window == 0 && PyErr_Occurred())) return ERROR;
     PyObject *w = PyLong_FromLong(window);
     int bad = !w || PyDict_SetItem(windows, key, w) < 0;
     Py_XDECREF(w);
-    Py_DECREF(windows);
     if (bad) return ERROR;
     int source = decode ? self->s_decode_src : self->s_prefill_src;
     for (int i = 0; i < nf; i++)
@@ -664,7 +721,7 @@ static int sglang_batch(Scanner *self, PyObject *parser, const char *s, Py_ssize
 /* ---- the scan ----------------------------------------------------------------------------- */
 
 /* One line: OK when it was read here, PYTHON when Python must feed it, ERROR. */
-static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, PyObject *sglang,
+static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, PyObject **windows,
                      PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags, unsigned *mask) {
     *mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
     if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) return PYTHON;
@@ -679,9 +736,8 @@ static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, Py
     if (rd & BIT(R_EAGLE)) {
         /* A profile line: no other parser's, and tagged "main". */
         if (rd & (BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) || by_literal & BIT(R_TAGGER)) return PYTHON;
-        PyObject *label = NULL;
-        int tag = tagger_tag(s, n, labels, &label);
-        Py_XDECREF(label);
+        int label;
+        int tag = tagger_tag(self, s, n, labels, &label);
         if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
         if (find(s, n, "_PROFILE]", 9)) return eagle_header(self, e, s, n, flags, lineno);
         if (find(s, n, "tok/", 4)) return PYTHON;  /* a summary-table row, maybe */
@@ -697,18 +753,11 @@ static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, Py
         return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     }
     if (by_literal & BIT(R_TAGGER)) return PYTHON;
-    PyObject *label = NULL;
-    int tag = tagger_tag(s, n, labels, &label);
+    int label;
+    int tag = tagger_tag(self, s, n, labels, &label);
     if (tag < 0) return ERROR;
     if (tag == TAG_PYTHON) return PYTHON;
-    int process = self->s_main;
-    if (label) {
-        Py_ssize_t ln;
-        const char *lt = PyUnicode_AsUTF8AndSize(label, &ln);
-        process = lt ? intern_str(self, lt, ln) : -1;
-        Py_DECREF(label);
-        if (process < 0) return ERROR;
-    }
+    int process = tag == TAG_KNOWN ? label : self->s_main;
     if (rd & BIT(R_SGLANG)) {
         uint64_t decode = 1ull << self->lit_decode, prefill = 1ull << self->lit_prefill;
         /* Only batch lines, and no block start (STARTS): the rest of sglang.feed is Python's. */
@@ -719,7 +768,8 @@ static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, Py
         if ((lits & decode) && (lits & prefill)) return PYTHON;
         int in_block = e->in_block;
         if (in_block) e->in_block = 0;  /* eagle_busy on a `[` line: the block is over */
-        int r = sglang_batch(self, sglang, s, n, (lits & decode) != 0, flags, lineno, process);
+        int r = sglang_batch(self, windows[(lits & decode) ? 0 : 1], s, n, (lits & decode) != 0, flags, lineno,
+                             process);
         if (r == PYTHON) e->in_block = in_block;  /* a line handed back has changed nothing */
         return r;
     }
@@ -733,6 +783,15 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     int flags;
     if (!PyArg_ParseTuple(args, "O!nLOOO!O!O!i", &PyList_Type, &lines, &start, &first, &eagle, &sglang, &PySet_Type,
                           &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags)) return NULL;
+    /* The parser's window counters, per DP rank: dicts it changes in place, never replaces. */
+    PyObject *windows[2] = {PyObject_GetAttrString(sglang, "windows"), PyObject_GetAttrString(sglang, "prefill_windows")};
+    if (!windows[0] || !windows[1] || !PyDict_Check(windows[0]) || !PyDict_Check(windows[1])) {
+        Py_XDECREF(windows[0]); Py_XDECREF(windows[1]);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "sglang.Parser's windows must be dicts");
+        return NULL;
+    }
+    Py_DECREF(windows[0]);  /* borrowed from here on: the parser holds them */
+    Py_DECREF(windows[1]);
     Eagle e;
     PyObject *w = PyObject_GetAttrString(eagle, "window");
     PyObject *b = PyObject_GetAttrString(eagle, "in_block");
@@ -750,7 +809,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     unsigned mask = 0;
     int status = OK;
     for (; i < n; i++) {
-        status = scan_line(self, PyList_GET_ITEM(lines, i), first + i, &e, sglang, labels, nccl_lines,
+        status = scan_line(self, PyList_GET_ITEM(lines, i), first + i, &e, windows, labels, nccl_lines,
                            channel_lines, flags, &mask);
         if (status != OK) break;
     }
@@ -1022,6 +1081,7 @@ static int load_map(Scanner *self, PyObject *dict, keymap **out, int *count) {
         if (!m->text) { PyErr_NoMemory(); return -1; }
         memcpy(m->text, ks, (size_t)kl + 1);
         m->len = kl;
+        m->hash = fnv1a(ks, kl);
         if ((m->metric = intern_str(self, vs, vl)) < 0) return -1;
     }
     return 0;
@@ -1034,6 +1094,7 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!", kw, &PyList_Type, &literals, &PyDict_Type, &decode,
                                      &PyDict_Type, &prefill)) return -1;
     if (self->strings) { PyErr_SetString(PyExc_RuntimeError, "a Scanner is made once"); return -1; }
+    self->last_label_len = -1;
     self->strings = PyList_New(0);
     if (!self->strings) return -1;
     Py_ssize_t nl = PyList_GET_SIZE(literals);
