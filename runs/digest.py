@@ -310,6 +310,9 @@ def _widen(cols: list[array], window: int, line: int, order: int) -> None:
             cols[i].append(x)
 
 
+KEYS = ["process", "source", "name", "rank"]  # a group of rows (with the kind and the log file)
+
+
 def _append_ints(cols: list[array], i: int, column: pl.Series) -> None:
     """Append an int column to cols[i]: 4 bytes a number while every one fits, else 8 (the column
     widened first, so no number is appended twice)."""
@@ -371,15 +374,18 @@ class _Grouper:
         frame = frame.with_columns(order=pl.int_range(order, order + frame.height, dtype=pl.Int64))
         if phase:
             frame = frame.with_columns(rank=pl.lit(""), pct=pl.col("pct").fill_null(NAN))
-        for (process, source, name, rank), part in frame.group_by(
-                ["process", "source", "name", "rank"], maintain_order=True):
+        # One pass gathers each group's columns as lists (the key columns are not gathered again).
+        wanted = ["window", "line", value, "order", *(["pct"] if phase else [])]
+        grouped = frame.group_by(KEYS, maintain_order=True).agg(wanted)
+        columns = [grouped.get_column(c) for c in wanted]
+        for row, (process, source, name, rank) in enumerate(grouped.select(KEYS).iter_rows()):
             cols = self._cols((phase, logfile, process, source, name, rank))
-            for i, column in ((0, "window"), (1, "line"), (3, "order")):
-                _append_ints(cols, i, part.get_column(column))
+            for i, column in ((0, columns[0]), (1, columns[1]), (3, columns[3])):
+                _append_ints(cols, i, column[row])
             # Each column's buffer copied as it is (numpy views it): no Python float a value.
-            cols[2].frombytes(_buffer(part.get_column(value).cast(pl.Float64)))
+            cols[2].frombytes(_buffer(columns[2][row].cast(pl.Float64)))
             if phase:
-                cols[4].frombytes(_buffer(part.get_column("pct")))
+                cols[4].frombytes(_buffer(columns[4][row]))
         self._held += frame.height
         if self._held >= FLUSH_ROWS:
             self.flush()

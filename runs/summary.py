@@ -272,12 +272,19 @@ def phase_table(phases: list[Group], cycle_ms: float | None) -> list[dict]:
     for name in sorted(by_name, key=first.__getitem__):
         groups = by_name[name]
         ms = describe(_concat([g.values for g in groups]))
-        # NaN: none printed
-        pct = describe(array("d", (x for g in groups if (pcts := g.pcts) is not None for x in pcts if x == x))).median
+        pct = describe(_printed([g.pcts for g in groups if g.pcts is not None])).median
         if pct is None and ms.median is not None and cycle_ms:
             pct = round(100 * ms.median / cycle_ms, 2)
         rows.append({"name": name, "ms": ms.median, "pct": pct, "windows": ms.count, "spread": ms.spread})
     return rows
+
+
+def _printed(pcts: list[array]) -> array:
+    """The percentages of these columns that were printed (NaN: none), in order, in one array."""
+    if not pcts:
+        return array("d")
+    values = np.concatenate([np.frombuffer(p, dtype=np.float64) for p in pcts])
+    return array("d", values[~np.isnan(values)].tobytes())
 
 
 def _cycle_from_phases(phases: list[Group]) -> array:
