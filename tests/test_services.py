@@ -158,12 +158,12 @@ def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeyp
     )
     run = upload_bytes(alice, "big.log", (block * 3000).encode())
     calls = []
-    real = services._insert_rows
-    monkeypatch.setattr(services, "_insert_rows",
-                        lambda *a, **k: (calls.append(0 if a[1] is None else a[1].height), real(*a, **k)))
+    real = services._fold_rows
+    monkeypatch.setattr(services, "_fold_rows",
+                        lambda *a, **k: (calls.append(0 if a[0] is None else a[0].height), real(*a, **k)))
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
-    # Phases went to the database a chunk at a time (the first read is 64 KiB: 868 of its blocks,
-    # then larger reads), never all at once.
+    # Phases were cut into blocks while parsing a chunk at a time (the first read is 64 KiB: 868 of
+    # its blocks, then larger reads), never all at once.
     assert len(calls) >= 3 and calls[0] == 868 and max(calls) < 3000 and sum(calls) == 3000
     assert stored_rows("phase", run=run).height == 3000
     assert stored_rows("metric", run=run, name="tokens_per_cycle").height == 3000
