@@ -11,7 +11,9 @@ import json
 import logging
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -471,33 +473,29 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
                          "(the worker died while parsing it)", None)
 
     try:
-        with Heartbeat(lf) as heartbeat, _spool_file() as spool:
+        with Heartbeat(lf) as heartbeat, _spool_file() as spool, _spool_file() as block_spool, \
+                _Folder(block_spool) as folder:
             # NCCL echoes whose rank the nccl_debug parser learns only at its end (it holds
             # them itself until then): spooled once the parse has finished, with their rank.
             unranked: list[rec.NcclValue] = []
-            # Phases and metrics are cut into their blocks and digested as they come, here, out of
-            # any transaction: the spool keeps the compressed blocks (a sixth of the rows' size),
-            # and the transaction only writes them.
-            digest = FileDigest(settings.DATA_DIR / "spool")  # its columns wait beside the spool
-            blocks = BlockWriter(partial(_spool_block, spool))
 
             def spill(result: ParseResult) -> None:
                 if heartbeat.lost.is_set():
                     raise _ClaimLost()
                 phases, metrics, collectives, nccl = result.take_columns()
                 unranked.extend(n for n in nccl if _rank_pending(n))
-                _fold_rows(phases, metrics, digest, blocks)
+                folder.add(phases, metrics)
                 _spool_rows(spool, collectives, [n for n in nccl if not _rank_pending(n)])
 
             with storage.open_log(lf.path, lf.registered) as stream:
                 result = parse_stream(stream, sink=spill)
             spill(result)
-            blocks.finish()
+            digest = folder.finish()
             if unranked:
                 _spool_rows(spool, [], unranked)
                 unranked.clear()
             try:
-                _store_rows(lf, spool, result, digest)
+                _store_rows(lf, spool, block_spool, result, digest)
             except (OperationalError, _ClaimLost):
                 raise
             except Exception as e:
@@ -539,6 +537,38 @@ def _spool_file() -> BinaryIO:
 
 def _rank_pending(value: rec.NcclValue) -> bool:
     return value.kind == "effective" and not value.rank
+
+
+class _Folder:
+    """The parse's phases and metrics cut into the file's blocks and digested, out of any
+    transaction, on a thread of its own while the parse goes on: polars and zstd release the GIL,
+    so the fold runs on another core (a 512 MB log: ~7 s of the worker's time). Batches are folded
+    in their order, at most IN_FLIGHT of them waiting; the blocks go to `spool` compressed."""
+
+    IN_FLIGHT = 2
+
+    def __init__(self, spool: BinaryIO) -> None:
+        self.digest = FileDigest(settings.DATA_DIR / "spool")  # its columns wait beside the spool
+        self.blocks = BlockWriter(partial(_spool_block, spool))
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="runlens-fold")
+        self.pending: deque[Future] = deque()
+
+    def __enter__(self) -> _Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)  # a failed parse: the batch being folded ends
+
+    def add(self, phases: pl.DataFrame | None, metrics: pl.DataFrame | None) -> None:
+        self.pending.append(self.pool.submit(_fold_rows, phases, metrics, self.digest, self.blocks))
+        while len(self.pending) > self.IN_FLIGHT:
+            self.pending.popleft().result()  # a fold's error is raised here, in the parse
+
+    def finish(self) -> FileDigest:
+        while self.pending:
+            self.pending.popleft().result()
+        self.blocks.finish()
+        return self.digest
 
 
 def _fold_rows(phases: pl.DataFrame | None, metrics: pl.DataFrame | None, digest: FileDigest,
@@ -588,7 +618,7 @@ def _unspool(spool: BinaryIO) -> Iterator[Block | tuple[list, list]]:
             yield head["c"], head["n"]
 
 
-def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult, digest: FileDigest) -> None:
+def _store_rows(lf: LogFile, spool: BinaryIO, block_spool: BinaryIO, result: ParseResult, digest: FileDigest) -> None:
     """Replace the file's rows with the spooled ones, if the claim is still this parse's.
 
     Blocks were cut and the digest made while parsing (parse_logfile's spill): here the blocks
@@ -602,12 +632,12 @@ def _store_rows(lf: LogFile, spool: BinaryIO, result: ParseResult, digest: FileD
             raise _ClaimLost()
         _delete_rows(lf)
         with _binary_copy(SampleBlock, BLOCK_FIELDS, BLOCK_TYPES) as copy:
-            for item in _unspool(spool):
-                if isinstance(item, Block):
-                    _save_block(copy, lf, item)
-        for item in _unspool(spool):
-            if not isinstance(item, Block):
-                _insert_rows(lf, *item)
+            for block in _unspool(block_spool):
+                assert isinstance(block, Block)  # _Folder spools blocks only
+                _save_block(copy, lf, block)
+        for rows in _unspool(spool):
+            assert not isinstance(rows, Block)  # and parse_logfile rows only
+            _insert_rows(lf, *rows)
         _finish_logfile(lf, result, digest)
 
 
