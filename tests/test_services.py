@@ -118,6 +118,28 @@ def test_parser_crash_marks_failed_and_writes_nothing(alice, upload_run, monkeyp
     assert "internal error" in run.error and not stored_rows("phase", run=run).height
 
 
+def test_an_error_while_folding_on_its_thread_fails_the_file_naming_it(alice, upload_run, monkeypatch):
+    """The digest and blocks are made on the fold thread while parsing: its error reaches the
+    parse, and the file fails naming it, with nothing half-written (as a parser crash)."""
+    import threading
+
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    assert stored_rows("phase", run=run).height
+    services.reparse_run(run)
+    threads = []
+
+    def boom(*args):
+        threads.append(threading.current_thread().name)
+        raise ValueError("no room for the digest")
+
+    monkeypatch.setattr(services, "_fold_rows", boom)
+    assert services.parse_logfile(run.logfiles.get().id) == Status.FAILED
+    run.refresh_from_db()
+    assert "no room for the digest" in run.error and "internal error" in run.error
+    assert threads and threads[0].startswith("runlens-fold")
+    assert not stored_rows("phase", run=run).height
+
+
 def break_writes_after(monkeypatch, blocks: int) -> None:
     """The database write fails ("disk full") after `blocks` column blocks were written."""
     written = {"blocks": 0}
