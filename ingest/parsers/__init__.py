@@ -280,13 +280,12 @@ def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: S
     if engine == "lines":
         parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
     else:
-        chunks = read_chunks(stream, result.warnings)
         if engine == "native":
             if formats is not None or (why := native.available()) is not None:
                 raise ValueError(f"the native engine reads every format and must be built: {why or formats}")
-            native.parse_chunks(chunks, PARSERS, result, sink, SPILL_AT)
+            native.parse_chunks(read_chunks(stream, result.warnings, texts=True), PARSERS, result, sink, SPILL_AT)
         else:
-            _parse_chunks(chunks, formats, result, sink)
+            _parse_chunks(read_chunks(stream, result.warnings), formats, result, sink)
         if sink is None:
             result.thaw()  # every record as an object, as engine="lines" gives them
     if not result.formats:

@@ -720,13 +720,11 @@ static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssiz
 
 /* ---- the scan ----------------------------------------------------------------------------- */
 
-/* One line: OK when it was read here, PYTHON when Python must feed it, ERROR. */
-static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, PyObject **windows,
-                     PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags, unsigned *mask) {
-    *mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
-    if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) return PYTHON;
-    const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+/* One line, s[0:n] (ASCII), with its str when the caller has one (`line`, else NULL: made
+ * here if a lookup needs it): OK when it was read here, PYTHON when Python must feed it, ERROR. */
+static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
+                     PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                     unsigned *mask) {
     unsigned by_literal;
     uint64_t lits = literals_in(self, s, n, &by_literal);
     unsigned by_start = starts_of(s, n);
@@ -746,9 +744,12 @@ static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, Py
     if (rd & BIT(R_NCCL_DEBUG)) {
         /* A line both nccl_debug and the Tagger have read before: neither does anything with it. */
         if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
-        int seen = PySet_Contains(channel_lines, line);
+        PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
+        if (!text) return ERROR;
+        int seen = PySet_Contains(channel_lines, text);
+        PyObject *tag = seen > 0 ? PyDict_GetItemWithError(nccl_lines, text) : NULL;
+        if (!line) Py_DECREF(text);  /* the lookups are done: borrowed `tag` is the dict's */
         if (seen <= 0) return seen < 0 ? ERROR : PYTHON;
-        PyObject *tag = PyDict_GetItemWithError(nccl_lines, line);
         if (!tag) return PyErr_Occurred() ? ERROR : PYTHON;
         return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     }
@@ -776,6 +777,52 @@ static int scan_line(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, Py
     return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
 }
 
+/* The parsers' state a scan reads and moves on (what Python holds between scans). */
+typedef struct {
+    PyObject *eagle, *windows[2];
+    Eagle e;
+} State;
+
+static int state_in(State *st, PyObject *eagle, PyObject *sglang) {
+    /* The parser's window counters, per DP rank: dicts it changes in place, never replaces. */
+    st->eagle = eagle;
+    st->windows[0] = PyObject_GetAttrString(sglang, "windows");
+    st->windows[1] = PyObject_GetAttrString(sglang, "prefill_windows");
+    if (!st->windows[0] || !st->windows[1] || !PyDict_Check(st->windows[0]) || !PyDict_Check(st->windows[1])) {
+        Py_XDECREF(st->windows[0]); Py_XDECREF(st->windows[1]);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "sglang.Parser's windows must be dicts");
+        return -1;
+    }
+    Py_DECREF(st->windows[0]);  /* borrowed from here on: the parser holds them */
+    Py_DECREF(st->windows[1]);
+    PyObject *w = PyObject_GetAttrString(eagle, "window");
+    PyObject *b = PyObject_GetAttrString(eagle, "in_block");
+    st->e.seen = PyObject_GetAttrString(eagle, "seen");
+    if (!w || !b || !st->e.seen || !PySet_CheckExact(st->e.seen)) {
+        Py_XDECREF(w); Py_XDECREF(b); Py_XDECREF(st->e.seen);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "eagle_profile.Parser.seen must be a set");
+        return -1;
+    }
+    st->e.window = PyLong_AsLong(w);
+    st->e.in_block = PyObject_IsTrue(b);
+    Py_DECREF(w);
+    Py_DECREF(b);
+    return 0;
+}
+
+/* The state after the lines read here (a line handed back changed none of it); -1 on error. */
+static int state_out(State *st) {
+    PyObject *nw = PyLong_FromLong(st->e.window);
+    int bad = !nw || PyObject_SetAttrString(st->eagle, "window", nw) < 0
+        || PyObject_SetAttrString(st->eagle, "in_block", st->e.in_block ? Py_True : Py_False) < 0;
+    Py_XDECREF(nw);
+    Py_DECREF(st->e.seen);
+    return bad ? -1 : 0;
+}
+
+/* scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask):
+ * the lines from `start` read here up to the first Python must feed (its index, and the readers
+ * it concerns), or len(lines). */
 static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     PyObject *lines, *eagle, *sglang, *labels, *nccl_lines, *channel_lines;
     Py_ssize_t start;
@@ -783,44 +830,58 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     int flags;
     if (!PyArg_ParseTuple(args, "O!nLOOO!O!O!i", &PyList_Type, &lines, &start, &first, &eagle, &sglang, &PySet_Type,
                           &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags)) return NULL;
-    /* The parser's window counters, per DP rank: dicts it changes in place, never replaces. */
-    PyObject *windows[2] = {PyObject_GetAttrString(sglang, "windows"), PyObject_GetAttrString(sglang, "prefill_windows")};
-    if (!windows[0] || !windows[1] || !PyDict_Check(windows[0]) || !PyDict_Check(windows[1])) {
-        Py_XDECREF(windows[0]); Py_XDECREF(windows[1]);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "sglang.Parser's windows must be dicts");
-        return NULL;
-    }
-    Py_DECREF(windows[0]);  /* borrowed from here on: the parser holds them */
-    Py_DECREF(windows[1]);
-    Eagle e;
-    PyObject *w = PyObject_GetAttrString(eagle, "window");
-    PyObject *b = PyObject_GetAttrString(eagle, "in_block");
-    e.seen = PyObject_GetAttrString(eagle, "seen");
-    if (!w || !b || !e.seen || !PySet_CheckExact(e.seen)) {
-        Py_XDECREF(w); Py_XDECREF(b); Py_XDECREF(e.seen);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "eagle_profile.Parser.seen must be a set");
-        return NULL;
-    }
-    e.window = PyLong_AsLong(w);
-    e.in_block = PyObject_IsTrue(b);
-    Py_DECREF(w);
-    Py_DECREF(b);
+    State st;
+    if (state_in(&st, eagle, sglang) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(lines), i = start;
     unsigned mask = 0;
     int status = OK;
     for (; i < n; i++) {
-        status = scan_line(self, PyList_GET_ITEM(lines, i), first + i, &e, windows, labels, nccl_lines,
-                           channel_lines, flags, &mask);
+        PyObject *line = PyList_GET_ITEM(lines, i);
+        mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
+        if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
+        status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
+                           &st.e, st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
     }
-    /* The state after the lines read here; a line handed back changed none of it. */
-    PyObject *nw = PyLong_FromLong(e.window);
-    int bad = !nw || PyObject_SetAttrString(eagle, "window", nw) < 0
-        || PyObject_SetAttrString(eagle, "in_block", e.in_block ? Py_True : Py_False) < 0;
-    Py_XDECREF(nw);
-    Py_DECREF(e.seen);
-    if (status == ERROR || bad) return NULL;
+    if (state_out(&st) < 0 || status == ERROR) return NULL;
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
+}
+
+/* scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags,
+ * stop_at) -> (index, pos, end, mask): a chunk kept as its ASCII text (text.Text), its lines read
+ * in place from `pos` (line `index` of `count`), no str made a line. It stops at the first line
+ * Python must feed, or at line `stop_at` (one clean() may change; -1: none): that line's index,
+ * where it starts and ends in the text, and the readers it concerns; (count, len, len, 0) at
+ * the end. */
+static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
+    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines;
+    Py_ssize_t pos, index, count, stop_at;
+    long long first;
+    int flags;
+    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in", &text, &pos, &index, &count, &first, &eagle, &sglang, &PySet_Type,
+                          &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags, &stop_at))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text)) { PyErr_SetString(PyExc_ValueError, "scan_text reads ASCII text"); return NULL; }
+    const char *base = (const char *)PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+    if (pos < 0 || pos > len) { PyErr_SetString(PyExc_IndexError, "pos outside the text"); return NULL; }
+    State st;
+    if (state_in(&st, eagle, sglang) < 0) return NULL;
+    unsigned mask = 0;
+    int status = OK;
+    Py_ssize_t end = len;
+    for (; index < count; index++) {
+        const char *nl = memchr(base + pos, '\n', (size_t)(len - pos));
+        end = nl ? nl - base : len;
+        if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
+        status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, st.windows, labels, nccl_lines,
+                           channel_lines, flags, &mask);
+        if (status != OK) break;
+        pos = end + 1;
+    }
+    if (state_out(&st) < 0 || status == ERROR) return NULL;
+    if (index >= count) return Py_BuildValue("nnnI", count, len, len, 0u);
+    return Py_BuildValue("nnnI", index, pos, end, mask);
 }
 
 /* The readers a line concerns by its literals and STARTS (what Python feeds it to). */
@@ -861,7 +922,7 @@ struct ArrowArray {
 
 typedef struct {  /* what an array owns: its buffers, and (a struct) its children */
     void *buffers[3];
-    const void *views[3];
+    const void *views[4];  /* what ArrowArray.buffers points to (a string view array has four) */
     struct ArrowArray *children[MAX_COLUMNS];
 } array_owned;
 
@@ -929,30 +990,64 @@ static struct ArrowArray *float_column(dbuf *b, int nan_is_null) {
     return leaf(n, nulls, valid, steal((void **)&b->v, &b->n, &b->cap), NULL, 2);
 }
 
-/* Strings: the table's entries at each index (or one string for all when idx is NULL). */
+/* Strings: the table's entries at each index (or one string for all when idx is NULL), as an
+ * Arrow string view array ("vu"), polars' own layout, so it takes it as it is: a 16-byte view a
+ * value (the string itself when it fits in 12 bytes, else its first 4 bytes and where it is), and
+ * one data buffer holding the table's strings once each. */
 static struct ArrowArray *text_column(Scanner *self, ibuf *idx, int64_t n, int one) {
     int64_t size = 0;
-    for (int64_t i = 0; i < n; i++) size += self->str_len[idx ? idx->v[i] : one];
-    if (size > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "a batch of over 2 GiB of text"); return NULL; }
-    int32_t *offsets = malloc((size_t)(n + 1) * sizeof(int32_t));
+    for (int k = 0; k < self->nstr; k++) size += self->str_len[k];
+    if (size > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "over 2 GiB of names"); return NULL; }
+    uint8_t *views = malloc((size_t)(n ? n : 1) * 16);
     char *chars = malloc((size_t)size + 1);
-    if (!offsets || !chars) { free(offsets); free(chars); PyErr_NoMemory(); return NULL; }
-    int32_t at = 0;
+    int32_t *at = malloc((size_t)self->nstr * sizeof(int32_t) + 1);
+    int64_t *sizes = malloc(sizeof(int64_t));
+    struct ArrowArray *a = calloc(1, sizeof(*a));
+    array_owned *own = calloc(1, sizeof(*own));
+    if (!views || !chars || !at || !sizes || !a || !own) {
+        free(views); free(chars); free(at); free(sizes); free(a); free(own);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int32_t used = 0;
+    for (int k = 0; k < self->nstr; k++) {
+        at[k] = used;
+        memcpy(chars + used, self->str_text[k], (size_t)self->str_len[k]);
+        used += (int32_t)self->str_len[k];
+    }
     for (int64_t i = 0; i < n; i++) {
         int k = idx ? (int)idx->v[i] : one;
-        offsets[i] = at;
-        memcpy(chars + at, self->str_text[k], (size_t)self->str_len[k]);
-        at += (int32_t)self->str_len[k];
+        int32_t len = (int32_t)self->str_len[k];
+        uint8_t *v = views + 16 * i;
+        memset(v, 0, 16);
+        memcpy(v, &len, 4);
+        if (len <= 12) {
+            memcpy(v + 4, self->str_text[k], (size_t)len);
+        } else {
+            int32_t buffer = 0;
+            memcpy(v + 4, self->str_text[k], 4);
+            memcpy(v + 8, &buffer, 4);
+            memcpy(v + 12, &at[k], 4);
+        }
     }
-    offsets[n] = at;
+    free(at);
+    sizes[0] = used;
     if (idx) idx->n = 0;
-    return leaf(n, 0, NULL, offsets, chars, 3);
+    /* The buffers: validity (none), views, the one data buffer, the data buffers' sizes. */
+    own->buffers[0] = views, own->buffers[1] = chars, own->buffers[2] = sizes;  /* freed on release */
+    own->views[0] = NULL, own->views[1] = views, own->views[2] = chars, own->views[3] = sizes;
+    a->length = n;
+    a->n_buffers = 4;
+    a->buffers = own->views;
+    a->release = release_array;
+    a->private_data = own;
+    return a;
 }
 
 static const char *PHASE_COLUMNS[] = {"name", "ms", "pct", "window", "line", "source", "process"};
-static const char *PHASE_FORMATS[] = {"u", "g", "g", "l", "l", "u", "u"};
+static const char *PHASE_FORMATS[] = {"vu", "g", "g", "l", "l", "vu", "vu"};
 static const char *METRIC_COLUMNS[] = {"name", "value", "window", "line", "source", "rank", "process"};
-static const char *METRIC_FORMATS[] = {"u", "g", "l", "l", "u", "u", "u"};
+static const char *METRIC_FORMATS[] = {"vu", "g", "l", "l", "vu", "vu", "vu"};
 
 typedef struct {
     PyObject_HEAD
@@ -1202,9 +1297,10 @@ static Py_ssize_t line_of(const Py_ssize_t *starts, Py_ssize_t lines, Py_ssize_t
     return lo;
 }
 
-/* dirty_lines(text: str) -> the indices of the lines clean() may change (text._DIRTY, _COLOUR, a
- * leading ">"), or None for a text that is not ASCII (text.py looks for U+FFFD there too). Each
- * literal is searched over the whole text (memmem), not line by line: most texts have none. */
+/* dirty_lines(text: str) -> (its number of lines, the indices of those clean() may change:
+ * text._DIRTY, _COLOUR, a leading ">"), or None for a text that is not ASCII (text.py looks for
+ * U+FFFD there too). Each literal is searched over the whole text, not line by line: most texts
+ * have none. */
 static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
     if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
@@ -1237,18 +1333,22 @@ static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
     }
     free(starts);
     free(dirty);
-    return out;
+    return out ? Py_BuildValue("nN", lines, out) : NULL;
 }
 
 static PyMethodDef module_methods[] = {
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
-    {"dirty_lines", dirty_lines, METH_O, "dirty_lines(text: str) -> the lines clean() may change (None: not ASCII)"},
+    {"dirty_lines", dirty_lines, METH_O,
+     "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask)"},
+    {"scan_text", (PyCFunction)Scanner_scan_text, METH_VARARGS,
+     "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at)"
+     " -> (index, pos, end, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
     {NULL, NULL, 0, NULL},

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang
+from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text
 from .records import ParseResult
 
 try:
@@ -89,39 +91,96 @@ def _flush(scan: _scan.Scanner, result: ParseResult) -> None:
         result.metric_frames.append(pl.Series(metrics).struct.unnest())
 
 
-def parse_chunks(chunks: Iterator[tuple[int, list[str]]], parsers: dict, result: ParseResult,
+@dataclass
+class _Parse:
+    """What a chunk's reading needs: the scanner, the readers and the state the scanner moves on."""
+
+    scan: _scan.Scanner
+    result: ParseResult
+    readers: list
+    others: list  # the readers whose blocks are read in Python, line by line (all but eagle_profile)
+    eagle: Any
+    sglang: Any
+    labels: set[str]
+    nccl_lines: dict[str, str]
+    channel_lines: set[str]
+
+    def ready(self) -> bool:
+        """Whether the scanner may read on: no reader but eagle_profile in a block of its own. The
+        records Python fed since the scanner's go after them first (frames keep records in order)."""
+        if any(r.busy() for r in self.others):
+            return False
+        if self.result.phases or self.result.metrics:
+            _flush(self.scan, self.result)  # the scanner's records are older than these
+            self.result.freeze()
+        return True
+
+    def feed(self, line: str, lineno: int, mask: int) -> None:
+        """A line Python reads, as the line engine does: to the readers it concerns and the busy ones."""
+        for bit, reader in enumerate(self.readers):
+            if mask >> bit & 1 or reader.busy():
+                reader.feed(lineno, line)
+        self.readers[0].stamp()  # the Tagger
+
+    def lines(self, lines: list[str], first: int) -> None:
+        """A chunk cut into lines (text.Lines): the scanner reads the str objects."""
+        i, n = 0, len(lines)
+        while i < n:
+            if self.ready():
+                i, mask = self.scan.scan(lines, i, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
+                                         self.channel_lines, _flags(self.result))
+                if i == n:
+                    break
+            else:
+                mask = self.scan.mask(lines[i])
+            self.feed(lines[i], first + i, mask)
+            i += 1
+
+    def text(self, chunk: text.Text, first: int) -> None:
+        """A chunk kept as its text (text.Text): the scanner reads it in place; a line is cut out (and
+        cleaned, if it is one of the chunk's dirty lines) only where Python feeds it."""
+        body, dirty = chunk.text, chunk.dirty
+        i, n, pos, d = 0, len(chunk), 0, 0  # d: the first dirty line not behind line i
+        while i < n:
+            if self.ready():
+                i, pos, end, mask = self.scan.scan_text(
+                    body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
+                    self.channel_lines, _flags(self.result), dirty[d] if d < len(dirty) else -1)
+                if i == n:
+                    break
+            else:
+                end = body.find("\n", pos)
+                end, mask = (len(body) if end < 0 else end), -1
+            while d < len(dirty) and dirty[d] < i:
+                d += 1
+            line = body[pos:end]
+            if d < len(dirty) and dirty[d] == i:
+                line, mask = text.clean(line), ~0  # every reader, as the line engine feeds a cleaned line
+            elif mask < 0:
+                mask = self.scan.mask(line)
+            self.feed(line, first + i, mask)
+            i, pos = i + 1, end + 1
+
+
+def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: dict, result: ParseResult,
                  sink: Sink | None, spill_at: int) -> None:
-    """The records of `chunks` ((number of the first line, lines)) into `result`, as parse_numbered
-    gives them; `parsers` is PARSERS (every format: the scanner stands in for all of them)."""
+    """The records of `chunks` ((number of the first line, lines or a text.Text)) into `result`, as
+    parse_numbered gives them; `parsers` is PARSERS (every format: the scanner stands in for all)."""
     formats = [p(result) for p in parsers.values()]
     tagger = processes.Tagger(result)
     readers = [tagger, *formats]
     by_name = {p.name: p for p in formats}
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
-    eagle, sglang_parser, nccl = by_name["eagle_profile"], by_name["sglang"], by_name[nccl_debug.NAME]
-    others = [r for r in readers if r is not eagle]  # their blocks are read in Python, line by line
+    eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
-    labels, nccl_lines, channel_lines = tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines
+    parse = _Parse(scan, result, readers, [r for r in readers if r is not eagle], eagle, by_name["sglang"],
+                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines)
     for first, lines in chunks:
-        i, n = 0, len(lines)
-        while i < n:
-            if not any(r.busy() for r in others):
-                if result.phases or result.metrics:
-                    _flush(scan, result)  # the scanner's records are older than these
-                    result.freeze()
-                i, mask = scan.scan(lines, i, first, eagle, sglang_parser, labels, nccl_lines, channel_lines,
-                                    _flags(result))
-                if i == n:
-                    break
-            else:
-                mask = scan.mask(lines[i])
-            line, lineno = lines[i], first + i
-            for bit, reader in enumerate(readers):
-                if mask >> bit & 1 or reader.busy():
-                    reader.feed(lineno, line)
-            tagger.stamp()
-            i += 1
-        result.lines = first + n - 1
+        if isinstance(lines, text.Text):
+            parse.text(lines, first)
+        else:
+            parse.lines(lines, first)
+        result.lines = first + len(lines) - 1
         # The scanner's records join the result when a sink takes them (a few chunks' worth: polars'
         # cost per frame is paid less often), or at the end.
         if sink is not None and result.pending + scan.pending >= spill_at:

@@ -11,7 +11,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
-from typing import BinaryIO
+from typing import BinaryIO, Literal, overload
 
 import polars as pl
 
@@ -156,8 +156,18 @@ def read_lines(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple
         _mid_line(lineno + 1, warnings)
 
 
-def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tuple[int, Lines]]:
+@overload
+def read_chunks(stream: BinaryIO, warnings: list | None = ...,
+                texts: Literal[False] = ...) -> Iterator[tuple[int, Lines]]: ...
+@overload
+def read_chunks(stream: BinaryIO, warnings: list | None = ..., *,
+                texts: bool) -> Iterator[tuple[int, Lines | Text]]: ...
+def read_chunks(stream: BinaryIO, warnings: list | None = None,
+                texts: bool = False) -> Iterator[tuple[int, Lines | Text]]:
     """Yield (number of the first line, cleaned lines) per read of BATCH bytes, cut at a newline.
+
+    With `texts`, a chunk of ASCII text with few lines to clean comes as a Text instead (the
+    native engine reads it in place; native.py).
 
     The same lines, numbers and warnings as read_lines, a chunk at a time. A line over
     MAX_LINE_BYTES is yielded alone, its warning added just before it, as read_lines does.
@@ -192,7 +202,7 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tupl
             for part in parts:
                 if len(part) > MAX_LINE_BYTES and b"\n" not in part:  # one over-long line
                     if run:
-                        lines = _decode_block(b"\n".join(run))
+                        lines = _decode_block(b"\n".join(run), texts)
                         yield lineno + 1, lines
                         lineno += len(lines)
                         run = []
@@ -202,7 +212,7 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None) -> Iterator[tupl
                 else:
                     run.append(part)
             if run:
-                lines = _decode_block(run[0] if len(run) == 1 else b"\n".join(run))
+                lines = _decode_block(run[0] if len(run) == 1 else b"\n".join(run), texts)
                 yield lineno + 1, lines
                 lineno += len(lines)
         if len(data) > MAX_LINE_BYTES:
@@ -230,7 +240,26 @@ def _lines(lines: list[str], cleaned: Iterable[int] = ()) -> Lines:
     return out
 
 
-def _decode_block(block: bytes) -> Lines:
+class Text:
+    """A chunk kept as its decoded text, ASCII, not cut into lines (read_chunks(texts=True)): the
+    native scanner reads its lines in place; Python cuts out only those it feeds, cleaning the
+    `dirty` ones (the indices of the lines clean() may change, ascending)."""
+
+    __slots__ = ("count", "dirty", "text")
+
+    def __init__(self, text: str, count: int, dirty: list[int]) -> None:
+        self.text, self.count, self.dirty = text, count, dirty
+
+    def __len__(self) -> int:
+        return self.count
+
+
+# A chunk with more lines to clean than this share is cut into lines as ever: its dirty lines
+# would each be handed to Python (a log coloured on every line).
+TEXT_DIRTY_SHARE = 0.01
+
+
+def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
     """Lines of newline-separated bytes, decoded and cleaned as _decode does one line.
 
     One decode and split in C: UTF-8 never takes a newline into a multi-byte sequence, so it
@@ -239,8 +268,11 @@ def _decode_block(block: bytes) -> Lines:
     if b"\x00" in block:
         block = block.replace(b"\x00", b"")
     text = block.decode("utf-8", errors="replace")
+    found = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
+    marked = None if found is None else found[1]
+    if texts and found is not None and len(found[1]) <= TEXT_DIRTY_SHARE * found[0]:
+        return Text(text, *found)
     lines = text.split("\n")
-    marked = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
     if marked is not None:
         for i in marked:
             lines[i] = clean(lines[i])
