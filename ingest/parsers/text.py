@@ -268,10 +268,10 @@ def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
     if b"\x00" in block:
         block = block.replace(b"\x00", b"")
     text = block.decode("utf-8", errors="replace")
-    found = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
-    marked = None if found is None else found[1]
-    if texts and found is not None and len(found[1]) <= TEXT_DIRTY_SHARE * found[0]:
-        return Text(text, *found)
+    counted = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
+    marked = None if counted is None else counted[1]
+    if texts and counted is not None and len(counted[1]) <= TEXT_DIRTY_SHARE * counted[0]:
+        return Text(text, *counted)
     lines = text.split("\n")
     if marked is not None:
         for i in marked:
