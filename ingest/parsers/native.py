@@ -9,8 +9,9 @@ are fed here one by one. So the records are the line engine's, in its order, wit
 place of Python on the bulk of a serving log (tests/test_parsers_native.py proves them equal).
 
 The scanner's records wait in its own column buffers and join the result as frames: before the
-scanner adds records while Python-fed ones are pending, and at the end of every chunk (so a
-frame always holds records older than the ones in the result's lists).
+scanner adds records while Python-fed ones are pending, when a sink takes rows, and at the end
+(so a frame always holds records older than the ones in the result's lists). A chunk comes as
+lines (text.Lines: the scanner reads the str objects) or as one text (text.Text: read in place).
 """
 
 from __future__ import annotations
