@@ -29,10 +29,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
+import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
-    from ingest.parsers.records import ParseResult
+    from ingest.parsers.records import Grouped, ParseResult
 
 # Collectives kept in a run's `parsed` (the rows stay in their table; pages read them there).
 COLLECTIVES_KEPT = 200
@@ -269,7 +270,10 @@ class ParseDigest:
     result: they are kept as they come and handed back by `rows()`.
 
     summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
+    The native engine hands it the scanner's records already grouped (`takes_groups`).
     """
+
+    takes_groups = True
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.digest = FileDigest(directory)
@@ -277,12 +281,12 @@ class ParseDigest:
         self.nccl: list = []
 
     def __call__(self, result: ParseResult) -> None:
-        phases, metrics, collectives, nccl = result.take_columns()
+        phases, metrics, collectives, nccl = result.take_batches()
         # Each kind keeps its own order (a shared sequence numbers both: same order within a kind).
-        if phases is not None:
-            self.digest.phase_frame(phases)
-        if metrics is not None:
-            self.digest.metric_frame(metrics)
+        for batch in phases:
+            self.digest.phase_batch(batch)
+        for batch in metrics:
+            self.digest.metric_batch(batch)
         self.collectives.add(collectives)
         # The same objects: the nccl_debug parser sets a held echo's rank at its end.
         self.nccl.extend(nccl)
@@ -322,6 +326,20 @@ def _append_ints(cols: list[array], i: int, column: pl.Series) -> None:
             return
         cols[i] = array("q", cols[i])
     cols[i].frombytes(_buffer(column.cast(pl.Int64)))
+
+
+def _append_array(cols: list[array], i: int, column: np.ndarray) -> None:
+    """_append_ints of a numpy column."""
+    if cols[i].typecode == "i":
+        if not len(column) or (column.min() >= -(1 << 31) and column.max() < 1 << 31):
+            cols[i].frombytes(_view(column.astype(np.int32, copy=False)))
+            return
+        cols[i] = array("q", cols[i])
+    cols[i].frombytes(_view(column.astype(np.int64, copy=False)))
+
+
+def _view(column: np.ndarray) -> memoryview:
+    return memoryview(column).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer
 
 
 def _buffer(column: pl.Series) -> memoryview:
@@ -387,6 +405,24 @@ class _Grouper:
             if phase:
                 cols[4].frombytes(_buffer(columns[4][row]))
         self._held += frame.height
+        if self._held >= FLUSH_ROWS:
+            self.flush()
+
+    def add_grouped(self, logfile: int | None, batch: Grouped, order: int) -> None:
+        """add_frame() of the native scanner's grouped records (ingest.parsers.records.Grouped):
+        their columns appended as they come, a group at a time, no group_by."""
+        for group in batch.groups:
+            name, source, process, rank = group[:4]
+            windows, lines, values, places, pcts = batch.arrays(group)
+            cols = self._cols((batch.phase, logfile, process, source, name, rank))
+            _append_array(cols, 0, windows)
+            _append_array(cols, 1, lines)
+            # int32 + a Python int stays int32 in numpy 2: widened first when the sum may not fit.
+            _append_array(cols, 3, (places if order + batch.height < 1 << 31 else places.astype(np.int64)) + order)
+            cols[2].frombytes(_view(values))
+            if pcts is not None:
+                cols[4].frombytes(_view(pcts))
+        self._held += batch.height
         if self._held >= FLUSH_ROWS:
             self.flush()
 
@@ -460,6 +496,28 @@ class FileDigest:
         self._grouper.add_frame(False, None, frame, self.seq)
         self.seq += frame.height
         self.max_window = max(self.max_window, int(frame.get_column("window").max() or 0))  # type: ignore[arg-type]
+
+    def phase_batch(self, batch: pl.DataFrame | Grouped) -> None:
+        """phase_frame() of a frame or of the native scanner's grouped records."""
+        if isinstance(batch, pl.DataFrame):
+            self.phase_frame(batch)
+            return
+        self._grouped(batch)
+
+    def metric_batch(self, batch: pl.DataFrame | Grouped) -> None:
+        """metric_frame() of a frame or of the native scanner's grouped records."""
+        if isinstance(batch, pl.DataFrame) or any(g[0] == "avg_busbw_gbs" for g in batch.groups):
+            self.metric_frame(batch if isinstance(batch, pl.DataFrame) else batch.frame())  # the last one kept
+            return
+        self._grouped(batch)
+
+    def _grouped(self, batch: Grouped) -> None:
+        self._grouper.add_grouped(None, batch, self.seq)
+        self.seq += batch.height
+        for group in batch.groups:
+            windows = batch.arrays(group)[0]
+            if len(windows):
+                self.max_window = max(self.max_window, int(windows.max()))
 
     def rows(self) -> Rows:
         """The digest as a lone parse's rows (no log file id, the records' own order)."""

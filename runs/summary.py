@@ -11,8 +11,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from itertools import islice
-from operator import lt
 from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +80,12 @@ def _concat(arrays: list[array]) -> array:
 
 
 def _strictly_increasing(values: array) -> bool:
-    return all(map(lt, values, islice(values, 1, None)))
+    """Each number above the one before (numpy over the array's buffer: a 512 MB log has ~900k)."""
+    if len(values) < 2:
+        return True
+    assert values.typecode in "iq", values.typecode  # windows
+    a: np.ndarray = np.frombuffer(values, dtype=np.int32 if values.typecode == "i" else np.int64)
+    return bool(np.all(np.greater(a[1:], a[:-1])))
 
 
 def _ints(column: array) -> pl.Series:

@@ -225,6 +225,30 @@ def test_a_parse_spilled_on_disk_summarizes_as_one_held_in_memory(monkeypatch):
     assert summarize(result, rows) == summarize(parse_stream(io.BytesIO(data)))
 
 
+def test_a_digest_of_the_scanners_grouped_records_equals_one_of_its_frames(monkeypatch):
+    from bench.loggen import HEAD_SAMPLE, windows_text
+
+    data = HEAD_SAMPLE.read_bytes() + windows_text(3000, seed=7).encode() + public_sample(
+        "sglang_decode_eagle3_issue11948.log").read_bytes() + windows_text(200, seed=8).encode()
+    monkeypatch.setattr(parsers, "SPILL_AT", 5000)
+
+    def digested(grouped: bool):
+        monkeypatch.setattr(digest.ParseDigest, "takes_groups", grouped)
+        sink = digest.ParseDigest()
+        result = parse_stream(io.BytesIO(data), sink=sink)
+        return result, sink.rows(result)
+
+    (r1, grouped), (r2, framed) = digested(True), digested(False)
+    for kind in ("phases", "metrics"):
+        a, b = getattr(grouped, kind), getattr(framed, kind)
+        assert [(g.process, g.source, g.name, g.rank) for g in a] == [(g.process, g.source, g.name, g.rank) for g in b]
+        for x, y in zip(a, b, strict=True):
+            assert (x.windows, x.lines, x.values, x.order) == (y.windows, y.lines, y.values, y.order)
+            assert str(x.pcts) == str(y.pcts)  # NaN too
+    assert len(grouped.phases) == 3 and len(grouped.phases[0]) > 3000
+    assert summarize(r1, grouped) == summarize(r2, framed)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_cuts_stored_digests_into_parts_that_join_back_to_them(alice):
     """Migration 0015: each one-value digest becomes parts of at most 1 MiB, in order; and back."""

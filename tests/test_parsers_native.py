@@ -11,29 +11,41 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ingest.parsers as parsers
-from ingest.parsers import PARSERS, _scan, native, parse_stream, processes, text
+from ingest.parsers import PARSERS, _scan, native, parse_stream, processes, records, text
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_engine import DAMAGE, LINES, SAMPLES, SETTINGS, WINDOW_LINES, logs, serving_logs
 
 
-def _parse(data: bytes, engine: str):
+class _Sink:
+    """Takes rows as records; `takes_groups`: the scanner's come as Grouped batches first
+    (what runs.digest.ParseDigest takes), made records here by Grouped.frame()."""
+
+    def __init__(self, taken: list, grouped: bool) -> None:
+        self.taken, self.takes_groups = taken, grouped
+
+    def __call__(self, result) -> None:
+        self.taken.append(result.take_rows())
+
+
+def _parse(data: bytes, engine: str, grouped: bool = False):
     """Result and every phase, metric, collective and NCCL value however the sink took them."""
     taken: list = []
     try:
-        result = parse_stream(io.BytesIO(data), sink=lambda r: taken.append(r.take_rows()), engine=engine)
+        result = parse_stream(io.BytesIO(data), sink=_Sink(taken, grouped), engine=engine)
     except parsers.ParseError as e:
         return ("ParseError", e.line, e.message)
     taken.append(result.take_rows())
     return result, [[row for batch in taken for row in batch[kind]] for kind in range(4)]
 
 
-def _same(data: bytes, batch: int = 1 << 21, first: int = 1 << 16, spill_at: int = parsers.SPILL_AT) -> None:
+def _same(data: bytes, batch: int = 1 << 21, first: int = 1 << 16, spill_at: int = parsers.SPILL_AT,
+          grouped: bool = False) -> None:
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(parsers, "SPILL_AT", spill_at))
         lines = _parse(data, "lines")
         stack.enter_context(mock.patch.object(text, "BATCH", batch))
         stack.enter_context(mock.patch.object(text, "FIRST_BATCH", first))
-        got = _parse(data, "native")
+        got = _parse(data, "native", grouped)
     if "ParseError" in (lines[0], got[0]):
         assert got == lines
         return
@@ -48,15 +60,36 @@ def test_the_native_engine_is_built_and_reads_what_the_parsers_declare():
 
 
 @SETTINGS
-@given(logs(), st.integers(1, 3000), st.integers(1, 50))
-def test_native_gives_the_records_lines_give(data, batch, spill_at):
-    _same(data, batch, batch, spill_at)
+@given(logs(), st.integers(1, 3000), st.integers(1, 50), st.booleans())
+def test_native_gives_the_records_lines_give(data, batch, spill_at, grouped):
+    _same(data, batch, batch, spill_at, grouped)
 
 
 @SETTINGS
-@given(serving_logs(), st.integers(200, 4000), st.integers(1, 60))
-def test_native_gives_the_records_lines_give_on_serving_windows(data, batch, spill_at):
-    _same(data, batch, batch, spill_at)
+@given(serving_logs(), st.integers(200, 4000), st.integers(1, 60), st.booleans())
+def test_native_gives_the_records_lines_give_on_serving_windows(data, batch, spill_at, grouped):
+    _same(data, batch, batch, spill_at, grouped)
+
+
+def test_grouped_records_are_the_scanners_frames_grouped_by_what_a_digest_keeps():
+    from bench.loggen import HEAD_SAMPLE, windows_text
+
+    data = HEAD_SAMPLE.read_bytes() + windows_text(500, seed=5).encode()
+    frames, groups = _parse(data, "native", grouped=False), _parse(data, "native", grouped=True)
+    assert groups[1] == frames[1] and groups[0] == frames[0]
+    result = parse_stream(io.BytesIO(data), sink=_Sink([], grouped=True))  # the rows stay pending: too few
+    grouped = [b for b in result.take_batches()[1] if isinstance(b, records.Grouped)]
+    assert grouped and sum(b.height for b in grouped) > 5000
+    for batch in grouped:
+        frame = batch.frame()
+        keys = frame.select("name", "source", "process", "rank").unique(maintain_order=True).rows()
+        assert [g[:4] for g in batch.groups] == [(n, s, p, r) for n, s, p, r in keys]  # first seen, first
+        for group in batch.groups:
+            windows, lines, values, order, pcts = batch.arrays(group)
+            assert pcts is None
+            part = frame.with_row_index("at").filter(name=group[0], source=group[1], process=group[2], rank=group[3])
+            assert order.tolist() == part["at"].to_list() and windows.tolist() == part["window"].to_list()
+            assert lines.tolist() == part["line"].to_list() and values.tolist() == part["value"].to_list()
 
 
 _DECIMAL = st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(0, 10**17),

@@ -1157,6 +1157,152 @@ static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(ignored)) {
     return Py_BuildValue("NN", phases, metrics);
 }
 
+/* ---- handing records over grouped: what a digest keeps (runs/digest.py) --------------------
+ *
+ * take_groups() gives each kind's records already grouped by (name, source, process, rank), the
+ * key a digest folds them by, as the columns it keeps: a group's windows, lines, values, their
+ * places among the batch's records of that kind (emission order) and, for phases, percentages
+ * (NaN: none printed). A counting sort by group, groups in the order they first appear: what
+ * polars' group_by(maintain_order=True) of the frame take() gives, without a string a record. */
+
+typedef struct { int key[4]; Py_ssize_t count, fill; } group_slot;
+
+typedef struct {
+    group_slot *groups; int ngroups, capgroups;
+    int *table; int tcap;  /* open addressing: group index + 1, 0 empty */
+} grouping;
+
+static uint32_t key_hash(const int *k) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < 4; i++) h = (h ^ (uint32_t)k[i]) * 1099511628211ull;
+    return (uint32_t)(h ^ (h >> 29));
+}
+
+static int grouping_rehash(grouping *g, int cap) {
+    int *t = calloc((size_t)cap, sizeof(int));
+    if (!t) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < g->ngroups; i++) {
+        uint32_t s = key_hash(g->groups[i].key) & (uint32_t)(cap - 1);
+        while (t[s]) s = (s + 1) & (uint32_t)(cap - 1);
+        t[s] = i + 1;
+    }
+    free(g->table);
+    g->table = t, g->tcap = cap;
+    return 0;
+}
+
+/* The group of key k (made when new): its index, -1 on error. */
+static int group_of(grouping *g, const int *k) {
+    uint32_t s = key_hash(k) & (uint32_t)(g->tcap - 1);
+    for (int i; (i = g->table[s]); s = (s + 1) & (uint32_t)(g->tcap - 1))
+        if (memcmp(g->groups[i - 1].key, k, sizeof(int) * 4) == 0) return i - 1;
+    if (g->ngroups == g->capgroups) {
+        int cap = g->capgroups ? g->capgroups * 2 : 16;
+        group_slot *p = realloc(g->groups, (size_t)cap * sizeof(group_slot));
+        if (!p) { PyErr_NoMemory(); return -1; }
+        g->groups = p, g->capgroups = cap;
+    }
+    int i = g->ngroups++;
+    memcpy(g->groups[i].key, k, sizeof(int) * 4);
+    g->groups[i].count = g->groups[i].fill = 0;
+    g->table[s] = i + 1;
+    if (g->ngroups * 2 > g->tcap && grouping_rehash(g, g->tcap * 2) < 0) return -1;
+    return i;
+}
+
+/* 4 bytes a number when every one of the column fits ("i"), else 8 ("q"). */
+static int fits_int32(const int64_t *v, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (v[i] < INT32_MIN || v[i] > INT32_MAX) return 0;
+    return 1;
+}
+
+static PyObject *new_bytes(Py_ssize_t size, char **at) {
+    PyObject *b = PyBytes_FromStringAndSize(NULL, size);
+    *at = b ? PyBytes_AS_STRING(b) : NULL;
+    return b;
+}
+
+/* One kind's records as [(name, source, process, rank, windows, lines, values, order, pcts)]:
+ * bytes of int32 or int64 (`wide` says which: bit 0 windows, bit 1 lines), float64 values, int32
+ * order, float64 pcts (None for metrics). The scanner's buffers are emptied, their room kept. */
+static PyObject *groups_of(Scanner *self, int phases, int *wide) {
+    Py_ssize_t n = phases ? self->p_name.n : self->m_name.n;
+    const int64_t *names = phases ? self->p_name.v : self->m_name.v;
+    const int64_t *windows = phases ? self->p_window.v : self->m_window.v;
+    const int64_t *lines = phases ? self->p_line.v : self->m_line.v;
+    const double *values = phases ? self->p_ms.v : self->m_value.v;
+    if (n >= INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "too many records in one batch"); return NULL; }
+    grouping g = {0};
+    int32_t *gid = malloc((size_t)n * sizeof(int32_t) + 1);
+    PyObject *out = NULL;
+    if (!gid || grouping_rehash(&g, 64) < 0) { if (!gid) PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int k[4] = {(int)names[i], phases ? self->s_eagle : (int)self->m_source.v[i],
+                    phases ? self->s_main : (int)self->m_process.v[i], phases ? self->s_empty : (int)self->m_rank.v[i]};
+        int at = group_of(&g, k);
+        if (at < 0) goto done;
+        gid[i] = at;
+        g.groups[at].count++;
+    }
+    *wide = (fits_int32(windows, n) ? 0 : 1) | (fits_int32(lines, n) ? 0 : 2);
+    Py_ssize_t wsize = *wide & 1 ? 8 : 4, lsize = *wide & 2 ? 8 : 4;
+    out = PyList_New(g.ngroups);
+    if (!out) goto done;
+    char **cols = calloc((size_t)g.ngroups * 5 + 1, sizeof(char *));
+    if (!cols) { Py_CLEAR(out); PyErr_NoMemory(); goto done; }
+    for (int k = 0; k < g.ngroups; k++) {
+        Py_ssize_t c = g.groups[k].count;
+        char **at = cols + 5 * k;
+        PyObject *w = new_bytes(c * wsize, &at[0]), *l = new_bytes(c * lsize, &at[1]),
+                 *v = new_bytes(c * 8, &at[2]), *o = new_bytes(c * 4, &at[3]);
+        PyObject *p = phases ? new_bytes(c * 8, &at[4]) : (Py_INCREF(Py_None), Py_None);
+        const int *key = g.groups[k].key;
+        PyObject *t = (w && l && v && o && p) ? PyTuple_Pack(9, str_obj(self, key[0]), str_obj(self, key[1]),
+                                                             str_obj(self, key[2]), str_obj(self, key[3]), w, l, v, o, p)
+                                              : NULL;
+        Py_XDECREF(w); Py_XDECREF(l); Py_XDECREF(v); Py_XDECREF(o); Py_XDECREF(p);
+        if (!t) { Py_CLEAR(out); free(cols); goto done; }
+        PyList_SET_ITEM(out, k, t);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        group_slot *s = &g.groups[gid[i]];
+        char **at = cols + 5 * gid[i];
+        Py_ssize_t f = s->fill++;
+        if (wsize == 4) ((int32_t *)at[0])[f] = (int32_t)windows[i]; else ((int64_t *)at[0])[f] = windows[i];
+        if (lsize == 4) ((int32_t *)at[1])[f] = (int32_t)lines[i]; else ((int64_t *)at[1])[f] = lines[i];
+        ((double *)at[2])[f] = values[i];
+        ((int32_t *)at[3])[f] = (int32_t)i;
+        if (phases) ((double *)at[4])[f] = self->p_pct.v[i];
+    }
+    free(cols);
+    if (phases) {
+        self->p_name.n = self->p_window.n = self->p_line.n = self->p_ms.n = self->p_pct.n = 0;
+    } else {
+        self->m_name.n = self->m_window.n = self->m_line.n = self->m_value.n = 0;
+        self->m_source.n = self->m_rank.n = self->m_process.n = 0;
+    }
+done:
+    free(gid);
+    free(g.groups);
+    free(g.table);
+    return out;
+}
+
+/* take_groups() -> (phases, metrics): each None or (records, wide, groups) (see groups_of). */
+static PyObject *Scanner_take_groups(Scanner *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *kinds[2] = {Py_None, Py_None};
+    Py_ssize_t counts[2] = {self->p_name.n, self->m_name.n};
+    for (int k = 0; k < 2; k++) {
+        if (!counts[k]) { Py_INCREF(Py_None); continue; }
+        int wide = 0;
+        PyObject *groups = groups_of(self, k == 0, &wide);
+        kinds[k] = groups ? Py_BuildValue("niN", counts[k], wide, groups) : NULL;
+        if (!kinds[k]) { if (k) Py_DECREF(kinds[0]); return NULL; }
+    }
+    return Py_BuildValue("NN", kinds[0], kinds[1]);
+}
+
 static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
     return PyLong_FromSsize_t(self->p_name.n + self->m_name.n);
 }
@@ -1351,6 +1497,9 @@ static PyMethodDef Scanner_methods[] = {
      " -> (index, pos, end, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
+    {"take_groups", (PyCFunction)Scanner_take_groups, METH_NOARGS,
+     "take_groups() -> (phases, metrics), each None or (records, wide, [(name, source, process, rank, windows,"
+     " lines, values, order, pcts)])"},
     {NULL, NULL, 0, NULL},
 };
 

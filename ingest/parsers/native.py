@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text
-from .records import ParseResult
+from .records import Grouped, ParseResult
 
 try:
     from . import _scan
@@ -79,11 +79,17 @@ def _flags(result: ParseResult) -> int:
     return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings))
 
 
-def _flush(scan: _scan.Scanner, result: ParseResult) -> None:
+def _flush(scan: _scan.Scanner, result: ParseResult, grouped: bool = False) -> None:
     """The scanner's records into the result's frames (after those already there). They come as
     Arrow arrays whose buffers polars takes over (the Arrow C data interface): no copy, no Python
-    object a value."""
+    object a value. `grouped`: as Grouped batches instead (records.py), for a sink that folds
+    them by group (runs.digest.ParseDigest): no string column a record, no group_by."""
     if not scan.pending:
+        return
+    if grouped:
+        for kind, frames in zip(scan.take_groups(), (result.phase_frames, result.metric_frames), strict=True):
+            if kind is not None:
+                frames.append(Grouped(frames is result.phase_frames, *kind))
         return
     phases, metrics = scan.take()
     if phases is not None:
@@ -105,6 +111,7 @@ class _Parse:
     labels: set[str]
     nccl_lines: dict[str, str]
     channel_lines: set[str]
+    grouped: bool  # the sink takes the scanner's records as Grouped batches
 
     def ready(self) -> bool:
         """Whether the scanner may read on: no reader but eagle_profile in a block of its own. The
@@ -112,7 +119,7 @@ class _Parse:
         if any(r.busy() for r in self.others):
             return False
         if self.result.phases or self.result.metrics:
-            _flush(self.scan, self.result)  # the scanner's records are older than these
+            _flush(self.scan, self.result, self.grouped)  # the scanner's records are older than these
             self.result.freeze()
         return True
 
@@ -175,7 +182,8 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
     parse = _Parse(scan, result, readers, [r for r in readers if r is not eagle], eagle, by_name["sglang"],
-                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines)
+                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
+                   bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)
@@ -185,9 +193,9 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
         # The scanner's records join the result when a sink takes them (a few chunks' worth: polars'
         # cost per frame is paid less often), or at the end.
         if sink is not None and result.pending + scan.pending >= spill_at:
-            _flush(scan, result)
+            _flush(scan, result, parse.grouped)
             sink(result)
-    _flush(scan, result)
+    _flush(scan, result, parse.grouped)
     for p in formats:
         p.finish()
     tagger.finish()

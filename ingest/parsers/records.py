@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
 import polars as pl
 
 
@@ -117,8 +118,56 @@ def metrics_frame(metrics: list[Metric]) -> pl.DataFrame:
                         schema=METRIC_SCHEMA, orient="row")
 
 
-def _one(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
-    frames = [f for f in frames if f.height]
+Group = tuple[str, str, str, str, bytes, bytes, bytes, bytes, "bytes | None"]
+
+
+@dataclass(slots=True)
+class Grouped:
+    """One kind's records from the native scanner already grouped as a digest keeps them
+    (`_scan.Scanner.take_groups`): per (name, source, process, rank), in the order the groups
+    first appear, the group's windows, lines, values, its records' places among the batch's
+    (emission order) and, for phases, percentages (NaN: none printed). A digest folds these
+    without a group_by over strings (runs/digest.py); `frame()` is the batch as take() gives it."""
+
+    phase: bool
+    height: int
+    wide: int  # bit 0: windows are int64 (else int32), bit 1: lines the same
+    groups: list[Group]
+
+    def arrays(self, group: Group) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """windows, lines, values, order (places in the batch), pcts (None for metrics), as numpy views."""
+        _, _, _, _, windows, lines, values, order, pcts = group
+        return (np.frombuffer(windows, np.int64 if self.wide & 1 else np.int32),
+                np.frombuffer(lines, np.int64 if self.wide & 2 else np.int32),
+                np.frombuffer(values, np.float64), np.frombuffer(order, np.int32),
+                None if pcts is None else np.frombuffer(pcts, np.float64))
+
+    def frame(self) -> pl.DataFrame:
+        """The records as one frame (PHASE_SCHEMA or METRIC_SCHEMA), in their emission order."""
+        schema = PHASE_SCHEMA if self.phase else METRIC_SCHEMA
+        parts = []
+        for group in self.groups:
+            name, source, process, rank = group[:4]
+            windows, lines, values, order, pcts = self.arrays(group)
+            columns = {"window": windows, "line": lines, "_at": order,
+                       **({"ms": values, "pct": pcts} if self.phase else {"value": values})}
+            part = pl.DataFrame(columns).with_columns(
+                name=pl.lit(name), source=pl.lit(source), process=pl.lit(process),
+                **({"pct": pl.col("pct").fill_nan(None)} if self.phase else {"rank": pl.lit(rank)}))
+            parts.append(part)
+        out = pl.concat(parts).sort("_at") if parts else pl.DataFrame(schema=schema)
+        return out.select([pl.col(c).cast(t) for c, t in schema.items()])
+
+
+Batch = pl.DataFrame | Grouped
+
+
+def _frame(batch: Batch) -> pl.DataFrame:
+    return batch.frame() if isinstance(batch, Grouped) else batch
+
+
+def _one(batches: list[Batch]) -> pl.DataFrame | None:
+    frames = [_frame(f) for f in batches if f.height]
     return None if not frames else frames[0] if len(frames) == 1 else pl.concat(frames)
 
 
@@ -139,9 +188,10 @@ class ParseResult:
     warnings: list[Issue] = field(default_factory=list)
     lines: int = 0
     spilled: int = 0  # rows already handed to a sink
-    # Rows held as columns (chunk lanes): all before the rows in `phases` / `metrics`.
-    phase_frames: list[pl.DataFrame] = field(default_factory=list, compare=False, repr=False)
-    metric_frames: list[pl.DataFrame] = field(default_factory=list, compare=False, repr=False)
+    # Rows held as columns (chunk lanes, the native scanner): all before the rows in `phases` /
+    # `metrics`. Grouped where the native engine's sink takes them so (`takes_groups`).
+    phase_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
+    metric_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
 
     def add_format(self, name: str) -> None:
         if name not in self.formats:
@@ -175,6 +225,15 @@ class ParseResult:
         self.spilled += sum(0 if f is None else f.height for f in (phases, metrics)) + len(collectives) + len(nccl)
         return phases, metrics, collectives, nccl
 
+    def take_batches(self) -> tuple[list[Batch], list[Batch], list[Collective], list[NcclValue]]:
+        """take_columns() with phases and metrics as the batches held, in their order: frames, and
+        the native scanner's Grouped as they came (for a sink with `takes_groups`)."""
+        self.freeze()
+        phases, metrics, collectives, nccl = self.phase_frames, self.metric_frames, self.collectives, self.nccl
+        self.phase_frames, self.metric_frames, self.collectives, self.nccl = [], [], [], []
+        self.spilled += sum(f.height for f in (*phases, *metrics)) + len(collectives) + len(nccl)
+        return phases, metrics, collectives, nccl
+
     def freeze(self) -> None:
         """Move the phases and metrics held as records after those held as columns."""
         if self.phases:
@@ -187,10 +246,10 @@ class ParseResult:
     def thaw(self) -> None:
         """The rows held as columns back in front of `phases` / `metrics`, as records."""
         if self.phase_frames:
-            self.phases = [Phase(*row) for f in self.phase_frames for row in f.iter_rows()] + self.phases
+            self.phases = [Phase(*row) for f in self.phase_frames for row in _frame(f).iter_rows()] + self.phases
             self.phase_frames = []
         if self.metric_frames:
-            self.metrics = [Metric(*row) for f in self.metric_frames for row in f.iter_rows()] + self.metrics
+            self.metrics = [Metric(*row) for f in self.metric_frames for row in _frame(f).iter_rows()] + self.metrics
             self.metric_frames = []
 
     @property
