@@ -39,12 +39,17 @@ def _parse(data: bytes, engine: str, grouped: bool = False):
 
 
 def _same(data: bytes, batch: int = 1 << 21, first: int = 1 << 16, spill_at: int = parsers.SPILL_AT,
-          grouped: bool = False) -> None:
+          grouped: bool = False, vector: bool = True) -> None:
+    """Native equals lines; `vector`: with the scanner's AVX2 line search where the CPU has it, else
+    its scalar one (both are built on x86-64)."""
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(parsers, "SPILL_AT", spill_at))
         lines = _parse(data, "lines")
         stack.enter_context(mock.patch.object(text, "BATCH", batch))
         stack.enter_context(mock.patch.object(text, "FIRST_BATCH", first))
+        was = _scan.vector()
+        stack.callback(_scan.vector, was)
+        _scan.vector(vector and was)
         got = _parse(data, "native", grouped)
     if "ParseError" in (lines[0], got[0]):
         assert got == lines
@@ -60,15 +65,28 @@ def test_the_native_engine_is_built_and_reads_what_the_parsers_declare():
 
 
 @SETTINGS
-@given(logs(), st.integers(1, 3000), st.integers(1, 50), st.booleans())
-def test_native_gives_the_records_lines_give(data, batch, spill_at, grouped):
-    _same(data, batch, batch, spill_at, grouped)
+@given(logs(), st.integers(1, 3000), st.integers(1, 50), st.booleans(), st.booleans())
+def test_native_gives_the_records_lines_give(data, batch, spill_at, grouped, vector):
+    _same(data, batch, batch, spill_at, grouped, vector)
 
 
 @SETTINGS
-@given(serving_logs(), st.integers(200, 4000), st.integers(1, 60), st.booleans())
-def test_native_gives_the_records_lines_give_on_serving_windows(data, batch, spill_at, grouped):
-    _same(data, batch, batch, spill_at, grouped)
+@given(serving_logs(), st.integers(200, 4000), st.integers(1, 60), st.booleans(), st.booleans())
+def test_native_gives_the_records_lines_give_on_serving_windows(data, batch, spill_at, grouped, vector):
+    _same(data, batch, batch, spill_at, grouped, vector)
+
+
+def test_the_vector_line_search_runs_where_the_cpu_has_avx2_and_can_be_turned_off():
+    import platform
+
+    cpu = open("/proc/cpuinfo").read() if platform.system() == "Linux" else ""
+    was = _scan.vector()
+    try:
+        assert was == (platform.machine() == "x86_64" and " avx2" in cpu)
+        assert _scan.vector(False) is False and _scan.vector() is False
+        assert _scan.vector(True) is was
+    finally:
+        _scan.vector(was)
 
 
 def test_grouped_records_are_the_scanners_frames_grouped_by_what_a_digest_keeps():
@@ -168,6 +186,26 @@ def test_the_scanner_finds_the_lines_each_reader_wants_as_python_does(recorded, 
     for line in made:
         for text_ in (line, "  " + line, "[" + line, "Successful requests:" + line):
             assert scan.mask(text_) == _expected_mask(text_), text_
+
+
+_LITERAL_BITS = st.lists(st.sampled_from(sorted({t for r in [processes.Tagger, *PARSERS.values()] for t in r.TRIGGERS})
+                                         + ["\n", " ", "x", "Decode", "NCC", "ms", "---\n"]), max_size=12)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(LINES).map(lambda b: b.decode("utf-8", "replace")), _ASCII_LINE,
+                          _LITERAL_BITS.map("".join)), max_size=40), st.booleans())
+def test_the_scanners_text_search_finds_each_lines_literals_as_python_does(lines, vector):
+    """scan_text's line search (AVX2 where the CPU has it, or the scalar one): literals anywhere on a
+    line, across its end, at the text's end (where the vector search reads a padded copy)."""
+    text_ = "\n".join(line for line in lines if line.isascii())
+    scan = native.scanner([processes.Tagger(parsers.ParseResult()), *(p(parsers.ParseResult()) for p in PARSERS.values())])
+    was = _scan.vector()
+    try:
+        _scan.vector(vector and was)
+        assert scan.masks(text_) == [_expected_mask(line) for line in text_.split("\n")]
+    finally:
+        _scan.vector(was)
 
 
 @SETTINGS

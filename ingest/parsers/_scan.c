@@ -28,6 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1  /* built for any x86-64; taken only where the CPU has AVX2 (avx2_ok) */
+#endif
 
 enum { R_TAGGER, R_EAGLE, R_SGLANG, R_VLLM, R_LLAMACPP, R_NCCL_DEBUG, R_NCCL_TESTS, R_LAUNCH_ENV, R_COUNT };
 #define BIT(r) (1u << (r))
@@ -82,6 +86,12 @@ typedef struct {
     uint8_t bigram[65536 / 8];
     uint64_t by_first[256];  /* the literals that start with each byte */
     int lit_decode, lit_prefill;  /* the literals "Decode batch" and "Prefill batch" */
+    int lit_profile;  /* the literal "_PROFILE]" (eagle_profile's), -1 when it is not one */
+    /* Fingerprints of the literals' first three bytes for the vector search (scan_text): per byte
+     * place, per nibble, the buckets (8) holding a literal with that nibble there. */
+    uint8_t fp_lo[3][16], fp_hi[3][16];
+    uint64_t bucket_lits[8];
+    int fingerprinted;  /* every literal has 3 bytes at least: the vector search may run */
     keymap *decode; int ndecode;
     keymap *prefill; int nprefill;
     /* strings of the output columns: a list of str, and the same as C strings for lookups */
@@ -110,8 +120,23 @@ static inline int is_word(char c) {
 static inline int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 
+/* memcmp(a, b, n) == 0 inlined: the strings compared here are a few bytes long, where a call to
+ * the library's memcmp cost more than the comparison (10% of a scan, profiled). */
+static inline int memeq(const void *a, const void *b, size_t n) {
+    const unsigned char *x = a, *y = b;
+    for (; n >= 8; x += 8, y += 8, n -= 8) {
+        uint64_t u, v;
+        memcpy(&u, x, 8);
+        memcpy(&v, y, 8);
+        if (u != v) return 0;
+    }
+    for (; n; x++, y++, n--)
+        if (*x != *y) return 0;
+    return 1;
+}
+
 static inline int starts_len(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
-    return n >= k && memcmp(s, p, (size_t)k) == 0;
+    return n >= k && memeq(s, p, (size_t)k);
 }
 /* s[0:n] starts with the string literal p */
 #define starts(s, n, p) starts_len((s), (n), (p), (Py_ssize_t)sizeof(p) - 1)
@@ -122,12 +147,15 @@ static const char *find_at(const char *s, Py_ssize_t n, const char *p, Py_ssize_
     if (k > n) return NULL;
     const char *end = s + n - k + at + 1;  /* the anchor's last possible place, excluded */
     for (const char *q = s + at; q < end && (q = memchr(q, p[at], (size_t)(end - q))); q++)
-        if (memcmp(q - at, p, (size_t)k) == 0) return q - at;
+        if (memeq(q - at, p, (size_t)k)) return q - at;
     return NULL;
 }
 
+/* The first p[0:k] in a line s[0:n]: a plain loop on its first byte, lines being short. */
 static const char *find(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
-    return find_at(s, n, p, k, 0);
+    for (Py_ssize_t i = 0; i + k <= n; i++)
+        if (s[i] == p[0] && memeq(s + i, p, (size_t)k)) return s + i;
+    return NULL;
 }
 
 static uint32_t fnv1a(const char *s, Py_ssize_t n) {
@@ -143,10 +171,10 @@ static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
     int hashed = self->nstr < STR_SLOTS * 3 / 4;
     if (hashed) {
         for (int k; (k = self->str_slot[slot]); slot = (slot + 1) & (STR_SLOTS - 1))
-            if (self->str_len[k - 1] == n && memcmp(self->str_text[k - 1], s, (size_t)n) == 0) return k - 1;
+            if (self->str_len[k - 1] == n && memeq(self->str_text[k - 1], s, (size_t)n)) return k - 1;
     } else {
         for (int i = self->nstr - 1; i >= 0; i--)
-            if (self->str_len[i] == n && memcmp(self->str_text[i], s, (size_t)n) == 0) return i;
+            if (self->str_len[i] == n && memeq(self->str_text[i], s, (size_t)n)) return i;
     }
     if (self->nstr == self->capstr) {
         int cap = self->capstr ? self->capstr * 2 : 64;
@@ -233,8 +261,8 @@ static double to_double(const char *s, Py_ssize_t n) {
 /* sglang._number: 1 with *out set, 0 for None, -1 when Python must read it (not plain). */
 static int sglang_number(const char *s, Py_ssize_t n, double *out) {
     if (n == 0) return 0;
-    if (n == 4 && memcmp(s, "True", 4) == 0) { *out = 1.0; return 1; }
-    if (n == 5 && memcmp(s, "False", 5) == 0) { *out = 0.0; return 1; }
+    if (n == 4 && memeq(s, "True", 4)) { *out = 1.0; return 1; }
+    if (n == 5 && memeq(s, "False", 5)) { *out = 0.0; return 1; }
     while (n > 0 && s[n - 1] == '%') n--;  /* text.rstrip("%") */
     Py_ssize_t i = (n > 0 && s[0] == '-') ? 1 : 0;
     Py_ssize_t k = number_len(s + i, n - i);
@@ -299,7 +327,7 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
             int k = __builtin_ctzll(todo);
             Py_ssize_t m = self->lit_len[k];
             if (i + m <= n && s[i + 1] == self->lit[k][1] && (m < 3 || s[i + 2] == self->lit[k][2])
-                && memcmp(s + i, self->lit[k], (size_t)m) == 0) {
+                && memeq(s + i, self->lit[k], (size_t)m)) {
                 hit |= 1ull << k;
                 rd |= BIT(self->lit_reader[k]);
             }
@@ -308,6 +336,74 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
     *readers = rd;
     return hit;
 }
+
+/* The vector search a chunk kept as text (scan_text) reads a line with: from s[0], where the line
+ * ends (its newline, or `left` bytes on) and its literals, as literals_in finds them, in one pass
+ * of 32 bytes a step. A literal is first found by its first three bytes (Teddy's fingerprints,
+ * nibble tables looked up by pshufb: a place can only be a literal's start if each of its three
+ * bytes is in one bucket's tables), then compared whole. Bytes past the text are never read: the
+ * last steps read a copy padded with newlines. */
+static int avx2_ok = 0;  /* set at import from the CPU (and by _scan.vector() in tests) */
+
+#ifdef HAVE_AVX2_PATH
+__attribute__((target("avx2")))
+static Py_ssize_t line_avx2(const Scanner *self, const char *s, Py_ssize_t left, uint64_t *hits, unsigned *readers) {
+    const __m256i nl = _mm256_set1_epi8('\n'), low = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+    __m256i lo[3], hi[3];
+    for (int j = 0; j < 3; j++) {
+        lo[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)self->fp_lo[j]));
+        hi[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)self->fp_hi[j]));
+    }
+    uint64_t hit = 0;
+    unsigned rd = 0;
+    char pad[96];
+    for (Py_ssize_t i = 0;; i += 32) {
+        const char *p = s + i;
+        if (left - i < 34) {  /* the three loads would pass the text's end */
+            Py_ssize_t rest = left - i > 0 ? left - i : 0;
+            memcpy(pad, p, (size_t)rest);
+            memset(pad + rest, '\n', sizeof(pad) - (size_t)rest);
+            p = pad;
+        }
+        __m256i v[3] = {_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)(p + 1)),
+                        _mm256_loadu_si256((const __m256i *)(p + 2))};
+        uint32_t newlines = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v[0], nl));
+        __m256i acc = _mm256_set1_epi8(-1);
+        for (int j = 0; j < 3; j++) {
+            __m256i l = _mm256_shuffle_epi8(lo[j], _mm256_and_si256(v[j], low));
+            __m256i h = _mm256_shuffle_epi8(hi[j], _mm256_and_si256(_mm256_srli_epi16(v[j], 4), low));
+            acc = _mm256_and_si256(acc, _mm256_and_si256(l, h));
+        }
+        uint32_t found = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(acc, zero));
+        if (newlines) found &= (1u << __builtin_ctz(newlines)) - 1;  /* starts on this line only */
+        if (found) {
+            uint8_t buckets[32];
+            _mm256_storeu_si256((__m256i *)buckets, acc);
+            do {
+                int b = __builtin_ctz(found);
+                found &= found - 1;
+                Py_ssize_t at = i + b;
+                uint64_t todo = 0;
+                for (unsigned bk = buckets[b]; bk; bk &= bk - 1) todo |= self->bucket_lits[__builtin_ctz(bk)];
+                for (todo &= ~hit; todo; todo &= todo - 1) {
+                    int k = __builtin_ctzll(todo);
+                    Py_ssize_t m = self->lit_len[k];
+                    /* no literal holds a newline: one that matches lies within the line */
+                    if (at + m <= left && memeq(s + at, self->lit[k], (size_t)m)) {
+                        hit |= 1ull << k;
+                        rd |= BIT(self->lit_reader[k]);
+                    }
+                }
+            } while (found);
+        }
+        if (newlines) {
+            Py_ssize_t end = i + __builtin_ctz(newlines);
+            *hits = hit, *readers = rd;
+            return end < left ? end : left;
+        }
+    }
+}
+#endif
 
 static const char *BLOCK_LABELS[] = {
     "Successful requests", "Benchmark duration (s)", "Request throughput (req/s)", "Output token throughput (tok/s)",
@@ -330,7 +426,7 @@ static unsigned starts_of(const char *s, Py_ssize_t n) {
     static const Py_ssize_t label_len[] = {19, 22, 26, 31};
     for (size_t k = 0; k < sizeof(BLOCK_LABELS) / sizeof(*BLOCK_LABELS); k++) {
         Py_ssize_t m = label_len[k];
-        if (i + m < n && memcmp(s + i, BLOCK_LABELS[k], (size_t)m) == 0 && s[i + m] == ':') {
+        if (i + m < n && memeq(s + i, BLOCK_LABELS[k], (size_t)m) && s[i + m] == ':') {
             rd |= BIT(R_SGLANG) | BIT(R_VLLM);
             break;
         }
@@ -379,7 +475,7 @@ static int tagger_tag(Scanner *self, const char *s, Py_ssize_t n, PyObject *labe
     if (!sglang_prefix(s, n, &t0, &t1) || t1 == t0) return TAG_MAIN;  /* _SGLANG needs a tag */
     const char *text = s + t0 + 1;  /* .strip(): one space led */
     Py_ssize_t len = t1 - t0 - 1;
-    if (len == self->last_label_len && memcmp(text, self->last_label, (size_t)len) == 0) {
+    if (len == self->last_label_len && memeq(text, self->last_label, (size_t)len)) {
         *label = self->last_label_idx;
         return TAG_KNOWN;
     }
@@ -440,8 +536,8 @@ static int eagle_header(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, in
             Py_ssize_t d = q + 1;
             while (d < m && is_digit(r[d])) d++;
             /* \w+ greedy from the leftmost start: the key is r[i:q]. */
-            if (q - i == 5 && memcmp(r + i, "steps", 5) == 0 && !(flags & F_STEPS)) return PYTHON;
-            if (q - i == 6 && memcmp(r + i, "window", 6) == 0) { win = r + q + 1; win_len = d - q - 1; }
+            if (q - i == 5 && memeq(r + i, "steps", 5) && !(flags & F_STEPS)) return PYTHON;
+            if (q - i == 6 && memeq(r + i, "window", 6)) { win = r + q + 1; win_len = d - q - 1; }
             i = d;
         } else {
             i = q;  /* every start inside this word fails alike */
@@ -606,7 +702,7 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
             }
             used += kl;
             for (int f = 0; f < count; f++)
-                if (out[f].hash == h && out[f].klen == kl && memcmp(out[f].key, lower, (size_t)kl) == 0) return -1;
+                if (out[f].hash == h && out[f].klen == kl && memeq(out[f].key, lower, (size_t)kl)) return -1;
             out[count++] = (field){lower, kl, v, vl, h};
         }
         if (!sep) break;
@@ -618,7 +714,7 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
 static const field *get_len(const field *f, int n, const char *key, Py_ssize_t k) {
     uint32_t h = fnv1a(key, k);
     for (int i = 0; i < n; i++)
-        if (f[i].hash == h && f[i].klen == k && memcmp(f[i].key, key, (size_t)k) == 0) return &f[i];
+        if (f[i].hash == h && f[i].klen == k && memeq(f[i].key, key, (size_t)k)) return &f[i];
     return NULL;
 }
 
@@ -626,7 +722,7 @@ static const field *get_len(const field *f, int n, const char *key, Py_ssize_t k
 
 static int lookup(const keymap *map, int n, const field *f) {
     for (int i = 0; i < n; i++)
-        if (map[i].hash == f->hash && map[i].len == f->klen && memcmp(map[i].text, f->key, (size_t)f->klen) == 0)
+        if (map[i].hash == f->hash && map[i].len == f->klen && memeq(map[i].text, f->key, (size_t)f->klen))
             return map[i].metric;
     return -1;
 }
@@ -708,8 +804,8 @@ static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssiz
     for (int i = 0; i < nf; i++)
         if (metric[i] >= 0 && add_metric(self, metric[i], values[i], window, lineno, source, rank_idx, process) < 0)
             return ERROR;
-    if (graph && ((graph->vlen == 4 && memcmp(graph->val, "True", 4) == 0)
-                  || (graph->vlen == 5 && memcmp(graph->val, "False", 5) == 0))
+    if (graph && ((graph->vlen == 4 && memeq(graph->val, "True", 4))
+                  || (graph->vlen == 5 && memeq(graph->val, "False", 5)))
         && add_metric(self, self->s_graph, graph->vlen == 4 ? 1.0 : 0.0, window, lineno, source, rank_idx,
                       process) < 0) return ERROR;
     /* SGLang's `accept len` counts the bonus token: it already is tokens per cycle. */
@@ -722,11 +818,23 @@ static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssiz
 
 /* One line, s[0:n] (ASCII), with its str when the caller has one (`line`, else NULL: made
  * here if a lookup needs it): OK when it was read here, PYTHON when Python must feed it, ERROR. */
+static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
+                     PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                     unsigned *mask, uint64_t lits, unsigned by_literal);
+
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask) {
     unsigned by_literal;
     uint64_t lits = literals_in(self, s, n, &by_literal);
+    return read_line(self, s, n, line, lineno, e, windows, labels, nccl_lines, channel_lines, flags, mask, lits,
+                     by_literal);
+}
+
+/* scan_line with the line's literals found already (`lits`, and the readers they belong to). */
+static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
+                     PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                     unsigned *mask, uint64_t lits, unsigned by_literal) {
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
     unsigned rd = *mask;
@@ -737,7 +845,8 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int label;
         int tag = tagger_tag(self, s, n, labels, &label);
         if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
-        if (find(s, n, "_PROFILE]", 9)) return eagle_header(self, e, s, n, flags, lineno);
+        if (self->lit_profile >= 0 ? (lits >> self->lit_profile & 1) : find(s, n, "_PROFILE]", 9) != NULL)
+            return eagle_header(self, e, s, n, flags, lineno);
         if (find(s, n, "tok/", 4)) return PYTHON;  /* a summary-table row, maybe */
         return eagle_phase(self, e, s, n, flags, lineno);
     }
@@ -870,12 +979,30 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     unsigned mask = 0;
     int status = OK;
     Py_ssize_t end = len;
+#ifdef HAVE_AVX2_PATH
+    int vector = avx2_ok && self->fingerprinted;
+#else
+    int vector = 0;
+#endif
     for (; index < count; index++) {
-        const char *nl = memchr(base + pos, '\n', (size_t)(len - pos));
-        end = nl ? nl - base : len;
+        uint64_t lits = 0;
+        unsigned by_literal = 0;
+#ifdef HAVE_AVX2_PATH
+        if (vector) {
+            end = pos + line_avx2(self, base + pos, len - pos, &lits, &by_literal);
+        } else
+#endif
+        {
+            const char *nl = memchr(base + pos, '\n', (size_t)(len - pos));
+            end = nl ? nl - base : len;
+        }
         if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
-        status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, st.windows, labels, nccl_lines,
-                           channel_lines, flags, &mask);
+        if (vector)
+            status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, st.windows, labels, nccl_lines,
+                               channel_lines, flags, &mask, lits, by_literal);
+        else
+            status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, st.windows, labels,
+                               nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
         pos = end + 1;
     }
@@ -893,6 +1020,40 @@ static PyObject *Scanner_mask(Scanner *self, PyObject *line) {
     unsigned rd;
     literals_in(self, s, n, &rd);
     return PyLong_FromUnsignedLong(rd | starts_of(s, n));
+}
+
+/* masks(text) -> [mask(line) for line in text.split("\n")] for an ASCII text, its literals found
+ * as scan_text finds them (the vector search where it is on): tests hold it to the readers' own. */
+static PyObject *Scanner_masks(Scanner *self, PyObject *text) {
+    if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "masks reads ASCII text");
+        return NULL;
+    }
+    const char *base = (const char *)PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), pos = 0;
+    PyObject *out = PyList_New(0);
+    while (out) {
+        uint64_t lits = 0;
+        unsigned rd = 0;
+        Py_ssize_t end;
+#ifdef HAVE_AVX2_PATH
+        if (avx2_ok && self->fingerprinted) {
+            end = pos + line_avx2(self, base + pos, len - pos, &lits, &rd);
+        } else
+#endif
+        {
+            const char *nl = memchr(base + pos, '\n', (size_t)(len - pos));
+            end = nl ? nl - base : len;
+            lits = literals_in(self, base + pos, end - pos, &rd);
+        }
+        (void)lits;
+        PyObject *m = PyLong_FromUnsignedLong(rd | starts_of(base + pos, end - pos));
+        if (!m || PyList_Append(out, m) < 0) Py_CLEAR(out);
+        Py_XDECREF(m);
+        if (end >= len) break;
+        pos = end + 1;
+    }
+    return out;
 }
 
 /* ---- handing records to polars: the Arrow C data interface ----------------------------------
@@ -1195,7 +1356,7 @@ static int grouping_rehash(grouping *g, int cap) {
 static int group_of(grouping *g, const int *k) {
     uint32_t s = key_hash(k) & (uint32_t)(g->tcap - 1);
     for (int i; (i = g->table[s]); s = (s + 1) & (uint32_t)(g->tcap - 1))
-        if (memcmp(g->groups[i - 1].key, k, sizeof(int) * 4) == 0) return i - 1;
+        if (memeq(g->groups[i - 1].key, k, sizeof(int) * 4)) return i - 1;
     if (g->ngroups == g->capgroups) {
         int cap = g->capgroups ? g->capgroups * 2 : 16;
         group_slot *p = realloc(g->groups, (size_t)cap * sizeof(group_slot));
@@ -1340,7 +1501,8 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
     if (!self->strings) return -1;
     Py_ssize_t nl = PyList_GET_SIZE(literals);
     if (nl > MAX_LITERALS) { PyErr_SetString(PyExc_ValueError, "too many trigger literals"); return -1; }
-    self->lit_decode = self->lit_prefill = -1;
+    self->lit_decode = self->lit_prefill = self->lit_profile = -1;
+    self->fingerprinted = 1;
     for (Py_ssize_t i = 0; i < nl; i++) {
         PyObject *text;
         int reader;
@@ -1363,6 +1525,18 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
         self->by_first[(unsigned char)t[0]] |= 1ull << k;
         if (reader == R_SGLANG && strcmp(t, "Decode batch") == 0) self->lit_decode = k;
         if (reader == R_SGLANG && strcmp(t, "Prefill batch") == 0) self->lit_prefill = k;
+        if (reader == R_EAGLE && strcmp(t, "_PROFILE]") == 0) self->lit_profile = k;
+        if (len < 3) {
+            self->fingerprinted = 0;  /* the vector search reads three bytes of each: the scalar one reads */
+        } else {
+            int bucket = k % 8;
+            self->bucket_lits[bucket] |= 1ull << k;
+            for (int j = 0; j < 3; j++) {
+                unsigned char c = (unsigned char)t[j];
+                self->fp_lo[j][c & 15] |= (uint8_t)(1u << bucket);
+                self->fp_hi[j][c >> 4] |= (uint8_t)(1u << bucket);
+            }
+        }
     }
     if ((self->s_main = intern_str(self, "main", 4)) < 0 || (self->s_eagle = intern_str(self, "eagle_profile", 13)) < 0
         || (self->s_decode_src = intern_str(self, "sglang_decode", 13)) < 0
@@ -1482,7 +1656,23 @@ static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
     return out ? Py_BuildValue("nN", lines, out) : NULL;
 }
 
+/* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
+ * refused where the CPU or the build has no AVX2). */
+static PyObject *vector(PyObject *mod, PyObject *args) {
+    PyObject *on = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &on)) return NULL;
+    if (on != Py_None) {
+        int want = PyObject_IsTrue(on);
+        if (want < 0) return NULL;
+#ifdef HAVE_AVX2_PATH
+        avx2_ok = want && __builtin_cpu_supports("avx2");
+#endif
+    }
+    return PyBool_FromLong(avx2_ok);
+}
+
 static PyMethodDef module_methods[] = {
+    {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
@@ -1496,6 +1686,7 @@ static PyMethodDef Scanner_methods[] = {
      "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at)"
      " -> (index, pos, end, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
+    {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
     {"take_groups", (PyCFunction)Scanner_take_groups, METH_NOARGS,
      "take_groups() -> (phases, metrics), each None or (records, wide, [(name, source, process, rank, windows,"
@@ -1527,6 +1718,10 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__scan(void) {
     if (PyType_Ready(&ScannerType) < 0 || PyType_Ready(&FrameType) < 0) return NULL;
+#ifdef HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    avx2_ok = __builtin_cpu_supports("avx2");
+#endif
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ScannerType);
