@@ -61,20 +61,30 @@ class Spill:
     read back a column at a time: what lets a 512 MB log's digest (~220 MB of columns) be built
     and summarised in the memory of its largest group."""
 
+    # The file is made longer ahead of the writes (sparse: no disk until written), GROW at least:
+    # a write past a file's end costs ext4 several times one inside it (300 MB: 1.0 s against
+    # 0.08 s, measured on this project's VM).
+    GROW = 64 << 20
+
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = directory
         self._file: IO[bytes] | None = None  # opened at the first put: a small parse never spills
         self._end = 0
+        self._size = 0  # the file's length, ahead of _end
 
     def put(self, column: array) -> Piece:
         if column.typecode == "q":
             column = _narrow(column)  # widened beside another column: back to 4 bytes if they fit
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self.directory)
+        end = self._end + len(column) * column.itemsize
+        if end > self._size:
+            self._size = max(end, 2 * self._size, self.GROW)
+            os.ftruncate(self._file.fileno(), self._size)
         self._file.seek(self._end)
         self._file.write(memoryview(column).cast("B"))
         piece = (self._end, len(column), column.typecode)
-        self._end += len(column) * column.itemsize
+        self._end = end
         return piece
 
     def take(self, pieces: Sequence[Piece], typecode: str) -> array:
