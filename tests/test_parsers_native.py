@@ -223,6 +223,29 @@ def test_the_lines_clean_may_change_are_found_as_the_polars_search_finds_them(li
     assert _scan.longest_line(block) == max(map(len, block.split(b"\n")))
 
 
+_DIRTY_BITS = st.lists(st.sampled_from([*(d for d in text._DIRTY if d.isascii()), "\x1b[31m", "[1;2m", "[12", "\n>", ">", "\n", "a", "P", "#0",
+                                        "]", "[", "^", "x" * 31]), max_size=16)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(_DIRTY_BITS.map("".join), _ASCII_LINE), max_size=30))
+def test_the_vector_search_for_lines_to_clean_finds_what_the_scalar_one_does(parts):
+    """dirty_lines and longest_line with AVX2 (where the CPU has it) and without give one answer."""
+    text_ = "".join(parts)
+    was = _scan.vector()
+    try:
+        answers = []
+        for on in (True, False):
+            _scan.vector(on and was)
+            answers.append((_scan.dirty_lines(text_), _scan.longest_line(text_.encode())))
+    finally:
+        _scan.vector(was)
+    assert answers[0] == answers[1]
+    count, dirty = answers[0][0]
+    assert count == text_.count("\n") + 1 and dirty == sorted(set(dirty))
+    assert answers[0][1] == max(map(len, text_.split("\n")))
+
+
 def test_a_stars_pattern_the_scanner_does_not_read_turns_the_native_engine_off():
     with mock.patch.object(processes.Tagger, "STARTS", re.compile(r"\n[(\[#$+<]")):
         assert "Tagger.STARTS" in (native.available() or "")

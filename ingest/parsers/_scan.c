@@ -81,12 +81,14 @@ typedef struct {
     /* trigger literals, each with its reader, and a filter on their first two bytes */
     char *lit[MAX_LITERALS];
     Py_ssize_t lit_len[MAX_LITERALS];
-    int lit_reader[MAX_LITERALS];
+    int lit_reader[MAX_LITERALS];  /* -1: the scanner's own literal, no reader's */
+    unsigned lit_bit[MAX_LITERALS];  /* BIT(lit_reader), 0 for the scanner's own */
     int nlit;
     uint8_t bigram[65536 / 8];
     uint64_t by_first[256];  /* the literals that start with each byte */
     int lit_decode, lit_prefill;  /* the literals "Decode batch" and "Prefill batch" */
     int lit_profile;  /* the literal "_PROFILE]" (eagle_profile's), -1 when it is not one */
+    int lit_tok;  /* "tok/", the scanner's own */
     /* Fingerprints of the literals' first three bytes for the vector search (scan_text): per byte
      * place, per nibble, the buckets (8) holding a literal with that nibble there. */
     uint8_t fp_lo[3][16], fp_hi[3][16];
@@ -112,23 +114,53 @@ typedef struct {
 
 /* ---- small string helpers ---------------------------------------------------------------- */
 
-static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
-static inline int is_word(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
-}
+/* Character classes by table (one load, not a chain of compares: they run on every byte read). */
+enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4 };
+#define DIGITS_ ['0'] = 3, ['1'] = 3, ['2'] = 3, ['3'] = 3, ['4'] = 3, ['5'] = 3, ['6'] = 3, ['7'] = 3, ['8'] = 3, \
+    ['9'] = 3
+#define UPPER_ ['A'] = 2, ['B'] = 2, ['C'] = 2, ['D'] = 2, ['E'] = 2, ['F'] = 2, ['G'] = 2, ['H'] = 2, ['I'] = 2, \
+    ['J'] = 2, ['K'] = 2, ['L'] = 2, ['M'] = 2, ['N'] = 2, ['O'] = 2, ['P'] = 2, ['Q'] = 2, ['R'] = 2, ['S'] = 2, \
+    ['T'] = 2, ['U'] = 2, ['V'] = 2, ['W'] = 2, ['X'] = 2, ['Y'] = 2, ['Z'] = 2
+#define LOWER_ ['a'] = 2, ['b'] = 2, ['c'] = 2, ['d'] = 2, ['e'] = 2, ['f'] = 2, ['g'] = 2, ['h'] = 2, ['i'] = 2, \
+    ['j'] = 2, ['k'] = 2, ['l'] = 2, ['m'] = 2, ['n'] = 2, ['o'] = 2, ['p'] = 2, ['q'] = 2, ['r'] = 2, ['s'] = 2, \
+    ['t'] = 2, ['u'] = 2, ['v'] = 2, ['w'] = 2, ['x'] = 2, ['y'] = 2, ['z'] = 2
 /* Python's str.strip() and \s on ASCII: \t \n \v \f \r, \x1c-\x1f and the space. */
-static inline int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
+#define SPACES_ [' '] = 4, ['\t'] = 4, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, ['\r'] = 4, [0x1c] = 4, [0x1d] = 4, \
+    [0x1e] = 4, [0x1f] = 4
+static const uint8_t CLASS[256] = {DIGITS_, UPPER_, LOWER_, SPACES_, ['_'] = 2};
+#undef DIGITS_
+#undef UPPER_
+#undef LOWER_
+#undef SPACES_
+
+static inline int is_digit(char c) { return CLASS[(unsigned char)c] & C_DIGIT; }
+static inline int is_word(char c) { return CLASS[(unsigned char)c] & C_WORD; }
+static inline int is_space(char c) { return CLASS[(unsigned char)c] & C_SPACE; }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* memcmp(a, b, n) == 0 inlined: the strings compared here are a few bytes long, where a call to
  * the library's memcmp cost more than the comparison (10% of a scan, profiled). */
 static inline int memeq(const void *a, const void *b, size_t n) {
     const unsigned char *x = a, *y = b;
-    for (; n >= 8; x += 8, y += 8, n -= 8) {
-        uint64_t u, v;
-        memcpy(&u, x, 8);
-        memcpy(&v, y, 8);
-        if (u != v) return 0;
+    uint64_t u, v;
+    uint32_t s, t;
+    if (n >= 8) {  /* 8 bytes at a time, the last 8 read overlapping */
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&u, x + i, 8);
+            memcpy(&v, y + i, 8);
+            if (u != v) return 0;
+        }
+        memcpy(&u, x + n - 8, 8);
+        memcpy(&v, y + n - 8, 8);
+        return u == v;
+    }
+    if (n >= 4) {  /* the first 4 and the last 4 */
+        memcpy(&s, x, 4);
+        memcpy(&t, y, 4);
+        if (s != t) return 0;
+        memcpy(&s, x + n - 4, 4);
+        memcpy(&t, y + n - 4, 4);
+        return s == t;
     }
     for (; n; x++, y++, n--)
         if (*x != *y) return 0;
@@ -329,7 +361,7 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
             if (i + m <= n && s[i + 1] == self->lit[k][1] && (m < 3 || s[i + 2] == self->lit[k][2])
                 && memeq(s + i, self->lit[k], (size_t)m)) {
                 hit |= 1ull << k;
-                rd |= BIT(self->lit_reader[k]);
+                rd |= self->lit_bit[k];
             }
         }
     }
@@ -391,7 +423,7 @@ static Py_ssize_t line_avx2(const Scanner *self, const char *s, Py_ssize_t left,
                     /* no literal holds a newline: one that matches lies within the line */
                     if (at + m <= left && memeq(s + at, self->lit[k], (size_t)m)) {
                         hit |= 1ull << k;
-                        rd |= BIT(self->lit_reader[k]);
+                        rd |= self->lit_bit[k];
                     }
                 }
             } while (found);
@@ -681,11 +713,17 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
     int count = 0;
     Py_ssize_t used = 0, start = 0;
     while (start <= n) {
-        const char *sep = find(body + start, n - start, ", ", 2);
-        Py_ssize_t end = sep ? sep - body : n;
+        /* The piece up to the next ", " and its first ':', in one pass. */
+        Py_ssize_t end = start, at = -1;
+        for (; end < n; end++) {
+            char c = body[end];
+            if (c == ',' && end + 1 < n && body[end + 1] == ' ') break;
+            if (c == ':' && at < 0) at = end;
+        }
+        int sep = end < n;
         const char *piece = body + start;
         Py_ssize_t plen = end - start;
-        const char *colon = memchr(piece, ':', (size_t)plen);
+        const char *colon = at < 0 ? NULL : body + at;
         if (colon) {
             const char *k = piece, *v = colon + 1;
             Py_ssize_t kl = colon - piece, vl = plen - kl - 1;
@@ -847,7 +885,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
         if (self->lit_profile >= 0 ? (lits >> self->lit_profile & 1) : find(s, n, "_PROFILE]", 9) != NULL)
             return eagle_header(self, e, s, n, flags, lineno);
-        if (find(s, n, "tok/", 4)) return PYTHON;  /* a summary-table row, maybe */
+        if (lits >> self->lit_tok & 1) return PYTHON;  /* a summary-table row, maybe */
         return eagle_phase(self, e, s, n, flags, lineno);
     }
     if (rd & BIT(R_NCCL_DEBUG)) {
@@ -1489,6 +1527,37 @@ static int load_map(Scanner *self, PyObject *dict, keymap **out, int *count) {
     return 0;
 }
 
+/* A literal searched in every line: a reader's trigger (its bit in the masks), or one of the
+ * scanner's own (reader -1: no bit). Its index, -1 on error. */
+static int add_literal(Scanner *self, const char *t, Py_ssize_t len, int reader) {
+    if (self->nlit == MAX_LITERALS) { PyErr_SetString(PyExc_ValueError, "too many trigger literals"); return -1; }
+    int k = self->nlit++;
+    self->lit[k] = malloc((size_t)len + 1);
+    if (!self->lit[k]) { PyErr_NoMemory(); return -1; }
+    memcpy(self->lit[k], t, (size_t)len + 1);
+    self->lit_len[k] = len;
+    self->lit_reader[k] = reader;
+    self->lit_bit[k] = reader < 0 ? 0u : BIT(reader);
+    unsigned key = ((unsigned char)t[0] << 8) | (unsigned char)t[1];
+    self->bigram[key >> 3] |= (uint8_t)(1u << (key & 7));
+    self->by_first[(unsigned char)t[0]] |= 1ull << k;
+    if (reader == R_SGLANG && strcmp(t, "Decode batch") == 0) self->lit_decode = k;
+    if (reader == R_SGLANG && strcmp(t, "Prefill batch") == 0) self->lit_prefill = k;
+    if (reader == R_EAGLE && strcmp(t, "_PROFILE]") == 0) self->lit_profile = k;
+    if (len < 3) {
+        self->fingerprinted = 0;  /* the vector search reads three bytes of each: the scalar one reads */
+    } else {
+        int bucket = k % 8;
+        self->bucket_lits[bucket] |= 1ull << k;
+        for (int j = 0; j < 3; j++) {
+            unsigned char c = (unsigned char)t[j];
+            self->fp_lo[j][c & 15] |= (uint8_t)(1u << bucket);
+            self->fp_hi[j][c >> 4] |= (uint8_t)(1u << bucket);
+        }
+    }
+    return k;
+}
+
 /* Scanner(literals: [(text, reader)], decode_metrics: {key: metric}, prefill_metrics: {...}) */
 static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
     PyObject *literals, *decode, *prefill;
@@ -1514,30 +1583,10 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
             PyErr_Format(PyExc_ValueError, "trigger literal %R: two ASCII characters at least, a known reader", text);
             return -1;
         }
-        int k = self->nlit++;
-        self->lit[k] = malloc((size_t)len + 1);
-        if (!self->lit[k]) { PyErr_NoMemory(); return -1; }
-        memcpy(self->lit[k], t, (size_t)len + 1);
-        self->lit_len[k] = len;
-        self->lit_reader[k] = reader;
-        unsigned key = ((unsigned char)t[0] << 8) | (unsigned char)t[1];
-        self->bigram[key >> 3] |= (uint8_t)(1u << (key & 7));
-        self->by_first[(unsigned char)t[0]] |= 1ull << k;
-        if (reader == R_SGLANG && strcmp(t, "Decode batch") == 0) self->lit_decode = k;
-        if (reader == R_SGLANG && strcmp(t, "Prefill batch") == 0) self->lit_prefill = k;
-        if (reader == R_EAGLE && strcmp(t, "_PROFILE]") == 0) self->lit_profile = k;
-        if (len < 3) {
-            self->fingerprinted = 0;  /* the vector search reads three bytes of each: the scalar one reads */
-        } else {
-            int bucket = k % 8;
-            self->bucket_lits[bucket] |= 1ull << k;
-            for (int j = 0; j < 3; j++) {
-                unsigned char c = (unsigned char)t[j];
-                self->fp_lo[j][c & 15] |= (uint8_t)(1u << bucket);
-                self->fp_hi[j][c >> 4] |= (uint8_t)(1u << bucket);
-            }
-        }
+        if (add_literal(self, t, len, reader) < 0) return -1;
     }
+    /* The scanner's own: a phase line holding it is Python's (a summary-table row, maybe). */
+    if ((self->lit_tok = add_literal(self, "tok/", 4, -1)) < 0) return -1;
     if ((self->s_main = intern_str(self, "main", 4)) < 0 || (self->s_eagle = intern_str(self, "eagle_profile", 13)) < 0
         || (self->s_decode_src = intern_str(self, "sglang_decode", 13)) < 0
         || (self->s_prefill_src = intern_str(self, "sglang_prefill", 14)) < 0
@@ -1575,9 +1624,47 @@ static void Scanner_dealloc(Scanner *self) {
 /* ---- reading chunks (text.py) ------------------------------------------------------------- */
 
 /* longest_line(block: bytes) -> the longest line's length in bytes (lines cut at b"\n"). */
+#ifdef HAVE_AVX2_PATH
+/* The 32 bytes at s as a vector, read from a copy padded with `fill` where fewer than `need` are left
+ * (the loads never pass the text's end). */
+__attribute__((target("avx2")))
+static inline __m256i load_padded(const char *s, Py_ssize_t left, Py_ssize_t need, char fill, char *pad) {
+    if (left >= need) return _mm256_loadu_si256((const __m256i *)s);
+    Py_ssize_t rest = left > 0 ? left : 0;
+    memcpy(pad, s, (size_t)rest);
+    memset(pad + rest, fill, 64 - (size_t)rest);
+    return _mm256_loadu_si256((const __m256i *)pad);
+}
+
+/* longest_line's count, 32 bytes a step: the newlines' places from a compare's bit mask. */
+__attribute__((target("avx2")))
+static Py_ssize_t longest_avx2(const char *s, Py_ssize_t n) {
+    const __m256i nl = _mm256_set1_epi8('\n');
+    Py_ssize_t longest = 0, start = 0;
+    char pad[64];
+    for (Py_ssize_t i = 0; i < n; i += 32) {
+        __m256i v = load_padded(s + i, n - i, 32, 0, pad);
+        uint32_t m = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl));
+        for (; m; m &= m - 1) {
+            Py_ssize_t at = i + __builtin_ctz(m);
+            if (at - start > longest) longest = at - start;
+            start = at + 1;
+        }
+    }
+    return n - start > longest ? n - start : longest;
+}
+#endif
+
 static PyObject *longest_line(PyObject *mod, PyObject *arg) {
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+#ifdef HAVE_AVX2_PATH
+    if (avx2_ok) {
+        Py_ssize_t longest = longest_avx2(b.buf, b.len);
+        PyBuffer_Release(&b);
+        return PyLong_FromSsize_t(longest);
+    }
+#endif
     const char *s = b.buf, *end = s + b.len;
     Py_ssize_t longest = 0;
     while (s <= end) {
@@ -1621,11 +1708,91 @@ static Py_ssize_t line_of(const Py_ssize_t *starts, Py_ssize_t lines, Py_ssize_t
  * text._DIRTY, _COLOUR, a leading ">"), or None for a text that is not ASCII (text.py looks for
  * U+FFFD there too). Each literal is searched over the whole text, not line by line: most texts
  * have none. */
+#ifdef HAVE_AVX2_PATH
+/* Which of DIRTY starts at p, or a colour at p (dirty_lines' literals, read one place at a time). */
+/* (DIRTY's literals by their first byte: the two lists change together.) */
+static int dirty_at(const char *text, Py_ssize_t len, Py_ssize_t p) {
+    const char *t = text + p;
+    Py_ssize_t left = len - p;
+    switch (*t) {
+    case '\r': case 0x1b: return 1;
+    case '^': return left >= 2 && (t[1] == 'M' || t[1] == '[');
+    case '#': return left >= 4 && memeq(t, "#033", 4);
+    case ']': return left >= 5 && memeq(t, "]<std", 5);
+    case 'a': return left >= 15 && memeq(t, "across cluster]", 15);
+    case 'P': return left >= 9 && memeq(t, "PyProcess", 9);
+    case '[': return colour_at(t, left, 0);
+    default: return 0;
+    }
+}
+
+/* dirty_lines' answer in one pass of 32 bytes a step: lines counted from the newlines' bit masks,
+ * and the places where a line may need cleaning found by compares of each byte and the next
+ * (\r, ESC, ^, #0, ]<, ac, Py, [ then a digit, a newline then >), each then read whole. */
+__attribute__((target("avx2")))
+static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, PyObject *out, Py_ssize_t last) {
+    char pad0[64], pad1[64];
+    Py_ssize_t line = 0;
+#define EQ(v, c) _mm256_cmpeq_epi8((v), _mm256_set1_epi8(c))
+    for (Py_ssize_t i = 0; i < len; i += 32) {
+        __m256i v0 = load_padded(text + i, len - i, 32, 0, pad0);
+        __m256i v1 = load_padded(text + i + 1, len - i - 1, 32, 0, pad1);
+        uint32_t newlines = (uint32_t)_mm256_movemask_epi8(EQ(v0, '\n'));
+        __m256i digit = _mm256_and_si256(_mm256_cmpgt_epi8(v1, _mm256_set1_epi8('0' - 1)),
+                                         _mm256_cmpgt_epi8(_mm256_set1_epi8('9' + 1), v1));
+        __m256i any = _mm256_or_si256(_mm256_or_si256(EQ(v0, '\r'), EQ(v0, 0x1b)), EQ(v0, '^'));
+        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, '#'), EQ(v1, '0')));
+        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, ']'), EQ(v1, '<')));
+        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, 'a'), EQ(v1, 'c')));
+        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, 'P'), EQ(v1, 'y')));
+        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, '['), digit));
+        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, '\n'), EQ(v1, '>')));
+        uint32_t found = (uint32_t)_mm256_movemask_epi8(any);
+        if (len - i < 32) found &= (1u << (len - i)) - 1, newlines &= (1u << (len - i)) - 1;
+        for (; found; found &= found - 1) {
+            int b = __builtin_ctz(found);
+            Py_ssize_t p = i + b, at = line + __builtin_popcount(newlines & ((1u << b) - 1));
+            if (text[p] == '\n') {
+                if (p + 1 < len && text[p + 1] == '>') at++;  /* a markdown quote: the next line */
+                else continue;
+            } else if (!dirty_at(text, len, p)) {
+                continue;
+            }
+            if (at != last) {
+                PyObject *v = PyLong_FromSsize_t(at);
+                if (!v || PyList_Append(out, v) < 0) { Py_XDECREF(v); return -1; }
+                Py_DECREF(v);
+                last = at;
+            }
+        }
+        line += __builtin_popcount(newlines);
+    }
+#undef EQ
+    *lines_out = line + 1;
+    return 0;
+}
+#endif
+
 static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
     if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
     const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
     Py_ssize_t len = PyUnicode_GET_LENGTH(arg), lines = 1;
+#ifdef HAVE_AVX2_PATH
+    if (avx2_ok) {
+        PyObject *out = PyList_New(0);
+        if (len && text[0] == '>') {  /* a quote on the first line */
+            PyObject *zero = PyLong_FromLong(0);
+            if (!out || !zero || PyList_Append(out, zero) < 0) { Py_XDECREF(out); Py_XDECREF(zero); return NULL; }
+            Py_DECREF(zero);
+        }
+        if (!out || dirty_avx2(text, len, &lines, out, PyList_GET_SIZE(out) - 1) < 0) {
+            Py_XDECREF(out);
+            return NULL;
+        }
+        return Py_BuildValue("nN", lines, out);
+    }
+#endif
     for (const char *p = text; (p = memchr(p, '\n', (size_t)(text + len - p))); p++) lines++;
     Py_ssize_t *starts = malloc((size_t)lines * sizeof(Py_ssize_t));
     char *dirty = calloc((size_t)lines, 1);
