@@ -28,6 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_AVX2_PATH 1  /* built for any x86-64; taken only where the CPU has AVX2 (avx2_ok) */
@@ -1838,7 +1841,20 @@ static PyObject *vector(PyObject *mod, PyObject *args) {
     return PyBool_FromLong(avx2_ok);
 }
 
+/* hold_heap() -> whether glibc now keeps freed memory of a parse for its next chunks. A parse
+ * allocates and frees buffers of a few MB a chunk (text, records, columns); by default glibc maps
+ * each afresh and hands it back, and the kernel zeroes every page again: 110k page faults on a
+ * 512 MB log, ~0.3 s on this project's VM. Blocks under 16 MB now come from the heap, and up to
+ * 32 MB of free heap stays (measured: 24k faults, peak RSS 138 MB against 135). */
+static PyObject *hold_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
+#ifdef __GLIBC__
+    if (mallopt(M_MMAP_THRESHOLD, 16 << 20) && mallopt(M_TRIM_THRESHOLD, 32 << 20)) Py_RETURN_TRUE;
+#endif
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"hold_heap", hold_heap, METH_NOARGS, "hold_heap() -> whether freed memory is kept for the next chunks (glibc)"},
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"dirty_lines", dirty_lines, METH_O,

@@ -174,6 +174,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
                  sink: Sink | None, spill_at: int) -> None:
     """The records of `chunks` ((number of the first line, lines or a text.Text)) into `result`, as
     parse_numbered gives them; `parsers` is PARSERS (every format: the scanner stands in for all)."""
+    _scan.hold_heap()  # freed chunks kept for the next ones, not mapped afresh (see _scan.c)
     formats = [p(result) for p in parsers.values()]
     tagger = processes.Tagger(result)
     readers = [tagger, *formats]
