@@ -250,3 +250,32 @@ def test_a_stars_pattern_the_scanner_does_not_read_turns_the_native_engine_off()
     with mock.patch.object(processes.Tagger, "STARTS", re.compile(r"\n[(\[#$+<]")):
         assert "Tagger.STARTS" in (native.available() or "")
         assert parse_stream(io.BytesIO(SAMPLES[0])).formats  # the chunk engine reads it
+
+
+def test_a_repeated_nccl_line_is_read_in_c_only_while_both_readers_hold_it():
+    """The scanner remembers NCCL lines the Tagger and nccl_debug have both read, for those two
+    collections only: handed other ones, it asks them again."""
+    result = parsers.ParseResult()
+    formats = [p(result) for p in PARSERS.values()]
+    scan = native.scanner([processes.Tagger(result), *formats])
+    by = {p.name: p for p in formats}
+    line = "vm:1560:1560 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"
+
+    def read(channel_lines: set, nccl_lines: dict) -> int:
+        """How many of the one-line text's lines the scanner read itself (1, or 0: Python's)."""
+        return scan.scan_text(line, 0, 0, 1, 1, by["eagle_profile"], by["sglang"], set(), nccl_lines,
+                              channel_lines, 0, -1)[0]
+
+    held = ({line}, {line: "pid 1560"})
+    assert read(*held) == 1 and read(*held) == 1
+    assert read(set(), {}) == 0 and read({line}, {}) == 0 and read(set(), {line: "pid 1560"}) == 0
+    assert read(*held) == 1
+
+
+def test_window_counters_of_more_dp_ranks_than_the_scanner_holds_at_once_stay_equal():
+    from bench.loggen import HEAD_SAMPLE
+
+    lines = [f"[2026-11-29 21:06:{w % 60:02d} DP{r} TP{r}] Decode batch. #running-req: 1, accept len: 2.{w % 10}0, "
+             f"gen throughput (token/s): {100 + r}.{w % 7}, #queue-req: 0"
+             for w in range(40) for r in range(24)]
+    _same(HEAD_SAMPLE.read_bytes() + "\n".join(lines).encode() + b"\n", 1 << 14, 1 << 14)

@@ -103,6 +103,11 @@ typedef struct {
     PyObject *strings;
     char **str_text; Py_ssize_t *str_len; int nstr, capstr;
     int str_slot[STR_SLOTS];  /* open addressing over the table: index + 1, 0 empty */
+    /* NCCL lines both the Tagger and nccl_debug are known to have read (they only ever add lines,
+     * REPEATS of them): found again by a compare, no str made and looked up twice. Kept for the
+     * one pair of collections they were found in (held here, so an id is never another's). */
+    struct { char *text; Py_ssize_t len; } nccl_seen[64];
+    PyObject *nccl_of[2];  /* channel_lines, nccl_lines */
     /* the last SGLang label seen and its string (labels repeat line after line) */
     char last_label[64]; Py_ssize_t last_label_len; int last_label_idx;
     int s_main, s_eagle, s_decode_src, s_prefill_src, s_empty;
@@ -768,8 +773,50 @@ static int lookup(const keymap *map, int n, const field *f) {
     return -1;
 }
 
+/* The sglang parser's window counters (its `windows` and `prefill_windows` dicts, by DP rank) as a
+ * scan moves them on: read from the dicts at a rank's first line in the scan, written back once
+ * at its end (state_out), not a dict lookup, an int and a dict store a line. Python runs nothing
+ * during a scan, so no one else reads or writes them meanwhile. */
+#define WINDOW_SLOTS 16
+typedef struct {
+    PyObject *dict[2];  /* decode, prefill */
+    struct { int kind, rank; long window; } slot[WINDOW_SLOTS];
+    int n;
+} Windows;
+
+/* The rank's next window in `kind`'s counter (1 for a rank not seen yet); -1 on error. */
+static long next_window(Scanner *self, Windows *w, int kind, int rank) {
+    for (int i = 0; i < w->n; i++)
+        if (w->slot[i].kind == kind && w->slot[i].rank == rank) return ++w->slot[i].window;
+    PyObject *key = str_obj(self, rank), *dict = w->dict[kind];
+    PyObject *old = PyDict_GetItemWithError(dict, key);
+    long window = old ? PyLong_AsLong(old) + 1 : 1;
+    if ((old == NULL && PyErr_Occurred()) || (window == 0 && PyErr_Occurred())) return -1;
+    if (w->n < WINDOW_SLOTS) {
+        w->slot[w->n].kind = kind, w->slot[w->n].rank = rank, w->slot[w->n].window = window;
+        w->n++;
+        return window;
+    }
+    PyObject *v = PyLong_FromLong(window);  /* more ranks than slots: this one is written at once */
+    int bad = !v || PyDict_SetItem(dict, key, v) < 0;
+    Py_XDECREF(v);
+    return bad ? -1 : window;
+}
+
+/* The counters moved on in the scan, into their dicts (in the order their ranks came). */
+static int windows_out(Scanner *self, Windows *w) {
+    int bad = 0;
+    for (int i = 0; i < w->n; i++) {
+        PyObject *v = PyLong_FromLong(w->slot[i].window);
+        if (!v || PyDict_SetItem(w->dict[w->slot[i].kind], str_obj(self, w->slot[i].rank), v) < 0) bad = 1;
+        Py_XDECREF(v);
+    }
+    w->n = 0;
+    return bad ? -1 : 0;
+}
+
 /* A `[date time TAGS] Decode batch ...` or `... Prefill batch ...` line (sglang._decode, _prefill). */
-static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssize_t n, int decode, int flags,
+static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize_t n, int decode, int flags,
                         int64_t lineno, int process) {
     if (!(flags & F_ENGINE) || !(flags & (decode ? F_DECODE_FORMAT : F_PREFILL_FORMAT))) return PYTHON;
     Py_ssize_t t0, t1, end = sglang_prefix(s, n, &t0, &t1);
@@ -833,14 +880,8 @@ static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssiz
     }
     int rank_idx = intern_str(self, rank, rank_len);
     if (rank_idx < 0) return ERROR;
-    PyObject *key = str_obj(self, rank_idx);
-    PyObject *old = PyDict_GetItemWithError(windows, key);
-    long window = old ? PyLong_AsLong(old) + 1 : 1;
-    if ((old == NULL && PyErr_Occurred()) || (window == 0 && PyErr_Occurred())) return ERROR;
-    PyObject *w = PyLong_FromLong(window);
-    int bad = !w || PyDict_SetItem(windows, key, w) < 0;
-    Py_XDECREF(w);
-    if (bad) return ERROR;
+    long window = next_window(self, windows, decode ? 0 : 1, rank_idx);
+    if (window < 0) return ERROR;
     int source = decode ? self->s_decode_src : self->s_prefill_src;
     for (int i = 0; i < nf; i++)
         if (metric[i] >= 0 && add_metric(self, metric[i], values[i], window, lineno, source, rank_idx, process) < 0)
@@ -859,12 +900,49 @@ static int sglang_batch(Scanner *self, PyObject *windows, const char *s, Py_ssiz
 
 /* One line, s[0:n] (ASCII), with its str when the caller has one (`line`, else NULL: made
  * here if a lookup needs it): OK when it was read here, PYTHON when Python must feed it, ERROR. */
+static unsigned nccl_slot(const char *s, Py_ssize_t n) {
+    return (unsigned)(n * 31 + (unsigned char)s[n - 1] * 7 + (unsigned char)s[n / 2]) & 63;
+}
+
+/* 1 when the line is one both collections are known to hold (found before), else 0. */
+static int nccl_known(Scanner *self, const char *s, Py_ssize_t n, PyObject *channel_lines, PyObject *nccl_lines) {
+    if (n == 0 || self->nccl_of[0] != channel_lines || self->nccl_of[1] != nccl_lines) return 0;
+    unsigned k = nccl_slot(s, n);
+    return self->nccl_seen[k].len == n && self->nccl_seen[k].text && memeq(self->nccl_seen[k].text, s, (size_t)n);
+}
+
+static void nccl_forget(Scanner *self) {
+    for (int k = 0; k < 64; k++) {
+        free(self->nccl_seen[k].text);
+        self->nccl_seen[k].text = NULL, self->nccl_seen[k].len = 0;
+    }
+    Py_CLEAR(self->nccl_of[0]);
+    Py_CLEAR(self->nccl_of[1]);
+}
+
+/* Remember a line both collections hold (another line in its slot is forgotten). */
+static void nccl_remember(Scanner *self, const char *s, Py_ssize_t n, PyObject *channel_lines, PyObject *nccl_lines) {
+    if (n == 0) return;
+    if (self->nccl_of[0] != channel_lines || self->nccl_of[1] != nccl_lines) {
+        nccl_forget(self);
+        Py_INCREF(channel_lines);
+        Py_INCREF(nccl_lines);
+        self->nccl_of[0] = channel_lines, self->nccl_of[1] = nccl_lines;
+    }
+    unsigned k = nccl_slot(s, n);
+    char *copy = malloc((size_t)n);
+    if (!copy) return;  /* not remembered: looked up again next time */
+    memcpy(copy, s, (size_t)n);
+    free(self->nccl_seen[k].text);
+    self->nccl_seen[k].text = copy, self->nccl_seen[k].len = n;
+}
+
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
-                     PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                     Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
-                     PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                     Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask) {
     unsigned by_literal;
     uint64_t lits = literals_in(self, s, n, &by_literal);
@@ -874,7 +952,7 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
 
 /* scan_line with the line's literals found already (`lits`, and the readers they belong to). */
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
-                     PyObject **windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                     Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
@@ -894,6 +972,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_NCCL_DEBUG)) {
         /* A line both nccl_debug and the Tagger have read before: neither does anything with it. */
         if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
+        if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
         if (!text) return ERROR;
         int seen = PySet_Contains(channel_lines, text);
@@ -901,6 +980,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (!line) Py_DECREF(text);  /* the lookups are done: borrowed `tag` is the dict's */
         if (seen <= 0) return seen < 0 ? ERROR : PYTHON;
         if (!tag) return PyErr_Occurred() ? ERROR : PYTHON;
+        nccl_remember(self, s, n, channel_lines, nccl_lines);
         return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     }
     if (by_literal & BIT(R_TAGGER)) return PYTHON;
@@ -919,7 +999,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if ((lits & decode) && (lits & prefill)) return PYTHON;
         int in_block = e->in_block;
         if (in_block) e->in_block = 0;  /* eagle_busy on a `[` line: the block is over */
-        int r = sglang_batch(self, windows[(lits & decode) ? 0 : 1], s, n, (lits & decode) != 0, flags, lineno,
+        int r = sglang_batch(self, windows, s, n, (lits & decode) != 0, flags, lineno,
                              process);
         if (r == PYTHON) e->in_block = in_block;  /* a line handed back has changed nothing */
         return r;
@@ -929,22 +1009,25 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
 
 /* The parsers' state a scan reads and moves on (what Python holds between scans). */
 typedef struct {
-    PyObject *eagle, *windows[2];
+    PyObject *eagle;
+    Windows windows;
     Eagle e;
 } State;
 
 static int state_in(State *st, PyObject *eagle, PyObject *sglang) {
     /* The parser's window counters, per DP rank: dicts it changes in place, never replaces. */
     st->eagle = eagle;
-    st->windows[0] = PyObject_GetAttrString(sglang, "windows");
-    st->windows[1] = PyObject_GetAttrString(sglang, "prefill_windows");
-    if (!st->windows[0] || !st->windows[1] || !PyDict_Check(st->windows[0]) || !PyDict_Check(st->windows[1])) {
-        Py_XDECREF(st->windows[0]); Py_XDECREF(st->windows[1]);
+    PyObject **dicts = st->windows.dict;
+    st->windows.n = 0;
+    dicts[0] = PyObject_GetAttrString(sglang, "windows");
+    dicts[1] = PyObject_GetAttrString(sglang, "prefill_windows");
+    if (!dicts[0] || !dicts[1] || !PyDict_Check(dicts[0]) || !PyDict_Check(dicts[1])) {
+        Py_XDECREF(dicts[0]); Py_XDECREF(dicts[1]);
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "sglang.Parser's windows must be dicts");
         return -1;
     }
-    Py_DECREF(st->windows[0]);  /* borrowed from here on: the parser holds them */
-    Py_DECREF(st->windows[1]);
+    Py_DECREF(dicts[0]);  /* borrowed from here on: the parser holds them */
+    Py_DECREF(dicts[1]);
     PyObject *w = PyObject_GetAttrString(eagle, "window");
     PyObject *b = PyObject_GetAttrString(eagle, "in_block");
     st->e.seen = PyObject_GetAttrString(eagle, "seen");
@@ -961,9 +1044,9 @@ static int state_in(State *st, PyObject *eagle, PyObject *sglang) {
 }
 
 /* The state after the lines read here (a line handed back changed none of it); -1 on error. */
-static int state_out(State *st) {
+static int state_out(Scanner *self, State *st) {
     PyObject *nw = PyLong_FromLong(st->e.window);
-    int bad = !nw || PyObject_SetAttrString(st->eagle, "window", nw) < 0
+    int bad = windows_out(self, &st->windows) < 0 || !nw || PyObject_SetAttrString(st->eagle, "window", nw) < 0
         || PyObject_SetAttrString(st->eagle, "in_block", st->e.in_block ? Py_True : Py_False) < 0;
     Py_XDECREF(nw);
     Py_DECREF(st->e.seen);
@@ -990,10 +1073,10 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
         mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
         if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
         status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
-                           &st.e, st.windows, labels, nccl_lines, channel_lines, flags, &mask);
+                           &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
     }
-    if (state_out(&st) < 0 || status == ERROR) return NULL;
+    if (state_out(self, &st) < 0 || status == ERROR) return NULL;
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
 }
 
@@ -1039,15 +1122,15 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         }
         if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
         if (vector)
-            status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, st.windows, labels, nccl_lines,
+            status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels, nccl_lines,
                                channel_lines, flags, &mask, lits, by_literal);
         else
-            status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, st.windows, labels,
+            status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels,
                                nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
         pos = end + 1;
     }
-    if (state_out(&st) < 0 || status == ERROR) return NULL;
+    if (state_out(self, &st) < 0 || status == ERROR) return NULL;
     if (index >= count) return Py_BuildValue("nnnI", count, len, len, 0u);
     return Py_BuildValue("nnnI", index, pos, end, mask);
 }
@@ -1620,6 +1703,7 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->p_ms.v);
     free(self->p_pct.v);
     free(self->m_value.v);
+    nccl_forget(self);
     Py_XDECREF(self->strings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
