@@ -201,12 +201,12 @@ class Rows:
     def first_key(self, group: Group) -> tuple:
         """Where the group's first row stood in the original order (phase tables list names so)."""
         file_key = -1 if group.logfile is None else group.logfile
-        order = group.order
+        order = _numbers(group.order)  # numpy over the arrays' buffers: a group may hold millions
         if not self.by_window:
-            return (file_key, min(order))
-        windows = group.windows
-        low = min(windows)
-        return (file_key, low, min(o for w, o in zip(windows, order, strict=True) if w == low))
+            return (file_key, int(order.min()))
+        windows = _numbers(group.windows)
+        low = int(windows.min())
+        return (file_key, low, int(order[windows == low].min()))
 
     def in_order(self, groups: list[Group]) -> Iterator[tuple[Group, int, float]]:
         """(group, window, value) of every row in the records' original order (rare paths: small
@@ -308,6 +308,11 @@ class ParseDigest:
         rows = self.digest.rows()
         self.collectives.into(rows)
         return rows
+
+
+def _numbers(column: array) -> np.ndarray:
+    """An int array's numbers as a numpy view (no copy)."""
+    return np.frombuffer(column, dtype=column.typecode)
 
 
 def _narrow(column: array) -> array:

@@ -269,17 +269,20 @@ static double to_double(const char *s, Py_ssize_t n) {
     int neg = 0;
     if (n && s[0] == '-') neg = 1, i = 1;
     uint64_t m = 0;
-    int digits = 0, frac = 0, dot = 0;
-    for (; i < n; i++) {
-        char c = s[i];
-        if (c == '.' && !dot) { dot = 1; continue; }
-        if (!is_digit(c)) { digits = 99; break; }
-        if (m || c != '0') digits++;
-        m = m * 10 + (uint64_t)(c - '0');
-        if (dot) frac++;
-        if (digits > 15) break;
+    int digits = 0, frac = 0;  /* significant digits (leading zeros are not), digits after the dot */
+    unsigned d;
+    for (; i < n && (d = (unsigned char)s[i] - '0') <= 9 && digits <= 15; i++) {
+        m = m * 10 + d;
+        digits += m != 0;
     }
-    if (digits <= 15 && frac <= 22) {
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && (d = (unsigned char)s[i] - '0') <= 9 && digits <= 15; i++) {
+            m = m * 10 + d;
+            digits += m != 0;
+            frac++;
+        }
+    }
+    if (i == n && digits <= 15 && frac <= 22) {
         double v = (double)m / POW10[frac];
         return neg ? -v : v;
     }
@@ -464,6 +467,8 @@ static unsigned starts_of(const char *s, Py_ssize_t n) {
     Py_ssize_t t = (c == ' ' || c == '\t') ? i : 0;
     if (t < n && (s[t] == '#' || is_digit(s[t]))) rd |= BIT(R_NCCL_TESTS);
     static const Py_ssize_t label_len[] = {19, 22, 26, 31};
+    char f = i < n ? s[i] : 0;
+    if (f != 'S' && f != 'B' && f != 'R' && f != 'O') return rd;  /* no label starts so */
     for (size_t k = 0; k < sizeof(BLOCK_LABELS) / sizeof(*BLOCK_LABELS); k++) {
         Py_ssize_t m = label_len[k];
         if (i + m < n && memeq(s + i, BLOCK_LABELS[k], (size_t)m) && s[i + m] == ':') {
@@ -743,7 +748,7 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
             char *lower = keys + used;
             uint32_t h = 2166136261u;  /* fnv1a of the lowered key, as it is made */
             for (Py_ssize_t i = 0; i < kl; i++) {
-                lower[i] = (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] + 32 : k[i]);
+                lower[i] = (char)(k[i] + ((unsigned char)(k[i] - 'A') < 26u) * 32);
                 h = (h ^ (unsigned char)lower[i]) * 16777619u;
             }
             used += kl;
@@ -1522,11 +1527,19 @@ static PyObject *groups_of(Scanner *self, int phases, int *wide) {
     int32_t *gid = malloc((size_t)n * sizeof(int32_t) + 1);
     PyObject *out = NULL;
     if (!gid || grouping_rehash(&g, 64) < 0) { if (!gid) PyErr_NoMemory(); goto done; }
+    /* A direct-mapped cache in front of the table: a batch's records cycle through a few groups. */
+    struct { int key[4]; int at; } seen[256];
+    for (int i = 0; i < 256; i++) seen[i].at = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         int k[4] = {(int)names[i], phases ? self->s_eagle : (int)self->m_source.v[i],
                     phases ? self->s_main : (int)self->m_process.v[i], phases ? self->s_empty : (int)self->m_rank.v[i]};
-        int at = group_of(&g, k);
-        if (at < 0) goto done;
+        unsigned slot = (unsigned)(k[0] * 31 + k[1] * 7 + k[2] * 3 + k[3]) & 255;
+        int at = seen[slot].at;
+        if (at < 0 || memcmp(seen[slot].key, k, sizeof(k)) != 0) {
+            if ((at = group_of(&g, k)) < 0) goto done;
+            memcpy(seen[slot].key, k, sizeof(k));
+            seen[slot].at = at;
+        }
         gid[i] = at;
         g.groups[at].count++;
     }
