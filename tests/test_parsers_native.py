@@ -279,3 +279,28 @@ def test_window_counters_of_more_dp_ranks_than_the_scanner_holds_at_once_stay_eq
              f"gen throughput (token/s): {100 + r}.{w % 7}, #queue-req: 0"
              for w in range(40) for r in range(24)]
     _same(HEAD_SAMPLE.read_bytes() + "\n".join(lines).encode() + b"\n", 1 << 14, 1 << 14)
+
+
+def test_decode_lines_whose_keys_change_from_line_to_line_give_the_records_lines_give():
+    """The scanner splits a decode line by the last one's keys when they are the same: keys that
+    change, pieces without a ':', capitals, a ':' or ', ' in a value, a repeated key, a trailing
+    ', ' are split as sglang.split_fields splits them."""
+    from bench.loggen import HEAD_SAMPLE
+
+    prefix = "[2026-11-29 21:06:12 TP0] Decode batch. "
+    bodies = [
+        "#running-req: 1, #token: 7, accept len: 2.10, gen throughput (token/s): 90.5, #queue-req: 0",
+        "#running-req: 2, #token: 8, accept len: 2.20, gen throughput (token/s): 91.5, #queue-req: 0",
+        "#running-req: 2, #token: 8, accept len: 2.20, gen throughput (token/s): 91.5, #queue-req: 0, ",
+        "#running-req: 2, #Token: 9, accept len: 2.30, gen throughput (token/s): 92.5, #queue-req: 0",
+        "#running-req: 2, #token: 9, accept len: 2.30, cuda graph: True, gen throughput (token/s): 93.5",
+        "#running-req: 3, #token: 9, accept len: 2.30, cuda graph: True, gen throughput (token/s): 93.5, note",
+        "#running-req: 3, #token: 9:1, accept len: 2.40, cuda graph: False, gen throughput (token/s): 94.5",
+        "#running-req: 3, #token: 9, 1, accept len: 2.40, cuda graph: False, gen throughput (token/s): 95.5",
+        "#running-req: 4, #token: 9, accept len: 2.50, #token: 3, gen throughput (token/s): 96.5",
+        "#running-req:4,#token: 9, accept len : 2.60,  gen throughput (token/s): 97.5",
+        "#running-req: 4, #token: 9, accept len: 2.60, gen throughput (token/s): 97.5",
+    ]
+    lines = [prefix + bodies[i % len(bodies)] for i in range(3 * len(bodies))]
+    lines += [prefix + bodies[0]] * 5 + [prefix + b for b in bodies[::-1]]
+    _same(HEAD_SAMPLE.read_bytes() + "\n".join(lines).encode() + b"\n", 1 << 12, 1 << 12)

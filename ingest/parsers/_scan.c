@@ -72,6 +72,18 @@ static inline int ipush(ibuf *b, int64_t x) {
     return 0;
 }
 
+/* What a decode (or prefill) line's keys made: SGLang prints the same keys in the same order line
+ * after line, so the last line's pieces (their text before the ':', as printed) are kept with what
+ * their keys were looked up to; a line whose pieces start with the same texts is split by comparing
+ * them, its keys not lowered, hashed and looked up again. */
+typedef struct {
+    int count;  /* pieces (every one a field); 0: none kept */
+    char raw[2048];
+    Py_ssize_t raw_at[MAX_FIELDS], raw_len[MAX_FIELDS];
+    int metric[MAX_FIELDS];  /* lookup() of each field's key */
+    int tput, accept, graph, news;  /* the fields get() finds, -1 for none (news: #new-token or #new-seq) */
+} Shape;
+
 typedef struct {
     char *text;
     Py_ssize_t len;
@@ -108,6 +120,7 @@ typedef struct {
      * one pair of collections they were found in (held here, so an id is never another's). */
     struct { char *text; Py_ssize_t len; } nccl_seen[64];
     PyObject *nccl_of[2];  /* channel_lines, nccl_lines */
+    Shape shapes[2];  /* the last decode and prefill lines' (sglang_batch) */
     /* the last SGLang label seen and its string (labels repeat line after line) */
     char last_label[64]; Py_ssize_t last_label_len; int last_label_idx;
     int s_main, s_eagle, s_decode_src, s_prefill_src, s_empty;
@@ -721,9 +734,13 @@ static void strip(const char **s, Py_ssize_t *n) {
     while (*n > 0 && is_space((*s)[*n - 1])) (*n)--;
 }
 
-/* sglang.split_fields; -1 when a key repeats (dict order: the first place, the last value). */
-static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, Py_ssize_t keys_cap) {
+/* sglang.split_fields; -1 when a key repeats (dict order: the first place, the last value).
+ * raw[2i], raw[2i+1]: where field i's piece starts in the body and its text before the ':';
+ * *every: whether every piece had a ':' (no piece was left out). */
+static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, Py_ssize_t keys_cap, Py_ssize_t *raw,
+                        int *every) {
     int count = 0;
+    *every = 1;
     Py_ssize_t used = 0, start = 0;
     while (start <= n) {
         /* The piece up to the next ", " and its first ':', in one pass. */
@@ -737,9 +754,11 @@ static int split_fields(const char *body, Py_ssize_t n, field *out, char *keys, 
         const char *piece = body + start;
         Py_ssize_t plen = end - start;
         const char *colon = at < 0 ? NULL : body + at;
+        if (!colon) *every = 0;
         if (colon) {
             const char *k = piece, *v = colon + 1;
             Py_ssize_t kl = colon - piece, vl = plen - kl - 1;
+            if (count < MAX_FIELDS) raw[2 * count] = start, raw[2 * count + 1] = kl;
             strip(&k, &kl);
             strip(&v, &vl);
             while (vl > 0 && v[vl - 1] == ',') vl--;
@@ -776,6 +795,63 @@ static int lookup(const keymap *map, int n, const field *f) {
         if (map[i].hash == f->hash && map[i].len == f->klen && memeq(map[i].text, f->key, (size_t)f->klen))
             return map[i].metric;
     return -1;
+}
+
+
+static int field_at(const field *f, int nf, const field *one) { return one ? (int)(one - f) : -1; }
+
+/* The shape of fields just split (`every`: no piece was left out), for this line and the next. */
+static void shape_learn(Scanner *self, Shape *sh, int decode, const char *body, const field *f, int nf,
+                        const Py_ssize_t *raw, int every) {
+    const keymap *map = decode ? self->decode : self->prefill;
+    int nmap = decode ? self->ndecode : self->nprefill;
+    Py_ssize_t used = 0;
+    sh->count = 0;
+    for (int i = 0; i < nf; i++) {
+        sh->metric[i] = lookup(map, nmap, &f[i]);
+        if (every && used + raw[2 * i + 1] <= (Py_ssize_t)sizeof(sh->raw)) {
+            memcpy(sh->raw + used, body + raw[2 * i], (size_t)raw[2 * i + 1]);
+            sh->raw_at[i] = used, sh->raw_len[i] = raw[2 * i + 1];
+            used += raw[2 * i + 1];
+        } else {
+            every = 0;
+        }
+    }
+    if (decode) {
+        sh->tput = field_at(f, nf, get(f, nf, "gen throughput (token/s)"));
+        sh->accept = field_at(f, nf, get(f, nf, "accept len"));
+        const field *graph = get(f, nf, "cuda graph");
+        sh->graph = field_at(f, nf, graph ? graph : get(f, nf, "cpu graph"));
+        sh->news = -1;
+    } else {
+        sh->tput = sh->accept = sh->graph = -1;
+        sh->news = (get(f, nf, "#new-token") || get(f, nf, "#new-seq")) ? 0 : -1;
+    }
+    if (every && nf > 0) sh->count = nf;
+}
+
+/* The body split by a kept shape: each field's value in f[i] (its key is the shape's), or -1 when
+ * the pieces are not the shape's (the caller splits it in full). */
+static int split_shaped(const Shape *sh, const char *body, Py_ssize_t n, field *f) {
+    Py_ssize_t start = 0;
+    for (int i = 0; i < sh->count; i++) {
+        Py_ssize_t kl = sh->raw_len[i];
+        /* The piece's text before its first ':' is the kept one (which holds no ':' and no ", "). */
+        if (start + kl >= n || body[start + kl] != ':' || !memeq(body + start, sh->raw + sh->raw_at[i], (size_t)kl))
+            return -1;
+        Py_ssize_t v0 = start + kl + 1, end = v0;
+        for (; end < n; end++)
+            if (body[end] == ',' && end + 1 < n && body[end + 1] == ' ') break;
+        const char *v = body + v0;
+        Py_ssize_t vl = end - v0;
+        strip(&v, &vl);
+        while (vl > 0 && v[vl - 1] == ',') vl--;
+        strip(&v, &vl);
+        f[i].val = v, f[i].vlen = vl;
+        if (end >= n) return i == sh->count - 1 ? sh->count : -1;
+        start = end + 2;
+    }
+    return -1;  /* more pieces than the shape's */
 }
 
 /* The sglang parser's window counters (its `windows` and `prefill_windows` dicts, by DP rank) as a
@@ -840,15 +916,20 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
     if (j < n && (s[j] == '.' || s[j] == ',')) j++;
     while (j < n && is_space(s[j])) j++;
     field f[MAX_FIELDS];
-    char keys[4096];
-    int nf = split_fields(s + j, n - j, f, keys, sizeof(keys));
-    if (nf < 0) return PYTHON;
-    const keymap *map = decode ? self->decode : self->prefill;
-    int nmap = decode ? self->ndecode : self->nprefill;
+    Shape *sh = &self->shapes[decode ? 0 : 1];
+    int nf = sh->count ? split_shaped(sh, s + j, n - j, f) : -1;
+    if (nf < 0) {
+        char keys[4096];
+        Py_ssize_t raw[2 * MAX_FIELDS];
+        int every;
+        nf = split_fields(s + j, n - j, f, keys, sizeof(keys), raw, &every);
+        if (nf < 0) return PYTHON;
+        shape_learn(self, sh, decode, s + j, f, nf, raw, every);
+    }
     double values[MAX_FIELDS];
     int metric[MAX_FIELDS];
     for (int i = 0; i < nf; i++) {
-        metric[i] = lookup(map, nmap, &f[i]);
+        metric[i] = sh->metric[i];
         if (metric[i] >= 0) {
             int got = sglang_number(f[i].val, f[i].vlen, &values[i]);
             if (got < 0) return PYTHON;
@@ -859,19 +940,17 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
     int has_accept = 0;
     const field *graph = NULL;
     if (decode) {
-        const field *tput = get(f, nf, "gen throughput (token/s)");
+        const field *tput = sh->tput >= 0 ? &f[sh->tput] : NULL;
         double v;
         int got = tput ? sglang_number(tput->val, tput->vlen, &v) : 0;
         if (got < 0) return PYTHON;
         if (got == 0) return OK;  /* a line cut before its throughput is not a whole window */
-        const field *a = get(f, nf, "accept len");
-        if (a) {
-            has_accept = sglang_number(a->val, a->vlen, &accept);
+        if (sh->accept >= 0) {
+            has_accept = sglang_number(f[sh->accept].val, f[sh->accept].vlen, &accept);
             if (has_accept < 0) return PYTHON;
         }
-        graph = get(f, nf, "cuda graph");
-        if (!graph) graph = get(f, nf, "cpu graph");
-    } else if (!get(f, nf, "#new-token") && !get(f, nf, "#new-seq")) {
+        graph = sh->graph >= 0 ? &f[sh->graph] : NULL;
+    } else if (sh->news < 0) {
         return OK;
     }
     /* The DP rank: the first DPn tag of the prefix, "" when one scheduler reports for all. */
