@@ -1642,16 +1642,20 @@ static PyObject *groups_of(Scanner *self, int phases, int *wide) {
         if (!t) { Py_CLEAR(out); free(cols); goto done; }
         PyList_SET_ITEM(out, k, t);
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        group_slot *s = &g.groups[gid[i]];
-        char **at = cols + 5 * gid[i];
-        Py_ssize_t f = s->fill++;
-        if (wsize == 4) ((int32_t *)at[0])[f] = (int32_t)windows[i]; else ((int64_t *)at[0])[f] = windows[i];
-        if (lsize == 4) ((int32_t *)at[1])[f] = (int32_t)lines[i]; else ((int64_t *)at[1])[f] = lines[i];
-        ((double *)at[2])[f] = values[i];
-        ((int32_t *)at[3])[f] = (int32_t)i;
-        if (phases) ((double *)at[4])[f] = self->p_pct.v[i];
-    }
+    /* Each record's place in its group, then the columns scattered one at a time (a write stream
+     * a group at once, not five). */
+    int32_t *place = malloc((size_t)n * sizeof(int32_t) + 1);
+    if (!place) { Py_CLEAR(out); free(cols); PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) place[i] = (int32_t)g.groups[gid[i]].fill++;
+#define SCATTER(c, T, src) \
+    for (Py_ssize_t i = 0; i < n; i++) ((T *)cols[5 * gid[i] + (c)])[place[i]] = (T)(src);
+    if (wsize == 4) { SCATTER(0, int32_t, windows[i]) } else { SCATTER(0, int64_t, windows[i]) }
+    if (lsize == 4) { SCATTER(1, int32_t, lines[i]) } else { SCATTER(1, int64_t, lines[i]) }
+    SCATTER(2, double, values[i])
+    SCATTER(3, int32_t, i)
+    if (phases) { SCATTER(4, double, self->p_pct.v[i]) }
+#undef SCATTER
+    free(place);
     free(cols);
     if (phases) {
         self->p_name.n = self->p_window.n = self->p_line.n = self->p_ms.n = self->p_pct.n = 0;
