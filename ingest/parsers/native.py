@@ -150,6 +150,8 @@ class _Parse:
         body, dirty = chunk.text, chunk.dirty
         i, n, pos, d = 0, len(chunk), 0, 0  # d: the first dirty line not behind line i
         while i < n:
+            while d < len(dirty) and dirty[d] < i:  # past the dirty line fed last: the scan stops at the next
+                d += 1
             if self.ready():
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
