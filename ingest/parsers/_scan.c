@@ -2033,7 +2033,18 @@ static PyObject *hold_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_FALSE;
 }
 
+/* trim_heap() -> whether glibc gave the memory it holds free back to the system (malloc_trim). */
+static PyObject *trim_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef module_methods[] = {
+    {"trim_heap", trim_heap, METH_NOARGS, "trim_heap() -> whether free memory went back to the system (glibc)"},
     {"hold_heap", hold_heap, METH_NOARGS, "hold_heap() -> whether freed memory is kept for the next chunks (glibc)"},
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},

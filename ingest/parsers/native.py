@@ -69,6 +69,19 @@ def available() -> str | None:
     return None
 
 
+def hold_heap() -> bool:
+    """Have glibc keep a parse's freed chunks for the next ones instead of mapping each afresh (see
+    _scan.c): for a process that parses one log and exits (parselog). A worker does not: its fold
+    thread's arena would keep as much again, and its peak RSS passed 500 MB (issue 10)."""
+    return _scan is not None and _scan.hold_heap()
+
+
+def trim_heap() -> bool:
+    """Give the memory glibc holds free back to the system (malloc_trim): between a parse and what
+    comes after it in a long-lived process (the Celery worker's summary, ingest.services)."""
+    return _scan is not None and _scan.trim_heap()
+
+
 def scanner(readers: list) -> _scan.Scanner:
     literals = [(t, bit) for bit, reader in enumerate(readers) for t in reader.TRIGGERS]
     return _scan.Scanner(literals, dict(sglang._DECODE_METRICS), dict(sglang._PREFILL_METRICS))
@@ -176,7 +189,6 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
                  sink: Sink | None, spill_at: int) -> None:
     """The records of `chunks` ((number of the first line, lines or a text.Text)) into `result`, as
     parse_numbered gives them; `parsers` is PARSERS (every format: the scanner stands in for all)."""
-    _scan.hold_heap()  # freed chunks kept for the next ones, not mapped afresh (see _scan.c)
     formats = [p(result) for p in parsers.values()]
     tagger = processes.Tagger(result)
     readers = [tagger, *formats]
