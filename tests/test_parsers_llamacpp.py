@@ -15,11 +15,13 @@ def metric(result, name, source="llamacpp"):
 
 def test_statistics_line_gives_tokens_per_cycle_rates_and_counts():
     r = parse_lines(formats=["llamacpp"], lines=[STATISTICS])
-    assert metric(r, "tokens_per_cycle") == [2.92]  # 1 + 167 / 87: the bonus token is in
+    assert metric(r, "tokens_per_cycle") == [2.91954]  # 1 + 167 / 87 from the counters (printed: 2.92)
     assert metric(r, "draft_acceptance_rate") == [0.644788]  # 167 / 259
     assert metric(r, "acceptance_pos_3") == [0.483]
     assert metric(r, "gen_drafts") == [87.0] and metric(r, "draft_calls") == [87.0]
     s = {k: v.value for k, v in r.settings.items()}
+    assert s["llamacpp.draft_types"]["draft-eagle3"]["acc_tokens"] == 167
+    del s["llamacpp.draft_types"]
     assert s == {"engine": "llama.cpp", "spec.algorithm": "EAGLE3", "spec.steps": 3}
 
 
@@ -71,6 +73,47 @@ def test_public_sample_summary(golden):
         parsed = summarize(parse_stream(f))
     assert parsed["formats"] == ["llamacpp"] and parsed["engine"] == "llama.cpp"
     assert parsed["spec"]["algorithm"] == "EAGLE3" and parsed["spec"]["steps"] == 3
-    assert parsed["summary"]["tokens_per_cycle"] == 2.92
+    assert parsed["summary"]["tokens_per_cycle"] == 2.9195  # 1 + 167 / 87 (the line prints 2.92)
     assert parsed["summary"]["throughput_tok_s"] == 111.46
     golden("llamacpp_spec_statistics_eagle3_pr24536", parsed)
+
+
+MTP_AND_NGRAM = [
+    "[53409] 5.05.552.782 I statistics ngram-mod: #calls(b,g,a) = 11 800 4, #gen drafts = 4, #acc drafts = 4, "
+    "#gen tokens = 256, #acc tokens = 47, dur(b,g,a) = 0.340, 2.107, 1.102 ms",
+    "[53409] 5.05.552.787 I statistics draft-mtp: #calls(b,g,a) = 11 796 796, #gen drafts = 796, #acc drafts = 694, "
+    "#gen tokens = 1585, #acc tokens = 1252, dur(b,g,a) = 0.008, 33271.024, 1.264 ms",
+]
+
+
+def test_several_draft_types_pool_by_totals_not_by_a_mean_of_their_ratios():
+    r = parse_lines(formats=["llamacpp"], lines=MTP_AND_NGRAM)
+    # (47 + 1252) accepted over (4 + 796) drafts: 2.62, where the mean of the two ratios is 7.66.
+    assert metric(r, "tokens_per_cycle") == [2.62375]
+    assert metric(r, "draft_acceptance_rate") == [0.705595]  # 1299 / 1841
+    assert r.settings["spec.algorithm"].value == "MTP"  # the type that drafted nearly everything
+    parsed = summarize(r)
+    types = {t["type"]: t for t in parsed["draft_types"]}
+    assert types["draft-mtp"]["generate_ms_per_call"] == 41.7978  # 33271.024 ms over 796 calls, in ms
+    assert types["ngram-mod"]["generate_ms_per_call"] == 0.0026
+    assert types["ngram-mod"]["tokens_per_cycle"] == 12.75 and types["draft-mtp"]["tokens_per_cycle"] == 2.5729
+    # Drafting time per verify cycle: both types' generate totals over the 800 cycles.
+    assert {p["name"]: p["ms"] for p in parsed["phases"]}["draft generate"] == 41.5914
+
+
+def test_cumulative_counters_make_one_window_per_print_from_their_differences():
+    second = [line.replace("11 800 4", "12 900 5").replace("#gen drafts = 4,", "#gen drafts = 5,")
+              .replace("#acc tokens = 47", "#acc tokens = 57").replace("#gen tokens = 256", "#gen tokens = 320")
+              for line in MTP_AND_NGRAM[:1]] + [
+        MTP_AND_NGRAM[1].replace("11 796 796", "12 895 895").replace("#gen drafts = 796", "#gen drafts = 895")
+        .replace("#acc tokens = 1252", "#acc tokens = 1450").replace("#gen tokens = 1585", "#gen tokens = 1783")]
+    r = parse_lines(formats=["llamacpp"], lines=MTP_AND_NGRAM + second)
+    # Second print: ngram-mod +1 draft +10 accepted, draft-mtp +99 drafts +198 accepted.
+    assert metric(r, "tokens_per_cycle") == [2.62375, 3.08]  # 1 + 208 / 100
+    assert summarize(r)["draft_types"][1]["acc_tokens"] == 1450  # the totals of the last print
+
+
+def test_a_print_in_which_no_type_drafted_is_no_window():
+    idle = [line.replace("statistics", "statistics") for line in MTP_AND_NGRAM]
+    r = parse_lines(formats=["llamacpp"], lines=MTP_AND_NGRAM + idle)
+    assert metric(r, "tokens_per_cycle") == [2.62375]

@@ -22,6 +22,8 @@ import re
 from .records import Metric, ParseResult, Phase
 
 NAME = "llamacpp"
+# The setting holding each draft type's cumulative counters (runs.summary lists them as `draft_types`).
+TYPES_KEY = "llamacpp.draft_types"
 
 _STATISTICS = re.compile(r"\bstatistics\s+([A-Za-z][\w.\-]*):\s*(.*)$")
 _CALLS = re.compile(r"#calls(\(b,g,a\))?\s*=\s*(\d+)(?:\s+(\d+)\s+(\d+))?")
@@ -56,6 +58,8 @@ def _floats(text: str) -> list[float] | None:
 def _algorithm(impl: str) -> str:
     """`draft-eagle3` -> EAGLE3, `ngram-simple` -> NGRAM, `draft` (a draft model) -> DRAFT."""
     name = impl.lower()
+    if "mtp" in name:
+        return "MTP"
     if "eagle3" in name:
         return "EAGLE3"
     if name.startswith("ngram"):
@@ -76,6 +80,9 @@ class Parser:
         self.slot_windows = 0
         self.eval_windows = 0
         self.prompt_windows = 0
+        self.types: dict[str, dict] = {}  # draft type -> its latest cumulative counters
+        self.base: dict[str, dict] = {}  # draft type -> its counters when the last window closed
+        self.group: list[str] = []  # the types printed since the last window closed
 
     def feed(self, lineno: int, line: str) -> None:
         if "statistics" in line:
@@ -91,7 +98,7 @@ class Parser:
         return False
 
     def finish(self) -> None:
-        pass
+        self._close_group()
 
     def _seen(self, lineno: int) -> None:
         self.result.add_format(NAME)
@@ -103,41 +110,105 @@ class Parser:
         if not counts and not mean:
             return
         self._seen(lineno)
-        r = self.result
-        r.set("spec.algorithm", _algorithm(impl), lineno, NAME)
-        self.windows += 1
-        w = self.windows
-
-        def add(name: str, value: float, source: str = NAME) -> None:
-            r.metrics.append(Metric(name, round(float(value), 6), w, lineno, source))
-
-        for key, value in counts.items():
-            add(key, value)
-        drafts = counts.get("gen_drafts")
+        if impl in self.group:
+            # A type printed again: the server printed its statistics once more (the next request).
+            self._close_group()
         calls = _CALLS.search(body)
-        generate_calls = None
         if calls:
             # `#calls(b,g,a) = 1 87 87` (begin, generate, accept) or a plain `#calls = 15`.
-            generate_calls = int(calls.group(3) if calls.group(1) and calls.group(3) else calls.group(2))
-            add("draft_calls", generate_calls)
-        if mean:
-            add("accept_len_raw", float(mean.group(1)))
-            add("tokens_per_cycle", float(mean.group(1)))  # 1 + accepted / drafts
-        elif drafts and "acc_tokens" in counts:
-            add("tokens_per_cycle", 1 + counts["acc_tokens"] / drafts)
-        if counts.get("gen_tokens"):
-            add("draft_acceptance_rate", counts.get("acc_tokens", 0) / counts["gen_tokens"])
+            if calls.group(1) and calls.group(3):
+                counts.update(calls_begin=int(calls.group(2)), calls_generate=int(calls.group(3)),
+                              calls_accept=int(calls.group(4)))
+            else:
+                counts["calls_generate"] = int(calls.group(2))
+        stats: dict = {"counts": counts, "mean": float(mean.group(1)) if mean else None, "line": lineno}
+        durations = _DURATIONS.search(body)
+        if durations:
+            stats["dur"] = tuple(float(d) for d in durations.groups())
         positions = _POSITIONS.search(body)
         rates = _floats(positions.group(1)) if positions else None
         if rates:
-            r.set("spec.steps", len(rates), lineno, NAME)
-            for i, p in enumerate(rates, 1):
+            stats["positions"] = rates
+            self.result.set("spec.steps", len(rates), lineno, NAME)
+        self.types[impl] = stats
+        self.group.append(impl)
+        self._publish(lineno)
+
+    def _publish(self, lineno: int) -> None:
+        """The file's cumulative counters per draft type (the latest line of each), and the
+        algorithm of the type that drafted most: a run mixing an n-gram lookup with MTP is an MTP run."""
+        r = self.result
+        table = {}
+        for impl, stats in self.types.items():
+            row = {"type": impl, **stats["counts"]}
+            if "dur" in stats:
+                row.update(zip(("dur_begin_ms", "dur_generate_ms", "dur_accept_ms"), stats["dur"], strict=True))
+            table[impl] = row
+        setting = r.settings.get(TYPES_KEY)
+        if setting is None:
+            r.set(TYPES_KEY, table, lineno, NAME)
+        else:
+            setting.value, setting.line = table, lineno
+        dominant = max(self.types, key=lambda i: (self.types[i]["counts"].get("acc_tokens", 0),
+                                                  self.types[i]["counts"].get("gen_drafts", 0)))
+        current = r.settings.get("spec.algorithm")
+        r.set("spec.algorithm", _algorithm(dominant), lineno, NAME, overwrite=current is None or current.source == NAME)
+
+    def _close_group(self) -> None:
+        """One window from the types printed together: their counters are cumulative, so the
+        window is what each added since its last print, pooled by totals (tokens per cycle is
+        accepted tokens over drafts of all types, never a mean of the types' ratios)."""
+        group, self.group = self.group, []
+        if not group:
+            return
+        sums: dict[str, float] = {}
+        durations = [0.0, 0.0, 0.0]
+        cycles = 0
+        lineno = 0
+        for impl in group:
+            stats = self.types[impl]
+            now, before = stats["counts"], self.base.get(impl, {}).get("counts", {})
+            restarted = any(now.get(k, 0) < v for k, v in before.items())
+            delta = {k: v - (0 if restarted else before.get(k, 0)) for k, v in now.items()}
+            for key, value in delta.items():
+                sums[key] = sums.get(key, 0) + value
+            cycles = max(cycles, delta.get("calls_generate", 0))
+            if "dur" in stats:
+                old = (0.0, 0.0, 0.0) if restarted else self.base.get(impl, {}).get("dur", (0.0, 0.0, 0.0))
+                durations = [d + n - o for d, n, o in zip(durations, stats["dur"], old, strict=True)]
+            lineno = max(lineno, stats["line"])
+            self.base[impl] = stats
+        drafts, accepted, generated = sums.get("gen_drafts", 0), sums.get("acc_tokens", 0), sums.get("gen_tokens", 0)
+        means = [self.types[i]["mean"] for i in group if self.types[i]["mean"] is not None]
+        if not drafts and not generated and not means:
+            return  # no type drafted since the last print: an idle window
+        self.windows += 1
+        w = self.windows
+        r = self.result
+
+        def add(name: str, value: float) -> None:
+            r.metrics.append(Metric(name, round(float(value), 6), w, lineno, NAME))
+
+        for key in ("gen_drafts", "acc_drafts", "gen_tokens", "acc_tokens"):
+            if key in sums:
+                add(key, sums[key])
+        if cycles:
+            add("draft_calls", cycles)
+        if drafts:
+            add("tokens_per_cycle", 1 + accepted / drafts)  # the bonus token is in
+        elif len(means) == 1:
+            add("tokens_per_cycle", means[0])
+        if generated:
+            add("draft_acceptance_rate", accepted / generated)
+        drafting = [i for i in group if self.types[i]["counts"].get("gen_drafts")]
+        if len(drafting) == 1 and "positions" in self.types[drafting[0]]:
+            for i, p in enumerate(self.types[drafting[0]]["positions"], 1):
                 add(f"acceptance_pos_{i}", p)
-        durations = _DURATIONS.search(body)
-        cycles = generate_calls or drafts
-        if durations and cycles:
-            for name, total in zip(_PHASES, durations.groups(), strict=True):
-                r.phases.append(Phase(name, round(float(total) / cycles, 6), None, w, lineno, NAME))
+        cycles = cycles or drafts
+        if cycles and any("dur" in self.types[i] for i in group):
+            # Milliseconds of all types' drafting per verify cycle (dur(b,g,a) are totals in ms).
+            for name, total in zip(_PHASES, durations, strict=True):
+                r.phases.append(Phase(name, round(total / cycles, 6), None, w, lineno, NAME))
 
     def _slot(self, lineno: int, line: str) -> None:
         m = _SLOT.search(line)

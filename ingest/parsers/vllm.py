@@ -18,7 +18,7 @@ import math
 import re
 
 from .records import Metric, ParseResult, Phase
-from .serving import Block, BlockReader
+from .serving import Block, BlockReader, add_block
 
 NAME = "vllm"
 
@@ -375,6 +375,7 @@ class Parser:
         r = self.result
         fmt = "vllm_bench_serve"
         r.add_format(fmt)
+        add_block(r, block, "vllm", fmt)
         self.bench_blocks += 1
         window = self.bench_blocks
         positions = 0
