@@ -378,13 +378,15 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
     if len({block_settings(b) for b in blocks}) == 1:
         pooled = dict(serving)
         for key in keys:
-            numbers = [b[key] for b in blocks if isinstance(b.get(key), int | float) and not isinstance(b.get(key), bool)]
+            numbers = [b[key] for b in blocks
+                       if isinstance(b.get(key), int | float) and not isinstance(b.get(key), bool)]
             if numbers:
                 pooled[key] = round(median(numbers), 6)
         return {**pooled, "result_blocks": len(blocks)}, (), None
-    described = "; ".join(f"line {b.get('line')}: {b.get('tool')}, request rate {b.get('request_rate')}, "
-                          f"concurrency {b.get('max_concurrency') if b.get('max_concurrency') is not None else 'not set'}"
-                          + (", speculative" if block_settings(b)[3] else "") for b in blocks)
+    described = "; ".join(
+        f"line {b.get('line')}: {b.get('tool')}, request rate {b.get('request_rate')}, concurrency "
+        + ("not set" if b.get("max_concurrency") is None else str(b.get("max_concurrency")))
+        + (", speculative" if block_settings(b)[3] else "") for b in blocks)
     warning = {"line": blocks[0].get("line"), "message": (
         f"{len(blocks)} result blocks with different settings ({described}): each is a result of its own, "
         "so the run has no serving figure blended from them; see the result blocks table")}

@@ -29,7 +29,9 @@ _START = re.compile(
 # A block copied as comments or quotes: `# ============ Serving Benchmark Result ====`.
 _PREFIX = re.compile(r"^([#>][ \t]?)=")
 # The client's settings lines printed before a vLLM block (SGLang prints them inside its block).
-_CLIENT = re.compile(r"^\s*(?:[#>]\s?)?(Traffic request rate|Maximum request concurrency|Max request concurrency):\s*(\S+)\s*$")
+_CLIENT = re.compile(
+    r"^\s*(?:[#>]\s?)?(Traffic request rate|Maximum request concurrency|Max request concurrency):\s*(\S+)\s*$"
+)
 _UNITS = {"tok/s": "tok_s", "req/s": "req_s", "ms": "ms", "s": "s", "%": "pct", "rps": "rps"}
 
 _SGLANG_LABELS = frozenset({
@@ -227,7 +229,8 @@ def block_record(block: Block, tool: str) -> dict:
     for row in block.rows:
         if row.value is not None:
             values.setdefault(row.key, row.value)
-    rate = values.get("traffic_request_rate", values.get("request_rate_configured_rps", block.client.get("request_rate")))
+    rate = values.get("traffic_request_rate",
+                      values.get("request_rate_configured_rps", block.client.get("request_rate")))
     if rate is None and tool == "vllm" and "benchmark_duration_s" in values:
         rate = "inf"
     concurrency = values.get("max_request_concurrency", block.client.get("max_concurrency"))
