@@ -1,7 +1,6 @@
 """Run pages with personas: alice owns the project, bob is in it, eve is not."""
 
 import re
-
 from pathlib import Path
 
 import pytest
