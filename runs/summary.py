@@ -327,7 +327,9 @@ def figures(metrics: list[Group], phases: list[Group], settings: dict,
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
-    tokens = describe(series(metrics, "tokens_per_cycle", exclude=exclude + (("sglang_bench",) if has_decode else ())))
+    tokens_exclude = exclude + (("sglang_bench",) if has_decode else ())
+    tokens = describe(pooled_drafts(metrics, "acc_tokens", "gen_drafts", 1.0, tokens_exclude)
+                      or series(metrics, "tokens_per_cycle", exclude=tokens_exclude))
     tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
     cycle = describe(series(metrics, "cycle_ms"))
     if not cycle.count and any(len(g) for g in phases):
@@ -393,16 +395,41 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
     return {**others, "result_blocks": len(blocks)}, BLOCK_SOURCES, warning
 
 
+POOLED_SOURCE = "llamacpp"  # counters per draft type, pooled per window by totals
+
+
+def pooled_drafts(metrics: list[Group], numerator: str, denominator: str, plus: float,
+                  exclude: tuple[str, ...] = ()) -> list[float]:
+    """llama.cpp's draft types pooled per window: `plus` + Σ numerator / Σ denominator over the
+    types printed together (tokens per cycle: 1 + accepted tokens / drafts). Empty when a source
+    believed first reports the figure itself, or there are no such counters."""
+    name = "tokens_per_cycle" if numerator == "acc_tokens" and denominator == "gen_drafts" else "draft_acceptance_rate"
+    better = {g.source for g in metrics if len(g) and g.name == name and g.source not in exclude
+              and source_rank(g.source) < source_rank(POOLED_SOURCE)}
+    if better or POOLED_SOURCE in exclude:
+        return []
+    sums: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for g in metrics:
+        if g.source == POOLED_SOURCE and g.name in (numerator, denominator) and len(g):
+            slot = 0 if g.name == numerator else 1
+            for w, v in zip(g.windows, g.values, strict=True):
+                sums[(-1 if g.logfile is None else g.logfile, w)][slot] += v
+    return [plus + num / den for _, (num, den) in sorted(sums.items()) if den > 0]
+
+
 def acceptance(metrics: list[Group], exclude: tuple[str, ...] = ()) -> dict | None:
     """The draft acceptance rate (accepted / drafted tokens, a fraction) and the per-position
     rates, medians over windows of the best source; None when the log prints none."""
-    rate = describe(series(metrics, "draft_acceptance_rate", exclude=exclude))
+    pooled = pooled_drafts(metrics, "acc_tokens", "gen_tokens", 0.0, exclude)
+    rate = describe(pooled or series(metrics, "draft_acceptance_rate", exclude=exclude))
     positions = []
     while (position := describe(series(metrics, f"acceptance_pos_{len(positions) + 1}", exclude=exclude))).count:
         positions.append(position.median)
     if rate.median is None and not positions:
         return None
     sources = {g.source for g in metrics if len(g) and g.name == "draft_acceptance_rate" and g.source not in exclude}
+    if pooled:
+        sources = {POOLED_SOURCE}
     return {"rate": rate.median, "positions": positions, "windows": rate.count,
             "source": min(sources, key=lambda x: (source_rank(x), x)) if sources else None}
 

@@ -274,9 +274,9 @@ SAMPLES = {
     },
     "vllm_v0_specdecodeworker_stage_times_issue8370.log": {"formats": ["vllm_stage_times"], "summary.cycle_ms": 61.08},
     "vllm_v0_stage_times_mixed_with_bench_latency.log": {
-        # 13783 emitted over 18802 / 2 steps. The stage line comes before the metrics line of its
-        # interval and waits for its draft length: 2 x 3.57 + 94.42 + 1.32.
-        "summary.tokens_per_cycle": 1.4661, "summary.cycle_ms": 102.88, "summary.throughput_tok_s": 75.3,
+        # 13783 emitted over 18802 / 2 steps. The stage line comes before the draft length, so its
+        # proposal stays per token (a later line never changes an earlier one's record): 3.57 + 94.42 + 1.32.
+        "summary.tokens_per_cycle": 1.4661, "summary.cycle_ms": 99.31, "summary.throughput_tok_s": 75.3,
     },
     "vllm_v1_specdecoding_pr15902_before_after.txt": {
         "formats": ["vllm_spec", "vllm_engine"], "summary.throughput_tok_s": 10.0, "summary.tokens_per_cycle": None,
@@ -350,7 +350,7 @@ def test_v0_stage_times_pair_with_the_metrics_of_their_own_launch():
         _v0_metrics(2, 100, 200, 200),
         _v0_stage("2.00", "20.00"),
         "$ vllm serve m --speculative-model d --num-speculative-tokens 4",
-        _v0_stage("3.00", "30.00"),  # logged before its own launch's metrics line
+        _v0_stage("3.00", "30.00"),  # before its own launch's metrics line: its command said 4
         _v0_metrics(4, 200, 400, 300),
     ])
     # Proposal per draft token x the launch's draft length: 2 x 2.00, then 4 x 3.00 (not 2 x 3.00).

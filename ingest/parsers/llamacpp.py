@@ -6,12 +6,15 @@ per-slot `draft acceptance` line and `eval time` timings.
       #acc rate/pos = (0.805, 0.632, 0.483), dur(b,g,a) = 0.005, 325.555, 0.114 ms
 
 Older builds print `statistics ngram_simple: #calls = 15, #gen drafts = 5, ...` without the
-mean or the durations, and one line per implementation when several are combined.
-`#mean acc len` is 1 + accepted tokens / drafts, so it includes the bonus token (2.92 =
-1 + 167/87). `dur(b,g,a)` are total milliseconds spent in begin (new prompt), generation and
-accepting; divided by the generation calls they become draft-side phases in ms per cycle. They
-do not cover the target's verify, so they never add up to a cycle. Fields are read one by one,
-in any order, since the line is young and will change.
+mean or the durations. The server prints one line per draft type (`ngram-map-k`, `ngram-mod`,
+`draft-mtp`, ...) after each request, and every counter is cumulative over the server's life:
+the lines printed together make one window, each type's share being what it added since its
+previous line. Tokens per cycle is 1 + accepted tokens / drafts (the bonus token is in: 2.92 =
+1 + 167/87), pooled over the types by totals in runs.summary, never a mean of their ratios; the
+algorithm is the type that accepted most. `dur(b,g,a)` are total milliseconds in begin (new
+prompt), generation and accepting; divided by that phase's calls they become `<type> generate`
+and so on, in ms per call. They do not cover the target's verify, so they never add up to a
+cycle. Fields are read one by one, in any order, since the line is young and will change.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ _COUNTS = {
 _MEAN_LEN = re.compile(r"mean acc(?:eptance)? len(?:gth)?\s*=\s*(\d+(?:\.\d+)?)")
 _POSITIONS = re.compile(r"(?:#acc rate/pos|acceptance rate per position)\s*=\s*\(([^)]*)\)")
 _DURATIONS = re.compile(r"dur\(b,g,a\)\s*=\s*(\d+(?:\.\d+)?),\s*(\d+(?:\.\d+)?),\s*(\d+(?:\.\d+)?)\s*ms")
-_PHASES = ("draft begin", "draft generate", "draft accept")
+_PHASES = ("begin", "generate", "accept")
 # `draft acceptance = 0.64479 (  167 accepted /   259 generated)`; older builds say `rate`.
 _SLOT = re.compile(
     r"draft acceptance(?: rate)?\s*=\s*(\d+(?:\.\d+)?)\s*\(\s*(\d+) accepted\s*/\s*(\d+) generated\)"
@@ -81,8 +84,8 @@ class Parser:
         self.eval_windows = 0
         self.prompt_windows = 0
         self.types: dict[str, dict] = {}  # draft type -> its latest cumulative counters
-        self.base: dict[str, dict] = {}  # draft type -> its counters when the last window closed
-        self.group: list[str] = []  # the types printed since the last window closed
+        self.base: dict[str, dict] = {}  # draft type -> its counters at its previous line
+        self.group: list[str] = []  # the types printed in the current window
 
     def feed(self, lineno: int, line: str) -> None:
         if "statistics" in line:
@@ -98,7 +101,7 @@ class Parser:
         return False
 
     def finish(self) -> None:
-        self._close_group()
+        pass
 
     def _seen(self, lineno: int) -> None:
         self.result.add_format(NAME)
@@ -110,9 +113,10 @@ class Parser:
         if not counts and not mean:
             return
         self._seen(lineno)
-        if impl in self.group:
+        if impl in self.group or not self.group:
             # A type printed again: the server printed its statistics once more (the next request).
-            self._close_group()
+            self.group = []
+            self.windows += 1
         calls = _CALLS.search(body)
         if calls:
             # `#calls(b,g,a) = 1 87 87` (begin, generate, accept) or a plain `#calls = 15`.
@@ -133,6 +137,7 @@ class Parser:
         self.types[impl] = stats
         self.group.append(impl)
         self._publish(lineno)
+        self._window(impl, stats, lineno)
 
     def _publish(self, lineno: int) -> None:
         """The file's cumulative counters per draft type (the latest line of each), and the
@@ -154,61 +159,41 @@ class Parser:
         current = r.settings.get("spec.algorithm")
         r.set("spec.algorithm", _algorithm(dominant), lineno, NAME, overwrite=current is None or current.source == NAME)
 
-    def _close_group(self) -> None:
-        """One window from the types printed together: their counters are cumulative, so the
-        window is what each added since its last print, pooled by totals (tokens per cycle is
-        accepted tokens over drafts of all types, never a mean of the types' ratios)."""
-        group, self.group = self.group, []
-        if not group:
-            return
-        sums: dict[str, float] = {}
-        durations = [0.0, 0.0, 0.0]
-        cycles = 0
-        lineno = 0
-        for impl in group:
-            stats = self.types[impl]
-            now, before = stats["counts"], self.base.get(impl, {}).get("counts", {})
-            restarted = any(now.get(k, 0) < v for k, v in before.items())
-            delta = {k: v - (0 if restarted else before.get(k, 0)) for k, v in now.items()}
-            for key, value in delta.items():
-                sums[key] = sums.get(key, 0) + value
-            cycles = max(cycles, delta.get("calls_generate", 0))
-            if "dur" in stats:
-                old = (0.0, 0.0, 0.0) if restarted else self.base.get(impl, {}).get("dur", (0.0, 0.0, 0.0))
-                durations = [d + n - o for d, n, o in zip(durations, stats["dur"], old, strict=True)]
-            lineno = max(lineno, stats["line"])
-            self.base[impl] = stats
-        drafts, accepted, generated = sums.get("gen_drafts", 0), sums.get("acc_tokens", 0), sums.get("gen_tokens", 0)
-        means = [self.types[i]["mean"] for i in group if self.types[i]["mean"] is not None]
-        if not drafts and not generated and not means:
-            return  # no type drafted since the last print: an idle window
-        self.windows += 1
+    def _window(self, impl: str, stats: dict, lineno: int) -> None:
+        """This type's share of the current window: what its cumulative counters added since its
+        last line. The types printed together make one window (runs.summary pools them by totals:
+        accepted tokens over drafts of all types, never a mean of the types' ratios); each line's
+        records are its own, so a cut-off copy keeps a prefix of the whole file's."""
+        before = self.base.get(impl)
+        self.base[impl] = stats
+        now = stats["counts"]
+        old = before["counts"] if before else {}
+        restarted = any(now.get(k, 0) < v for k, v in old.items())
+        delta = {k: v - (0 if restarted else old.get(k, 0)) for k, v in now.items()}
         w = self.windows
         r = self.result
 
         def add(name: str, value: float) -> None:
             r.metrics.append(Metric(name, round(float(value), 6), w, lineno, NAME))
 
-        for key in ("gen_drafts", "acc_drafts", "gen_tokens", "acc_tokens"):
-            if key in sums:
-                add(key, sums[key])
-        if cycles:
-            add("draft_calls", cycles)
-        if drafts:
-            add("tokens_per_cycle", 1 + accepted / drafts)  # the bonus token is in
-        elif len(means) == 1:
-            add("tokens_per_cycle", means[0])
-        if generated:
-            add("draft_acceptance_rate", accepted / generated)
-        drafting = [i for i in group if self.types[i]["counts"].get("gen_drafts")]
-        if len(drafting) == 1 and "positions" in self.types[drafting[0]]:
-            for i, p in enumerate(self.types[drafting[0]]["positions"], 1):
-                add(f"acceptance_pos_{i}", p)
-        cycles = cycles or drafts
-        if cycles and any("dur" in self.types[i] for i in group):
-            # Milliseconds of all types' drafting per verify cycle (dur(b,g,a) are totals in ms).
-            for name, total in zip(_PHASES, durations, strict=True):
-                r.phases.append(Phase(name, round(total / cycles, 6), None, w, lineno, NAME))
+        drafted = delta.get("gen_drafts", 0) or delta.get("gen_tokens", 0)
+        if not drafted:
+            if stats["mean"] is not None and "gen_drafts" not in now:
+                add("tokens_per_cycle", stats["mean"])  # a line with the mean but no counters
+            return  # this type drafted nothing since its last line
+        for key in ("gen_drafts", "acc_drafts", "gen_tokens", "acc_tokens", "calls_generate"):
+            if key in delta:
+                add("draft_calls" if key == "calls_generate" else key, delta[key])
+        for i, p in enumerate(stats.get("positions") or (), 1):
+            add(f"acceptance_pos_{i}", p)
+        if "dur" in stats:
+            old_dur = (0.0, 0.0, 0.0) if restarted or not before else before.get("dur", (0.0, 0.0, 0.0))
+            calls = [delta.get(k, 0) for k in ("calls_begin", "calls_generate", "calls_accept")]
+            if not any(calls):
+                calls = [0, delta.get("gen_drafts", 0), 0]
+            for phase, ms, was, n in zip(_PHASES, stats["dur"], old_dur, calls, strict=True):
+                if n:  # ms per call of this type: `dur(b,g,a)` are total milliseconds
+                    r.phases.append(Phase(f"{impl} {phase}", round((ms - was) / n, 6), None, w, lineno, NAME))
 
     def _slot(self, lineno: int, line: str) -> None:
         m = _SLOT.search(line)

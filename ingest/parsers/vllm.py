@@ -141,10 +141,9 @@ class Parser:
         self.engine_windows: dict[str, int] = {}
         self.stage_window = 0
         # V0 pairing, per launch: the draft length of the current launch (a launch command, its
-        # config or a metrics line says it) and the stage lines still waiting for it.
+        # config or a metrics line says it).
         self.launch_k: int | None = None
         self.launch_used = False  # a metrics or stage line since the launch started
-        self.pending_stages: list[tuple[int, dict[str, float]]] = []
         self.bench = BlockReader()
         self.bench_blocks = 0
 
@@ -180,7 +179,6 @@ class Parser:
         return self.bench.block is not None
 
     def finish(self) -> None:
-        self._flush_stages()
         block = self.bench.close()
         if block is not None:
             self._bench_block(block)
@@ -312,40 +310,31 @@ class Parser:
         self.result.add_format("vllm_stage_times")
         self.result.set("engine", "vllm", lineno, "vllm_stage_times")
         self.launch_used = True
-        # A stage line is paired with the draft length of its own launch: vLLM logs it beside the
-        # metrics line of the same interval, before or after it, so one that comes first waits.
-        self.pending_stages.append((lineno, values))
-        if self.launch_k:
-            self._flush_stages()
+        # A stage line is paired with the draft length of its own launch, as the lines before it
+        # said it (its launch command or config, or a metrics line of the launch): never a later
+        # line's, so a cut-off copy keeps its records a prefix of the whole file's.
+        self.stage_window += 1
+        k = self.launch_k
+        for key, ms in values.items():
+            name = _STAGE_PHASES[key]
+            if key == "average_time_per_proposal_tok":
+                # Proposal time per draft token; a cycle drafts k of them. Without the launch's
+                # draft length the per-cycle figure is unknown, and the phase keeps a name that says so.
+                if k:
+                    ms = round(ms * k, 6)
+                else:
+                    name = "proposal per token"
+            self.result.phases.append(Phase(name, ms, None, self.stage_window, lineno, "vllm_stage_times"))
 
     def _known_k(self, k: int) -> None:
         self.launch_k = k
-        self._flush_stages()
 
     def _new_launch(self) -> None:
-        """A server start: stage lines still waiting keep what their own launch said, and what the
-        next launch reports is its own (a note can paste several runs one after another)."""
+        """A server start: what the next launch reports is its own (a note can paste several runs
+        one after another), its draft length and its cumulative counters."""
         if not self.launch_used:
             return  # the same start's other lines (version, args, command)
-        self._flush_stages()
         self.launch_k, self.launch_used, self.v0_previous = None, False, None
-
-    def _flush_stages(self) -> None:
-        pending, self.pending_stages = self.pending_stages, []
-        k = self.launch_k
-        for lineno, values in pending:
-            self.stage_window += 1
-            for key, ms in values.items():
-                name = _STAGE_PHASES[key]
-                if key == "average_time_per_proposal_tok":
-                    # Proposal time per draft token; a cycle drafts k of them. Without the
-                    # launch's draft length the per-cycle figure is unknown, and the phase keeps
-                    # a name that says so.
-                    if k:
-                        ms = round(ms * k, 6)
-                    else:
-                        name = "proposal per token"
-                self.result.phases.append(Phase(name, ms, None, self.stage_window, lineno, "vllm_stage_times"))
 
     # -- launch arguments and version -------------------------------------------------------
 
