@@ -362,8 +362,9 @@ _SPEC_ROWS = ("accept_length", "acceptance_length", "acceptance_rate_pct")
 def block_settings(block: dict) -> tuple:
     """What makes two result blocks one configuration: the tool, the request rate, the
     concurrency and whether it ran speculative decoding (as far as the block printed them)."""
-    return (block.get("tool"), str(block.get("request_rate")), str(block.get("max_concurrency")),
-            any(key in block for key in _SPEC_ROWS))
+    return (block.get("tool"), str(block.get("model")), str(block.get("request_rate")),
+            str(block.get("max_concurrency")),
+            bool(block.get("speculative")) or any(key in block for key in _SPEC_ROWS))
 
 
 def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[str, ...], dict | None]:
@@ -375,7 +376,8 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
     the count and a warning instead; each stays in `serving_blocks`."""
     if len(blocks) < 2:
         return serving, (), None
-    keys = {k for b in blocks for k in b} - {"tool", "line", "request_rate", "max_concurrency"}
+    keys = {k for b in blocks for k in b} - {"tool", "line", "logfile", "model", "request_rate", "max_concurrency",
+                                             "speculative"}
     others = {k: v for k, v in serving.items() if k not in keys}
     if len({block_settings(b) for b in blocks}) == 1:
         pooled = dict(serving)
@@ -388,7 +390,8 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
     described = "; ".join(
         f"line {b.get('line')}: {b.get('tool')}, request rate {b.get('request_rate')}, concurrency "
         + ("not set" if b.get("max_concurrency") is None else str(b.get("max_concurrency")))
-        + (", speculative" if block_settings(b)[3] else "") for b in blocks)
+        + (f", model {b['model']}" if b.get("model") else "")
+        + (", speculative" if block_settings(b)[4] else "") for b in blocks)
     warning = {"line": blocks[0].get("line"), "message": (
         f"{len(blocks)} result blocks with different settings ({described}): each is a result of its own, "
         "so the run has no serving figure blended from them; see the result blocks table")}
@@ -422,7 +425,7 @@ def acceptance(metrics: list[Group], exclude: tuple[str, ...] = ()) -> dict | No
     rates, medians over windows of the best source; None when the log prints none."""
     pooled = pooled_drafts(metrics, "acc_tokens", "gen_tokens", 0.0, exclude)
     rate = describe(pooled or series(metrics, "draft_acceptance_rate", exclude=exclude))
-    positions = []
+    positions: list[float | None] = []
     while (position := describe(series(metrics, f"acceptance_pos_{len(positions) + 1}", exclude=exclude))).count:
         positions.append(position.median)
     if rate.median is None and not positions:
@@ -481,7 +484,8 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     lay, records, figured = launch_groups(result, rows)
     launches_count = len(lay.launches)
     warnings = [{"line": w.line, "message": w.message} for w in result.warnings]
-    blocks = list(_value(s, BLOCKS_KEY) or [])
+    found = _value(s, BLOCKS_KEY)
+    blocks: list[dict] = list(found) if isinstance(found, list) else []
     serving = {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")}
     serving, exclude, block_warning = serving_of_blocks(blocks, serving)
     if block_warning:

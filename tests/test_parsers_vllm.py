@@ -388,3 +388,17 @@ def test_a_vllm_block_without_the_rate_row_ran_at_inf_and_one_with_it_keeps_it()
                 + ["{:<40} {:<10}".format("Benchmark duration (s):", "20.30"), "=" * 50, ""])
     r = parse_lines(formats=["vllm"], lines=block([]) + block([("Request rate configured (RPS):", "100.00")]))
     assert [b["request_rate"] for b in r.settings["serving_blocks"].value] == ["inf", 100.0]
+
+
+def test_the_clients_echoed_arguments_name_the_model_and_rate_of_the_next_block():
+    namespace = ("Namespace(subparser='bench', bench_type='serve', seed=0, num_prompts=1000, dataset_name='random', "
+                 "backend='vllm', base_url=None, max_concurrency=None, model='Qwen/Qwen3-0.6B', tokenizer=None, "
+                 "request_rate=inf, burstiness=1.0)")
+    rows = [("Successful requests:", "1000"), ("Failed requests:", "0"), ("Benchmark duration (s):", "30.85"),
+            ("Output token throughput (tok/s):", "6582.87")]
+    block = (["============ Serving Benchmark Result ============"]
+             + ["{:<40} {:<10}".format(label, value) for label, value in rows] + ["=" * 50])
+    r = parse_lines(formats=["vllm"], lines=[namespace, *block])
+    (b,) = r.settings["serving_blocks"].value
+    assert (b["model"], b["request_rate"], b["max_concurrency"], b["speculative"]) == (
+        "Qwen/Qwen3-0.6B", "inf", None, False)

@@ -32,6 +32,13 @@ _PREFIX = re.compile(r"^([#>][ \t]?)=")
 _CLIENT = re.compile(
     r"^\s*(?:[#>]\s?)?(Traffic request rate|Maximum request concurrency|Max request concurrency):\s*(\S+)\s*$"
 )
+# The client's arguments echoed before its run (`vllm bench serve`, `sglang.bench_serving`):
+# `Namespace(subparser='bench', ..., model='Qwen/Qwen3-0.6B', ..., request_rate=inf, ...)`.
+_NAMESPACE = {
+    "model": re.compile(r"[(,\s]model='([^']+)'"),
+    "request_rate": re.compile(r"[(,\s]request_rate=([\w.]+)"),
+    "max_concurrency": re.compile(r"[(,\s]max_concurrency=(\d+)"),
+}
 _UNITS = {"tok/s": "tok_s", "req/s": "req_s", "ms": "ms", "s": "s", "%": "pct", "rps": "rps"}
 
 _SGLANG_LABELS = frozenset({
@@ -103,7 +110,7 @@ class BlockReader:
     """Feed every line; returns a Block on the line that closes one, else None."""
 
     # Lines that may open a block (feed() with no block open); with one open, every line counts.
-    TRIGGERS = (_TITLE, "---", "request rate:", "request concurrency:")
+    TRIGGERS = (_TITLE, "---", "request rate:", "request concurrency:", "Namespace(")
     # The rows that may open a block (_START), as a parser's STARTS; inside a block the parser is busy().
     STARTS = re.compile(r"\n[^\S\n]*(?:Successful requests|Benchmark duration \(s\)|Request throughput \(req/s\)"
                         r"|Output token throughput \(tok/s\)):")
@@ -129,6 +136,11 @@ class BlockReader:
             elif "request " in line and (c := _CLIENT.match(line)):
                 key = "request_rate" if "rate" in c.group(1) else "max_concurrency"
                 self.client[key] = parse_value(c.group(2))
+            elif "Namespace(" in line:
+                self.client = {}  # a new client run: what an earlier one said is not this one's
+                for key, pattern in _NAMESPACE.items():
+                    if m := pattern.search(line):
+                        self.client[key] = m.group(1) if key == "model" else parse_value(m.group(1))
             elif "---" in line:
                 m = _SECTION.match(line)
                 if m:
@@ -220,7 +232,8 @@ SPEC_KEYS = ("accept_length", "acceptance_length", "acceptance_rate_pct")
 
 def block_record(block: Block, tool: str) -> dict:
     """A result block as the parse JSON lists it: the tool, its first line, the settings it ran
-    with (request rate, concurrency) and every row it printed under its serving key.
+    with (model where the client echoed its arguments, request rate, concurrency, whether it
+    measured speculative decoding) and every row it printed under its serving key.
 
     vLLM prints `Request rate configured (RPS)` only when the rate is not inf, and both tools
     print the concurrency only when it was set: a vLLM block that printed its duration without
@@ -236,7 +249,8 @@ def block_record(block: Block, tool: str) -> dict:
     concurrency = values.get("max_request_concurrency", block.client.get("max_concurrency"))
     if concurrency == "not set":
         concurrency = None
-    return {"tool": tool, "line": block.first_line, "request_rate": rate, "max_concurrency": concurrency, **values}
+    return {"tool": tool, "line": block.first_line, "model": block.client.get("model"), "request_rate": rate,
+            "max_concurrency": concurrency, "speculative": any(key in values for key in SPEC_KEYS), **values}
 
 
 def add_block(result, block: Block, tool: str, source: str) -> None:
