@@ -397,7 +397,7 @@ def test_the_clients_echoed_arguments_name_the_model_and_rate_of_the_next_block(
     rows = [("Successful requests:", "1000"), ("Failed requests:", "0"), ("Benchmark duration (s):", "30.85"),
             ("Output token throughput (tok/s):", "6582.87")]
     block = (["============ Serving Benchmark Result ============"]
-             + ["{:<40} {:<10}".format(label, value) for label, value in rows] + ["=" * 50])
+             + [f"{label:<40} {value:<10}" for label, value in rows] + ["=" * 50])
     r = parse_lines(formats=["vllm"], lines=[namespace, *block])
     (b,) = r.settings["serving_blocks"].value
     assert (b["model"], b["request_rate"], b["max_concurrency"], b["speculative"]) == (
