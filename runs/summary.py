@@ -371,7 +371,7 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
     """The run-level `serving` object, the sources no summary figure may come from, and a warning.
 
     One block: its rows, as printed. Several blocks of one configuration (repeats): the median of
-    each figure over them, and how many there were. Blocks of different settings (a request-rate
+    each figure over them, how many there were, and a warning that says so. Blocks of different settings (a request-rate
     sweep, speculative decoding off and on) are results of their own: no blended figure at all,
     the count and a warning instead; each stays in `serving_blocks`."""
     if len(blocks) < 2:
@@ -386,7 +386,12 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
                        if isinstance(b.get(key), int | float) and not isinstance(b.get(key), bool)]
             if numbers:
                 pooled[key] = round(median(numbers), 6)
-        return {**pooled, "result_blocks": len(blocks)}, (), None
+        # Flagged all the same: what the blocks print cannot tell a repeat from another dtype,
+        # build or model the note names only in its own words.
+        warning = {"line": blocks[0].get("line"), "message": (
+            f"{len(blocks)} result blocks with the same printed settings: the run's serving figures are their "
+            "median; if they were different runs (another dtype, build or model), read each block in the table")}
+        return {**pooled, "result_blocks": len(blocks)}, (), warning
     described = "; ".join(
         f"line {b.get('line')}: {b.get('tool')}, request rate {b.get('request_rate')}, concurrency "
         + ("not set" if b.get("max_concurrency") is None else str(b.get("max_concurrency")))
