@@ -383,7 +383,8 @@ def test_bench_blocks_copied_as_comments_are_read_with_the_clients_settings_line
 
 def test_a_vllm_block_without_the_rate_row_ran_at_inf_and_one_with_it_keeps_it():
     def block(extra):
-        return (["============ Serving Benchmark Result ============", "{:<40} {:<10}".format("Successful requests:", "10")]
+        return (["============ Serving Benchmark Result ============", "{:<40} {:<10}".format("Successful requests:", "10"),
+                 "{:<40} {:<10}".format("Failed requests:", "0")]
                 + [f"{label:<40} {value:<10}" for label, value in extra]
                 + ["{:<40} {:<10}".format("Benchmark duration (s):", "20.30"), "=" * 50, ""])
     r = parse_lines(formats=["vllm"], lines=block([]) + block([("Request rate configured (RPS):", "100.00")]))
@@ -402,3 +403,11 @@ def test_the_clients_echoed_arguments_name_the_model_and_rate_of_the_next_block(
     (b,) = r.settings["serving_blocks"].value
     assert (b["model"], b["request_rate"], b["max_concurrency"], b["speculative"]) == (
         "Qwen/Qwen3-0.6B", "inf", None, False)
+
+
+def test_an_older_vllm_block_that_never_prints_the_rate_has_an_unknown_rate():
+    rows = [("Successful requests:", "1000"), ("Benchmark duration (s):", "30.85"),
+            ("Total Token throughput (tok/s):", "14029.44")]
+    r = parse_lines(formats=["vllm"], lines=["============ Serving Benchmark Result ============"]
+                    + ["{:<40} {:<10}".format(label, value) for label, value in rows] + ["=" * 50])
+    assert r.settings["serving_blocks"].value[0]["request_rate"] is None

@@ -235,16 +235,17 @@ def block_record(block: Block, tool: str) -> dict:
     with (model where the client echoed its arguments, request rate, concurrency, whether it
     measured speculative decoding) and every row it printed under its serving key.
 
-    vLLM prints `Request rate configured (RPS)` only when the rate is not inf, and both tools
-    print the concurrency only when it was set: a vLLM block that printed its duration without
-    the rate row ran at inf."""
+    Current vLLM prints `Request rate configured (RPS)` only when the rate is not inf, and both
+    tools print the concurrency only when it was set: a vLLM block of that layout (it has the
+    `Failed requests` row, printed since the same change) without the rate row ran at inf. Older
+    vLLM blocks never print the rate: unknown (null) unless the client's lines said it."""
     values: dict = {}
     for row in block.rows:
         if row.value is not None:
             values.setdefault(row.key, row.value)
     rate = values.get("traffic_request_rate",
                       values.get("request_rate_configured_rps", block.client.get("request_rate")))
-    if rate is None and tool == "vllm" and "benchmark_duration_s" in values:
+    if rate is None and tool == "vllm" and "failed_requests" in values:
         rate = "inf"
     concurrency = values.get("max_request_concurrency", block.client.get("max_concurrency"))
     if concurrency == "not set":
