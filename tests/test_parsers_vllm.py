@@ -409,5 +409,5 @@ def test_an_older_vllm_block_that_never_prints_the_rate_has_an_unknown_rate():
     rows = [("Successful requests:", "1000"), ("Benchmark duration (s):", "30.85"),
             ("Total Token throughput (tok/s):", "14029.44")]
     r = parse_lines(formats=["vllm"], lines=["============ Serving Benchmark Result ============"]
-                    + ["{:<40} {:<10}".format(label, value) for label, value in rows] + ["=" * 50])
+                    + [f"{label:<40} {value:<10}" for label, value in rows] + ["=" * 50])
     assert r.settings["serving_blocks"].value[0]["request_rate"] is None
