@@ -328,7 +328,7 @@ def figures(metrics: list[Group], phases: list[Group], settings: dict,
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
     tokens_exclude = exclude + (("sglang_bench",) if has_decode else ())
-    tokens = describe(pooled_drafts(metrics, "acc_tokens", "gen_drafts", 1.0, tokens_exclude)
+    tokens = describe(pooled_drafts(metrics, "tokens_per_cycle", "acc_tokens", "gen_drafts", 1.0, tokens_exclude)
                       or series(metrics, "tokens_per_cycle", exclude=tokens_exclude))
     tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
     cycle = describe(series(metrics, "cycle_ms"))
@@ -360,8 +360,8 @@ _SPEC_ROWS = ("accept_length", "acceptance_length", "acceptance_rate_pct")
 
 
 def block_settings(block: dict) -> tuple:
-    """What makes two result blocks one configuration: the tool, the request rate, the
-    concurrency and whether it ran speculative decoding (as far as the block printed them)."""
+    """What makes two result blocks one configuration: the tool, the model, the request rate, the
+    concurrency and whether it ran speculative decoding (as far as the client printed them)."""
     return (block.get("tool"), str(block.get("model")), str(block.get("request_rate")),
             str(block.get("max_concurrency")),
             bool(block.get("speculative")) or any(key in block for key in _SPEC_ROWS))
@@ -371,9 +371,9 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
     """The run-level `serving` object, the sources no summary figure may come from, and a warning.
 
     One block: its rows, as printed. Several blocks of one configuration (repeats): the median of
-    each figure over them, how many there were, and a warning that says so. Blocks of different settings (a request-rate
-    sweep, speculative decoding off and on) are results of their own: no blended figure at all,
-    the count and a warning instead; each stays in `serving_blocks`."""
+    each figure over them, how many there were, and a warning that says so. Blocks of different
+    settings (a request-rate sweep, speculative decoding off and on) are results of their own: no
+    blended figure at all, the count and a warning instead; each stays in `serving_blocks`."""
     if len(blocks) < 2:
         return serving, (), None
     keys = {k for b in blocks for k in b} - {"tool", "line", "logfile", "model", "request_rate", "max_concurrency",
@@ -406,13 +406,12 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
 POOLED_SOURCE = "llamacpp"  # counters per draft type, pooled per window by totals
 
 
-def pooled_drafts(metrics: list[Group], numerator: str, denominator: str, plus: float,
+def pooled_drafts(metrics: list[Group], figure_name: str, numerator: str, denominator: str, plus: float,
                   exclude: tuple[str, ...] = ()) -> list[float]:
     """llama.cpp's draft types pooled per window: `plus` + Σ numerator / Σ denominator over the
     types printed together (tokens per cycle: 1 + accepted tokens / drafts). Empty when a source
-    believed first reports the figure itself, or there are no such counters."""
-    name = "tokens_per_cycle" if numerator == "acc_tokens" and denominator == "gen_drafts" else "draft_acceptance_rate"
-    better = {g.source for g in metrics if len(g) and g.name == name and g.source not in exclude
+    believed first reports `figure_name` itself, or there are no such counters."""
+    better = {g.source for g in metrics if len(g) and g.name == figure_name and g.source not in exclude
               and source_rank(g.source) < source_rank(POOLED_SOURCE)}
     if better or POOLED_SOURCE in exclude:
         return []
@@ -428,7 +427,7 @@ def pooled_drafts(metrics: list[Group], numerator: str, denominator: str, plus: 
 def acceptance(metrics: list[Group], exclude: tuple[str, ...] = ()) -> dict | None:
     """The draft acceptance rate (accepted / drafted tokens, a fraction) and the per-position
     rates, medians over windows of the best source; None when the log prints none."""
-    pooled = pooled_drafts(metrics, "acc_tokens", "gen_tokens", 0.0, exclude)
+    pooled = pooled_drafts(metrics, "draft_acceptance_rate", "acc_tokens", "gen_tokens", 0.0, exclude)
     rate = describe(pooled or series(metrics, "draft_acceptance_rate", exclude=exclude))
     positions: list[float | None] = []
     while (position := describe(series(metrics, f"acceptance_pos_{len(positions) + 1}", exclude=exclude))).count:
@@ -553,7 +552,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
         parsed["draft_types"] = types
     if summary.get("windows") == 1 and _throughput_source(rows.metrics, exclude) == "sglang_decode":
         warnings.append({"line": None, "message": (
-            "the throughput comes from a single SGLang decode line: the first line after idle reports a "
+            "the throughput comes from a single SGLang decode interval: the first line after idle reports a "
             "near-zero rate, and with nothing after it to compare, this figure may not be the server's")})
     if rows.collectives_total > len(rows.collectives):
         # Every table row stays in the run's rows (pages chart them from there); `parsed` keeps

@@ -175,7 +175,7 @@ def test_sglang_first_decode_line_after_idle_is_dropped_even_with_one_line_after
 def test_a_throughput_from_a_single_sglang_decode_line_is_flagged():
     parsed = _parse([_decode("28", "0.59")])
     assert parsed["summary"]["throughput_tok_s"] == 0.59
-    assert any("single SGLang decode line" in w["message"] for w in parsed["warnings"])
+    assert any("single SGLang decode interval" in w["message"] for w in parsed["warnings"])
 
 
 def test_vllm_acceptance_rate_and_per_position_rates_have_their_place():
