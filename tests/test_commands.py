@@ -12,7 +12,7 @@ import ingest.parsers as parsers
 from ingest.parsers import parse_stream
 from runs.models import ApiToken, Run
 from runs.summary import summarize
-from tests.samples import DATA, PROJECT_ROOT, SHARED_SAMPLES, log_path
+from tests.samples import DATA, PROJECT_ROOT, PUBLIC_SAMPLES, log_path
 
 
 def _parselog(*paths):
@@ -43,9 +43,9 @@ def _every_sample(tmp_path):
     mixed = tmp_path / "two_launches_and_nccl_tests.log"
     mixed.write_bytes(b"".join(log_path(name).read_bytes() for name in (
         "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log", "nccl-tests_all_reduce_default.log")))
-    paths = [mixed] + [p for root in (PROJECT_ROOT / "samples", DATA, SHARED_SAMPLES) for p in sorted(root.rglob("*"))
+    paths = [mixed] + [p for root in (PROJECT_ROOT / "samples", DATA, PUBLIC_SAMPLES) for p in sorted(root.rglob("*"))
              if p.is_file() and p.suffix in (".log", ".txt", ".sh")]
-    assert len(paths) > 40, "set RUNLENS_SHARED_SAMPLES to the samples folder"
+    assert len(paths) > 40
     return paths
 
 
