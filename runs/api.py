@@ -361,8 +361,10 @@ def pin_run(request: ApiRequest, payload: PinIn, run_id: int = RunId) -> dict:
 CLIENT = PathLib(ingest_client.__file__)
 
 
+# The response is described once, by openapi_extra under the same int key ninja uses for its
+# `response` codes: a "200" string key beside ninja's 200 prints two "200" keys in openapi.json.
 @router.get("/client/runlens-upload.py", auth=None, response={200: None},
-            openapi_extra={"responses": {"200": {"description": "the client, a Python 3 script",
+            openapi_extra={"responses": {200: {"description": "the client, a Python 3 script",
                                                  "content": {"text/x-python": {"schema": {"type": "string"}}}}}})
 def client_script(request: HttpRequest) -> HttpResponse:
     """runlens-upload, the one-file standard-library CI client, so a runner needs only Python and
