@@ -15,7 +15,7 @@ from runs.models import LogFile, Run, Status
 from tests.samples import log_path
 from tests.synthetic import stored_rows
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 
 def _call(method: str, url: str, token: str, body: Multipart | None = None,
