@@ -367,6 +367,11 @@ def send_parse(logfile_id: int) -> bool:
     marked queued since long ago and the reconciler's next pass (every minute) sends it again.
     Never raises: the caller's rows are committed and its answer is "accepted" (issue 14).
     """
+    if current_app.conf.task_always_eager:
+        # CELERY_TASK_ALWAYS_EAGER: parse here, in this process (a demo or a script without a
+        # worker). send_task by name would still post to the broker, eager or not.
+        parse_logfile(logfile_id)
+        return True
     try:
         # By name: tasks.py imports this module, so importing it back would be a cycle.
         current_app.send_task(PARSE_TASK, args=[logfile_id])

@@ -110,6 +110,30 @@ def test_ingest_creates_a_queued_run_with_tags(alice):
     assert f"run {run.id} queued" in out.getvalue()
 
 
+@pytest.fixture
+def eager_celery():
+    """CELERY_TASK_ALWAYS_EAGER=1, as a demo without a worker sets it."""
+    from webapp.celery import app as celery_app
+
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest_wait_parses_in_this_process_when_celery_is_eager(alice, private_queue, eager_celery, settings):
+    import redis
+
+    out = StringIO()
+    call_command("ingest", str(log_path("spec_eagle3_tuned_2step.log")), "--wait", "--timeout", "5", stdout=out)
+    run = Run.objects.get()
+    assert run.status == "ready" and run.steps == 2
+    assert out.getvalue().splitlines()[-1].startswith(f"run {run.id} ready: ")
+    # Nothing was left in the broker for a worker to parse a second time.
+    assert redis.Redis.from_url(settings.REDIS_URL).llen(private_queue) == 0
+
+
 @pytest.mark.django_db
 def test_demo_creates_the_demo_user_and_runs_once(settings):
     settings.DEBUG = True
