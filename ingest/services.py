@@ -444,8 +444,6 @@ class Heartbeat:
             self._thread.join()
 
     def _beat(self) -> None:
-        from django.db import connection
-
         try:
             while not self._stop.wait(settings.HEARTBEAT_SECONDS):
                 try:

@@ -210,9 +210,6 @@ def delete_annotation(user: User, annotation: Annotation) -> None:
 
 
 def _member_user(identifier: str) -> User:
-    from django.contrib.auth import get_user_model
-
-    User = get_user_model()
     ident = identifier.strip()
     user = User.objects.filter(username=ident).first()
     if user is None and "@" in ident:

@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.http import Http404, HttpRequest
 from django.utils import timezone
+from ninja.throttling import BaseThrottle
 
 from runs.models import ApiToken
 
@@ -99,6 +100,4 @@ def client_address(request: HttpRequest) -> str:
 
     The one rule for "who is asking" of every limit: the API throttles and the login lockout
     (django-axes calls this, AXES_CLIENT_IP_CALLABLE), so a forged header dodges neither."""
-    from ninja.throttling import BaseThrottle
-
     return BaseThrottle().get_ident(request) or ""

@@ -6,9 +6,18 @@ scripts), 503 when a backing service is down, 400 for input no database column c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+import redis
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from kombu.exceptions import OperationalError as QueueDown
+from redis.exceptions import ConnectionError as RedisDown
+from redis.exceptions import TimeoutError as RedisTimeout
+
+log = logging.getLogger(__name__)
 
 # Pages load scripts only from our own static files; chart data travels in json_script tags.
 CSP = (
@@ -34,22 +43,11 @@ class SecurityHeadersMiddleware:
 RETRY_AFTER = 5
 
 
-def _service_down_types() -> tuple[type[Exception], ...]:
-    from django.db import InterfaceError, OperationalError
-    from kombu.exceptions import OperationalError as QueueDown
-    from redis.exceptions import ConnectionError as RedisDown
-    from redis.exceptions import TimeoutError as RedisTimeout
-
-    return (OperationalError, InterfaceError, RedisDown, RedisTimeout, QueueDown)
-
-
-SERVICE_DOWN = _service_down_types()
+SERVICE_DOWN: tuple[type[Exception], ...] = (OperationalError, InterfaceError, RedisDown, RedisTimeout, QueueDown)
 
 
 def unavailable(exc: BaseException) -> str | None:
     """Which backing service an exception says is busy or unreachable, or None."""
-    from django.db import DatabaseError
-
     if not isinstance(exc, SERVICE_DOWN):
         return None
     return "database" if isinstance(exc, DatabaseError) else "redis"
@@ -57,10 +55,6 @@ def unavailable(exc: BaseException) -> str | None:
 
 def health_of() -> dict[str, str]:
     """{"database": ok|down, "redis": ok|down}, each checked with a short timeout."""
-    import redis
-    from django.conf import settings
-    from django.db import connection
-
     parts = {}
     try:
         with connection.cursor() as cursor:
@@ -90,9 +84,7 @@ class ServiceUnavailableMiddleware:
         what = unavailable(exc)
         if what is None:
             return None
-        import logging
-
-        logging.getLogger(__name__).warning("%s %s: %s unavailable: %s", request.method, request.path, what, exc)
+        log.warning("%s %s: %s unavailable: %s", request.method, request.path, what, exc)
         message = f"the {what} is busy or unreachable; nothing was saved, retry in {RETRY_AFTER} s"
         if "application/json" in request.headers.get("Accept", ""):
             response: HttpResponse = JsonResponse({"error": {"code": "unavailable", "message": message}}, status=503)

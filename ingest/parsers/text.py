@@ -15,7 +15,7 @@ from typing import BinaryIO, Literal, overload
 
 import polars as pl
 
-from .records import ParseError
+from .records import Issue, ParseError
 
 try:
     from . import _scan  # the native scanner's chunk helpers (native.py); pure Python without it
@@ -304,15 +304,11 @@ def _longest_line(block: bytes) -> int:
 
 
 def _mid_line(lineno: int, warnings: list | None) -> None:
-    from .records import Issue
-
     if warnings is not None:
         warnings.append(Issue(lineno, "the file ends mid-line (truncated?); that last line was skipped"))
 
 
 def _cut(lineno: int, warnings: list | None) -> None:
-    from .records import Issue
-
     if warnings is not None:
         warnings.append(Issue(lineno, f"line longer than {MAX_LINE_BYTES} bytes was cut"))
 
