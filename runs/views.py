@@ -1,4 +1,5 @@
-"""Pages: run list, run detail, live status, comparison, annotation form. Thin: read the request,
+"""Pages: run list, run detail, live status, comparison, annotations, projects (the sweep and trend
+pages are runs/views_sweep.py and runs/views_trend.py). Thin: read the request,
 fetch through runs/queries.py what the user may see, call pure code, render."""
 
 from __future__ import annotations
@@ -326,57 +327,6 @@ def annotation_delete(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     except services.ServiceError as e:
         messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[annotation.run_id]) + "#annotations")
-
-
-@login_required
-@require_GET
-def sweep_view(request: HttpRequest) -> HttpResponse:
-    from runs.sweep import to_csv_rows as sweep_csv_rows
-
-    result, selection = queries.sweep_for(request.user, request.GET)
-    fmt = request.GET.get("format")
-    if fmt == "json":
-        response: HttpResponse = JsonResponse(result)
-        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
-        return response
-    if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.csv"'
-        csv.writer(response).writerows(sweep_csv_rows(result))
-        return response
-    chart_data = {}
-    if result["groups"]:
-        for key in charts.SWEEP_METRICS:
-            if any(p[key] is not None for g in result["groups"] for p in g["points"]):
-                chart_data[f"chart-sweep-{key}"] = charts.sweep_chart(result, key)
-    share = {"runs": selection["runs"]} if not selection["project"] else {
-        k: selection[k] for k in ("project", "tag") if selection[k]}
-    return render(request, "runs/sweep.html", {
-        "result": result, "charts": chart_data, "selection": selection, "share": urlencode(share),
-    })
-
-
-@login_required
-@require_GET
-def trend_view(request: HttpRequest) -> HttpResponse:
-    from runs.trend import METRIC_INFO, trend
-
-    q = request.GET
-    requested = q.get("metric", "")
-    metric = requested if requested in METRIC_INFO else "throughput_tok_s"
-    filters = {k: q.get(k, "").strip() for k in ("project", "branch", "tag", "nccl_status")}
-    projects = queries.project_names(request.user)
-    if not filters["project"] and len(projects) == 1:
-        filters["project"] = projects[0]
-    result = trend(queries.trend_points(request.user, filters["project"], metric, filters["branch"], filters["tag"],
-                                filters["nccl_status"]), metric) if filters["project"] else None
-    if result is not None and q.get("format") == "json":
-        return JsonResponse(result)
-    chart = charts.trend_chart(result) if result and result["points"] else None
-    return render(request, "runs/trend.html", {
-        "result": result, "chart": chart, "filters": filters, "metric": metric, "projects": projects,
-        "metrics": [(k, v[0]) for k, v in METRIC_INFO.items()], "nccl_statuses": ["ok", "drift", "unknown"],
-    })
 
 
 @login_required
