@@ -34,6 +34,7 @@ from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
 from runs.blocks import Block, BlockWriter
 from runs.digest import FileDigest
+from runs.layout import ROLES
 from runs.models import (
     CollectiveResult,
     DigestPart,
@@ -46,7 +47,6 @@ from runs.models import (
     Status,
 )
 from runs.permissions import Role, has_role, require_role, role_in
-from runs.processes import ROLES
 from runs.services import ServiceError, content_sha256, declare_values, refresh_run, set_tags
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ def register_upload(
 
 
 def file_roles(roles: Mapping[str, str] | None, names: list[str]) -> None:
-    """Check `roles` {file name: role}, a person's word on who wrote a file (runs/processes.py ROLES)."""
+    """Check `roles` {file name: role}, a person's word on who wrote a file (runs/layout.py ROLES)."""
     for name, role in (roles or {}).items():
         if name not in names:
             raise ServiceError(400, "unknown_file", f"roles names {name!r}, which is not one of the uploaded files")

@@ -135,7 +135,7 @@ class LogFile(models.Model):
     settings = models.JSONField(default=dict, blank=True)  # {key: {value, line, source}}
     # Who wrote the lines: {"processes": {tag: {pid, host, rank, role, ...}}, "launch_lines": [...]}.
     processes = models.JSONField(default=dict, blank=True)
-    # A person's correction of the role of this file's processes (runs/processes.py ROLES); "" = detected.
+    # A person's correction of the role of this file's processes (runs/layout.py ROLES); "" = detected.
     role = models.CharField(max_length=20, blank=True)
     lines = models.PositiveIntegerField(default=0)
     # Registered logs: sha256 of the first HEAD_BYTES as last read (with `size` and `sha256`), so a

@@ -17,7 +17,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs import charts, markdown, queries, series, services, specdecode
-from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
+from runs.compare import csv_safe, to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
@@ -86,7 +86,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "run": run, "logfiles": logfiles, "parsed": parsed,
         "phases": parsed.get("phases", []), "chart": chart,
         "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run, kept, logfiles),
-        **_zoom_context(request, zoom, series.MAX_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
+        **_zoom_context(request, zoom, series.PHASE_CHART_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
         "baseline": baseline, "no_baseline": no_baseline, "analysis": analysis, "curve": curve, "target": target,
@@ -100,7 +100,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
 
 def _thinned(windows: int, zoom: tuple[int, int] | None) -> bool:
     """Whether the phase chart shows a thinned run (the page says so and how to zoom)."""
-    return zoom is None and windows > series.MAX_POINTS
+    return zoom is None and windows > series.PHASE_CHART_POINTS
 
 
 def _zoom_context(request: HttpRequest, zoom: tuple[int, int] | None, points: int) -> dict:
@@ -184,8 +184,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     who = {n.id: f"{n.run.name} · {n.author.get_username() if n.author else 'someone'}" for n in notes}
     for key, (title, unit) in charts.SERIES.items():
         # Stored series thinned again for up to 20 runs a chart; a zoom shows every row it read.
-        traces = [(r.name, r.series.get(key, []) if zoom else series.downsample(r.series.get(key, []), MAX_POINTS))
-                  for r in ordered]
+        traces = [(r.name, r.series.get(key, []) if zoom
+                   else series.downsample(r.series.get(key, []), series.FIGURE_POINTS)) for r in ordered]
         if any(points for _, points in traces):
             # Each compared run's anchored notes, labelled with the run they are about.
             chart_data[f"chart-{key}"] = charts.with_notes(
@@ -203,8 +203,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
         "show_all": request.GET.get("all") == "1", "analyses": analyses, "target": target,
         "left_out": left_out, "max_compared": queries.MAX_COMPARED, "max_curves": MAX_CURVES,
-        **_zoom_context(request, zoom, MAX_POINTS),
-        "thinned": not zoom and any(_count(r, k) > MAX_POINTS for r in ordered for k in charts.SERIES),
+        **_zoom_context(request, zoom, series.FIGURE_POINTS),
+        "thinned": not zoom and any(_count(r, k) > series.FIGURE_POINTS for r in ordered for k in charts.SERIES),
     })
 
 

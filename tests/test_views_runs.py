@@ -331,12 +331,12 @@ def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, up
 def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians(
         client, alice, big_run, monkeypatch):
     from runs import blocks
-    from runs.series import MAX_POINTS
+    from runs.series import PHASE_CHART_POINTS
     from tests import synthetic
 
     # Twelve times the points a trace may have, each phase kept in several blocks: thinning must
     # happen, across blocks (100k-window timings are make bench's, not a test's).
-    windows, spike = 12 * MAX_POINTS, 7_777
+    windows, spike = 12 * PHASE_CHART_POINTS, 7_777
     monkeypatch.setattr(blocks, "BLOCK_ROWS", 5000)
     run = big_run(windows, spike=spike)
     assert SampleBlock.objects.filter(run=run, name="Target verify").count() == 3
@@ -346,7 +346,7 @@ def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians
     traces = response.context["chart"]["data"]
     phases = [t for t in traces if t.get("stackgroup") == "phases"]
     assert [t["name"] for t in phases] == ["Draft", "Target verify"]
-    assert all(len(t["x"]) <= MAX_POINTS for t in phases) and phases[0]["x"] == phases[1]["x"]
+    assert all(len(t["x"]) <= PHASE_CHART_POINTS for t in phases) and phases[0]["x"] == phases[1]["x"]
     verify = phases[1]
     at = verify["x"].index(spike)  # the slow window survives, and opens its own line
     assert verify["y"][at] == synthetic.values(spike, spike)[1]

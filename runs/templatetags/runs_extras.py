@@ -6,7 +6,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from runs import display
-from runs.processes import ROLES
+from runs.layout import ROLES
 
 register = template.Library()
 
