@@ -51,7 +51,7 @@ check: venv
 	$(MAKE) test
 	HYPOTHESIS_PROFILE=random $(PY) -m pytest -m "hypothesis and not ($(SLOW))" $(PYTEST_ARGS)
 
-# The performance targets of issue 10 on a real stack (its own database and Redis db); prints the
+# The performance targets (bench/report.py) on a real stack (its own database and Redis db); prints the
 # table and writes bench/results.json. BENCH_ARGS="--quick" is a smoke run in about 2 minutes.
 bench: venv
 	$(PY) bench/run.py $(BENCH_ARGS)

@@ -165,7 +165,7 @@ def register_upload(
         committed = True
     except BaseException:
         # Nothing half-written: no stored bytes without the rows that point at them. Once the
-        # rows are committed the files are the run's, whatever happens after (issue 14).
+        # rows are committed the files are the run's, whatever happens after.
         if not committed:
             _discard(stored)
         raise
@@ -365,7 +365,7 @@ def send_parse(logfile_id: int) -> bool:
 
     The database already says `queued`, so a broker that is down loses nothing: the file is
     marked queued since long ago and the reconciler's next pass (every minute) sends it again.
-    Never raises: the caller's rows are committed and its answer is "accepted" (issue 14).
+    Never raises: the caller's rows are committed and its answer is "accepted".
     """
     if current_app.conf.task_always_eager:
         # CELERY_TASK_ALWAYS_EAGER: parse here, in this process (a demo or a script without a
@@ -664,7 +664,7 @@ def _save_block(copy: Any, lf: LogFile, block: Block) -> None:
 def _binary_copy(model: Any, fields: tuple[str, ...], types: tuple[str, ...]) -> Iterator[Any]:
     """A binary COPY into the model's table on the transaction's connection (PostgreSQL; None
     elsewhere): bytea goes as bytes, not as the driver's hex text of twice its size, in one
-    statement instead of an INSERT each (issue 10: 4.6 of 23 s of a 512 MB ingest waited on those)."""
+    statement instead of an INSERT each."""
     if connection.vendor != "postgresql":
         yield None
         return
@@ -728,8 +728,8 @@ def _insert_rows(lf: LogFile, collectives: list, nccl: list) -> None:
 
 
 def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
-    """PostgreSQL COPY into the model's table, on the transaction's own connection (issue 10:
-    about 6x faster than bulk_create's INSERTs for the same rows)."""
+    """PostgreSQL COPY into the model's table, on the transaction's own connection: several
+    times faster than bulk_create's INSERTs for the same rows."""
     if not rows:
         return
     quote = connection.ops.quote_name

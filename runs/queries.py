@@ -169,7 +169,7 @@ def filters_from_query(query: QueryDict) -> RunFilters:
                 data.pop(key, None)
 
 
-# What lists never show and never load: the run's whole parse (issue 10: 47 MB on a large run).
+# What lists never show and never load: the run's whole parse (tens of MB on a large run).
 LIST_DEFERRED = ("parsed", "summary_state", "series")
 
 
@@ -192,8 +192,8 @@ class RunPages:
     """Filtered runs a page at a time, as Django's Paginator and the API's pagination read them:
     count() over every match, and a slice in two queries: the page's ids in order (a sort of
     narrow rows, whatever the page's depth), then the columns of those runs only, with the DP
-    scope taken out of their `parsed` (issue 10: taken in the sort, it read the stored parse of
-    every run before the page)."""
+    scope taken out of their `parsed` (taken in the sort, it would read the stored parse of every
+    run before the page)."""
 
     def __init__(self, runs: QuerySet[Run]) -> None:
         self.runs = runs
@@ -238,7 +238,7 @@ def run_statuses(user, ids: list[int]) -> list[Run]:
 
 def run_logfiles(run: Run) -> list[LogFile]:
     """The run's log files as its page lists them: their columns only, no count over their rows
-    (a 100k-window run has millions; issue 10). Their process tables are in `Run.parsed`."""
+    (a 100k-window run has millions). Their process tables are in `Run.parsed`."""
     return list(run.logfiles.defer("processes"))
 
 

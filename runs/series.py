@@ -248,7 +248,7 @@ def compute_series(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
 def phase_slices(run_id: int) -> Iterator[pl.DataFrame]:
     """A run's phase rows (logfile, window, name, ms, line, i) in the run's order (logfile,
     window, i), a slice at a time: memory holds the blocks open at one window (about one per
-    phase name), not the run's rows (2.65M for a 512 MB log, issue 10).
+    phase name), not the run's rows (millions on a large log).
 
     Blocks of a file are opened in order of their lowest window; once every block starting
     below window `cut` is open, the rows below `cut` are all there: they go out sorted, the

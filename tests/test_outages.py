@@ -1,4 +1,4 @@
-"""Outages with real parts (issue 14): a private redis-server stopped and started, gunicorn, a real
+"""Outages with real parts: a private redis-server stopped and started, gunicorn, a real
 Celery worker with the beat scheduler (the reconciler), the test database. Runs lost: 0."""
 
 from __future__ import annotations

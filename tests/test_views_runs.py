@@ -313,7 +313,7 @@ def test_project_admin_pins_and_unpins_the_ci_baseline_from_the_run_page(client,
 
 
 def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, upload_run):
-    """issue 10: `parsed` can be large; lists show columns only (launches_count is one)."""
+    """`parsed` can be large; lists show columns only (launches_count is one)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -371,7 +371,7 @@ def _sql_of(client, url, headers=None):
 
 def test_the_run_page_reads_no_phase_or_metric_row_and_its_queries_do_not_grow_with_the_run(
         client, alice, big_run):
-    """issue 10: the page reads the stored series, summary and file columns, never a run's rows
+    """The page reads the stored series, summary and file columns, never a run's rows
     (a 100k-window run has millions); only a zoom reads rows, of its bounded window range."""
     small, large = big_run(50, name="small"), big_run(5000, name="large")
     client.force_login(alice)
@@ -398,7 +398,7 @@ def _runs(alice, count, start=0):
 @pytest.mark.parametrize("url", ["/?page=2", "/?sort=-tok_s&page=2", "/api/v1/runs?page=2&page_size=5"])
 def test_a_list_page_reads_the_same_queries_whatever_the_number_of_runs_and_sorts_without_parses(
         client, alice, bearer, url):
-    """issue 10: a page of the list costs the same with 12 runs or 60 (no query a row); the sort
+    """A page of the list costs the same with 12 runs or 60 (no query a row); the sort
     takes ids only, so no run's `parsed` is read for the runs before the page."""
     _runs(alice, 12)
     client.force_login(alice)

@@ -79,7 +79,8 @@ def user_for_token(token: str) -> AbstractBaseUser | None:
 def hit(key: str, limit: int, period: int) -> float | None:
     """Count one request against `limit` per `period` seconds (a fixed window): None if allowed,
     else the seconds until the window ends. Atomic in the shared cache (add + incr), so parallel
-    requests cannot slip through; the cache (Redis) unreachable fails open (issue 14)."""
+    requests cannot slip through; the cache (Redis) unreachable fails open: a limit is not worth an
+    outage of the API."""
     now = time.time()
     window = int(now // period)
     key = f"{key}:{window}"

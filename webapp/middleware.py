@@ -72,7 +72,8 @@ def health_of() -> dict[str, str]:
 
 class ServiceUnavailableMiddleware:
     """Pages (not the API, which has its own handler) answer 503 with Retry-After when the
-    database is locked or unreachable, or Redis is down, instead of a 500 (issue 14)."""
+    database is locked or unreachable, or Redis is down, instead of a 500: the client is told to retry,
+    and nothing was saved."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -96,7 +97,7 @@ class ServiceUnavailableMiddleware:
 
 class RejectNulQueryMiddleware:
     """A NUL byte in a page's query string is 400: no filter can mean it, and PostgreSQL refuses
-    it in a text parameter (a 500 from `/?q=%00`, issue 14). The API validates its own query
+    it in a text parameter (`/?q=%00` would be a 500). The API validates its own query
     parameters (422, as its schema documents)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
