@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, markdown, queries, series, services, specdecode
+from runs import charts, forms, markdown, queries, series, services, specdecode
 from runs.compare import csv_safe, to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
@@ -38,7 +38,7 @@ FILTER_KEYS = ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "-date")
-    runs = queries.run_pages(request.user, queries.filters_from_query(request.GET), sort)
+    runs = queries.run_pages(request.user, forms.filters_from_query(request.GET), sort)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -57,13 +57,14 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     run = queries.visible_run(request.user, pk)
-    zoom = queries.zoom_from_query(request.GET)
+    zoom = forms.zoom_from_query(request.GET)
     phases, kept = queries.chart_phase_rows(run, zoom)
     collectives = queries.collective_rows(run)
     parsed = run.parsed or {}
     nccl = parsed.get("nccl") or {}
-    baseline, no_baseline = queries.chosen_or_suggested_baseline(request.user, run, request.GET.get("baseline"))
-    target = queries.positive_float(request.GET.get("target"))
+    baseline, no_baseline = queries.chosen_or_suggested_baseline(request.user, run,
+                                                                 forms.optional_id(request.GET.get("baseline")))
+    target = forms.positive_float(request.GET.get("target"))
     analysis, curve = None, None
     if run.tokens_per_cycle:
         analysis = specdecode.analysis(
@@ -120,7 +121,7 @@ def _count(run, key: str) -> int:
 def run_status(request: HttpRequest) -> JsonResponse:
     """Statuses of the runs named in ?ids=1,2,3 (the list and detail pages poll this)."""
     raw = [i for i in request.GET.get("ids", "").split(",") if i]
-    if not all(queries.is_int(i) for i in raw):
+    if not all(forms.is_int(i) for i in raw):
         return JsonResponse({"error": {"code": "bad_ids", "message": "ids must be integers"}}, status=400)
     runs = queries.run_statuses(request.user, [int(i) for i in raw][:200])
     return JsonResponse({"runs": [
@@ -158,12 +159,11 @@ def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
 @require_GET
 def compare_view(request: HttpRequest) -> HttpResponse:
     # ?runs=3,7,9 (shareable) or ?run=3&run=7 (the run list's checkboxes without JavaScript)
-    asked = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    asked = forms.run_ids(request.GET)
     ids, left_out = asked[:queries.MAX_COMPARED], asked[queries.MAX_COMPARED:]
-    baseline = request.GET.get("baseline")
     fmt = request.GET.get("format")
-    zoom = queries.zoom_from_query(request.GET)
-    inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None,
+    zoom = forms.zoom_from_query(request.GET)
+    inputs, result = queries.comparison_for(request.user, ids, forms.optional_id(request.GET.get("baseline")),
                                             points=fmt not in ("json", "csv"), zoom=zoom)
     if fmt == "json":
         response: HttpResponse = JsonResponse({**result, "left_out": left_out})
@@ -190,7 +190,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
             # Each compared run's anchored notes, labelled with the run they are about.
             chart_data[f"chart-{key}"] = charts.with_notes(
                 charts.over_the_run(traces, key, title, unit), notes, who, selectable=False)
-    target = queries.positive_float(request.GET.get("target"))
+    target = forms.positive_float(request.GET.get("target"))
     analyses = specdecode.analyses_against_baseline(result, target)
     # A curve per run reads well for a few runs; past that the table says it and run pages have each curve.
     for a in analyses[:MAX_CURVES]:

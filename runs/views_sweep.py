@@ -11,14 +11,16 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from runs import charts, queries
+from runs import charts, forms, queries
 from runs.sweep import to_csv_rows
 
 
 @login_required
 @require_GET
 def sweep_view(request: HttpRequest) -> HttpResponse:
-    result, selection = queries.sweep_for(request.user, request.GET)
+    query = request.GET
+    result, selection = queries.sweep_for(request.user, forms.run_ids(query), query.get("project", "").strip(),
+                                          query.get("tag", "").strip())
     fmt = request.GET.get("format")
     if fmt == "json":
         response: HttpResponse = JsonResponse(result)

@@ -150,7 +150,6 @@ def test_demo_creates_the_demo_user_and_runs_once(settings):
 @pytest.mark.django_db
 def test_demo_loads_the_sweep_samples_as_a_ready_sweep(settings, data_dir):
     from django.contrib.auth import get_user_model
-    from django.http import QueryDict
 
     from ingest import services
     from runs.models import LogFile
@@ -162,7 +161,7 @@ def test_demo_loads_the_sweep_samples_as_a_ready_sweep(settings, data_dir):
     assert "/sweep/?project=demo&tag=sweep" in out.getvalue()
     for lf in LogFile.objects.filter(run__project__name="demo"):
         services.parse_logfile(lf.id)
-    result, _ = sweep_for(get_user_model().objects.get(username="demo"), QueryDict("project=demo&tag=sweep"))
+    result, _ = sweep_for(get_user_model().objects.get(username="demo"), [], "demo", "sweep")
     assert [len(g["points"]) for g in result["groups"]] == [5, 1, 5]
     assert result["headline"] == [
         "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692.4 tok/s."]
