@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.display import csv_value, figure, signed, throughput_scope_text
-from runs.nccl import drift_clause
+from runs.nccl import drift_clause, effective_differences, effective_settings
 from runs.summary import spread
 
 # The summary table, in reading order: key, label, unit, which direction is better.
@@ -191,7 +191,8 @@ def _norm(value: object) -> str:
 
 
 def comparability(ordered: list[RunInput]) -> dict:
-    """Runs differing in model, TP size, steps, GPU or engine version measure different things."""
+    """Runs differing in model, TP size, steps, GPU or engine version measure different things;
+    so do runs whose workers had different NCCL settings (what they had, not what was declared)."""
     differences = []
     for key, label in COMPARABILITY_KEYS:
         values = [(r.config.get(key) or {}).get("value") for r in ordered]
@@ -199,7 +200,28 @@ def comparability(ordered: list[RunInput]) -> dict:
         if len({_norm(v) for v in known}) > 1:
             shown = " vs ".join("?" if v is None else str(v) for v in values)
             differences.append({"key": key, "label": label, "values": values, "text": f"{label} differ: {shown}"})
+    if variables := nccl_differences(ordered):
+        differences.append({"key": "nccl.effective", "label": NCCL_LABEL, "values": variables,
+                            "text": f"{NCCL_LABEL} differ: {nccl_differences_text(variables)}"})
     return {"ok": not differences, "differences": differences}
+
+
+NCCL_LABEL = "effective NCCL settings"
+NCCL_LISTED = 4  # variables named in a sentence; the rest are counted
+
+
+def nccl_differences(ordered: list[RunInput]) -> list[dict]:
+    """The NCCL variables the runs' workers had with different values: [{key, values}], one value
+    per run in `ordered` (None: not set). Runs no log shows the settings of take no part."""
+    return effective_differences([effective_settings(r.parsed.get("nccl") or {}) for r in ordered])
+
+
+def nccl_differences_text(variables: list[dict], limit: int = NCCL_LISTED) -> str:
+    """`NCCL_ALGO Ring vs unset, NCCL_PROTO LL vs unset (+3 more)`: values in the runs' order."""
+    shown = [f"{v['key']} " + " vs ".join("unset" if x is None else str(x) for x in v["values"])
+             for v in variables[:limit]]
+    more = f" (+{len(variables) - limit} more)" if len(variables) > limit else ""
+    return ", ".join(shown) + more
 
 
 def headline(result: dict) -> list[dict]:

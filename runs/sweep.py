@@ -25,12 +25,12 @@ from statistics import median
 from typing import NamedTuple
 
 from runs.display import csv_value, figure, signed
+from runs.nccl import LOGGING_ONLY
 from runs.specdecode import expected_tokens_per_cycle, implied_acceptance
 
 PREDICT_STEPS = range(1, 9)
 CONFIG_KEYS = ("model", "tp_size", "gpu", "engine")
-# Logging switches: they change what NCCL prints, not how it moves data.
-FINGERPRINT_IGNORED = frozenset({"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"})
+FINGERPRINT_IGNORED = LOGGING_ONLY
 # Above this many differing variables a group is named "tuned NCCL" instead of listing them.
 MAX_LISTED_SETTINGS = 2
 # Grid step of the acceptance fit before it is refined by ternary search.
