@@ -313,16 +313,8 @@ def report_verdict(base: str, token: str, run_id: int, args: argparse.Namespace)
         query["fail_on_regression"] = f"{args.fail_on_regression:g}"
     verdict = request("GET", f"{base}/api/v1/runs/{run_id}/verdict?{urllib.parse.urlencode(query)}", token,
                       timeout=60)
-    print(verdict.get("headline", ""))
-    for reason in verdict.get("reasons", []):
-        print(f"  - {reason}")
-    for line in nccl_lines(verdict.get("nccl") or {}):
-        print(f"  nccl: {line}")
-    if verdict.get("compare_url"):
-        print(f"compare: {verdict['compare_url']}")
+    print_verdict(verdict)
     gate = verdict.get("gate") or {}
-    if gate.get("text"):
-        print(f"gate: {gate['text']}")
     if args.summary_md:
         try:
             with open(args.summary_md, "a", encoding="utf-8") as f:
@@ -333,6 +325,19 @@ def report_verdict(base: str, token: str, run_id: int, args: argparse.Namespace)
         print("gate: NCCL drift (--fail-on-drift)")
         return EXIT_DRIFT
     return EXIT_REGRESSION if gate.get("fail") else 0
+
+
+def print_verdict(verdict: dict) -> None:
+    """The verdict on the console: headline, reasons, NCCL findings, links, the gate's word."""
+    print(verdict.get("headline", ""))
+    for reason in verdict.get("reasons", []):
+        print(f"  - {reason}")
+    for line in nccl_lines(verdict.get("nccl") or {}):
+        print(f"  nccl: {line}")
+    if verdict.get("compare_url"):
+        print(f"compare: {verdict['compare_url']}")
+    if (verdict.get("gate") or {}).get("text"):
+        print(f"gate: {verdict['gate']['text']}")
 
 
 def nccl_lines(nccl: dict) -> list[str]:

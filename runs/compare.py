@@ -239,7 +239,7 @@ def headline(result: dict) -> list[dict]:
         values = f"({figure(cell['value'], 'tok_s')} vs {figure(base['throughput_tok_s'], 'tok_s')} tok/s)"
         if cell["significant"]:
             word = "faster" if cell["delta"] > 0 else "slower"
-            text = f"{r['name']} is {figure(abs(cell['delta_pct']), 0)}% {word} than {base['name']} {values}."
+            text = f"{r['name']} is {figure(abs(cell['delta_pct']), 'pct')}% {word} than {base['name']} {values}."
         else:
             text = f"{r['name']} and {base['name']} are within the noise on throughput {values}."
         for run in (r, base):  # a DP server's figure is the sum of its ranks': say so beside it
@@ -258,7 +258,7 @@ def headline(result: dict) -> list[dict]:
         base_ms = row["runs"][base["id"]]["ms"]
         if base_ms is None:  # the baseline's equivalent phase (target forward for verify)
             base_ms = cell["ms"] - cell["delta_ms"]
-        share = f", {figure(cell['pct'], 0)}% of the cycle" if cell["pct"] is not None else ""
+        share = f", {figure(cell['pct'], 'pct')}% of the cycle" if cell["pct"] is not None else ""
         out.append({"text": f"{row['name']} {signed(cell['delta_ms'], 'ms')} ms/cyc in {r['name']} "
                             f"({figure(base_ms, 'ms')} → {figure(cell['ms'], 'ms')}{share}).", "anchor": "breakdown"})
     for r in runs:

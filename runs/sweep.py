@@ -295,7 +295,7 @@ def _predicted_best(curve: list[dict], pts: Sequence[_Measured]) -> dict | None:
         # Model against model at the measured best, so the calibration cancels out.
         out["gain_pct"] = round(100 * (top["throughput_tok_s"] / ref["throughput_tok_s"] - 1), 1)
         out["within_band"] = ref["high_tok_s"] >= top["throughput_tok_s"]
-        out["text"] = (f"predicted best: {top['steps']} steps, {out['gain_pct']:+.0f}% over "
+        out["text"] = (f"predicted best: {top['steps']} steps, {signed(out['gain_pct'], 0)}% over "
                        f"{measured_best.steps}, untested" + (" (within the fit's band)" if out["within_band"] else ""))
     else:
         out["text"] = f"predicted best: {top['steps']} steps, untested"

@@ -37,8 +37,8 @@ def test_story_verify_delta_and_throughput_drop():
 
 def test_headline_tells_the_story_in_order():
     texts = [h["text"] for h in compare([STORY_A, STORY_B], 1)["headline"]]
-    assert texts[0] == "3-step is 34% slower than 2-step (61.7 vs 94.0 tok/s)."
-    assert texts[1].startswith("Target verify +10.86 ms/cyc in 3-step (19.14 → 30.00, 95% of the cycle)")
+    assert texts[0] == "3-step is 34.4% slower than 2-step (61.7 vs 94.0 tok/s)."
+    assert texts[1].startswith("Target verify +10.86 ms/cyc in 3-step (19.14 → 30.00, 95.0% of the cycle)")
     assert "never got 6 NCCL variables" in texts[2] and "NCCL_PROTO" in texts[2]
 
 
