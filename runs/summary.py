@@ -332,7 +332,9 @@ def figures(metrics: list[Group], phases: list[Group], settings: dict,
                       or metric_values(metrics, "tokens_per_cycle", exclude=tokens_exclude))
     tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
     cycle = describe(metric_values(metrics, "cycle_ms"))
-    if not cycle.count and any(len(g) for g in phases):
+    # A vLLM V0 proposal time per draft token, whose launch never said its draft length, is only
+    # part of a cycle's drafting: the phases then do not add up to a cycle (unknown, not too short).
+    if not cycle.count and any(len(g) for g in phases) and not any(g.name == PER_TOKEN_PHASE for g in phases):
         cycle = describe(_cycle_from_phases(phases))
     windows = max(throughput.count, tokens.count, cycle.count) or None
     summary = {
@@ -404,6 +406,7 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
 
 
 POOLED_SOURCE = "llamacpp"  # counters per draft type, pooled per window by totals
+PER_TOKEN_PHASE = "proposal per token"  # ingest.parsers.vllm: a V0 proposal time without its draft length
 
 
 def pooled_drafts(metrics: list[Group], figure_name: str, numerator: str, denominator: str, plus: float,
@@ -550,6 +553,10 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     types = draft_types(_value(s, DRAFT_TYPES_KEY))
     if types:
         parsed["draft_types"] = types
+    if any(g.name == PER_TOKEN_PHASE and len(g) for g in rows.phases):
+        warnings.append({"line": None, "message": (
+            "vLLM's proposal time is per draft token and the log never says the draft length "
+            "(num_speculative_tokens) of its launch: the proposal per cycle and the cycle time are unknown")})
     if summary.get("windows") == 1 and _throughput_source(rows.metrics, exclude) == "sglang_decode":
         warnings.append({"line": None, "message": (
             "the throughput comes from a single SGLang decode interval: the first line after idle reports a "
