@@ -9,7 +9,6 @@ No `from __future__ import annotations` here: ninja's @paginate wrapper resolves
 operation's annotations in its own module, where string annotations name nothing.
 """
 
-import json
 from pathlib import Path as PathLib
 from typing import Annotated, BinaryIO, cast
 
@@ -34,6 +33,7 @@ from runs.schemas import (
     AnnotationIn,
     AnnotationOut,
     AnnotationPatchIn,
+    BadJson,
     CompareQuery,
     DeletedOut,
     ErrorOut,
@@ -60,6 +60,7 @@ from runs.schemas import (
     TagsOut,
     VerdictQuery,
     errors,
+    read_json,
 )
 from runs.services import ServiceError
 from runs.verdict import gate
@@ -209,12 +210,9 @@ def _created(request: HttpRequest, run: Run, created: bool) -> Status:
 def _meta(text: str) -> RunMetaIn:
     """The upload's `meta` form field, with a message that names what is wrong with it."""
     try:
-        data = json.loads(text or "{}")
-    except json.JSONDecodeError as e:
-        raise ServiceError(422, "bad_meta", f"meta is not valid JSON: {e.msg} (line {e.lineno}, "
-                                    f"column {e.colno})", line=e.lineno) from None
-    except RecursionError:
-        raise ServiceError(422, "bad_meta", "meta is nested too deeply") from None
+        data = read_json(text or "{}")
+    except BadJson as e:
+        raise ServiceError(422, "bad_meta", f"meta is {e}", line=e.line) from None
     if not isinstance(data, dict):
         raise ServiceError(422, "bad_meta", f"meta must be a JSON object, not {type(data).__name__}")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -20,6 +21,54 @@ StatusName = Literal["queued", "parsing", "ready", "failed"]
 MAX_ID = 2**63 - 1  # bigint primary keys: a larger id is no id, not a database error
 # Text from users: no NUL (PostgreSQL refuses it in text and jsonb; a 422 beats a 500).
 Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+# The longest integer a JSON input may hold: every number runlens takes fits in 64 bits. Python's
+# own limit (4300 digits) raises mid-parse, and a shorter giant still reaches a bigint column.
+MAX_INT_DIGITS = 40
+
+
+class BadJson(ValueError):
+    """A JSON input runlens refuses (422 wherever it arrives). Its message completes "the body is ..."."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadJson(f"too large a number: an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def read_json(text: str | bytes) -> Any:
+    """Every JSON input of the API (request bodies, an upload's `meta`) is read here: a syntax error,
+    too deep a nesting, an integer past MAX_INT_DIGITS or a NUL in any string or key is BadJson.
+    PostgreSQL refuses NUL in text and jsonb, so one refused here is a 422, never a 500 later."""
+    try:
+        data = json.loads(text, parse_int=_bounded_int)
+    except json.JSONDecodeError as e:
+        raise BadJson(f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", e.lineno) from None
+    except RecursionError:
+        raise BadJson("nested too deeply") from None
+    except UnicodeDecodeError:
+        raise BadJson("not UTF-8") from None
+    try:
+        nul = _has_nul(data)
+    except RecursionError:
+        raise BadJson("nested too deeply") from None
+    if nul:
+        raise BadJson("text with a NUL character")
+    return data
 
 
 class ErrorDetail(Schema):

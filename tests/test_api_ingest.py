@@ -580,3 +580,16 @@ def test_nul_bytes_in_a_run_name_are_422(client, alice, bearer):
     response = _upload(client, bearer(alice), [_file()], {"name": "a\u0000b"})
     assert response.status_code == 422, response.content
     assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize(("meta", "says"), [
+    ('{"steps": ' + "9" * 5000 + "}", "meta is too large a number: an integer of 5000 digits"),
+    ('{"nccl_env": {"NCCL_MIN_NCHANNELS": ' + "1" * 60 + "}}", "an integer of 60 digits"),
+    ('{"notes": "fine", "ci": {"commit": "a\\u0000b"}}', "meta is text with a NUL character"),
+    ('{"roles": {"a\\u0000.log": "unknown"}}', "meta is text with a NUL character"),
+])
+def test_a_huge_integer_or_a_nul_anywhere_in_meta_is_422(client, alice, bearer, meta, says, data_dir):
+    response = _upload(client, bearer(alice), [_file()], meta)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_meta", response.content
+    assert says in response.json()["error"]["message"]
+    assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
