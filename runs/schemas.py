@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from django.db.models import Q, QuerySet
@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Field, FilterLookup, FilterSchema, Schema
 from ninja.pagination import PaginationBase
-from pydantic import BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BeforeValidator, ConfigDict
 
 from runs import markdown
 from runs.models import Annotation, LogFile, Membership, NcclSetting, Run
@@ -380,12 +380,31 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
+# A stored date-time is read back in UTC and shown in TIME_ZONE: one whose UTC value falls outside
+# Python's years 1-9999 (9999-12-31T23:59:59-14:00 is year 10000 in UTC) is kept by PostgreSQL and
+# then breaks every read of its row. Expiries are held to years a token can live in.
+EARLIEST_EXPIRY = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_EXPIRY = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def _expiry_in_range(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        utc = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST_EXPIRY <= utc < LATEST_EXPIRY:
+        raise ValueError(f"must fall between {EARLIEST_EXPIRY:%Y-%m-%d} and {LATEST_EXPIRY:%Y-%m-%d} (UTC)")
+    return utc
+
+
 class TokenIn(Schema):
     model_config = ConfigDict(extra="forbid")  # not strict: expires_at arrives as ISO 8601 text
 
     name: Text = Field(min_length=1, max_length=100)
-    expires_at: Annotated[datetime | None, BeforeValidator(_iso_text)] = Field(
-        None, description="when it stops working; none: never")
+    expires_at: Annotated[datetime | None, BeforeValidator(_iso_text), AfterValidator(_expiry_in_range)] = Field(
+        None, description="when it stops working (1970-01-01 to 9999-01-01 UTC); none: never")
 
 
 class TokenOut(Schema):

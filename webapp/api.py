@@ -98,6 +98,7 @@ class BearerToken(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
         user = user_for_token(token)
+        request.auth_token = user is not None  # type: ignore[attr-defined]  # read by auth.by_token
         if user is None and not self.failures.allow_request(request):
             # ninja types `wait` as int, yet its own throttling passes wait()'s float as well.
             raise Throttled(wait=self.failures.wait())  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ def tokens(request: AuthenticatedRequest) -> HttpResponse:
         form = TokenForm()
     response = render(request, "settings/tokens.html", {
         "form": form, "secret": secret, "tokens": auth.user_tokens(request.user), "now": timezone.now(),
-    })
+    }, status=422 if form.errors else 200)
     response["Cache-Control"] = "no-store"  # the secret must not stay in a cache
     return response
 
