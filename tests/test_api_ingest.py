@@ -593,3 +593,27 @@ def test_a_huge_integer_or_a_nul_anywhere_in_meta_is_422(client, alice, bearer, 
     assert response.status_code == 422 and response.json()["error"]["code"] == "bad_meta", response.content
     assert says in response.json()["error"]["message"]
     assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+@pytest.mark.parametrize("look_alike", ["Team-B-Private", "team-b-private ", "team-b-priv\u0430te",  # Cyrillic а
+                                        "team-b-privat\u0435", "\uff54eam-b-private", "team\u200b-b-private",
+                                        "team\u2013b-private", "\u03a4\u0395\u0391\u039c-b-private"])  # Greek ΤΕΑΜ
+def test_a_project_name_that_looks_like_anothers_is_taken(client, alice, eve, bearer, look_alike, data_dir):
+    assert _upload(client, bearer(eve), [_file()], {"project": "team-b-private", "create_project": True}
+                   ).status_code == 202
+    response = _upload(client, bearer(alice), [_file()], {"project": look_alike, "create_project": True})
+    assert response.status_code == 409 and response.json()["error"]["code"] == "project_name_taken"
+    assert sorted(Project.objects.values_list("name", flat=True)) == ["team", "team-b-private"]
+
+
+def test_a_project_name_is_stored_normalised_and_found_by_its_look(client, eve, bearer):
+    headers = bearer(eve)
+    first = _upload(client, headers, [_file()], {"project": "  \uff2eew   Project ", "create_project": True})
+    assert first.status_code == 202 and Project.objects.get().name == "New Project"
+    again = _upload(client, headers, [_file(BASELINE)], {"project": "new project"})
+    assert again.status_code == 202 and Run.objects.get(id=again.json()["id"]).project.name == "New Project"
+
+
+def test_an_empty_project_name_once_normalised_is_422(client, eve, bearer):
+    response = _upload(client, bearer(eve), [_file()], {"project": " \u200b ", "create_project": True})
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_project_name"
