@@ -37,6 +37,7 @@ from runs.schemas import (
     CompareQuery,
     DeletedOut,
     ErrorOut,
+    InvitationOut,
     MemberIn,
     MemberOut,
     PinIn,
@@ -372,6 +373,7 @@ def client_script(request: HttpRequest) -> HttpResponse:
 projects_router = Router()
 ProjectId = Path(..., ge=1, le=MAX_ID, description="the project's id")
 Username = Path(..., min_length=1, max_length=150, description="the member's username")
+InvitationId = Path(..., ge=1, le=MAX_ID, description="the invitation's id")
 
 
 @projects_router.get("/projects", response={200: list[ProjectOut], errors(): ErrorOut})
@@ -388,11 +390,56 @@ def list_members(request: ApiRequest, project_id: int = ProjectId) -> list:
 
 
 @projects_router.post("/projects/{int:project_id}/members",
-                      response={201: MemberOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
+                      response={202: InvitationOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
 def add_member(request: ApiRequest, payload: MemberIn, project_id: int = ProjectId) -> Status:
-    """Add a user (username or e-mail) with a role (project admins)."""
+    """Invite a username or e-mail address with a role (project admins). 202: the invitation is
+    pending; they become a member when they accept it (POST /invitations/{id}/accept). The answer is
+    the same whether or not such an account exists, and names no account or e-mail. 409
+    `already_member` or `already_invited`."""
     project = queries.visible_project(request.auth, project_id)
-    return Status(201, services.add_member(request.auth, project, payload.username, payload.role))
+    return Status(202, services.invite(request.auth, project, payload.username, payload.role))
+
+
+@projects_router.get("/projects/{int:project_id}/invitations",
+                     response={200: list[InvitationOut], errors(403, 404, 422): ErrorOut})
+def list_project_invitations(request: ApiRequest, project_id: int = ProjectId) -> list:
+    """The project's pending invitations (project admins)."""
+    project = queries.visible_project(request.auth, project_id)
+    require_role(request.auth, project, Role.ADMIN)
+    return queries.project_invitations(project)
+
+
+@projects_router.delete("/projects/{int:project_id}/invitations/{int:invitation_id}",
+                        response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
+def withdraw_invitation(request: ApiRequest, project_id: int = ProjectId,
+                        invitation_id: int = InvitationId) -> dict:
+    """Take back a pending invitation (project admins)."""
+    services.withdraw_invitation(request.auth, queries.visible_project(request.auth, project_id), invitation_id)
+    return {"id": invitation_id, "deleted": True}
+
+
+@projects_router.get("/invitations", response={200: list[InvitationOut], errors(): ErrorOut})
+def my_invitations(request: ApiRequest) -> list:
+    """Invitations to your username or e-mail address, waiting for you to accept or decline them.
+    A CI bot accepts with its token: `GET /invitations`, then `POST /invitations/{id}/accept`."""
+    return list(queries.invitations_for(request.auth))
+
+
+@projects_router.post("/invitations/{int:invitation_id}/accept",
+                      response={200: ProjectOut, errors(404, 422): ErrorOut})
+def accept_invitation(request: ApiRequest, invitation_id: int = InvitationId) -> dict:
+    """Join the project with the invitation's role."""
+    membership = services.accept_invitation(request.auth, invitation_id)
+    project = membership.project
+    return {"id": project.id, "name": project.name, "role": membership.role, "created_at": project.created_at}
+
+
+@projects_router.post("/invitations/{int:invitation_id}/decline",
+                      response={200: DeletedOut, errors(404, 422): ErrorOut})
+def decline_invitation(request: ApiRequest, invitation_id: int = InvitationId) -> dict:
+    """Turn the invitation down; the project's admins see it gone."""
+    services.decline_invitation(request.auth, invitation_id)
+    return {"id": invitation_id, "deleted": True}
 
 
 @projects_router.patch("/projects/{int:project_id}/members/{username}",

@@ -14,7 +14,7 @@ from ninja.pagination import PaginationBase
 from pydantic import AfterValidator, BeforeValidator, ConfigDict
 
 from runs import markdown
-from runs.models import Annotation, LogFile, Membership, NcclSetting, Run
+from runs.models import Annotation, Invitation, LogFile, Membership, NcclSetting, Run
 from runs.nccl import NCCL_KEY
 
 StatusName = Literal["queued", "parsing", "ready", "failed"]
@@ -349,8 +349,28 @@ class ProjectOut(Schema):
 class MemberIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    username: str = Field(min_length=1, max_length=254, description="a username, or an e-mail address")
+    username: str = Field(min_length=1, max_length=254, description="a username, or an e-mail address: "
+                          "they are invited, and join when they accept")
     role: RoleName = "viewer"
+
+
+class InvitationOut(Schema):
+    id: int
+    project_id: int
+    project: str = Field(description="the project's name")
+    invitee: str = Field(description="the username or e-mail address invited, as the admin typed it "
+                         "(e-mail in lower case)")
+    role: RoleName
+    invited_by: str | None = Field(description="the admin who invited")
+    created_at: datetime
+
+    @staticmethod
+    def resolve_project(i: Invitation) -> str:
+        return i.project.name
+
+    @staticmethod
+    def resolve_invited_by(i: Invitation) -> str | None:
+        return i.invited_by.get_username() if i.invited_by else None
 
 
 class RoleIn(Schema):
