@@ -20,9 +20,9 @@ from runs import blocks
 from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
-    Invitation,
     Annotation,
     CollectiveResult,
+    Invitation,
     LogFile,
     Membership,
     Project,
