@@ -372,7 +372,7 @@ def client_script(request: HttpRequest) -> HttpResponse:
     return response
 projects_router = Router()
 ProjectId = Path(..., ge=1, le=MAX_ID, description="the project's id")
-Username = Path(..., min_length=1, max_length=150, description="the member's username")
+Username = Path(..., min_length=1, max_length=150, pattern=r"^[^\x00]*$", description="the member's username")
 InvitationId = Path(..., ge=1, le=MAX_ID, description="the invitation's id")
 
 

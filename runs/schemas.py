@@ -349,7 +349,7 @@ class ProjectOut(Schema):
 class MemberIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    username: str = Field(min_length=1, max_length=254, description="a username, or an e-mail address: "
+    username: Text = Field(min_length=1, max_length=254, description="a username, or an e-mail address: "
                           "they are invited, and join when they accept")
     role: RoleName = "viewer"
 
@@ -458,9 +458,14 @@ FileRoleName = Literal["serving worker", "serving launcher", "benchmark client",
 
 
 class RolesIn(Schema):
-    roles: dict[Annotated[str, Field(max_length=255)], FileRoleName] = Field(max_length=200, description=(
-        "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
-        "nccl-tests, unknown, or \"\" to go back to the detected roles"))
+    model_config = ConfigDict(extra="forbid")  # as every body: a NUL in an unread extra is still refused
+
+    roles: dict[Annotated[Text, Field(max_length=255)], FileRoleName] = Field(
+        max_length=200, description=(
+            "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
+            "nccl-tests, unknown, or \"\" to go back to the detected roles"),
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": r"^[^\x00]*$", "maxLength": 255}})
 
 
 class SplitOut(Schema):
@@ -558,7 +563,7 @@ class RunMetaIn(Schema):
 
 
 class RegisterIn(RunMetaIn):
-    path: str = Field(
+    path: Text = Field(
         max_length=65536,
         description="absolute path of a log file on the server, under one of RUNLENS_LOG_ROOTS",
     )
@@ -589,8 +594,8 @@ class RefreshOut(Schema):
 class SweepQuery(Schema):
     runs: str | None = Field(None, pattern=r"^\d{1,18}(,\d{1,18})*$", max_length=4000,
                              description="run ids, comma-separated (up to 200)", examples=["3,7,9"])
-    project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
-    tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
+    project: Text | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
+    tag: Text | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
 
 
 class VerdictQuery(Schema):

@@ -3,8 +3,6 @@ fetch through runs/queries.py what the user may see, call pure code, render."""
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -16,10 +14,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs import charts, markdown, queries, series, services, specdecode
-from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
+from runs.compare import MAX_POINTS, to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
-from runs.http import AuthenticatedRequest
+from runs.http import AuthenticatedRequest, csv_download
 from runs.models import Annotation, Status
 from runs.nccl import nccl_sentence
 from runs.permissions import Role, has_role, role_in
@@ -169,10 +167,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
         return response
     if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="runlens-compare.csv"'
-        csv.writer(response).writerows(csv_safe(to_csv_rows(result)))
-        return response
+        return csv_download("runlens-compare.csv", to_csv_rows(result))
     ordered = queries.in_result_order(inputs, result)
     chart_data = {}
     if inputs and result["phases"]:
@@ -340,10 +335,7 @@ def sweep_view(request: HttpRequest) -> HttpResponse:
         response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
         return response
     if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.csv"'
-        csv.writer(response).writerows(sweep_csv_rows(result))
-        return response
+        return csv_download("runlens-sweep.csv", sweep_csv_rows(result))
     chart_data = {}
     if result["groups"]:
         for key in charts.SWEEP_METRICS:
