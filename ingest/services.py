@@ -64,6 +64,9 @@ class IncomingFile:
 
 
 
+PROJECT_NAME_MAX = 100  # Project.name's max_length
+
+
 def project_for(user: User, name: str | None, create: bool = False) -> Project:
     """The project an upload goes to: the named one, if the user may upload to it (editor or admin).
 
@@ -90,7 +93,7 @@ def project_for(user: User, name: str | None, create: bool = False) -> Project:
             raise ServiceError(404, "unknown_project", f"you are in no project named {name!r}: check the name, "
                                "or create it (--create-project, meta.create_project: true)")
         clean = clean_name(name)
-        if not clean or len(clean) > Project._meta.get_field("name").max_length:
+        if not 1 <= len(clean) <= PROJECT_NAME_MAX:
             raise ServiceError(422, "bad_project_name", f"a project name has 1 to 100 characters once "
                                f"normalised (NFKC, spaces trimmed): {clean!r}")
         with transaction.atomic():
