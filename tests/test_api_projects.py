@@ -157,3 +157,34 @@ def test_the_pages_invite_list_and_accept(client, alice, eve):
     assert f'data-invitation="{invitation.id}"' in client.get("/projects/").content.decode()
     assert client.post(f"/invitations/{invitation.id}/accept").status_code == 302
     assert Membership.objects.get(user=eve).role == "editor"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keys_existing_look_alikes_apart_and_clamps_unreadable_expiries(client, alice):
+    """Migration 0016 on a database that has what the old code let in: look-alike project names
+    (kept, each its own key) and a token expiry PostgreSQL stored but Python cannot read back."""
+    from datetime import datetime, timedelta, timezone
+
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("runs", "0015_digest_parts")], [("runs", "0016_access_invitations_name_keys")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        Project, ApiToken = apps.get_model("runs", "Project"), apps.get_model("runs", "ApiToken")
+        ids = [Project.objects.create(name=n).id for n in ("team-b-private", "Team-B-Private", "team-b-privat\u0435")]
+        far = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-14)))
+        ApiToken.objects.create(user_id=alice.id, name="far", prefix="abc", token_hash="0" * 64, expires_at=far)
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        migrated = executor.loader.project_state(after).apps.get_model("runs", "Project")
+        keys = dict(migrated.objects.filter(id__in=ids).values_list("id", "name_key"))
+        assert keys == {ids[0]: "team-b-private", ids[1]: f"team-b-private~{ids[1]}",
+                        ids[2]: f"team-b-private~{ids[2]}"}
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    client.force_login(alice)
+    assert client.get("/api/v1/tokens").json()[0]["expires_at"].startswith("9999-01-01")
+    assert client.get("/settings/tokens/").status_code == 200
