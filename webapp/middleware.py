@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.core.exceptions import SuspiciousOperation
 from django.db import DataError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -140,7 +141,11 @@ class RejectNulQueryMiddleware:
             return "path"
         if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
             return "query string"
-        if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded" and any(
-                "\x00" in key or any("\x00" in v for v in values) for key, values in request.POST.lists()):
-            return "form"
+        if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+            try:
+                fields = request.POST.lists()
+            except (SuspiciousOperation, OSError):
+                return None  # too large, too many fields, cut off: the view reads it again and says so
+            if any("\x00" in key or any("\x00" in v for v in values) for key, values in fields):
+                return "form"
         return None
