@@ -29,7 +29,8 @@ def test_an_invitation_is_sent_then_accepted_on_the_pages(page, browser, alice, 
     invitee.base = page.base
     try:
         login(invitee, "eve", "eve-pw")
-        invitee.goto(f"{page.base}/projects/")
+        assert invitee.inner_text("#invitations-pending") == "1"  # every page's header says so
+        invitee.click("header nav a[href='/projects/']")
         row = invitee.wait_for_selector("#invitations tr[data-invitation]")
         assert row.inner_text().split("\t")[:3] == ["team", "editor", "alice"]
         invitee.screenshot(path=str(ARTIFACTS / "invitation-received.png"), full_page=True)
@@ -37,6 +38,7 @@ def test_an_invitation_is_sent_then_accepted_on_the_pages(page, browser, alice, 
         invitee.wait_for_url(f"{page.base}/projects/{project.id}/")
         assert "you joined team as editor" in invitee.inner_text("[data-message=info]")
         assert invitee.query_selector("#members tr[data-username='eve']") is not None
+        assert invitee.query_selector("#invitations-pending") is None
     finally:
         context.close()
     assert Membership.objects.get(user=eve).role == "editor"
