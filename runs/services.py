@@ -19,6 +19,7 @@ from django.utils import timezone
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
 from runs import blocks, digest, queries
+from runs.layout import ROLES
 from runs.models import (
     Annotation,
     AnnotationEdit,
@@ -37,7 +38,6 @@ from runs.models import (
 )
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
-from runs.processes import ROLES
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import person_vs_logs, renew_nccl, summarize_run
 
