@@ -59,6 +59,7 @@ from runs.schemas import (
     SweepQuery,
     TagsIn,
     TagsOut,
+    VerdictOut,
     VerdictQuery,
     errors,
     read_json,
@@ -326,13 +327,16 @@ def sweep_runs(request: ApiRequest, query: Query[SweepQuery]) -> dict:
     return result
 
 
-@router.get("/runs/{int:run_id}/verdict", response={200: dict, errors(404, 422): ErrorOut})
+@router.get("/runs/{int:run_id}/verdict", response={200: VerdictOut, errors(404, 422): ErrorOut})
 def run_verdict(request: ApiRequest, query: Query[VerdictQuery], run_id: int = RunId) -> dict:
     """The run against the baseline its upload named (`meta.baseline`: a run id, "pinned" or
     {"branch": "main"}; the project's pinned baseline when none): per figure (throughput, tokens
     per cycle, cycle, verify, each phase) the delta, the noise, whether it is outside the noise,
     and the overall `verdict`: `regression`, `improvement`, `no change`, `not comparable` (with
-    `reasons`) or `pending` while it parses. `compare_url` opens the comparison page; with
+    `reasons`) or `pending` while it parses. `nccl`: the run's NCCL status, the variables that
+    drifted, and the effective settings that differ from the baseline's (those make the runs not
+    comparable); a drift opens the `headline` and ends the `title`. Each figure's `text` holds its
+    numbers as the pages write them. `compare_url` opens the comparison page; with
     `fail_on_regression`, `gate` says whether `metric` got worse by more than that % beyond the noise."""
     run = queries.visible_run(request.auth, run_id)
     result = queries.verdict_for(request.auth, run)

@@ -534,7 +534,8 @@ def verdict_for(user, run: Run) -> dict:
         reason = "the parse failed" if run.status == Status.FAILED else f"the run is still {run.status}"
         result = verdict(RunInput(id=run.id, name=run.name, parsed={}), None, missing_reason=reason)
         if run.is_busy:
-            result.update(verdict="pending", headline=f"{run.name}: no verdict yet: {reason}.")
+            result.update(verdict="pending", headline=f"{run.name}: no verdict yet: {reason}.",
+                          title="runlens: pending")
         return result
     base, how, why = resolve_baseline(run)
     if base is not None and base.status != Status.READY:
