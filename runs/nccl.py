@@ -71,8 +71,18 @@ class NcclValueLike(Protocol):
     source: str
 
 
+# NCCL_-named variables that are not NCCL's: build paths and nccl-tests' own settings.
+NOT_PARAMETERS = frozenset({
+    "NCCL_VERSION", "NCCL_HOME", "NCCL_ROOT", "NCCL_DIR", "NCCL_PATH", "NCCL_LIB", "NCCL_LIB_DIR",
+    "NCCL_LIBRARY", "NCCL_INCLUDE_DIR", "NCCL_INC", "NCCL_INSTALL_DIR", "NCCL_SRC",
+})
+
+
 def is_parameter(key: str) -> bool:
-    return key in NCCL_PARAMETERS
+    """An NCCL parameter: a documented one, or any NCCL_ name that is not a path or nccl-tests'
+    own (NCCL adds parameters every release, e.g. NCCL_NETDEVS_POLICY, NCCL_IB_OOO_RQ in 2.2x)."""
+    return key in NCCL_PARAMETERS or (
+        bool(NCCL_KEY.match(key)) and key not in NOT_PARAMETERS and not key.startswith("NCCL_TESTS_"))
 
 
 def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
@@ -132,6 +142,20 @@ def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
             },
         },
     }
+
+
+# nvidia-smi topo -m link names, nearest first (NV# before all): NCCL_P2P_LEVEL takes the same names.
+PCI_LINKS = ("C2C", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
+
+
+def p2p_level_note(topology: dict) -> str | None:
+    """What a machine's GPU links mean for NCCL_P2P_LEVEL (NCCL docs, "NCCL_P2P_LEVEL": the farthest
+    PCIe path over which P2P is used). With every GPU pair on NVLink the level never decides."""
+    links = [link for link in topology.get("links") or [] if not link.startswith("NV")]
+    if topology.get("nvlink") or not topology.get("links"):
+        return "every GPU pair is on NVLink: NCCL_P2P_LEVEL does not change the path" if topology.get("nvlink") else None
+    return (f"GPU pairs over PCIe ({', '.join(links)}): NCCL uses P2P between two GPUs only when their path is "
+            f"no farther than NCCL_P2P_LEVEL, so the level decides the transport of the {links[-1]} pairs")
 
 
 def person_conflicts(values: Iterable[NcclValueLike]) -> list[dict]:

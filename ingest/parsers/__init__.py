@@ -12,12 +12,12 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
-from . import columns, eagle_profile, launch_env, llamacpp, native, nccl_debug, nccl_tests, processes, sglang, vllm
+from . import columns, context, eagle_profile, launch_env, llamacpp, native, nccl_debug, nccl_tests, processes, sglang, vllm
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
-from .text import MpiLine, number_lines, read_chunks, read_lines
+from .text import MpiLine, Text, clean, number_lines, read_chunks, read_lines
 
 # Written out in full: the one place that says which formats runlens reads.
 PARSERS: dict[str, type[FormatParser]] = {
@@ -268,31 +268,51 @@ def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> P
 Engine = Literal["native", "chunks", "lines"]
 
 
+def _harvesting(sink: Sink, watcher: context.Watcher) -> Sink:
+    """`sink`, after the watcher has struck off the lines of the rows it is about to take."""
+    def take(result: ParseResult) -> None:
+        watcher.harvest(result)
+        sink(result)
+    take.takes_groups = getattr(sink, "takes_groups", False)  # type: ignore[attr-defined]  # read by native.py
+    return take
+
+
+def _watched(chunks: Iterator[tuple[int, Any]], watcher: context.Watcher) -> Iterator[tuple[int, Any]]:
+    """The chunks, each shown to the context watcher before an engine reads it."""
+    for first, chunk in chunks:
+        if isinstance(chunk, Text):
+            watcher.text(first, chunk.text, chunk.dirty, clean)
+        else:
+            watcher.chunk(first, chunk)
+        yield first, chunk
+
+
 def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: Sink | None = None,
                  engine: Engine | None = None) -> ParseResult:
-    """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows.
+    """Parse a binary stream. Raises ParseError only for a file that is not text (empty, binary):
+    text in no known format is kept as context (context.py).
 
     `engine`: "native" (the default: the C scanner, native.py) where it is built and every format
     is read, else "chunks" (polars lanes); "lines" is the reference both are proven equal to.
     """
     result = ParseResult()
+    watcher = context.Watcher()
+    if sink is not None:
+        sink = _harvesting(sink, watcher)
     if engine is None:
         engine = "native" if formats is None and native.available() is None else "chunks"
     if engine == "lines":
-        parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
+        parse_numbered(watcher.lines(read_lines(stream, result.warnings)), formats, result, sink)
     else:
         if engine == "native":
             if formats is not None or (why := native.available()) is not None:
                 raise ValueError(f"the native engine reads every format and must be built: {why or formats}")
-            native.parse_chunks(read_chunks(stream, result.warnings, texts=True), PARSERS, result, sink, SPILL_AT)
+            chunks = _watched(read_chunks(stream, result.warnings, texts=True), watcher)
+            native.parse_chunks(chunks, PARSERS, result, sink, SPILL_AT)
         else:
-            _parse_chunks(read_chunks(stream, result.warnings), formats, result, sink)
+            _parse_chunks(_watched(read_chunks(stream, result.warnings), watcher), formats, result, sink)
         if sink is None:
             result.thaw()  # every record as an object, as engine="lines" gives them
-    if not result.formats:
-        raise ParseError(
-            0,
-            f"none of the {result.lines} lines is in a format runlens reads "
-            f"({', '.join(PARSERS)})",
-        )
+    # Topology, versions, unread lines; a file in no log format is kept as context, not failed.
+    watcher.finish(result)
     return result

@@ -222,6 +222,7 @@ class Parser:
                     self.op_started = None
             return
         if "nThread" in text:
+            r.add_format(NAME)  # the test's header: an excerpt cut before its table is still nccl-tests
             self._run_fields(lineno, text)
         elif "nccl-tests version" in text:
             m = _VERSION.search(text)
