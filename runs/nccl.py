@@ -78,9 +78,16 @@ NOT_PARAMETERS = frozenset({
 })
 
 
+def is_documented(key: str) -> bool:
+    """One of NCCL's documented parameters: what a person types is checked against these (a typo
+    such as NCCL_PROTOCOL gets a warning)."""
+    return key in NCCL_PARAMETERS
+
+
 def is_parameter(key: str) -> bool:
-    """An NCCL parameter: a documented one, or any NCCL_ name that is not a path or nccl-tests'
-    own (NCCL adds parameters every release, e.g. NCCL_NETDEVS_POLICY, NCCL_IB_OOO_RQ in 2.2x)."""
+    """An NCCL parameter as a log declares or echoes it: a documented one, or any NCCL_ name that
+    is not a path or nccl-tests' own (NCCL adds parameters every release, e.g. NCCL_NETDEVS_POLICY,
+    NCCL_IB_OOO_RQ): a launch line's variable is never dropped for being new."""
     return key in NCCL_PARAMETERS or (
         bool(NCCL_KEY.match(key)) and key not in NOT_PARAMETERS and not key.startswith("NCCL_TESTS_"))
 
@@ -281,6 +288,13 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
         if (v.kind == "declared" and role == LAUNCHER) or (v.kind == "effective" and role == WORKER):
             per_launch[i].append(v)
     verdicts = [analyze(vs + person, version=version) for vs in per_launch]
+    # A job script (`export NCCL_...; srun all_reduce_perf`) declares, its Slurm output echoes:
+    # a file of nccl-tests declarations only lends them to the run's test outputs that declare none.
+    scripts = {lf for lf, vs in tests.items() if all(v.kind == "declared" for v in vs)}
+    lent = [v for lf in sorted(scripts, key=lambda f: (f is None, f or 0)) for v in tests[lf]]
+    for logfile, vs in tests.items():
+        if lent and logfile not in scripts and not any(v.kind == "declared" for v in vs):
+            tests[logfile] = lent + vs
     panels = {logfile: analyze(vs, version=version) for logfile, vs in tests.items()}
     run = None
     if len(verdicts) == 1:
@@ -296,4 +310,5 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
             "debug_knobs": sorted({k for v in verdicts for k in v["debug_knobs"]}),
             "sources": {"declared": {}, "effective": {}},
         }
-    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person}
+    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person,
+            "nccl_tests_scripts": scripts}

@@ -520,8 +520,10 @@ def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layou
     nccl = verdicts["run"]
     if nccl is None:
         other = verdicts["other_values"]
-        tests = verdicts["nccl_tests"]
-        # A run of nccl-tests alone: its verdict is the tests' own (there is no serving worker).
+        scripts = verdicts["nccl_tests_scripts"]
+        tests = {lf: v for lf, v in verdicts["nccl_tests"].items() if lf not in scripts} or verdicts["nccl_tests"]
+        # A run of nccl-tests alone (with its job script): its verdict is the tests' own (there is
+        # no serving worker).
         nccl = next(iter(tests.values())) if len(tests) == 1 and not other else analyze(other, version=version)
     panels = [{**p, "nccl": verdicts["nccl_tests"].get(p["logfile"]) or analyze([])}
               for p in parsed.get("nccl_tests") or []]

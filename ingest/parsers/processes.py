@@ -267,7 +267,7 @@ class Tagger:
         r = self.result
         procs = r.processes
         declared_by = self.declared_by
-        tests = "nccl_tests" in r.formats
+        tests = "nccl_tests" in r.formats or "nccl_tests.command" in r.settings
         # NCCL variables declared in an nccl-tests file (`mpirun -x NCCL_...`, a `COMMAND:` echo)
         # launch the test, not a serving engine.
         serving = bool(SERVING_FORMATS & set(r.formats)) or any(
