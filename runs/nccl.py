@@ -159,8 +159,10 @@ def p2p_level_note(topology: dict) -> str | None:
     """What a machine's GPU links mean for NCCL_P2P_LEVEL (NCCL docs, "NCCL_P2P_LEVEL": the farthest
     PCIe path over which P2P is used). With every GPU pair on NVLink the level never decides."""
     links = [link for link in topology.get("links") or [] if not link.startswith("NV")]
-    if topology.get("nvlink") or not topology.get("links"):
-        return "every GPU pair is on NVLink: NCCL_P2P_LEVEL does not change the path" if topology.get("nvlink") else None
+    if topology.get("nvlink"):
+        return "every GPU pair is on NVLink: NCCL_P2P_LEVEL does not change the path"
+    if not links:
+        return None
     return (f"GPU pairs over PCIe ({', '.join(links)}): NCCL uses P2P between two GPUs only when their path is "
             f"no farther than NCCL_P2P_LEVEL, so the level decides the transport of the {links[-1]} pairs")
 

@@ -436,6 +436,7 @@ def context_fields(result: ParseResult) -> dict:
     """What the files say besides their logs (ingest/parsers/context.py): the GPU topology (with
     what it means for NCCL_P2P_LEVEL), tool versions, each file's unread lines, and the files
     kept as context because they are in no log format. Per file for a run of several files."""
+    per: list[tuple[int | None, str | None, dict]]
     if result.files:
         per = [(lf, info.get("name"), info.get("settings") or {}) for lf, info in result.files.items()]
     else:
@@ -447,7 +448,8 @@ def context_fields(result: ParseResult) -> dict:
     for _, _, st in per:
         for name, version in (st.get("versions") or {}).items():
             versions.setdefault(name, version)
-    unread = [{"logfile": lf, "file": name, **st["unread"]} for lf, name, st in per if isinstance(st.get("unread"), dict)]
+    unread = [{"logfile": lf, "file": name, **st["unread"]} for lf, name, st in per
+              if isinstance(st.get("unread"), dict)]
     return {
         "topology": topology,
         "versions": versions,

@@ -14,7 +14,19 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import Any, BinaryIO, Literal
 
-from . import columns, context, eagle_profile, launch_env, llamacpp, native, nccl_debug, nccl_tests, processes, sglang, vllm
+from . import (
+    columns,
+    context,
+    eagle_profile,
+    launch_env,
+    llamacpp,
+    native,
+    nccl_debug,
+    nccl_tests,
+    processes,
+    sglang,
+    vllm,
+)
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
 from .text import MpiLine, Text, clean, number_lines, read_chunks, read_lines

@@ -35,8 +35,8 @@ WORDS = re.compile(
 )
 # Lines a reader always takes whole (the native scanner's own shapes) and benchmark section titles
 # (`----Speculative Decoding----`, a block's structure): never candidates.
-_SKIP = re.compile(r"Decode batch|Prefill batch|^-{3,}[\w ]+-{3,}\s*$|NCCL (?:INFO|WARN|TRACE)(?!.*(?:set by environment|"
-                   r"NCCL_[A-Z0-9_]+ set to|[NR]CCL version))")
+_SKIP = re.compile(r"Decode batch|Prefill batch|^-{3,}[\w ]+-{3,}\s*$|"
+                   r"NCCL (?:INFO|WARN|TRACE)(?!.*(?:set by environment|NCCL_[A-Z0-9_]+ set to|[NR]CCL version))")
 # How a topology row, a GPU header or a version line starts (searched line-anchored).
 _CTX = re.compile(
     r"^(?:[ \t]*GPU\d+[ \t]|\[(?:pip3?|conda)\] |(?:vLLM Version|PyTorch version|CUDA Driver Version|"
