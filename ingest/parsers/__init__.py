@@ -72,11 +72,14 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
     # format parsers see the line, stamped after them.
     tagger = processes.Tagger(result)
     tag, stamp = tagger.feed, tagger.stamp
+    offer = result.offer
     for lineno, line in numbered:
         result.lines = lineno
         tag(lineno, line)
         for feed in feeds:
             feed(lineno, line)
+        if offer is not None:
+            offer(lineno, line)
         stamp()
         if sink is not None and not lineno % SPILL_EVERY and result.pending >= SPILL_AT:
             sink(result)
@@ -234,6 +237,7 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], o
     busy() after it was fed, until it is not; stamp() after a line fed to one of `stamp_after`.
     With `track`, note (line, reader's place in `everyone`, phases and metrics it added) per feed."""
     held: list = [r for r in readers if r.busy()]
+    offer = readers[0].result.offer if readers else None
     k = 0
     i = lo - 1
     while True:
@@ -267,6 +271,8 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], o
                 p1, m1 = len(result.phases), len(result.metrics)
                 if p1 != p0 or m1 != m0:
                     track.append((i, everyone.index(reader), p0, p1, m0, m1))  # type: ignore[union-attr]
+        if offer is not None and fed:
+            offer(lineno, line)
         if stamp_after and not stamp_after.isdisjoint(fed):
             stamp()
         held = [r for r in fed if r.busy()]
@@ -278,6 +284,18 @@ def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> P
 
 
 Engine = Literal["native", "chunks", "lines"]
+
+
+@cache
+def _wanted(names: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a line holds one of these format readers' triggers or starts like their STARTS:
+    the lines every engine hands them (context.Watcher.offer)."""
+    literals = tuple(sorted({t for n in names for t in PARSERS[n].TRIGGERS}))
+    starts = [re.compile("^" + starts.pattern[2:]) for n in names if (starts := PARSERS[n].STARTS) is not None]
+
+    def wanted(line: str) -> bool:
+        return any(t in line for t in literals) or any(p.match(line) for p in starts)
+    return wanted
 
 
 def _harvesting(sink: Sink, watcher: context.Watcher) -> Sink:
@@ -308,7 +326,8 @@ def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: S
     is read, else "chunks" (polars lanes); "lines" is the reference both are proven equal to.
     """
     result = ParseResult()
-    watcher = context.Watcher()
+    watcher = context.Watcher(_wanted(tuple(formats or PARSERS)))
+    result.offer = watcher.offer
     if sink is not None:
         sink = _harvesting(sink, watcher)
     if engine is None:

@@ -29,9 +29,8 @@ from .records import Grouped, Issue, ParseResult
 # only its echoes count, and an assignment counts outside NCCL's lines. `Speculative` keeps its
 # capital: the launch flags `--speculative-...` are read, or not, as a launch command.
 WORDS = re.compile(
-    r"(?i:throughput|accept(?:ance)? (?:len|rate)|accept length|avg bus bandwidth|statistics +\S+:|"
-    r"specdecod|set by environment|[NR]CCL version|ms/cyc)|Speculative|NCCL_[A-Z0-9_]+ set to |"
-    r"(?<![\w.])NCCL_[A-Z0-9_]+="
+    r"throughput|acceptance? (?:len|rate)|Accept length|(?i:avg bus bandwidth|specdecod|set by environment|"
+    r"[NR]CCL version)|statistics +\S+:|Speculative|NCCL_[A-Z0-9_]+ set to |(?<![\w.])NCCL_[A-Z0-9_]+="
 )
 # Lines a reader always takes whole (the native scanner's own shapes) and benchmark section titles
 # (`----Speculative Decoding----`, a block's structure): never candidates.
@@ -44,6 +43,9 @@ _CTX = re.compile(
     re.M,
 )
 MAX_CANDIDATES = 100_000  # candidate line numbers held; past it the count stops (`truncated`)
+# Topology and version dumps are read in a file's first lines only: a dump is a small file of its
+# own or the head of a log, and a search of every chunk would cost a large log's parse time twice.
+HEAD_SCAN_LINES = 20_000
 LISTED = 10  # unread line numbers kept in the parse JSON
 HEAD_LINES = 40  # lines of a context file kept to show
 HEAD_CHARS = 4000
@@ -63,81 +65,81 @@ _PACKAGES = re.compile(r"^(?:nvidia-nccl-cu\d+|torch|vllm|sglang|transformers|tr
 
 
 class Watcher:
-    def __init__(self) -> None:
+    def __init__(self, wanted: Callable[[str], bool] | None = None) -> None:
+        self.wanted = wanted  # whether a format reader's trigger or start is on the line
+        self.dump_lines: set[int] = set()
         self.candidates: set[int] = set()  # the first MAX_CANDIDATES lines holding WORDS
         self.truncated = False
         self.used: set[int] = set()
         self.topo_columns: list[str] | None = None
         self.topo_line = 0
         self.topo_rows: dict[str, list[str]] = {}
-        self.topo_lines: set[int] = set()
         self.versions: dict[str, tuple[str, int]] = {}
         self.head: list[str] = []
 
     # -- feeding -------------------------------------------------------------------------------
 
     def lines(self, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-        """Pass (line number, text) pairs on, looking at each (the line-at-a-time engine)."""
+        """Pass (line number, text) pairs on, reading the head's dumps (the line-at-a-time engine)."""
         for lineno, line in numbered:
-            if len(self.head) < HEAD_LINES:
-                self.head.append(line)
-            if _CTX.match(line) or WORDS.search(line):
-                self.line(lineno, line)
+            if lineno <= HEAD_SCAN_LINES:
+                if len(self.head) < HEAD_LINES:
+                    self.head.append(line)
+                if _CTX.match(line):
+                    self.dump(lineno, line)
             yield lineno, line
 
     def chunk(self, first: int, lines: list[str]) -> None:
-        """A chunk of cleaned lines (the chunk engines)."""
-        self.text(first, "\n".join(lines), [], None)
+        """A chunk of cleaned lines (the chunk engines): its part in the file's head."""
+        if first <= HEAD_SCAN_LINES:
+            self.text(first, "\n".join(lines[:HEAD_SCAN_LINES - first + 1]), [], None)
 
     def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None) -> None:
-        """A chunk as one text (text.Text keeps the dirty lines, those clean() may change, raw):
-        two searches over it, and the lines they hit read in order; a dirty line is read cleaned,
-        as the engines read it."""
-        if len(self.head) < HEAD_LINES:
-            for k, line in enumerate(body.split("\n", HEAD_LINES)[:HEAD_LINES - len(self.head)]):
-                self.head.append(clean(line) if clean and k in dirty else line)
-        starts = {body.rfind("\n", 0, m.start()) + 1 for m in WORDS.finditer(body)}
-        starts.update(m.start() for m in _CTX.finditer(body))
-        hits: dict[int, str] = {}
-        index, at = 0, 0
-        for start in sorted(starts):
-            index += body.count("\n", at, start)
-            at = start
-            end = body.find("\n", start)
-            hits[index] = body[start:len(body) if end < 0 else end]
-        if clean is not None:
-            for i in dirty:
-                start = _nth_line_start(body, i)
-                end = body.find("\n", start)
-                line = clean(body[start:len(body) if end < 0 else end])
-                hits.pop(i, None)
-                if _CTX.match(line) or WORDS.search(line):
-                    hits[i] = line
-        for i in sorted(hits):
-            self.line(first + i, hits[i])
+        """A chunk as one text (text.Text keeps its dirty lines, those clean() may change, raw): the
+        dumps in its part of the file's head, a dirty line read cleaned as the engines read it."""
+        if first > HEAD_SCAN_LINES:
+            return
+        lines = body.split("\n", HEAD_SCAN_LINES - first + 1)[:HEAD_SCAN_LINES - first + 1]
+        wanted = set(dirty) if clean is not None else set()
+        for k, line in enumerate(lines):
+            if k in wanted:
+                lines[k] = line = clean(line)  # type: ignore[misc]  # wanted is empty without clean
+            if len(self.head) < HEAD_LINES:
+                self.head.append(line)
+            if _CTX.match(line):
+                self.dump(first + k, line)
 
-    def line(self, lineno: int, line: str) -> None:
+    def dump(self, lineno: int, line: str) -> None:
         if "GPU" in line and self._topology(lineno, line):
             return
-        if self._version(lineno, line):
+        self._version(lineno, line)
+
+    def offer(self, lineno: int, line: str) -> None:
+        """A line an engine hands a reader (every engine hands the same ones: those holding a format
+        reader's trigger or start, plus any line while a reader is busy): a candidate when it holds
+        a format's words and a reader's trigger or start, so the engines agree whatever was busy."""
+        if lineno in self.candidates or not WORDS.search(line) or _SKIP.search(line):
             return
-        if WORDS.search(line) and not _SKIP.search(line):
-            if len(self.candidates) < MAX_CANDIDATES:
-                self.candidates.add(lineno)
-            else:
-                self.truncated = True
+        if self.wanted is not None and not self.wanted(line):
+            return
+        if lineno in self.dump_lines:
+            return
+        if len(self.candidates) < MAX_CANDIDATES:
+            self.candidates.add(lineno)
+        else:
+            self.truncated = True
 
     def _topology(self, lineno: int, line: str) -> bool:
         h = _TOPO_HEADER.match(line)
         if h:
             self.topo_columns = [c for c in re.split(r"\s{2,}|\t", line.strip()) if c]
             self.topo_line = self.topo_line or lineno
-            self.topo_lines.add(lineno)
+            self.dump_lines.add(lineno)
             return True
         r = _TOPO_ROW.match(line) if self.topo_columns else None
         if r and r.group(1) not in self.topo_rows:
             self.topo_rows[r.group(1)] = r.group(2).split()
-            self.topo_lines.add(lineno)
+            self.dump_lines.add(lineno)
             return True
         return False
 
@@ -154,6 +156,7 @@ class Watcher:
                 key, value = name or line.split(":", 1)[0].strip().lower(), m.group(1)
             key = {"pytorch": "torch", "flashinfer_python": "flashinfer"}.get(key, key)
             self.versions.setdefault(key, (value, lineno))
+            self.dump_lines.add(lineno)
             return True
         return False
 
@@ -229,10 +232,3 @@ class Watcher:
 
 def _link_order(link: str) -> tuple[int, str]:
     return (0, link) if link.startswith("NV") else (1 + LINKS.index(link) if link in LINKS else 99, link)
-
-
-def _nth_line_start(body: str, n: int) -> int:
-    at = 0
-    for _ in range(n):
-        at = body.find("\n", at) + 1
-    return at
