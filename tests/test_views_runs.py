@@ -485,7 +485,7 @@ def test_dp_attention_with_untagged_lines_says_the_figure_is_not_the_sum(client,
 
 def test_detail_links_each_line_no_reader_used(client, alice):
     content = (b"node:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
-               b"my own note: throughput was 440 tok/s before the change\n")
+               b"Mean throughput was 440 tok/s before the change\n")
     run = parsed_upload(alice, "notes.log", content)
     client.force_login(alice)
     body = client.get(f"/runs/{run.id}/").content.decode()
