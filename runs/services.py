@@ -36,7 +36,7 @@ from runs.models import (
     Status,
     Tag,
 )
-from runs.nccl import NCCL_KEY, PERSON, is_parameter
+from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import BLOCKS_KEY, DRAFT_TYPES_KEY, person_vs_logs, renew_nccl, summarize_run
@@ -157,7 +157,7 @@ def add_annotation(user: User, run: Run, kind: str, body: str, *, parent: int | 
     # Not refused (NCCL grows new knobs), but said: a misspelt name tunes nothing.
     annotation.warnings = [
         f"{key} is not an NCCL parameter runlens knows: kept as declared, but check its spelling"
-        for key in nccl if not is_parameter(key)
+        for key in nccl if not is_documented(key)
     ]
     return annotation
 

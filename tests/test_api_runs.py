@@ -270,3 +270,15 @@ def test_run_detail_lists_each_result_block_with_its_settings(client, alice, bea
     assert [b["output_throughput_tok_s"] for b in blocks][:2] == [825.94, 839.01]
     assert all(b["logfile"] == blocks[0]["logfile"] is not None for b in blocks)
     assert parsed["serving"] == {"result_blocks": 6} and parsed["summary"]["throughput_tok_s"] is None
+
+
+def test_detail_says_which_lines_no_reader_used_and_the_gpu_topology(client, alice, bearer, upload_run):
+    from tests.samples import parsed_upload
+
+    run = parsed_upload(alice, "notes.log", b"a:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+                                            b"Speculative decoding: reworded by a wrapper\n")
+    parsed = client.get(f"/api/v1/runs/{run.id}", headers=bearer(alice)).json()["parsed"]
+    assert parsed["unread"]["count"] == 1 and parsed["unread"]["files"][0]["lines"] == [2]
+    topo = upload_run(alice, "../tests/corpus/nccl/nvidia_smi_topo_all_sys_4090_gpuallocator_issue17.txt")
+    parsed = client.get(f"/api/v1/runs/{topo.id}", headers=bearer(alice)).json()["parsed"]
+    assert parsed["topology"]["links"] == ["SYS"] and parsed["topology"]["gpus"] == 8

@@ -508,3 +508,24 @@ def test_run_page_names_each_llamacpp_draft_type_and_the_acceptance_rate(client,
     assert '<tr data-type="ngram-mod">' in types and '<tr data-type="draft-mtp">' in types
     assert "41.80" in types  # draft-mtp: 33271.024 ms over 796 generate calls, kept in ms
     assert 'data-field="acceptance-rate">0.71<' in body  # 1299 accepted / 1841 drafted tokens, both types
+
+
+def test_detail_links_each_line_no_reader_used(client, alice):
+    content = (b"node:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+               b"Mean throughput was 440 tok/s before the change\n")
+    run = parsed_upload(alice, "notes.log", content)
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    row = re.search(r'<tr class="warn-row unread" data-unread="1">.*?</tr>', body, re.S)
+    assert row and 'data-line="2"' in row.group(0) and ">line 2</a>" in row.group(0)
+
+
+def test_detail_shows_the_topology_and_a_context_file(client, alice, upload_run):
+    run = upload_run(alice, "../tests/corpus/nccl/vllm_collect_env_topo_nv12_issue19607.txt")
+    notes = parsed_upload(alice, "notes.txt", b"the cluster was shared that day\n")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert 'id="topology"' in body and "<td>NV12</td>" in body and "NCCL_P2P_LEVEL does not change" in body
+    assert "vllm 0.8.5.post1" in body
+    body = client.get(f"/runs/{notes.id}/").content.decode()
+    assert 'id="context"' in body and "the cluster was shared that day" in body
