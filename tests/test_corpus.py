@@ -71,6 +71,7 @@ def check(golden_path: Path) -> list[str]:
 
 def test_corpus_has_goldens_with_sources():
     sources = (CORPUS / "SOURCES.md").read_text()
+    assert len(GOLDENS) >= 40, f"the corpus holds {len(GOLDENS)} excerpts with goldens, fewer than 40"
     for golden_path in GOLDENS:
         golden = json.loads(golden_path.read_text())
         assert (golden_path.parent / golden["excerpt"]).exists(), golden_path
