@@ -192,10 +192,9 @@ class Rows:
     by_window: bool = False
     collectives: list[dict] = field(default_factory=list)  # the first COLLECTIVES_KEPT
     collectives_total: int = 0
-    # (log file, process) -> (rows with a bus bandwidth, the highest): the nccl-tests panels.
-    busbw: dict[tuple[int | None, str], tuple[int, float]] = field(default_factory=dict)
-    # log file -> its last `avg_busbw_gbs` (nccl-tests' "Avg bus bandwidth" line).
-    last_avg_busbw: dict[int | None, float] = field(default_factory=dict)
+    # (log file, process, line) -> (rows with a bus bandwidth, the highest): the nccl-tests panels,
+    # which split a file's lines into its tests at their footers.
+    busbw: dict[tuple[int | None, str, int], tuple[int, float]] = field(default_factory=dict)
 
     def first_key(self, group: Group) -> tuple:
         """Where the group's first row stood in the original order (phase tables list names so)."""
@@ -239,23 +238,20 @@ def rows_from_result(result: ParseResult) -> Rows:
     tally = CollectiveTally()
     tally.add(result.collectives)
     tally.into(rows)
-    for m in result.metrics:
-        if m.name == "avg_busbw_gbs":
-            rows.last_avg_busbw[m.logfile] = m.value
     return rows
 
 
 class CollectiveTally:
     """What the summary keeps of a parse's collectives, fed batch by batch in bounded memory: the
-    first COLLECTIVES_KEPT, how many there are, and per (log file, process) the rows with a bus
-    bandwidth and the highest (what refresh_run asks SQL for on a stored run)."""
+    first COLLECTIVES_KEPT, how many there are, and per (log file, process, line) the rows with a
+    bus bandwidth and the highest (what refresh_run asks SQL for on a stored run)."""
 
     def __init__(self) -> None:
         # The records themselves until the end: nccl-tests names the op of a table's rows at its
         # "Collective test concluded" line, after a sink may have taken them.
         self.kept: list = []
         self.total = 0
-        self.busbw: dict[tuple[int | None, str], tuple[int, float]] = {}
+        self.busbw: dict[tuple[int | None, str, int], tuple[int, float]] = {}
 
     def add(self, collectives: Iterable) -> None:
         for c in collectives:
@@ -263,8 +259,8 @@ class CollectiveTally:
                 self.kept.append(c)
             self.total += 1
             if c.busbw_gbs is not None:
-                n, peak = self.busbw.get((c.logfile, c.process), (0, c.busbw_gbs))
-                self.busbw[(c.logfile, c.process)] = (n + 1, max(peak, c.busbw_gbs))
+                n, peak = self.busbw.get((c.logfile, c.process, c.line), (0, c.busbw_gbs))
+                self.busbw[(c.logfile, c.process, c.line)] = (n + 1, max(peak, c.busbw_gbs))
 
     def into(self, rows: Rows) -> None:
         rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
@@ -535,11 +531,7 @@ class FileDigest:
 
     def rows(self) -> Rows:
         """The digest as a lone parse's rows (no log file id, the records' own order)."""
-        rows = Rows(metrics=self._grouper.groups(False), phases=self._grouper.groups(True), by_window=False)
-        if self._avg is not None:
-            # The nccl-tests parser numbers its tables upward: the highest (window, order) is the last row.
-            rows.last_avg_busbw[None] = self._avg[2]
-        return rows
+        return Rows(metrics=self._grouper.groups(False), phases=self._grouper.groups(True), by_window=False)
 
     def encode(self) -> bytes:
         """The digest's bytes (zlib), all at once (tests, small files): `encoded()` joined."""

@@ -457,18 +457,16 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
         d = digest.decode(parts, lf.id, offset, spill)
         rows.phases += d.phases
         rows.metrics += d.metrics
-        if d.last_avg_busbw is not None:
-            rows.last_avg_busbw[lf.id] = d.last_avg_busbw
         offset += d.max_window
     collectives = CollectiveResult.objects.filter(run=run)
     rows.collectives = [
         digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
             "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place")[:digest.COLLECTIVES_KEPT]]
     rows.collectives_total = collectives.count()
-    for lf_id, process, n, peak in (collectives.filter(busbw_gbs__isnull=False).order_by()
-                                    .values("logfile_id", "process").annotate(n=Count("id"), peak=Max("busbw_gbs"))
-                                    .values_list("logfile_id", "process", "n", "peak")):
-        rows.busbw[(lf_id, process)] = (n, peak)
+    for lf_id, process, line, n, peak in (
+            collectives.filter(busbw_gbs__isnull=False).order_by().values("logfile_id", "process", "line")
+            .annotate(n=Count("id"), peak=Max("busbw_gbs")).values_list("logfile_id", "process", "line", "n", "peak")):
+        rows.busbw[(lf_id, process, line or 0)] = (n, peak)
     return rows
 
 

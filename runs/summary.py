@@ -666,28 +666,57 @@ def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layou
         nccl = next(iter(tests.values())) if len(tests) == 1 and not other else analyze(other, version=version)
     panels = [{**p, "nccl": verdicts["nccl_tests"].get(p["logfile"]) or analyze([])}
               for p in parsed.get("nccl_tests") or []]
-    return {**parsed, "nccl": {**nccl, "conflicts": person_conflicts(result.nccl)}, "launches": launches,
+    library = _value(result.settings, "nccl.library")  # NCCL or RCCL, as the log names itself; None: unknown
+    return {**parsed, "nccl": {**nccl, "library": library, "conflicts": person_conflicts(result.nccl)}, "launches": launches,
             "nccl_tests": panels, "warnings": warnings}
 
 
 def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict]:
-    """One panel per log file holding nccl-tests processes: their bandwidth (renew_nccl adds
-    their NCCL settings' verdict)."""
+    """One panel per nccl-tests test of each log file holding nccl-tests processes: its bandwidth
+    (renew_nccl adds their NCCL settings' verdict). A footer ends a test (the parser windows its
+    values by the test's number): a test's rows are the file's rows after the previous test's
+    footer and up to its own; rows after the last footer are one more test, cut short."""
     files = {p["logfile"] for p in lay.processes if p["role"] == NCCL_TESTS}
+    footers = _nccl_tests_footers(rows.metrics)
     panels = []
     for logfile in sorted(files, key=lambda f: (f is None, f or 0)):
-        counted = [(n, peak) for (lf, process), (n, peak) in rows.busbw.items()
-                   if lf == logfile and lay.role(logfile, process) == NCCL_TESTS]
-        panels.append({
-            "logfile": logfile,
-            "file": (process_files(result).get(logfile) or {}).get("name"),
-            "processes": [p["id"] for p in lay.processes if p["logfile"] == logfile and p["role"] == NCCL_TESTS],
-            "nccl": {},
-            "avg_busbw_gbs": rows.last_avg_busbw.get(logfile),
-            "peak_busbw_gbs": max(peak for _, peak in counted) if counted else None,
-            "rows": sum(n for n, _ in counted),
-        })
+        counted = sorted((line, n, peak) for (lf, process, line), (n, peak) in rows.busbw.items()
+                         if lf == logfile and lay.role(logfile, process) == NCCL_TESTS)
+        tests = list(footers.get(logfile, []))  # (last footer line, average bus bandwidth)
+        if not tests or (counted and counted[-1][0] > tests[-1][0]):
+            tests.append((None, None))
+        start = 0
+        for number, (end, avg) in enumerate(tests, 1):
+            own = [(n, peak) for line, n, peak in counted if line > start and (end is None or line <= end)]
+            start = end or start
+            panels.append({
+                "logfile": logfile,
+                "file": (process_files(result).get(logfile) or {}).get("name"),
+                "test": number,
+                "tests": len(tests),
+                "processes": [p["id"] for p in lay.processes if p["logfile"] == logfile and p["role"] == NCCL_TESTS],
+                "nccl": {},
+                "avg_busbw_gbs": avg,
+                "peak_busbw_gbs": max(peak for _, peak in own) if own else None,
+                "rows": sum(n for n, _ in own),
+            })
     return panels
+
+
+def _nccl_tests_footers(groups: list[Group]) -> dict[int | None, list[tuple[int, float | None]]]:
+    """Log file -> its nccl-tests footers in order, one per test: (the test's last footer line, its
+    last `Avg bus bandwidth`). The footer lines of one test share a window (the test's number)."""
+    by_test: dict[tuple[int | None, int], list[tuple[int, str, float]]] = defaultdict(list)
+    for g in groups:
+        if g.source == "nccl_tests" and g.name in ("avg_busbw_gbs", "out_of_bounds_values"):
+            for window, line, value in zip(g.windows, g.lines, g.values, strict=True):
+                by_test[(g.logfile, window)].append((line, g.name, value))
+    out: dict[int | None, list[tuple[int, float | None]]] = defaultdict(list)
+    for (logfile, _), footer in sorted(by_test.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0, kv[0][1])):
+        footer.sort()
+        avgs = [value for _, name, value in footer if name == "avg_busbw_gbs"]
+        out[logfile].append((footer[-1][0], avgs[-1] if avgs else None))
+    return out
 
 
 def process_files(result: ParseResult) -> dict:

@@ -274,3 +274,37 @@ def test_rccl_names_its_version_with_or_without_the_line_prefix():
         r = parse_lines(lines=[line])
         assert r.settings["nccl.library"].value == "RCCL" and r.formats == ["nccl_debug"]
     assert summarize(parse_lines(lines=[line]))["nccl"]["version"] == "2.30.4"
+
+
+def _library(path) -> tuple[object, object]:
+    """(the parser's `nccl.library` setting, the parse JSON's `nccl.library`)."""
+    with open(path, "rb") as f:
+        r = parse_stream(f)
+    setting = r.settings.get("nccl.library")
+    return (setting.value if setting else None), summarize(r)["nccl"]["library"]
+
+
+def test_rccl_version_line_makes_the_library_rccl():
+    # Behind a full `host:pid:tid [dev] NCCL INFO` prefix and behind a redacted `node [0]` one.
+    assert _library(public_sample("../nccl/rccl_debug_2.27.7_version_banner_rocm_issue6074.log")) == ("RCCL", "RCCL")
+    assert _library(public_sample("../nccl/rccl_debug_2.27.7_redacted_host_rccl_issue2188.log")) == ("RCCL", "RCCL")
+
+
+def test_nccl_version_line_makes_the_library_nccl():
+    # An INFO line of every rank, and a bare banner.
+    assert _library(public_sample("../nccl/job_nersc_slurm_test_2.23_918503.log")) == ("NCCL", "NCCL")
+    assert _library(public_sample("../nccl/nccl_debug_2.19.3_bare_version_socket_issue1267.log")) == ("NCCL", "NCCL")
+
+
+def test_library_is_null_when_no_line_names_it():
+    # nccl-tests' `nccl-library=` code is a version number, which NCCL and RCCL builds both print.
+    assert _library(public_sample("../nccl/nccl_tests_allreduce_gb200_nvl72_coreweave_pr43.txt")) == (None, None)
+    assert _library(public_sample("nccl_tests_h200nvl_8gpu_compact_header.txt")) == (None, None)
+
+
+def test_rccl_wins_over_an_nccl_version_line_before_it():
+    r = parse_lines(formats=["nccl_debug"], lines=[
+        "h:1:1 [0] NCCL INFO NCCL version 2.27.7+hip7.2",
+        "h:1:1 [0] NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd",
+    ])
+    assert r.settings["nccl.library"].value == "RCCL"

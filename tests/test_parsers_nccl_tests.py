@@ -278,3 +278,50 @@ def test_rows_held_past_the_tagger_window_are_released_with_their_process(engine
     assert [process for _, process, _ in stored] == [f"mpi 1,{line % 3}" for line, _, _ in stored]
     # Lines 7-9 left at line 10, 10-12 at line 13 and 13 at line 16, before the name on line 17.
     assert [op for _, _, op in stored] == ["unknown"] * 14
+
+
+def _footers(result) -> list[tuple[str, float, int, int]]:
+    return [(m.name, m.value, m.window, m.line) for m in result.metrics]
+
+
+def _parse(path) -> object:
+    with open(path, "rb") as f:
+        return parse_stream(f)
+
+
+def test_each_footer_ends_a_test_and_windows_its_values_by_the_tests_number():
+    # Two hosts' runs pasted one after another, each closed by its own footer.
+    r = _parse(public_sample("../nccl/nccl_tests_destroy_between_footers_issue182.txt"))
+    assert _footers(r) == [
+        ("out_of_bounds_values", 0.0, 1, 6), ("avg_busbw_gbs", 1.7535, 1, 7),
+        ("out_of_bounds_values", 0.0, 2, 13), ("avg_busbw_gbs", 1.6796, 2, 14),
+    ]
+    assert [c.line for c in r.collectives] == [1, 1, 2, 2, 3, 3, 10, 10]  # rows keep their lines
+    panels = summarize(r)["nccl_tests"]
+    assert [(p["test"], p["rows"], p["peak_busbw_gbs"], p["avg_busbw_gbs"]) for p in panels] == [
+        (1, 6, 4.86, 1.7535), (2, 2, 4.52, 1.6796)]
+
+
+def test_two_real_runs_pasted_one_after_another_are_two_tests_with_their_own_figures():
+    # GB200 NVL72 (5 rows, two sides, avg 745.53) then an H200 NVL table (1 row, one side, avg
+    # 68.6248, no out-of-bounds line), as one file.
+    first = public_sample("../nccl/nccl_tests_allreduce_gb200_nvl72_coreweave_pr43.txt").read_bytes()
+    second = public_sample("nccl_tests_h200nvl_8gpu_compact_header.txt").read_bytes()
+    r = parse_stream(io.BytesIO(first + second))
+    assert [(name, value, window) for name, value, window, _ in _footers(r)] == [
+        ("out_of_bounds_values", 0.0, 1), ("avg_busbw_gbs", 745.53, 1), ("avg_busbw_gbs", 68.6248, 2),
+    ]
+    panels = summarize(r)["nccl_tests"]
+    assert [(p["test"], p["tests"], p["rows"], p["peak_busbw_gbs"], p["avg_busbw_gbs"]) for p in panels] == [
+        (1, 2, 10, 846.82, 745.53), (2, 2, 1, 68.66, 68.6248)]
+
+
+def test_a_single_test_stays_one_test_and_rows_after_its_footer_open_another():
+    one = _parse(public_sample("../nccl/nccl_tests_allreduce_gb200_nvl72_coreweave_pr43.txt"))
+    assert {m.window for m in one.metrics} == {1}
+    assert [(p["test"], p["rows"]) for p in summarize(one)["nccl_tests"]] == [(1, 10)]
+    # A second run cut before its footer (its table header and two rows): a test of its own, no average.
+    lines = public_sample("../nccl/nccl_tests_allreduce_gb200_nvl72_coreweave_pr43.txt").read_text().splitlines()
+    r = parse_stream(io.BytesIO(("\n".join(lines + lines[2:7]) + "\n").encode()))
+    assert [(p["test"], p["rows"], p["avg_busbw_gbs"]) for p in summarize(r)["nccl_tests"]] == [
+        (1, 10, 745.53), (2, 4, None)]

@@ -263,6 +263,29 @@ def test_nccl_tests_run_shows_its_bus_bandwidth_chart(client, alice, upload_run)
     assert 'id="chart-collectives"' in body and "299.73" in body
 
 
+CORPUS_NCCL = Path(__file__).parent / "corpus" / "nccl"
+
+
+@pytest.mark.parametrize(("name", "shown"), [
+    ("rccl_debug_2.27.7_version_banner_rocm_issue6074.log", "NCCL 2.27.7 (<span id=\"nccl-library\">RCCL</span> library)."),
+    ("job_nersc_slurm_test_2.23_918503.log", "NCCL 2.23.4 (<span id=\"nccl-library\">NCCL</span> library)."),
+])
+def test_run_page_names_the_nccl_library_beside_its_version(client, alice, name, shown):
+    run = parsed_upload(alice, name, (CORPUS_NCCL / name).read_bytes())
+    client.force_login(alice)
+    assert shown in client.get(f"/runs/{run.id}/").content.decode()
+
+
+def test_run_page_shows_each_nccl_test_of_a_file_with_its_own_bandwidth(client, alice):
+    name = "nccl_tests_destroy_between_footers_issue182.txt"
+    run = parsed_upload(alice, name, (CORPUS_NCCL / name).read_bytes())
+    assert [(p["test"], p["rows"], p["peak_busbw_gbs"], p["avg_busbw_gbs"]) for p in run.parsed["nccl_tests"]] == [
+        (1, 6, 4.86, 1.7535), (2, 2, 4.52, 1.6796)]
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "test 1 of 2 (6 rows)" in body and "test 2 of 2 (2 rows)" in body
+
+
 @pytest.mark.parametrize("url", ["/?steps=%C2%B2", "/runs/{id}/?baseline=%C2%B2", "/compare/?runs=%C2%B2",
                                  "/compare/?runs={id}&baseline=%C2%B2"])
 def test_unicode_digits_in_the_query_are_ignored_not_a_crash(client, alice, upload_run, url):

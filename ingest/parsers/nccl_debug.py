@@ -243,6 +243,7 @@ class Parser:
             r.add_format(NAME)
         r.used.add(lineno)  # every rank prints it: a repeat is read, not new
         r.set("nccl.version", m.group(1), lineno, NAME)
+        r.set("nccl.library", "NCCL", lineno, NAME)  # RCCL names itself `RCCL version` (_rccl_version)
         if m.group(2):
             r.set("nccl.cuda_version", m.group(2), lineno, NAME)
 
@@ -251,7 +252,8 @@ class Parser:
         if m:
             self.result.used.add(lineno)
             self.result.set("nccl.version", m.group(1), lineno, NAME)
-            self.result.set("nccl.library", "RCCL", lineno, NAME)
+            # RCCL's own name wins over an `NCCL version` line its build may print as well.
+            self.result.set("nccl.library", "RCCL", lineno, NAME, overwrite=True)
 
     def _conf_file(self, lineno: int, text: str) -> None:
         m = _CONF_FILE.search(text)

@@ -10,6 +10,12 @@ in-place half, `-I 1` per-iteration columns, an `#iters` column, old `bytes N ty
 Each `time` column opens one side: the first is out-of-place, the second in-place. NCCL INFO
 lines may land between rows; only a footer or a new header ends a table.
 
+A footer (`# Out of bounds values`, `# Avg bus bandwidth`) ends a test, and a file can hold several
+(two hosts' runs pasted one after another, a job that runs one binary after another): the
+footer's values are windowed by the test's number in the file (1, 2, ...), and a row after a
+footer opens the next test. Rows keep their line numbers: a test's rows are those after the
+previous test's footer and up to its own (runs.summary.nccl_tests_panels).
+
 The op may be named only after the table (`# Collective test concluded: all_reduce_perf`, when
 no `starting` line or command line named it). A sink may store the rows held in the result at
 any time, so rows whose op is still unknown stay here until their op is named, the next table
@@ -133,6 +139,8 @@ class Parser:
         self.rows: list[Collective] = []  # rows of the current test, for a late op name
         self.held: list[Collective] = []  # rows of the current test not yet in the result (op unknown)
         self.tables = 0
+        self.test = 1  # the number of the test being read (footers window their values by it)
+        self.test_ended = False  # a footer was read: the next row or table opens test + 1
         self.ranks: tuple[int, int] | None = None  # (number of ranks listed, line)
         self.wrong_warned = False
 
@@ -179,6 +187,7 @@ class Parser:
             if table:
                 r.add_format(NAME)
                 self._release()  # the previous table's rows: no name came for them
+                self._open_test()
                 self.table = table
                 self.seen_header = True
                 self.tables += 1
@@ -192,19 +201,20 @@ class Parser:
                 r.add_format(NAME)
                 value = _float(m.group(1))
                 if value is not None:
-                    r.metrics.append(Metric("avg_busbw_gbs", value, max(self.tables, 1), lineno, NAME))
+                    r.metrics.append(Metric("avg_busbw_gbs", value, self.test, lineno, NAME))
                 if m.group(2) == "FAILED":
                     r.warnings.append(
                         Issue(lineno, f"nccl-tests: average bus bandwidth {m.group(1)} FAILED the check")
                     )
+                self.test_ended = True
             self.table = None
             return
         if "Out of bounds" in text:
             m = _OUT_OF_BOUNDS.match(text)
             if m:
                 count = int(m.group(1))
-                window = max(self.tables, 1)
-                r.metrics.append(Metric("out_of_bounds_values", float(count), window, lineno, NAME))
+                r.metrics.append(Metric("out_of_bounds_values", float(count), self.test, lineno, NAME))
+                self.test_ended = True
                 if count or m.group(2) == "FAILED":
                     r.warnings.append(Issue(lineno, f"nccl-tests: {count} out-of-bounds values (FAILED)"))
             self.table = None
@@ -241,6 +251,12 @@ class Parser:
                 if self.ranks is None or ranks > self.ranks[0]:
                     self.ranks = (ranks, lineno)
                 r.set("nccl_tests.gpu", m.group(2), lineno, NAME)
+
+    def _open_test(self) -> None:
+        """A table or row after a footer: the next test's."""
+        if self.test_ended:
+            self.test += 1
+            self.test_ended = False
 
     def _run_fields(self, lineno: int, text: str) -> None:
         """`# nThread 1 nGpus 2 minBytes 8 ... warmup iters: 1 iters: 20` -> nccl_tests.* settings."""
@@ -286,6 +302,7 @@ class Parser:
             return
         r = self.result
         r.add_format(NAME)
+        self._open_test()
         self.rows.extend(rows)
         if self.op == "unknown":
             if self.held and lineno - self.held[0].line >= HOLD_LINES:
