@@ -667,8 +667,8 @@ def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layou
     panels = [{**p, "nccl": verdicts["nccl_tests"].get(p["logfile"]) or analyze([])}
               for p in parsed.get("nccl_tests") or []]
     library = _value(result.settings, "nccl.library")  # NCCL or RCCL, as the log names itself; None: unknown
-    return {**parsed, "nccl": {**nccl, "library": library, "conflicts": person_conflicts(result.nccl)}, "launches": launches,
-            "nccl_tests": panels, "warnings": warnings}
+    return {**parsed, "nccl": {**nccl, "library": library, "conflicts": person_conflicts(result.nccl)},
+            "launches": launches, "nccl_tests": panels, "warnings": warnings}
 
 
 def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict]:
@@ -682,13 +682,14 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict
     for logfile in sorted(files, key=lambda f: (f is None, f or 0)):
         counted = sorted((line, n, peak) for (lf, process, line), (n, peak) in rows.busbw.items()
                          if lf == logfile and lay.role(logfile, process) == NCCL_TESTS)
-        tests = list(footers.get(logfile, []))  # (last footer line, average bus bandwidth)
-        if not tests or (counted and counted[-1][0] > tests[-1][0]):
-            tests.append((None, None))
+        tests = footers.get(logfile, [])  # (last footer line, average bus bandwidth)
+        last = counted[-1][0] if counted else 0
+        if not tests or last > tests[-1][0]:
+            tests = [*tests, (last, None)]  # rows after the last footer: a test cut short (or none at all)
         start = 0
         for number, (end, avg) in enumerate(tests, 1):
-            own = [(n, peak) for line, n, peak in counted if line > start and (end is None or line <= end)]
-            start = end or start
+            own = [(n, peak) for line, n, peak in counted if start < line <= end]
+            start = end
             panels.append({
                 "logfile": logfile,
                 "file": (process_files(result).get(logfile) or {}).get("name"),
