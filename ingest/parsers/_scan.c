@@ -42,10 +42,11 @@ enum { R_TAGGER, R_EAGLE, R_SGLANG, R_VLLM, R_LLAMACPP, R_NCCL_DEBUG, R_NCCL_TES
 /* Settings the Python side passes as flags: first records are set by Python, in order. */
 enum {
     F_EAGLE_FORMAT = 1, F_ALGORITHM = 2, F_STEPS = 4, F_DECODE_FORMAT = 8, F_PREFILL_FORMAT = 16, F_ENGINE = 32,
+    F_MAIN = 64,  /* the Tagger has its "main" process: a line it tags "main" changes nothing now */
 };
 
+
 #define MAX_LITERALS 64
-#define STR_SLOTS 4096
 #define MAX_FIELDS 48
 
 typedef struct { double *v; Py_ssize_t n, cap; } dbuf;
@@ -113,8 +114,8 @@ typedef struct {
     keymap *prefill; int nprefill;
     /* strings of the output columns: a list of str, and the same as C strings for lookups */
     PyObject *strings;
-    char **str_text; Py_ssize_t *str_len; int nstr, capstr;
-    int str_slot[STR_SLOTS];  /* open addressing over the table: index + 1, 0 empty */
+    char **str_text; Py_ssize_t *str_len; uint32_t *str_hash; int nstr, capstr;
+    int *str_slot; int nslots;  /* open addressing over the table: index + 1, 0 empty; at most half full */
     /* NCCL lines both the Tagger and nccl_debug are known to have read (they only ever add lines,
      * REPEATS of them): found again by a compare, no str made and looked up twice. Kept for the
      * one pair of collections they were found in (held here, so an id is never another's). */
@@ -126,7 +127,7 @@ typedef struct {
     int s_main, s_eagle, s_decode_src, s_prefill_src, s_empty;
     int s_window_cycles, s_cycle_ms, s_accept_raw, s_tokens, s_throughput, s_graph;
     /* phases: name, ms, pct (NaN: none), window, line */
-    ibuf p_name, p_window, p_line;
+    ibuf p_name, p_window, p_line, p_source, p_process;
     dbuf p_ms, p_pct;
     /* metrics: name, value, window, line, source, rank, process */
     ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
@@ -158,6 +159,12 @@ static inline int is_digit(char c) { return CLASS[(unsigned char)c] & C_DIGIT; }
 static inline int is_word(char c) { return CLASS[(unsigned char)c] & C_WORD; }
 static inline int is_space(char c) { return CLASS[(unsigned char)c] & C_SPACE; }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+/* Whether a line is all whitespace (str.strip() empties it): the Tagger makes no process of it. */
+static int blank_line(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!is_space(s[i])) return 0;
+    return 1;
+}
 
 /* memcmp(a, b, n) == 0 inlined: the strings compared here are a few bytes long, where a call to
  * the library's memcmp cost more than the comparison (10% of a scan, profiled). */
@@ -217,19 +224,32 @@ static uint32_t fnv1a(const char *s, Py_ssize_t n) {
     return h;
 }
 
-/* The string's index in the table, added when new (found through str_slot; past 3/4 full, by a
- * look at every entry). */
-static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
-    uint32_t slot = fnv1a(s, n) & (STR_SLOTS - 1);
-    int hashed = self->nstr < STR_SLOTS * 3 / 4;
-    if (hashed) {
-        for (int k; (k = self->str_slot[slot]); slot = (slot + 1) & (STR_SLOTS - 1))
-            if (self->str_len[k - 1] == n && memeq(self->str_text[k - 1], s, (size_t)n)) return k - 1;
-    } else {
-        for (int i = self->nstr - 1; i >= 0; i--)
-            if (self->str_len[i] == n && memeq(self->str_text[i], s, (size_t)n)) return i;
+/* The slots table twice as large, every string placed again (it stays at most half full: a
+ * lookup is a probe or two however many strings a hostile log names). */
+static int str_rehash(Scanner *self) {
+    if (self->nslots > (1 << 29)) { PyErr_SetString(PyExc_OverflowError, "too many distinct strings"); return -1; }
+    int nslots = self->nslots ? self->nslots * 2 : 1024;
+    int *slots = calloc((size_t)nslots, sizeof(int));
+    if (!slots) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < self->nstr; i++) {
+        uint32_t slot = self->str_hash[i] & (uint32_t)(nslots - 1);
+        while (slots[slot]) slot = (slot + 1) & (uint32_t)(nslots - 1);
+        slots[slot] = i + 1;
     }
+    free(self->str_slot);
+    self->str_slot = slots, self->nslots = nslots;
+    return 0;
+}
+
+/* The string's index in the table (UTF-8 bytes), added when new. */
+static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
+    if (self->nstr >= self->nslots / 2 && str_rehash(self) < 0) return -1;
+    uint32_t hash = fnv1a(s, n), mask = (uint32_t)(self->nslots - 1), slot = hash & mask;
+    for (int k; (k = self->str_slot[slot]); slot = (slot + 1) & mask)
+        if (self->str_hash[k - 1] == hash && self->str_len[k - 1] == n && memeq(self->str_text[k - 1], s, (size_t)n))
+            return k - 1;
     if (self->nstr == self->capstr) {
+        if (self->capstr > INT32_MAX / 4) { PyErr_SetString(PyExc_OverflowError, "too many distinct strings"); return -1; }
         int cap = self->capstr ? self->capstr * 2 : 64;
         char **t = realloc(self->str_text, (size_t)cap * sizeof(char *));
         if (!t) { PyErr_NoMemory(); return -1; }
@@ -237,9 +257,12 @@ static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
         Py_ssize_t *l = realloc(self->str_len, (size_t)cap * sizeof(Py_ssize_t));
         if (!l) { PyErr_NoMemory(); return -1; }
         self->str_len = l;
+        uint32_t *h = realloc(self->str_hash, (size_t)cap * sizeof(uint32_t));
+        if (!h) { PyErr_NoMemory(); return -1; }
+        self->str_hash = h;
         self->capstr = cap;
     }
-    PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
+    PyObject *u = PyUnicode_DecodeUTF8(s, n, NULL);
     if (!u) return -1;
     if (PyList_Append(self->strings, u) < 0) { Py_DECREF(u); return -1; }
     Py_DECREF(u);
@@ -249,7 +272,8 @@ static int intern_str(Scanner *self, const char *s, Py_ssize_t n) {
     copy[n] = 0;
     self->str_text[self->nstr] = copy;
     self->str_len[self->nstr] = n;
-    if (hashed) self->str_slot[slot] = self->nstr + 1;
+    self->str_hash[self->nstr] = hash;
+    self->str_slot[slot] = self->nstr + 1;
     return self->nstr++;
 }
 
@@ -356,9 +380,18 @@ static double plus_one_round6(const char *s, Py_ssize_t n, double v) {
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
+static int add_phase_of(Scanner *self, int name, double ms, double pct, int64_t window, int64_t line, int source,
+                        int process);
+
 static int add_phase(Scanner *self, int name, double ms, double pct, int64_t window, int64_t line) {
+    return add_phase_of(self, name, ms, pct, window, line, self->s_eagle, self->s_main);
+}
+
+static int add_phase_of(Scanner *self, int name, double ms, double pct, int64_t window, int64_t line, int source,
+                        int process) {
     if (ipush(&self->p_name, name) < 0 || dpush(&self->p_ms, ms) < 0 || dpush(&self->p_pct, pct) < 0
-        || ipush(&self->p_window, window) < 0 || ipush(&self->p_line, line) < 0) return -1;
+        || ipush(&self->p_window, window) < 0 || ipush(&self->p_line, line) < 0 || ipush(&self->p_source, source) < 0
+        || ipush(&self->p_process, process) < 0) return -1;
     return 0;
 }
 
@@ -1048,6 +1081,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int label;
         int tag = tagger_tag(self, s, n, labels, &label);
         if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+        if (!(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
         if (self->lit_profile >= 0 ? (lits >> self->lit_profile & 1) : find(s, n, "_PROFILE]", 9) != NULL)
             return eagle_header(self, e, s, n, flags, lineno);
         if (lits >> self->lit_tok & 1) return PYTHON;  /* a summary-table row, maybe */
@@ -1072,6 +1106,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     int tag = tagger_tag(self, s, n, labels, &label);
     if (tag < 0) return ERROR;
     if (tag == TAG_PYTHON) return PYTHON;
+    if (tag == TAG_MAIN && !(flags & F_MAIN) && !blank_line(s, n)) return PYTHON;  /* "main" is made of it */
     int process = tag == TAG_KNOWN ? label : self->s_main;
     if (rd & BIT(R_SGLANG)) {
         uint64_t decode = 1ull << self->lit_decode, prefill = 1ull << self->lit_prefill;
@@ -1510,8 +1545,8 @@ static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(ignored)) {
     if (np) {
         struct ArrowArray *cols[] = {
             text_column(self, &self->p_name, np, 0), float_column(&self->p_ms, 0), float_column(&self->p_pct, 1),
-            int_column(&self->p_window), int_column(&self->p_line), text_column(self, NULL, np, self->s_eagle),
-            text_column(self, NULL, np, self->s_main)};
+            int_column(&self->p_window), int_column(&self->p_line), text_column(self, &self->p_source, np, 0),
+            text_column(self, &self->p_process, np, 0)};
         Py_DECREF(phases);
         if (!(phases = frame(np, cols, PHASE_COLUMNS, PHASE_FORMATS, 7))) { Py_DECREF(metrics); return NULL; }
     }
@@ -1610,8 +1645,9 @@ static PyObject *groups_of(Scanner *self, int phases, int *wide) {
     struct { int key[4]; int at; } seen[256];
     for (int i = 0; i < 256; i++) seen[i].at = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int k[4] = {(int)names[i], phases ? self->s_eagle : (int)self->m_source.v[i],
-                    phases ? self->s_main : (int)self->m_process.v[i], phases ? self->s_empty : (int)self->m_rank.v[i]};
+        int k[4] = {(int)names[i], phases ? (int)self->p_source.v[i] : (int)self->m_source.v[i],
+                    phases ? (int)self->p_process.v[i] : (int)self->m_process.v[i],
+                    phases ? self->s_empty : (int)self->m_rank.v[i]};
         unsigned slot = (unsigned)(k[0] * 31 + k[1] * 7 + k[2] * 3 + k[3]) & 255;
         int at = seen[slot].at;
         if (at < 0 || memcmp(seen[slot].key, k, sizeof(k)) != 0) {
@@ -1659,6 +1695,7 @@ static PyObject *groups_of(Scanner *self, int phases, int *wide) {
     free(cols);
     if (phases) {
         self->p_name.n = self->p_window.n = self->p_line.n = self->p_ms.n = self->p_pct.n = 0;
+        self->p_source.n = self->p_process.n = 0;
     } else {
         self->m_name.n = self->m_window.n = self->m_line.n = self->m_value.n = 0;
         self->m_source.n = self->m_rank.n = self->m_process.n = 0;
@@ -1682,6 +1719,95 @@ static PyObject *Scanner_take_groups(Scanner *self, PyObject *Py_UNUSED(ignored)
         if (!kinds[k]) { if (k) Py_DECREF(kinds[0]); return NULL; }
     }
     return Py_BuildValue("NN", kinds[0], kinds[1]);
+}
+
+/* ---- records Python's readers made ----------------------------------------------------------
+ *
+ * add_records(phases, metrics): records.Phase and records.Metric objects the readers fed in
+ * Python made, appended after the scanner's own. Every record, whoever made it, waits in the
+ * same columns in emission order: a line Python reads costs no frame of its own (a log Python
+ * reads a line each, vLLM's, made one polars frame a line: 63 s and 406 MB for 14 MB). All or
+ * nothing: every record is read before the first is added. */
+
+static int str_index(Scanner *self, PyObject *o) {
+    if (!PyUnicode_Check(o)) { PyErr_SetString(PyExc_TypeError, "a record's name, source, process and rank are str"); return -1; }
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+    return s ? intern_str(self, s, n) : -1;
+}
+
+static int number_attr(PyObject *rec, PyObject *name, double *out, int none_is_nan) {
+    PyObject *v = PyObject_GetAttr(rec, name);
+    if (!v) return -1;
+    if (v == Py_None && none_is_nan) { Py_DECREF(v); *out = NAN; return 0; }
+    double d = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+    *out = d;
+    return 0;
+}
+
+static int int_attr(PyObject *rec, PyObject *name, int64_t *out) {
+    PyObject *v = PyObject_GetAttr(rec, name);
+    if (!v) return -1;
+    long long x = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x;
+    return 0;
+}
+
+static int str_attr(Scanner *self, PyObject *rec, PyObject *name, int64_t *out) {
+    PyObject *v = PyObject_GetAttr(rec, name);
+    if (!v) return -1;
+    int k = str_index(self, v);
+    Py_DECREF(v);
+    if (k < 0) return -1;
+    *out = k;
+    return 0;
+}
+
+typedef struct { int64_t name, window, line, source, process, rank; double value, pct; } record;
+
+static PyObject *Scanner_add_records(Scanner *self, PyObject *args) {
+    static PyObject *A[8];  /* name value ms pct window line source process, then rank */
+    static PyObject *RANK;
+    static const char *names[] = {"name", "value", "ms", "pct", "window", "line", "source", "process"};
+    PyObject *phases, *metrics;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &phases, &PyList_Type, &metrics)) return NULL;
+    if (!RANK) {
+        for (int k = 0; k < 8; k++)
+            if (!(A[k] = PyUnicode_InternFromString(names[k]))) return NULL;
+        if (!(RANK = PyUnicode_InternFromString("rank"))) return NULL;
+    }
+    Py_ssize_t np = PyList_GET_SIZE(phases), nm = PyList_GET_SIZE(metrics);
+    record *rs = malloc((size_t)(np + nm + 1) * sizeof(record));
+    if (!rs) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < np + nm; i++) {
+        int phase = i < np;
+        PyObject *rec = phase ? PyList_GET_ITEM(phases, i) : PyList_GET_ITEM(metrics, i - np);
+        record *r = rs + i;
+        r->rank = self->s_empty, r->pct = NAN;
+        if (str_attr(self, rec, A[0], &r->name) < 0
+            || number_attr(rec, phase ? A[2] : A[1], &r->value, 0) < 0
+            || (phase && number_attr(rec, A[3], &r->pct, 1) < 0)
+            || int_attr(rec, A[4], &r->window) < 0 || int_attr(rec, A[5], &r->line) < 0
+            || str_attr(self, rec, A[6], &r->source) < 0 || str_attr(self, rec, A[7], &r->process) < 0
+            || (!phase && str_attr(self, rec, RANK, &r->rank) < 0)) {
+            free(rs);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < np + nm; i++) {
+        const record *r = rs + i;
+        int bad = i < np ? add_phase_of(self, (int)r->name, r->value, r->pct, r->window, r->line, (int)r->source,
+                                        (int)r->process)
+                         : add_metric(self, (int)r->name, r->value, r->window, r->line, (int)r->source, (int)r->rank,
+                                      (int)r->process);
+        if (bad < 0) { free(rs); return NULL; }
+    }
+    free(rs);
+    Py_RETURN_NONE;
 }
 
 static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
@@ -1789,11 +1915,13 @@ static void Scanner_dealloc(Scanner *self) {
     for (int i = 0; i < self->nstr; i++) free(self->str_text[i]);
     free(self->str_text);
     free(self->str_len);
+    free(self->str_hash);
+    free(self->str_slot);
     for (int i = 0; i < self->ndecode; i++) free(self->decode[i].text);
     for (int i = 0; i < self->nprefill; i++) free(self->prefill[i].text);
     free(self->decode);
     free(self->prefill);
-    ibuf *ib[] = {&self->p_name, &self->p_window, &self->p_line, &self->m_name, &self->m_window, &self->m_line,
+    ibuf *ib[] = {&self->p_name, &self->p_window, &self->p_line, &self->p_source, &self->p_process, &self->m_name, &self->m_window, &self->m_line,
                   &self->m_source, &self->m_rank, &self->m_process};
     for (size_t i = 0; i < sizeof(ib) / sizeof(*ib); i++) free(ib[i]->v);
     free(self->p_ms.v);
@@ -2062,6 +2190,8 @@ static PyMethodDef Scanner_methods[] = {
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
+    {"add_records", (PyCFunction)Scanner_add_records, METH_VARARGS,
+     "add_records(phases, metrics): records.Phase and records.Metric objects, after the scanner's own"},
     {"take_groups", (PyCFunction)Scanner_take_groups, METH_NOARGS,
      "take_groups() -> (phases, metrics), each None or (records, wide, [(name, source, process, rank, windows,"
      " lines, values, order, pcts)])"},

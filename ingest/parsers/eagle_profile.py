@@ -252,8 +252,8 @@ class Parser:
         self.seen = set()
         r.set("spec.algorithm", m.group(1).upper(), lineno, NAME)
         fields = dict(_HEADER_FIELD.findall(m.group(2)))
-        if "steps" in fields:
-            r.set("spec.steps", int(fields["steps"]), lineno, NAME)
+        if "steps" in fields and "spec.steps" not in r.settings:  # the first steps= counts (as set() keeps it)
+            r.set("spec.steps", r.read_int(fields["steps"], lineno, "steps="), lineno, NAME)
         if "window" in fields:
             r.metrics.append(Metric("window_cycles", float(fields["window"]), self.window, lineno, NAME))
 

@@ -98,7 +98,9 @@ class Parser:
         self.result.set("engine", "llama.cpp", lineno, NAME)
 
     def _statistics(self, lineno: int, impl: str, body: str) -> None:
-        counts = {key: int(m.group(1)) for key, p in _COUNTS.items() if (m := p.search(body))}
+        read = self.result.read_int
+        counts = {key: n for key, p in _COUNTS.items()
+                  if (m := p.search(body)) and (n := read(m.group(1), lineno, key)) is not None}
         mean = _MEAN_LEN.search(body)
         if not counts and not mean:
             return
@@ -118,8 +120,10 @@ class Parser:
         generate_calls = None
         if calls:
             # `#calls(b,g,a) = 1 87 87` (begin, generate, accept) or a plain `#calls = 15`.
-            generate_calls = int(calls.group(3) if calls.group(1) and calls.group(3) else calls.group(2))
-            add("draft_calls", generate_calls)
+            generate_calls = read(calls.group(3) if calls.group(1) and calls.group(3) else calls.group(2),
+                                  lineno, "#calls")
+            if generate_calls is not None:
+                add("draft_calls", generate_calls)
         if mean:
             add("accept_len_raw", float(mean.group(1)))
             add("tokens_per_cycle", float(mean.group(1)))  # 1 + accepted / drafts
@@ -148,7 +152,10 @@ class Parser:
         w = self.slot_windows
         metrics = self.result.metrics
         source = "llamacpp_slot"
-        accepted, generated = int(m.group(2)), int(m.group(3))
+        accepted = self.result.read_int(m.group(2), lineno, "accepted tokens")
+        generated = self.result.read_int(m.group(3), lineno, "generated draft tokens")
+        if accepted is None or generated is None:
+            return
         metrics.append(Metric("accepted_tokens", float(accepted), w, lineno, source))
         metrics.append(Metric("draft_tokens", float(generated), w, lineno, source))
         if generated:

@@ -87,9 +87,13 @@ def scanner(readers: list) -> _scan.Scanner:
     return _scan.Scanner(literals, dict(sglang._DECODE_METRICS), dict(sglang._PREFILL_METRICS))
 
 
+F_MAIN = 64  # the Tagger has its "main" process (processes.MAIN): its busy() is over
+
+
 def _flags(result: ParseResult) -> int:
     formats, settings = result.formats, result.settings
-    return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings))
+    return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings)) \
+        | (F_MAIN if processes.MAIN in result.processes else 0)
 
 
 def _flush(scan: _scan.Scanner, result: ParseResult, grouped: bool = False) -> None:
@@ -118,7 +122,10 @@ class _Parse:
     scan: _scan.Scanner
     result: ParseResult
     readers: list
-    others: list  # the readers whose blocks are read in Python, line by line (all but eagle_profile)
+    # The readers whose blocks are read in Python, line by line: all but eagle_profile and the Tagger,
+    # whose busy() (no "main" process yet) the scanner reads from a flag (F_MAIN): a log of tagged
+    # lines only (every line `[date TPn]`, or blank) never has one, and was read in Python a line each.
+    others: list
     eagle: Any
     sglang: Any
     labels: set[str]
@@ -128,12 +135,19 @@ class _Parse:
 
     def ready(self) -> bool:
         """Whether the scanner may read on: no reader but eagle_profile in a block of its own. The
-        records Python fed since the scanner's go after them first (frames keep records in order)."""
-        if any(r.busy() for r in self.others):
-            return False
-        if self.result.phases or self.result.metrics:
-            _flush(self.scan, self.result, self.grouped)  # the scanner's records are older than these
-            self.result.freeze()
+        records Python fed since the scanner's join its columns first, after its own (in order)."""
+        for r in self.others:
+            if r.busy():
+                return False
+        result = self.result
+        if result.phases or result.metrics:
+            try:
+                self.scan.add_records(result.phases, result.metrics)
+            except (TypeError, OverflowError, ValueError):  # a field no column holds: frames, in order
+                _flush(self.scan, result, self.grouped)
+                result.freeze()
+            else:
+                result.phases, result.metrics = [], []  # new lists, as take_rows() gives (Tagger.stamp)
         return True
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
@@ -196,7 +210,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
-    parse = _Parse(scan, result, readers, [r for r in readers if r is not eagle], eagle, by_name["sglang"],
+    parse = _Parse(scan, result, readers, [r for r in readers if r is not eagle and r is not tagger], eagle, by_name["sglang"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
                    bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:

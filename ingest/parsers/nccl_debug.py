@@ -174,8 +174,8 @@ class Parser:
         elif " coll channels," in msg:
             ch = _CHANNELS.match(msg)
             if ch:
-                r.set("nccl.coll_channels", int(ch.group(1)), lineno, NAME)
-                r.set("nccl.p2p_channels", int(ch.group(2)), lineno, NAME)
+                r.set("nccl.coll_channels", r.read_int(ch.group(1), lineno, "coll channels"), lineno, NAME)
+                r.set("nccl.p2p_channels", r.read_int(ch.group(2), lineno, "p2p channels"), lineno, NAME)
         elif msg.startswith("Enabled NCCL Func/Proto/Algo Matrix"):
             self.in_matrix = True
             self.matrix_columns = None
@@ -196,13 +196,14 @@ class Parser:
         self.pending.append((v, host, pid, tid))
 
     def _rank(self, lineno: int, host: str, pid: str, tid: str, m: re.Match) -> None:
-        rank, nranks, nnodes = m.group(1), int(m.group(2)), m.group(3)
+        rank, nranks, nnodes = m.group(1), self.result.read_int(m.group(2), lineno, "nranks"), m.group(3)
         self.thread_rank.setdefault((host, pid, tid), rank)
         self.process_rank.setdefault((host, pid), rank)
-        if self.nranks is None or nranks > self.nranks[0]:
+        if nranks is not None and (self.nranks is None or nranks > self.nranks[0]):
             self.nranks = (nranks, lineno)
-        if nnodes is not None and (self.nnodes is None or int(nnodes) > self.nnodes[0]):
-            self.nnodes = (int(nnodes), lineno)
+        nodes = None if nnodes is None else self.result.read_int(nnodes, lineno, "nNodes")
+        if nodes is not None and (self.nnodes is None or nodes > self.nnodes[0]):
+            self.nnodes = (nodes, lineno)
 
     def _channel(self, lineno: int, host: str, pid: str, tid: str, msg: str) -> None:
         c = _CONNECTION.match(msg)
@@ -218,7 +219,8 @@ class Parser:
             return
         ring = _RING.match(msg)
         if ring and self.ring_channels is None:
-            self.ring_channels = (int(ring.group(1)), lineno)
+            channels = self.result.read_int(ring.group(1), lineno, "ring channels")
+            self.ring_channels = None if channels is None else (channels, lineno)
 
     def _version(self, lineno: int, text: str, bare: bool) -> None:
         m = _VERSION.search(text)

@@ -130,7 +130,7 @@ class Tagger:
                 name, rank, tp, pid = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"], p["label"] = int(pid), p["label"] or name
+                p["pid"], p["label"] = self.result.read_int(pid, lineno, "pid"), p["label"] or name
                 if rank is not None or tp:
                     p["rank"] = p["rank"] or (rank if rank is not None else tp[2:])
                 if name in _VLLM_LAUNCHERS:
@@ -149,7 +149,7 @@ class Tagger:
                 host, pid, _tid, _dev, msg = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"], p["host"] = int(pid), p["host"] or host
+                p["pid"], p["host"] = self.result.read_int(pid, lineno, "pid"), p["host"] or host
                 if p["rank"] is None:
                     r = _NCCL_RANK.search(msg)
                     if r:
@@ -176,7 +176,7 @@ class Tagger:
                 prefix, pid = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"] = int(pid)
+                p["pid"] = self.result.read_int(pid, lineno, "pid")
                 if "launcher" in prefix.lower():
                     self._hint(p, LAUNCHER)
                     self.launch_lines.append(lineno)
@@ -197,7 +197,7 @@ class Tagger:
                 rank, pid, host = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"], p["host"] = int(pid), p["host"] or host
+                p["pid"], p["host"] = self.result.read_int(pid, lineno, "pid"), p["host"] or host
                 self._hint(p, NCCL_TESTS)
                 self.tests_pids.add(tag)
                 return tag

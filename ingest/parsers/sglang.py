@@ -570,10 +570,12 @@ class Parser:
             r.set("serving.decode_median_latency_s", latency, lineno, fmt)
             r.set("serving.decode_median_throughput_tok_s", throughput, lineno, fmt)
         else:
-            index = int(step) if step is not None else self.one_batch_step
+            index = r.read_int(step, lineno, "decode step") if step is not None else self.one_batch_step
+            if index is None:
+                return
             self.one_batch_step = index + 1
             if batch is not None:
-                r.set("serving.batch_size", int(batch), lineno, fmt)
+                r.set("serving.batch_size", r.read_int(batch, lineno, "batch size"), lineno, fmt)
             if index == 0:
                 return  # the first decode step after prefill carries graph/compile warm-up
             self.one_batch_windows += 1

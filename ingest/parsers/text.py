@@ -48,7 +48,9 @@ _COLOUR = re.compile(r"\[\d+(?:;\d+)*m")  # _ANSI's ESC-less branch, without its
 
 
 # ---- MPI --tag-output: the wrapper goes, the process it names stays (issue 9) ----------------
-_MPI_TAG = re.compile(r"\[(\d+),(\d+)\]<std(?:out|err)>:")
+# At most 18 digits a number (records.MAX_INT_DIGITS): a longer `[job,rank]` is no tag MPI prints,
+# and the wrapper is taken off all the same (_WRAPPER) with the line kept untagged.
+_MPI_TAG = re.compile(r"\[(\d{1,18}),(\d{1,18})\]<std(?:out|err)>:")
 
 
 class MpiLine(str):
