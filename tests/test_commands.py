@@ -209,3 +209,14 @@ def test_backfill_series_of_one_run_leaves_the_others(alice, upload_run):
     assert Run.objects.get(id=one.id).series and Run.objects.get(id=other.id).series is None
     with pytest.raises(CommandError, match="no run"):
         call_command("backfill_series", "--run", "999999")
+
+
+def test_parselog_reads_a_file_with_an_endless_number_and_the_files_after_it(tmp_path):
+    hostile = tmp_path / "steps.log"
+    hostile.write_text(log_path("spec_eagle3_tuned_2step.log").read_text()
+                       .replace("steps=2", "steps=" + "9" * 5000, 1))
+    lines = _parselog(hostile, log_path("spec_eagle3_tuned_2step.log"))
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    assert "error" not in first and first["summary"]["windows"] == 6
+    assert any("digits" in w["message"] for w in first["warnings"])
+    assert second["summary"]["windows"] == 6
