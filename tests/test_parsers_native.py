@@ -434,3 +434,38 @@ def test_a_repeated_steps_is_read_alike_by_every_engine():
     data = (eagle + "[EAGLE3_PROFILE] window=100 cycles, steps=7\n  Draft:  0.56 ms/cyc  ( 11.8%)\n").encode()
     _same(data)
     assert parse_stream(io.BytesIO(data), engine="native").settings["spec.steps"].value == 2
+
+
+# ---- the C API reads untrusted arguments: each checked, never trusted ----
+
+def test_a_scanner_made_without_init_refuses_every_call():
+    import pytest
+
+    bare = _scan.Scanner.__new__(_scan.Scanner)
+    for call in (bare.take, bare.take_groups, lambda: bare.mask("x"), lambda: bare.masks("x"),
+                 lambda: bare.add_records([], [])):
+        with pytest.raises(RuntimeError, match="not initialised"):
+            call()
+
+
+def test_scan_arguments_outside_the_chunk_are_refused():
+    import pytest
+
+    result = records.ParseResult()
+    formats = [p(result) for p in PARSERS.values()]
+    tagger = processes.Tagger(result)
+    scan = native.scanner([tagger, *formats])
+    by_name = {p.name: p for p in formats}
+    state = (by_name["eagle_profile"], by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
+             by_name["nccl_debug"].channel_lines, native.F_MAIN)
+    with pytest.raises(IndexError):
+        scan.scan(["a", "b"], -1, 1, *state)
+    with pytest.raises(IndexError):
+        scan.scan(["a", "b"], 3, 1, *state)
+    text_ = "plain line\nanother\n"
+    with pytest.raises(ValueError, match="more than the text's lines"):
+        scan.scan_text(text_, 0, 0, 50, 1, *state, -1)  # the text has 3 lines, not 50
+    for index, count, stop_at in ((-1, 3, -1), (2, 1, -1), (0, 3, -5)):
+        with pytest.raises(IndexError):
+            scan.scan_text(text_, 0, index, count, 1, *state, stop_at)
+    assert scan.scan_text(text_, 0, 0, 3, 1, *state, -1) == (3, len(text_), len(text_), 0)

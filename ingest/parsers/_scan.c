@@ -119,6 +119,7 @@ typedef struct {
     /* NCCL lines both the Tagger and nccl_debug are known to have read (they only ever add lines,
      * REPEATS of them): found again by a compare, no str made and looked up twice. Kept for the
      * one pair of collections they were found in (held here, so an id is never another's). */
+    int ready;  /* __init__ ran to its end: every method refuses a Scanner made without it */
     struct { char *text; Py_ssize_t len; } nccl_seen[64];
     PyObject *nccl_of[2];  /* channel_lines, nccl_lines */
     Shape shapes[2];  /* the last decode and prefill lines' (sglang_batch) */
@@ -133,6 +134,8 @@ typedef struct {
     ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
     dbuf m_value;
 } Scanner;
+
+static int not_ready(Scanner *self);
 
 /* ---- small string helpers ---------------------------------------------------------------- */
 
@@ -831,7 +834,7 @@ static int lookup(const keymap *map, int n, const field *f) {
 }
 
 
-static int field_at(const field *f, int nf, const field *one) { return one ? (int)(one - f) : -1; }
+static int field_at(const field *f, int nf, const field *one) { return one && one - f < nf ? (int)(one - f) : -1; }
 
 /* The shape of fields just split (`every`: no piece was left out), for this line and the next. */
 static void shape_learn(Scanner *self, Shape *sh, int decode, const char *body, const field *f, int nf,
@@ -1156,9 +1159,11 @@ static int state_in(State *st, PyObject *eagle, PyObject *sglang) {
         return -1;
     }
     st->e.window = PyLong_AsLong(w);
-    st->e.in_block = PyObject_IsTrue(b);
+    int in_block = PyErr_Occurred() ? -1 : PyObject_IsTrue(b);
     Py_DECREF(w);
     Py_DECREF(b);
+    if (in_block < 0) { Py_DECREF(st->e.seen); return -1; }  /* a window no C long holds, a bad in_block */
+    st->e.in_block = in_block;
     return 0;
 }
 
@@ -1182,9 +1187,11 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     int flags;
     if (!PyArg_ParseTuple(args, "O!nLOOO!O!O!i", &PyList_Type, &lines, &start, &first, &eagle, &sglang, &PySet_Type,
                           &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags)) return NULL;
+    if (not_ready(self)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lines), i = start;
+    if (start < 0 || start > n) { PyErr_SetString(PyExc_IndexError, "start outside the lines"); return NULL; }
     State st;
     if (state_in(&st, eagle, sglang) < 0) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(lines), i = start;
     unsigned mask = 0;
     int status = OK;
     for (; i < n; i++) {
@@ -1213,10 +1220,15 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in", &text, &pos, &index, &count, &first, &eagle, &sglang, &PySet_Type,
                           &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags, &stop_at))
         return NULL;
+    if (not_ready(self)) return NULL;
     if (!PyUnicode_IS_ASCII(text)) { PyErr_SetString(PyExc_ValueError, "scan_text reads ASCII text"); return NULL; }
     const char *base = (const char *)PyUnicode_1BYTE_DATA(text);
     Py_ssize_t len = PyUnicode_GET_LENGTH(text);
     if (pos < 0 || pos > len) { PyErr_SetString(PyExc_IndexError, "pos outside the text"); return NULL; }
+    if (index < 0 || count < index || stop_at < -1) {
+        PyErr_SetString(PyExc_IndexError, "index, count or stop_at outside the text's lines");
+        return NULL;
+    }
     State st;
     if (state_in(&st, eagle, sglang) < 0) return NULL;
     unsigned mask = 0;
@@ -1230,6 +1242,11 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     for (; index < count; index++) {
         uint64_t lits = 0;
         unsigned by_literal = 0;
+        if (pos > len) {  /* the text has fewer lines than `count` says: no read past its end */
+            PyErr_SetString(PyExc_ValueError, "count is more than the text's lines");
+            status = ERROR;
+            break;
+        }
 #ifdef HAVE_AVX2_PATH
         if (vector) {
             end = pos + line_avx2(self, base + pos, len - pos, &lits, &by_literal);
@@ -1256,6 +1273,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
 
 /* The readers a line concerns by its literals and STARTS (what Python feeds it to). */
 static PyObject *Scanner_mask(Scanner *self, PyObject *line) {
+    if (not_ready(self)) return NULL;
     if (!PyUnicode_Check(line)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
     if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) return PyLong_FromUnsignedLong(~0u);
     const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
@@ -1268,6 +1286,7 @@ static PyObject *Scanner_mask(Scanner *self, PyObject *line) {
 /* masks(text) -> [mask(line) for line in text.split("\n")] for an ASCII text, its literals found
  * as scan_text finds them (the vector search where it is on): tests hold it to the readers' own. */
 static PyObject *Scanner_masks(Scanner *self, PyObject *text) {
+    if (not_ready(self)) return NULL;
     if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text)) {
         PyErr_SetString(PyExc_ValueError, "masks reads ASCII text");
         return NULL;
@@ -1477,7 +1496,7 @@ static void capsule_schema(PyObject *c) { free_schema(PyCapsule_GetPointer(c, "a
 static void capsule_array(PyObject *c) { free_array(PyCapsule_GetPointer(c, "arrow_array")); }
 
 /* The PyCapsule protocol: the schema and the array, handed over once. */
-static PyObject *Frame_arrow(Frame *self, PyObject *args, PyObject *kwds) {
+static PyObject *Frame_arrow(Frame *self, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds)) {
     if (!self->array) { PyErr_SetString(PyExc_RuntimeError, "a Frame is imported once"); return NULL; }
     PyObject *sc = PyCapsule_New(self->schema, "arrow_schema", capsule_schema);
     if (!sc) return NULL;
@@ -1506,6 +1525,11 @@ static PyTypeObject FrameType = {
 
 /* A struct array of `columns` (taken over) with their names and formats. */
 static PyObject *frame(int64_t n, struct ArrowArray **columns, const char **names, const char **formats, int k) {
+    for (int i = 0; i < k; i++) {
+        if (columns[i]) continue;  /* a column failed (its exception set, or out of memory): no Frame made */
+        for (int j = 0; j < k; j++) free_array(columns[j]);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
     Frame *f = PyObject_New(Frame, &FrameType);
     if (f) f->schema = NULL, f->array = NULL;
     struct ArrowSchema *sc = calloc(1, sizeof(*sc));
@@ -1538,6 +1562,7 @@ static PyObject *frame(int64_t n, struct ArrowArray **columns, const char **name
 
 /* take() -> (phases, metrics): the records read so far as Frames (None: none of that kind). */
 static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(ignored)) {
+    if (not_ready(self)) return NULL;
     int64_t np = self->p_name.n, nm = self->m_name.n;
     PyObject *phases = Py_None, *metrics = Py_None;
     Py_INCREF(Py_None);
@@ -1709,6 +1734,7 @@ done:
 
 /* take_groups() -> (phases, metrics): each None or (records, wide, groups) (see groups_of). */
 static PyObject *Scanner_take_groups(Scanner *self, PyObject *Py_UNUSED(ignored)) {
+    if (not_ready(self)) return NULL;
     PyObject *kinds[2] = {Py_None, Py_None};
     Py_ssize_t counts[2] = {self->p_name.n, self->m_name.n};
     for (int k = 0; k < 2; k++) {
@@ -1775,6 +1801,7 @@ static PyObject *Scanner_add_records(Scanner *self, PyObject *args) {
     static const char *names[] = {"name", "value", "ms", "pct", "window", "line", "source", "process"};
     PyObject *phases, *metrics;
     if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &phases, &PyList_Type, &metrics)) return NULL;
+    if (not_ready(self)) return NULL;
     if (!RANK) {
         for (int k = 0; k < 8; k++)
             if (!(A[k] = PyUnicode_InternFromString(names[k]))) return NULL;
@@ -1907,7 +1934,15 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
         || (self->s_graph = intern_str(self, "graph", 5)) < 0) return -1;
     if (load_map(self, decode, &self->decode, &self->ndecode) < 0) return -1;
     if (load_map(self, prefill, &self->prefill, &self->nprefill) < 0) return -1;
+    self->ready = 1;
     return 0;
+}
+
+/* A Scanner made by __new__ alone (or whose __init__ failed) holds no tables: refused. */
+static int not_ready(Scanner *self) {
+    if (self->ready) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "the Scanner was not initialised");
+    return 1;
 }
 
 static void Scanner_dealloc(Scanner *self) {
@@ -1966,7 +2001,7 @@ static Py_ssize_t longest_avx2(const char *s, Py_ssize_t n) {
 }
 #endif
 
-static PyObject *longest_line(PyObject *mod, PyObject *arg) {
+static PyObject *longest_line(PyObject *Py_UNUSED(mod), PyObject *arg) {
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
 #ifdef HAVE_AVX2_PATH
@@ -2084,7 +2119,7 @@ static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, P
 }
 #endif
 
-static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
+static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
     if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
     const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
@@ -2136,7 +2171,7 @@ static PyObject *dirty_lines(PyObject *mod, PyObject *arg) {
 
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
-static PyObject *vector(PyObject *mod, PyObject *args) {
+static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
     PyObject *on = Py_None;
     if (!PyArg_ParseTuple(args, "|O", &on)) return NULL;
     if (on != Py_None) {
@@ -2154,7 +2189,7 @@ static PyObject *vector(PyObject *mod, PyObject *args) {
  * each afresh and hands it back, and the kernel zeroes every page again: 110k page faults on a
  * 512 MB log, ~0.3 s on this project's VM. Blocks under 16 MB now come from the heap, and up to
  * 32 MB of free heap stays (measured: 24k faults, peak RSS 138 MB against 135). */
-static PyObject *hold_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
+static PyObject *hold_heap(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ignored)) {
 #ifdef __GLIBC__
     if (mallopt(M_MMAP_THRESHOLD, 16 << 20) && mallopt(M_TRIM_THRESHOLD, 32 << 20)) Py_RETURN_TRUE;
 #endif
@@ -2162,7 +2197,7 @@ static PyObject *hold_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
 }
 
 /* trim_heap() -> whether glibc gave the memory it holds free back to the system (malloc_trim). */
-static PyObject *trim_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
+static PyObject *trim_heap(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ignored)) {
 #ifdef __GLIBC__
     malloc_trim(0);
     Py_RETURN_TRUE;
