@@ -211,6 +211,17 @@ def test_backfill_series_of_one_run_leaves_the_others(alice, upload_run):
         call_command("backfill_series", "--run", "999999")
 
 
+def test_parselog_says_in_one_line_that_the_native_scanner_is_not_built_and_reads_all_the_same(monkeypatch):
+    from ingest.parsers import native
+
+    want = _parselog(log_path("spec_eagle3_tuned_2step.log"))
+    monkeypatch.setattr(native, "_scan", None)
+    out, err = StringIO(), StringIO()
+    call_command("parselog", str(log_path("spec_eagle3_tuned_2step.log")), "--json", stdout=out, stderr=err)
+    assert err.getvalue().count("\n") == 1 and "native scanner" in err.getvalue() and "reference engine" in err.getvalue()
+    assert out.getvalue().splitlines() == want
+
+
 def test_parselog_reads_a_file_with_an_endless_number_and_the_files_after_it(tmp_path):
     hostile = tmp_path / "steps.log"
     hostile.write_text(log_path("spec_eagle3_tuned_2step.log").read_text()

@@ -135,7 +135,7 @@ def test_a_group_split_over_launches_gives_each_row_the_launch_its_line_falls_in
     g = Group(None, "main", "sglang_decode", "throughput_tok_s", "", _array("i", range(n)), _array("i", lines),
               _array("d", [float(x) for x in lines]), _array("i", range(n)))
     want: dict[int, list[int]] = {}
-    for k, line in enumerate(lines):
+    for line in lines:
         want.setdefault(lay.launch_index(None, "main", line), []).append(line)
     got = _split(lay, g)
     assert [(i, list(part.lines)) for i, part in got] == list(want.items())

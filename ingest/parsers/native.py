@@ -54,7 +54,7 @@ Sink = Callable[[ParseResult], None]
 def available() -> str | None:
     """None when the native engine can run, else why not."""
     if _scan is None:
-        return "the native scanner (ingest/parsers/_scan.c) is not built: pip install -e ."
+        return "the native scanner (ingest/parsers/_scan.c) is not built (no C compiler at install?): pip install -e ."
     patterns: dict[str, re.Pattern | None] = {
         "Tagger": processes.Tagger.STARTS, "launch_env": launch_env.Parser.STARTS,
         "nccl_tests": nccl_tests.Parser.STARTS, "serving": serving.BlockReader.STARTS,
@@ -67,6 +67,13 @@ def available() -> str | None:
     if sglang.Parser.STARTS is not serving.BlockReader.STARTS:
         return "sglang.Parser.STARTS is not BlockReader.STARTS, which _scan.c reads"
     return None
+
+
+def notice() -> str | None:
+    """One line for an operator when the native engine cannot run (parselog, `make run`, /health):
+    the reference engine reads then, right but several times slower. None when it runs."""
+    why = available()
+    return None if why is None else f"{why}; logs are read by the reference engine (several times slower)"
 
 
 def hold_heap() -> bool:
@@ -210,9 +217,9 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
-    parse = _Parse(scan, result, readers, [r for r in readers if r is not eagle and r is not tagger], eagle, by_name["sglang"],
-                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
-                   bool(getattr(sink, "takes_groups", False)))
+    others = [r for r in readers if r is not eagle and r is not tagger]
+    parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
+                   nccl.channel_lines, bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)

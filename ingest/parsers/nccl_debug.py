@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from .columns import Chunk
 from .records import Issue, NcclValue, ParseResult
 
 NAME = "nccl_debug"
@@ -99,15 +98,6 @@ class Parser:
             self._version(lineno, line, bare=True)
         elif "NCCL_CONF_FILE" in line:
             self._conf_file(lineno, line)
-
-    def quiet(self, chunk: Chunk, candidates: set[int]) -> set[int]:
-        """Of a chunk's `candidates`, the channel lines read already: feed() returns on them when
-        not busy() (and while busy() the engine feeds it every line anyway)."""
-        if not self.channel_lines or not candidates:
-            return set()
-        at = sorted(candidates)
-        seen = chunk.series.gather(at).is_in(list(self.channel_lines))
-        return {i for i, s in zip(at, seen.to_list(), strict=True) if s}
 
     def busy(self) -> bool:
         return self.in_matrix  # the Func/Proto/Algo table ends at a blank or foreign line

@@ -18,7 +18,6 @@ starts or the stream ends, and only then go to the result (see HOLD_LINES).
 
 from __future__ import annotations
 
-import math
 import re
 
 from .processes import RECENT

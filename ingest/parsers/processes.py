@@ -25,9 +25,6 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-import polars as pl
-
-from .columns import Chunk, untagged
 from .records import ParseResult
 
 LAUNCHER, WORKER, BENCH, NCCL_TESTS, UNKNOWN = (
@@ -93,24 +90,6 @@ class Tagger:
 
     def busy(self) -> bool:
         return MAIN not in self.result.processes
-
-    def quiet(self, chunk: Chunk, candidates: list[int] | set[int]) -> set[int]:
-        """Of a chunk's `candidates` (lines no format parser wants), those feed() would only tag,
-        changing nothing: untagged lines once the untagged stream has its process, SGLang lines
-        of a label seen before, NCCL lines seen before. Their tags are asked for only if a busy
-        parser is fed the line: the engine feeds the Tagger first then (see _feed). Only for
-        chunks with no MPI-tagged line."""
-        if self.busy() or not candidates:
-            return set()
-        line = pl.col("l")
-        label = line.str.extract(_SGLANG.pattern, 1).str.strip_chars()
-        known = (label.is_in(list(self.sglang_labels)) & ~line.str.contains("NCCL", literal=True)
-                 & ~line.str.starts_with("("))
-        # An NCCL line seen before: _tag() gives its tag from nccl_lines, changing nothing.
-        cached = line.is_in(list(self.nccl_lines)) if self.nccl_lines else pl.lit(False)
-        at = sorted(candidates)
-        df = pl.DataFrame({"i": at, "l": chunk.series.gather(at)})
-        return set(df.filter(untagged(line) | known.fill_null(False) | cached).get_column("i").to_list())
 
     def feed(self, lineno: int, line: str) -> None:
         tag = self._tag(lineno, line)

@@ -108,7 +108,7 @@ class Issue:
 MAX_INT_DIGITS = 18
 
 
-# Phases and metrics as columns (the chunk lanes' output, columns.py; what a sink may take).
+# Phases and metrics as columns (the native scanner's output; what a sink may take).
 PHASE_SCHEMA = pl.Schema({"name": pl.String, "ms": pl.Float64, "pct": pl.Float64, "window": pl.Int64,
                           "line": pl.Int64, "source": pl.String, "process": pl.String})
 METRIC_SCHEMA = pl.Schema({"name": pl.String, "value": pl.Float64, "window": pl.Int64, "line": pl.Int64,
@@ -195,7 +195,7 @@ class ParseResult:
     warnings: list[Issue] = field(default_factory=list)
     lines: int = 0
     spilled: int = 0  # rows already handed to a sink
-    # Rows held as columns (chunk lanes, the native scanner): all before the rows in `phases` /
+    # Rows held as columns (the native scanner's): all before the rows in `phases` /
     # `metrics`. Grouped where the native engine's sink takes them so (`takes_groups`).
     phase_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
     metric_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)

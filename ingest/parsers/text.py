@@ -25,7 +25,7 @@ except ImportError:
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
 CHUNK = 1 << 16
 # Bytes read_chunks reads at once: big enough that the per-chunk work of the engine and its
-# polars lanes is noise (measured best at 2 MiB of 0.5-8), after a few smaller first reads.
+# native scanner is noise (measured best at 2 MiB of 0.5-8), after a few smaller first reads.
 BATCH = 1 << 21
 FIRST_BATCH = 1 << 16
 SNIFF_BYTES = 8192  # the head checked for NUL bytes (binary files)
@@ -178,7 +178,7 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None,
     lineno = 0
     skipping = False  # inside the rest of a line that was cut: drop bytes up to its newline
     # The first reads are small: the parsers set a file's formats and settings line by line on
-    # its first records, before the chunk lanes (columns.py) can take over.
+    # its first records, before the native scanner can take over.
     size = min(FIRST_BATCH, BATCH)
     while True:
         more = stream.read(size)
