@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test check bench venv migrate clean
+.PHONY: run test check bench sanitize venv migrate clean
 
 venv: $(STAMP)
 
@@ -31,10 +31,16 @@ check: venv
 	.venv/bin/mypy
 	$(MAKE) test
 
-# The performance targets of issue 10 on a real stack (its own database and Redis db); prints the
-# table and writes bench/results.json. BENCH_ARGS="--quick" is a smoke run in about 2 minutes.
+# The performance targets on a real stack (its own database and Redis db) and the parse of each
+# mix of real logs (bench/mixes.py); prints the tables and writes bench/results.json.
+# BENCH_ARGS="--quick" is a smoke run; BENCH_ARGS="--quick --sections mixes" about 2 minutes.
 bench: venv
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# The native scanner under AddressSanitizer and UBSan: the parser tests and a seeded fuzz corpus of
+# mutated real logs (scripts/fuzz_scan.py, FUZZ_INPUTS of them) run against it; any report fails.
+sanitize: venv
+	scripts/sanitize.sh
 
 clean:
 	rm -rf var .pytest_cache .hypothesis

@@ -451,13 +451,8 @@ def test_a_scanner_made_without_init_refuses_every_call():
 def test_scan_arguments_outside_the_chunk_are_refused():
     import pytest
 
-    result = records.ParseResult()
-    formats = [p(result) for p in PARSERS.values()]
-    tagger = processes.Tagger(result)
-    scan = native.scanner([tagger, *formats])
-    by_name = {p.name: p for p in formats}
-    state = (by_name["eagle_profile"], by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
-             by_name["nccl_debug"].channel_lines, native.F_MAIN)
+    scan, readers = native.standalone(PARSERS)
+    state = (*readers, native.F_MAIN)
     with pytest.raises(IndexError):
         scan.scan(["a", "b"], -1, 1, *state)
     with pytest.raises(IndexError):

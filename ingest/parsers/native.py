@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -28,7 +28,7 @@ from .records import Grouped, ParseResult
 
 try:
     from . import _scan
-except ImportError:  # not built (a checkout used without `pip install -e .`): the chunk engine reads
+except ImportError:  # not built (a checkout used without `pip install -e .`): the reference engine reads
     _scan = None  # type: ignore[assignment]
 
 # The STARTS the C scanner reads by hand (starts_of in _scan.c), pattern for pattern: a parser
@@ -97,6 +97,17 @@ def scanner(readers: list) -> _scan.Scanner:
 F_MAIN = 64  # the Tagger has its "main" process (processes.MAIN): its busy() is over
 
 
+def standalone(parsers: dict) -> tuple[_scan.Scanner, tuple]:
+    """A scanner over fresh readers of `parsers` (PARSERS), and the readers' state its scan() and
+    scan_text() take after (first, ...) and before flags: for direct calls (tests, the fuzz corpus)."""
+    result = ParseResult()
+    formats = [p(result) for p in parsers.values()]
+    tagger = processes.Tagger(result)
+    by_name = {p.name: p for p in formats}
+    return scanner([tagger, *formats]), (by_name["eagle_profile"], by_name["sglang"], tagger.sglang_labels,
+                                         tagger.nccl_lines, by_name[nccl_debug.NAME].channel_lines)
+
+
 def _flags(result: ParseResult) -> int:
     formats, settings = result.formats, result.settings
     return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings)) \
@@ -139,6 +150,7 @@ class _Parse:
     nccl_lines: dict[str, str]
     channel_lines: set[str]
     grouped: bool  # the sink takes the scanner's records as Grouped batches
+    by_mask: dict[int, list] = field(default_factory=dict)  # feed_stopped's readers past the first two
 
     def ready(self) -> bool:
         """Whether the scanner may read on: no reader but eagle_profile in a block of its own. The
@@ -164,18 +176,33 @@ class _Parse:
                 reader.feed(lineno, line)
         self.readers[0].stamp()  # the Tagger
 
+    def feed_stopped(self, line: str, lineno: int, mask: int) -> None:
+        """feed() of a line the scanner stopped at: no reader but the Tagger and eagle_profile can be
+        busy there (ready() said so), so the others fed are the mask's, found once a mask."""
+        tagger, eagle = self.readers[0], self.readers[1]
+        if mask & 1 or tagger.busy():
+            tagger.feed(lineno, line)
+        if mask & 2 or eagle.busy():
+            eagle.feed(lineno, line)
+        rest = self.by_mask.get(mask >> 2)
+        if rest is None:
+            rest = self.by_mask[mask >> 2] = [r for bit, r in enumerate(self.readers[2:]) if mask >> (bit + 2) & 1]
+        for reader in rest:
+            reader.feed(lineno, line)
+        tagger.stamp()
+
     def lines(self, lines: list[str], first: int) -> None:
         """A chunk cut into lines (text.Lines): the scanner reads the str objects."""
         i, n = 0, len(lines)
         while i < n:
-            if self.ready():
+            if stopped := self.ready():
                 i, mask = self.scan.scan(lines, i, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
                                          self.channel_lines, _flags(self.result))
                 if i == n:
                     break
             else:
                 mask = self.scan.mask(lines[i])
-            self.feed(lines[i], first + i, mask)
+            (self.feed_stopped if stopped else self.feed)(lines[i], first + i, mask)
             i += 1
 
     def text(self, chunk: text.Text, first: int) -> None:
@@ -186,7 +213,7 @@ class _Parse:
         while i < n:
             while d < len(dirty) and dirty[d] < i:  # past the dirty line fed last: the scan stops at the next
                 d += 1
-            if self.ready():
+            if stopped := self.ready():
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
                     self.channel_lines, _flags(self.result), dirty[d] if d < len(dirty) else -1)
@@ -202,7 +229,7 @@ class _Parse:
                 line, mask = text.clean(line), ~0  # every reader, as the line engine feeds a cleaned line
             elif mask < 0:
                 mask = self.scan.mask(line)
-            self.feed(line, first + i, mask)
+            (self.feed_stopped if stopped else self.feed)(line, first + i, mask)
             i, pos = i + 1, end + 1
 
 

@@ -222,6 +222,13 @@ class Tagger:
         """
         r = self.result
         lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
+        stamped, marks = self.stamped, self.marks
+        if (lists[0] is stamped[0] and lists[1] is stamped[1] and lists[2] is stamped[2] and lists[3] is stamped[3]
+                and len(lists[0]) == marks[0] and len(lists[1]) == marks[1] and len(lists[2]) == marks[2]
+                and len(lists[3]) == marks[3]):  # no record since the last call (most lines)
+            while len(self.recent) > RECENT:
+                self.recent.popitem(last=False)
+            return
         for i, records in enumerate(lists):
             # A sink's take_rows() swaps in new lists: they are stamped from their start.
             start = self.marks[i] if records is self.stamped[i] else 0
