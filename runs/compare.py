@@ -28,7 +28,6 @@ COMPARABILITY_KEYS = [
 ]
 # A non-speculative run's target forward is the work a speculative run's verify replaces.
 EQUIVALENT_PHASES = {"Target verify": "Target forward"}
-MAX_POINTS = 400  # per trace on "over the run": more points only make the page heavy
 
 
 @dataclass

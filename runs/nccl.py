@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
-from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Layout
+from runs.layout import LAUNCHER, NCCL_TESTS, WORKER, Layout
 
 # NCCL's documented environment parameters (NVIDIA NCCL docs, "Environment Variables").
 # Variables outside this list (NCCL_VERSION, set by NGC containers) are not tuning knobs.
@@ -229,7 +229,7 @@ PERSON = "person"  # the process tag of values a person gave (upload metadata, a
 def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: object = None) -> dict:
     """Drift per serving launch: what its launcher declared against what each of its workers had.
 
-    `lay` is a runs.processes.Layout. A person's declarations count for every launch.
+    `lay` is a runs.layout.Layout. A person's declarations count for every launch.
     nccl-tests processes get their own verdict per log file (`nccl_tests`: {logfile: verdict})
     and count for no launch. `run` is the run's verdict: its one launch's, several launches summed up (status
     `drift` when any drifts, else `several`), or None when there is no launch, in which case

@@ -359,9 +359,11 @@ class DeletedOut(Schema):
 
 
 
+# Query examples are `example` strings: ninja copies a field's `examples` list onto the parameter,
+# where OpenAPI wants a map of named examples (openapi.json would not validate).
 class CompareQuery(Schema):
     runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,19}$", description="run ids, comma-separated (up to 20)",
-                      examples=["3,7,9"])
+                      json_schema_extra={"example": "3,7,9"})
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
 
 
@@ -500,7 +502,8 @@ class RefreshOut(Schema):
 
 class SweepQuery(Schema):
     runs: str | None = Field(None, pattern=r"^\d{1,18}(,\d{1,18})*$", max_length=4000,
-                             description="run ids, comma-separated (up to 200)", examples=["3,7,9"])
+                             description="run ids, comma-separated (up to 200)",
+                             json_schema_extra={"example": "3,7,9"})
     project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
     tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
 

@@ -8,7 +8,7 @@ import json
 
 from django.core.management import call_command
 
-from bench import loggen, report
+from bench import loggen, mixes, report
 
 
 def parsed(path) -> dict:
@@ -151,8 +151,6 @@ def test_markdown_quotes_the_machine_the_table_and_the_references():
 
 
 def test_each_real_mix_is_built_from_real_logs_of_its_kind_only(tmp_path):
-    from bench import mixes
-
     for mix in ("nccl_startup", "decode", "vllm", "nccl_tests"):
         made_of = mixes.describe(mix)
         if mix == "vllm" and not made_of["files"]:
@@ -175,8 +173,6 @@ def test_each_real_mix_is_built_from_real_logs_of_its_kind_only(tmp_path):
 
 
 def test_a_file_is_sorted_into_a_mix_by_its_content_not_its_name(tmp_path):
-    from bench import mixes
-
     (tmp_path / "a.txt").write_text("#  size count type redop root time algbw busbw #wrong\n"
                                     "#       (B)    (elements)   out-of-place\n")
     (tmp_path / "b.txt").write_text("INFO 09-09 [metrics.py:96] SpecDecoding metrics: Draft acceptance rate: 88.8%\n")

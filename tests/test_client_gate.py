@@ -16,8 +16,6 @@ from runs.models import Run
 from tests.samples import log_path
 from webapp.auth import create_token
 
-live = pytest.mark.django_db(transaction=True)
-
 PYTHON = shutil.which("python3") or sys.executable
 
 
@@ -47,7 +45,9 @@ def run_id(proc: subprocess.CompletedProcess) -> int:
     return int(re.search(r"^run (\d+):", proc.stdout, re.M).group(1))
 
 
-@live
+@pytest.mark.e2e
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
 def test_fail_on_regression_exits_6_for_slower_and_0_for_faster(live_server, alice, worker, script, tmp_path):
     token = create_token(alice)
     main = upload(script, live_server, token, "sweep/sweep_dropped_2step.log", branch="main")  # 489.6 tok/s
@@ -76,7 +76,8 @@ def test_fail_on_regression_exits_6_for_slower_and_0_for_faster(live_server, ali
     assert f"[Compare in runlens]({live_server.url}/compare/?runs={base},{new}&baseline={base})" in md
 
 
-@live
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
 def test_gate_without_wait_is_a_usage_error(live_server, alice, script):
     proc = subprocess.run([PYTHON, "-I", str(script), "--url", live_server.url, "--token", "t",
                            "--fail-on-regression", "3", str(log_path("sweep/sweep_default_2step.log"))],

@@ -4,9 +4,12 @@ its C scanner does read the bulk of a serving log itself."""
 
 import io
 import re
+import time
 from contextlib import ExitStack
 from unittest import mock
 
+import polars as pl
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -373,16 +376,12 @@ def test_add_records_takes_every_field_or_none():
     assert scan.pending == 0
     scan.add_records([records.Phase("Draft", 0.5, None, 1, 7, "eagle_profile", "TP0")], [good])
     phases, metrics = scan.take()
-    import polars as pl
-
     assert pl.Series(phases).struct.unnest().row(0) == ("Draft", 0.5, None, 1, 7, "eagle_profile", "TP0")
     assert pl.Series(metrics).struct.unnest().row(0) == ("m", 1.5, 1, 2, "src", "DP1", "pid 3")
 
 
 def test_many_distinct_names_are_found_in_a_table_that_grows():
     # 160k distinct phase names took 26 s (a linear search past 3,072 strings); linear time now.
-    import time
-
     scan = native.scanner([processes.Tagger(records.ParseResult())])
     names = [records.Phase(f"phase {i}", 1.0, None, 1, i, "eagle_profile", "main") for i in range(60000)]
     start = time.process_time()
@@ -390,8 +389,6 @@ def test_many_distinct_names_are_found_in_a_table_that_grows():
     scan.add_records(names[:1000], [])
     took = time.process_time() - start
     phases, _ = scan.take()
-    import polars as pl
-
     got = pl.Series(phases).struct.unnest()
     assert got.height == 61000 and got["name"][59999] == "phase 59999" and got["name"][60000] == "phase 0"
     assert took < 5  # quadratic, it was minutes
@@ -439,8 +436,6 @@ def test_a_repeated_steps_is_read_alike_by_every_engine():
 # ---- the C API reads untrusted arguments: each checked, never trusted ----
 
 def test_a_scanner_made_without_init_refuses_every_call():
-    import pytest
-
     bare = _scan.Scanner.__new__(_scan.Scanner)
     for call in (bare.take, bare.take_groups, lambda: bare.mask("x"), lambda: bare.masks("x"),
                  lambda: bare.add_records([], [])):
@@ -449,8 +444,6 @@ def test_a_scanner_made_without_init_refuses_every_call():
 
 
 def test_scan_arguments_outside_the_chunk_are_refused():
-    import pytest
-
     scan, readers = native.standalone(PARSERS)
     state = (*readers, native.F_MAIN)
     with pytest.raises(IndexError):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from statistics import median
 
 import pytest
 
-from runs.summary import describe, spread
+from runs.digest import Group
+from runs.layout import Launch, Layout
+from runs.summary import _split, describe, spread
 
 
 def reference(values: list[float]) -> tuple[float | None, float | None, int]:
@@ -109,31 +112,25 @@ def _by_tuples(groups) -> list[tuple]:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_rows_out_of_window_order_come_back_as_a_sort_of_tuples_gives(seed):
-    from runs.summary import _by_window_line, series
+    from runs.summary import _by_window_line, metric_values
 
     rng = random.Random(seed)
     ranked = _groups(rng, ["DP0", "DP1", "", "dp1"], ranked=True)
     assert _by_window_line(ranked) == _by_tuples(ranked)
     one_writer = _groups(rng, [""], ranked=False)
-    got = series(one_writer, "gen_throughput_tok_s")
+    got = metric_values(one_writer, "gen_throughput_tok_s")
     assert list(got) == [v for _, _, v in _by_tuples(one_writer)]
 
 
 def test_a_group_split_over_launches_gives_each_row_the_launch_its_line_falls_in():
     # Rows of "main" in a file cut into launches: each row's launch found for all rows at once.
-    from array import array as _array
-
-    from runs.digest import Group
-    from runs.processes import Launch, Layout
-    from runs.summary import _split
-
     lay = Layout(processes=[], launches=[Launch(1), Launch(2), Launch(3)], by_tag={(None, "main"): "p"},
                  roles={"p": "serving launcher"}, launch_of_process={},
                  segments={None: [(10, 0), (50, 1), (100, 2), (120, 0)]})
     lines = [3, 10, 11, 49, 50, 99, 100, 119, 120, 500, 60, 12]
     n = len(lines)
-    g = Group(None, "main", "sglang_decode", "throughput_tok_s", "", _array("i", range(n)), _array("i", lines),
-              _array("d", [float(x) for x in lines]), _array("i", range(n)))
+    g = Group(None, "main", "sglang_decode", "throughput_tok_s", "", array("i", range(n)), array("i", lines),
+              array("d", [float(x) for x in lines]), array("i", range(n)))
     want: dict[int, list[int]] = {}
     for line in lines:
         want.setdefault(lay.launch_index(None, "main", line), []).append(line)
