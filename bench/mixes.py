@@ -27,6 +27,11 @@ from bench.loggen import cached_log
 
 ROOT = Path(__file__).resolve().parent.parent
 MIXES = ("nccl_startup", "decode", "vllm", "nccl_tests", "generator")
+# Odd input that made a cliff (made here, not real): blank lines after one tagged line; SGLang decode
+# lines every one `[date TPn]` (no "main" process ever); EAGLE profile blocks of distinct phase names.
+CLIFFS = ("blank_lines", "tagged_decode", "distinct_names")
+DECODE_LINE = ("[2026-11-29 21:06:{:02d} TP0] Decode batch. #running-req: 1, #token: 224, token usage: 0.00, "
+               "accept len: 2.24, cuda graph: False, gen throughput (token/s): 466.32, #queue-req: 0\n")
 TEXT_SUFFIXES = {".log", ".txt", ".out", ".sh"}
 
 
@@ -114,10 +119,34 @@ def unit(mix: str, files: Iterable[Path]) -> bytes:
     return ("\n".join(out) + "\n").encode() if out else b""
 
 
+def cliff(mix: str, size_bytes: int) -> Iterator[bytes]:
+    """The pieces of a cliff input of about `size_bytes`."""
+    if mix == "blank_lines":
+        yield DECODE_LINE.format(0).encode()
+        yield b"\n" * size_bytes
+    elif mix == "tagged_decode":
+        block = "".join(DECODE_LINE.format(i % 60) for i in range(1000)).encode()
+        for _ in range(-(-size_bytes // len(block))):
+            yield block
+    else:
+        yield b"[EAGLE3_PROFILE] window=100 cycles, steps=2\n"
+        n = 0
+        while n < size_bytes:
+            piece = "".join(f"  Phase {n + i}: 0.5 ms/cyc\n" for i in range(1000)).encode()
+            n += len(piece)
+            yield piece
+
+
 def write_mix(path: Path, mix: str, size_bytes: int, roots: Iterable[Path] | None = None) -> Path:
     """A file of at least `size_bytes` (one unit at least): the mix's unit, repeated."""
     if mix == "generator":
         return cached_log(path, size_bytes=size_bytes)
+    if mix in CLIFFS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            for piece in cliff(mix, size_bytes):
+                f.write(piece)
+        return path
     files = source_files(default_sources() if roots is None else roots)
     body = unit(mix, files)
     if not body:
@@ -135,7 +164,7 @@ def write_mix(path: Path, mix: str, size_bytes: int, roots: Iterable[Path] | Non
 
 def describe(mix: str, roots: Iterable[Path] | None = None) -> dict:
     """Which real files a mix is made of, for results.json (the table says what is real)."""
-    if mix == "generator":
+    if mix == "generator" or mix in CLIFFS:
         return {"real": False, "files": []}
     files = source_files(default_sources() if roots is None else roots)
     takes, lines_of = PICK[mix]

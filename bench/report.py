@@ -117,7 +117,7 @@ def mix_table(mix_rows: list[dict[str, Any]]) -> str:
         rate = "did not finish" if r["mb_per_s"] is None else f"{r['mb_per_s']:.1f} MB/s"
         loop = "-" if r.get("x_python_loop") is None else f"{r['x_python_loop']:.1f}x"
         lines.append(
-            f"| {r['mix']} | {'real (' + str(len(r['files'])) + ' files)' if r['real'] else 'generated'} "
+            f"| {r['mix']} | {'real (' + str(len(r['files'])) + ' files)' if r['real'] else 'made'} "
             f"| {size:.0f} MB | {rate} | {mb(r['peak_rss_bytes'])} | {loop} "
             f"| {size / r['grep_c_seconds']:.0f} MB/s | {size / r['wc_l_seconds']:.0f} MB/s "
             f"| {size / r['python_loop_seconds']:.0f} MB/s | {verdict(r['met'])} |")

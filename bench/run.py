@@ -53,7 +53,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--size-mb", type=int, help="the mixed log of parselog and ingest, MiB (default 512; quick 8)")
     ap.add_argument("--mix-mb", type=int,
                     help="the size of each real-content mix parsed (default 256; quick 16)")
-    ap.add_argument("--mixes", default=",".join(mixes.MIXES), help=f"comma-separated, of {', '.join(mixes.MIXES)}")
+    ap.add_argument("--mixes", default=",".join(mixes.MIXES + mixes.CLIFFS),
+                    help=f"comma-separated, of {', '.join(mixes.MIXES + mixes.CLIFFS)} (the last three: odd input "
+                         f"that made a speed cliff)")
     ap.add_argument("--mix-source", type=Path, action="append", default=[], metavar="DIR",
                     help="build the mixes from the real logs under DIR instead (repeatable): a kept-back set")
     ap.add_argument("--parse-timeout", type=float,
@@ -85,8 +87,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     a.mix_mb = a.mix_mb or (16 if quick else 256)
     a.parse_timeout = a.parse_timeout or (60 if quick else 600)
     a.mixes = [m.strip() for m in a.mixes.split(",") if m.strip()]
-    if set(a.mixes) - set(mixes.MIXES):
-        ap.error(f"unknown mixes {sorted(set(a.mixes) - set(mixes.MIXES))}")
+    if set(a.mixes) - set(mixes.MIXES + mixes.CLIFFS):
+        ap.error(f"unknown mixes {sorted(set(a.mixes) - set(mixes.MIXES + mixes.CLIFFS))}")
     a.windows = a.windows or (1000 if quick else 100_000)
     a.list_runs = a.list_runs or (200 if quick else 10_000)
     a.logs = a.logs or (8 if quick else 200)
@@ -136,6 +138,7 @@ def wall(argv: list[str], env: dict[str, str] | None = None, timeout: float | No
             import threading
 
             timer = threading.Timer(timeout, p.kill)
+            timer.daemon = True  # never keeps the bench alive after its end
             timer.start()
         try:
             assert p.stdout is not None
@@ -149,6 +152,8 @@ def wall(argv: list[str], env: dict[str, str] | None = None, timeout: float | No
                     p.stdout.close()
                     return math.inf, usage.ru_maxrss * 1024
         except BaseException:  # Ctrl-C: the child goes too
+            if timer is not None:
+                timer.cancel()
             p.kill()
             p.wait()
             raise
@@ -172,7 +177,7 @@ def startup_seconds(env) -> float:
 
 # The literal `grep -c` counts in each mix (the line kind it is about).
 GREP = {"nccl_startup": "NCCL", "decode": "Decode batch", "vllm": "throughput", "nccl_tests": "float",
-        "generator": "EAGLE3_PROFILE"}
+        "generator": "EAGLE3_PROFILE", "blank_lines": "Decode", "tagged_decode": "Decode", "distinct_names": "Phase"}
 
 
 def parse_one(log: Path, env, timeout: float) -> tuple[float, int]:

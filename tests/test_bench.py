@@ -194,3 +194,11 @@ def test_mix_rows_say_rate_rss_and_the_references_or_that_a_parse_did_not_finish
     table = report.mix_table([row, slow]).splitlines()
     assert table[2].startswith("| vllm | real (2 files) | 64 MB | 32.0 MB/s | 120 MB | 10.0x | 1280 MB/s |")
     assert "| did not finish |" in table[3]
+
+
+def test_the_cliff_inputs_are_made_to_size_and_parse(tmp_path):
+    for mix in mixes.CLIFFS:
+        log = mixes.write_mix(tmp_path / f"{mix}.log", mix, 200_000)
+        assert 190_000 <= log.stat().st_size < 400_000, mix
+        assert not mixes.describe(mix)["real"]
+        assert "error" not in parsed(log), mix
