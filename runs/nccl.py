@@ -71,8 +71,25 @@ class NcclValueLike(Protocol):
     source: str
 
 
-def is_parameter(key: str) -> bool:
+# NCCL_-named variables that are not NCCL's: build paths and nccl-tests' own settings.
+NOT_PARAMETERS = frozenset({
+    "NCCL_VERSION", "NCCL_HOME", "NCCL_ROOT", "NCCL_DIR", "NCCL_PATH", "NCCL_LIB", "NCCL_LIB_DIR",
+    "NCCL_LIBRARY", "NCCL_INCLUDE_DIR", "NCCL_INC", "NCCL_INSTALL_DIR", "NCCL_SRC",
+})
+
+
+def is_documented(key: str) -> bool:
+    """One of NCCL's documented parameters: what a person types is checked against these (a typo
+    such as NCCL_PROTOCOL gets a warning)."""
     return key in NCCL_PARAMETERS
+
+
+def is_parameter(key: str) -> bool:
+    """An NCCL parameter as a log declares or echoes it: a documented one, or any NCCL_ name that
+    is not a path or nccl-tests' own (NCCL adds parameters every release, e.g. NCCL_NETDEVS_POLICY,
+    NCCL_IB_OOO_RQ): a launch line's variable is never dropped for being new."""
+    return key in NCCL_PARAMETERS or (
+        bool(NCCL_KEY.match(key)) and key not in NOT_PARAMETERS and not key.startswith("NCCL_TESTS_"))
 
 
 def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
@@ -134,6 +151,22 @@ def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
     }
 
 
+# nvidia-smi topo -m link names, nearest first (NV# before all): NCCL_P2P_LEVEL takes the same names.
+PCI_LINKS = ("C2C", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
+
+
+def p2p_level_note(topology: dict) -> str | None:
+    """What a machine's GPU links mean for NCCL_P2P_LEVEL (NCCL docs, "NCCL_P2P_LEVEL": the farthest
+    PCIe path over which P2P is used). With every GPU pair on NVLink the level never decides."""
+    links = [link for link in topology.get("links") or [] if not link.startswith("NV")]
+    if topology.get("nvlink"):
+        return "every GPU pair is on NVLink: NCCL_P2P_LEVEL does not change the path"
+    if not links:
+        return None
+    return (f"GPU pairs over PCIe ({', '.join(links)}): NCCL uses P2P between two GPUs only when their path is "
+            f"no farther than NCCL_P2P_LEVEL, so the level decides the transport of the {links[-1]} pairs")
+
+
 def person_conflicts(values: Iterable[NcclValueLike]) -> list[dict]:
     """Declared values a person gave (annotation, upload metadata: no log file) that differ from
     what a launcher in the logs declared for the same variable. The person's value is the one the
@@ -161,13 +194,18 @@ def _where(v: NcclValueLike) -> list:
 
 def same_value(key: str, declared: str, effective: str) -> bool:
     """NCCL echoes some values normalised (`simple` vs `Simple`, P2P levels as names)."""
-    a, b = declared.strip().rstrip("."), effective.strip().rstrip(".")
-    if a.lower() == b.lower():
-        return True
+    return canonical(key, declared) == canonical(key, effective)
+
+
+_LEVELS = {"0": "LOC", "1": "NVL", "2": "PIX", "3": "PXB", "4": "PHB", "5": "SYS"}
+
+
+def canonical(key: str, value: object) -> str:
+    """One spelling per meaning: case and a trailing dot do not count, P2P levels are names."""
+    text = str(value).strip().rstrip(".")
     if key in ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"):
-        levels = {"0": "LOC", "1": "NVL", "2": "PIX", "3": "PXB", "4": "PHB", "5": "SYS"}
-        return levels.get(a, a).upper() == levels.get(b, b).upper()
-    return False
+        return _LEVELS.get(text, text).upper()
+    return text.lower()
 
 
 def _agreed(effective: dict[str, dict[str, NcclValueLike]]) -> dict[str, str]:
@@ -257,6 +295,13 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
         if (v.kind == "declared" and role == LAUNCHER) or (v.kind == "effective" and role == WORKER):
             per_launch[i].append(v)
     verdicts = [analyze(vs + person, version=version) for vs in per_launch]
+    # A job script (`export NCCL_...; srun all_reduce_perf`) declares, its Slurm output echoes:
+    # a file of nccl-tests declarations only lends them to the run's test outputs that declare none.
+    scripts = {lf for lf, vs in tests.items() if all(v.kind == "declared" for v in vs)}
+    lent = [v for lf in sorted(scripts, key=lambda f: (f is None, f or 0)) for v in tests[lf]]
+    for logfile, vs in tests.items():
+        if lent and logfile not in scripts and not any(v.kind == "declared" for v in vs):
+            tests[logfile] = lent + vs
     panels = {logfile: analyze(vs, version=version) for logfile, vs in tests.items()}
     run = None
     if len(verdicts) == 1:
@@ -272,4 +317,36 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
             "debug_knobs": sorted({k for v in verdicts for k in v["debug_knobs"]}),
             "sources": {"declared": {}, "effective": {}},
         }
-    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person}
+    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person,
+            "nccl_tests_scripts": scripts}
+
+
+# Logging switches: they change what NCCL prints, not how it moves data.
+LOGGING_ONLY = frozenset({"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"})
+
+
+def effective_settings(nccl: dict) -> dict[str, str] | None:
+    """The settings a run's workers had (every rank agreeing), logging switches left out; None
+    when no log shows them: no worker evidence, or several launches (each has its own)."""
+    if not nccl or nccl.get("status") in (None, "unknown") or nccl.get("launches_count", 0) > 1:
+        return None
+    return {k: str(v) for k, v in (nccl.get("effective") or {}).items() if k not in LOGGING_ONLY}
+
+
+def effective_differences(settings: list[dict[str, str] | None]) -> list[dict]:
+    """Variables whose effective value differs among runs: [{key, values}] with one value per run
+    (None: not set, NCCL's default; "?" for a run whose settings are unknown, which takes no part). A
+    variable NCCL never echoes counts only where both sides show it: its absence from echo lines
+    is no evidence that it was unset."""
+    known = [s for s in settings if s is not None]
+    if len(known) < 2:
+        return []
+    out = []
+    for key in sorted({k for s in known for k in s}):
+        values = ["?" if s is None else s.get(key) for s in settings]
+        seen = [v for s, v in zip(settings, values, strict=True) if s is not None]
+        if key in NOT_ECHOED:
+            seen = [v for v in seen if v is not None]
+        if len({canonical(key, v) if v is not None else None for v in seen}) > 1:
+            out.append({"key": key, "values": values})
+    return out

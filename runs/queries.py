@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, overload
 
 import polars as pl
-from django.db.models import F, Prefetch, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 
@@ -21,6 +21,7 @@ from runs.compare import RunInput, compare
 from runs.models import (
     Annotation,
     CollectiveResult,
+    Invitation,
     LogFile,
     Membership,
     Project,
@@ -77,6 +78,20 @@ def visible_project(user, pk: int) -> Project:
 
 def project_members(project: Project) -> list[Membership]:
     return list(Membership.objects.filter(project=project).select_related("user").order_by("user__username"))
+
+
+def invitations_for(user) -> QuerySet[Invitation]:
+    """The invitations someone may accept: to their username, or to their e-mail address."""
+    mine = Q(invitee=user.get_username())
+    if user.email:
+        mine |= Q(invitee=user.email.strip().lower())
+    return Invitation.objects.filter(mine).select_related("project", "invited_by").order_by("created_at", "id")
+
+
+def project_invitations(project: Project) -> list[Invitation]:
+    """A project's pending invitations, as its admins typed them."""
+    return list(Invitation.objects.filter(project=project).select_related("project", "invited_by")
+                .order_by("created_at", "id"))
 
 
 def visible_annotation(user, pk: int) -> Annotation:
@@ -378,7 +393,8 @@ def comparison_inputs(user, ids: list[int], points: bool = True,
         for key, s in (lf["settings"] or {}).items():
             # The GPU nccl-tests ran on is the run's GPU when no other log names one (as for a sweep).
             key = "gpu" if key == "nccl_tests.gpu" else key
-            if not key.startswith(("serving.", "nccl_tests.")):
+            # Result blocks and draft-type counters are tables of their own, not one configuration value.
+            if not key.startswith(("serving.", "serving_blocks", "nccl_tests.", "llamacpp.draft_types")):
                 inputs[lf["run_id"]].config.setdefault(
                     key, {"value": s["value"], "source": f"{lf['original_name']} line {s['line']}",
                           "logfile": lf["id"], "line": s["line"]})
@@ -519,7 +535,8 @@ def verdict_for(user, run: Run) -> dict:
         reason = "the parse failed" if run.status == Status.FAILED else f"the run is still {run.status}"
         result = verdict(RunInput(id=run.id, name=run.name, parsed={}), None, missing_reason=reason)
         if run.is_busy:
-            result.update(verdict="pending", headline=f"{run.name}: no verdict yet: {reason}.")
+            result.update(verdict="pending", headline=f"{run.name}: no verdict yet: {reason}.",
+                          title="runlens: pending")
         return result
     base, how, why = resolve_baseline(run)
     if base is not None and base.status != Status.READY:

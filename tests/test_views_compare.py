@@ -218,8 +218,19 @@ def test_the_gpu_nccl_tests_ran_on_is_the_runs_gpu_in_the_configuration(client, 
     assert gpu["runs"][str(base.id)]["value"] == "NVIDIA H200" and gpu["runs"][str(tuned.id)] is None
 
 
-def test_analysis_against_a_comparable_baseline_has_no_warning(client, alice, story):
+def test_analysis_against_a_comparable_baseline_has_no_warning(client, alice, upload_run):
+    # Both untuned: the same NCCL settings reached both runs' workers.
+    base = upload_run(alice, "sweep/sweep_baseline_nospec.log")
+    spec = upload_run(alice, "sweep/sweep_default_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{spec.id}&baseline={base.id}").content.decode()
+    assert 'id="analysis"' in body and 'id="analysis-not-comparable"' not in body
+    assert "Comparable: no difference in model" in body
+
+
+def test_workers_with_other_nccl_settings_make_the_baseline_not_comparable(client, alice, story):
     base, tuned, _ = story
     client.force_login(alice)
     body = client.get(f"/compare/?runs={base.id},{tuned.id}&baseline={base.id}").content.decode()
-    assert 'id="analysis"' in body and 'id="analysis-not-comparable"' not in body
+    assert "Not directly comparable: effective NCCL settings differ: NCCL_ALGO unset vs Ring, " in body
+    assert 'id="analysis-not-comparable"' in body

@@ -174,6 +174,8 @@ class _Parse:
         for bit, reader in enumerate(self.readers):
             if mask >> bit & 1 or reader.busy():
                 reader.feed(lineno, line)
+        if self.result.offer is not None:
+            self.result.offer(lineno, line)  # context.Watcher: lines no reader used
         self.readers[0].stamp()  # the Tagger
 
     def feed_stopped(self, line: str, lineno: int, mask: int) -> None:
@@ -189,6 +191,8 @@ class _Parse:
             rest = self.by_mask[mask >> 2] = [r for bit, r in enumerate(self.readers[2:]) if mask >> (bit + 2) & 1]
         for reader in rest:
             reader.feed(lineno, line)
+        if self.result.offer is not None:
+            self.result.offer(lineno, line)  # context.Watcher: lines no reader used
         tagger.stamp()
 
     def lines(self, lines: list[str], first: int) -> None:
