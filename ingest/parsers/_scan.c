@@ -1177,6 +1177,22 @@ static int state_out(Scanner *self, State *st) {
     return bad ? -1 : 0;
 }
 
+/* state_out() after a scan; with the scan's error pending, that error is set aside while the
+ * state is written back (no C-API call meets a pending exception) and raised after. -1: raise. */
+static int finish_scan(Scanner *self, State *st, int status) {
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    if (status == ERROR) PyErr_Fetch(&type, &value, &tb);
+    int bad = state_out(self, st) < 0;
+    if (status != ERROR) return bad ? -1 : 0;
+    if (bad) {  /* the state could not be written back: that error is raised */
+        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+        return -1;
+    }
+    if (!type) PyErr_SetString(PyExc_SystemError, "the scan failed without an exception");
+    else PyErr_Restore(type, value, tb);
+    return -1;
+}
+
 /* scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask):
  * the lines from `start` read here up to the first Python must feed (its index, and the readers
  * it concerns), or len(lines). */
@@ -1202,7 +1218,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
                            &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
     }
-    if (state_out(self, &st) < 0 || status == ERROR) return NULL;
+    if (finish_scan(self, &st, status) < 0) return NULL;
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
 }
 
@@ -1266,7 +1282,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         if (status != OK) break;
         pos = end + 1;
     }
-    if (state_out(self, &st) < 0 || status == ERROR) return NULL;
+    if (finish_scan(self, &st, status) < 0) return NULL;
     if (index >= count) return Py_BuildValue("nnnI", count, len, len, 0u);
     return Py_BuildValue("nnnI", index, pos, end, mask);
 }
