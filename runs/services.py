@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs import blocks, digest
+from runs import blocks, digest, traces
 from runs.models import (
     Annotation,
     AnnotationEdit,
@@ -344,7 +344,44 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
 
 
 def _ready_files(run: Run) -> list[LogFile]:
-    return list(run.logfiles.filter(status=Status.READY).order_by("id"))
+    # Profiler traces have no rows or digest: their breakdown is `parsed["trace"]` (trace_of).
+    return list(run.logfiles.filter(status=Status.READY, kind=LogFile.Kind.LOG).order_by("id"))
+
+
+def trace_of(run: Run) -> dict | None:
+    """The run's profiler-trace breakdown (runs/traces.py) from its ready trace files, with the
+    run's own range-to-phase mapping; None when it has none."""
+    files = [{"logfile": lf_id, "name": name, "trace": trace} for lf_id, name, trace in run.logfiles.filter(
+        kind=LogFile.Kind.TRACE, status=Status.READY, trace__isnull=False).order_by("id")
+        .values_list("id", "original_name", "trace")]
+    return traces.run_trace(files, run.trace_phases) if files else None
+
+
+def set_trace_phases(user: User, run: Run, mapping: Mapping[str, str]) -> RunEdit | None:
+    """A person's word on which trace ranges are which phases ({range name: phase, "" = not a
+    phase}; names left out go back to runlens's own guess). Editors and admins; recorded as a
+    RunEdit, None when nothing changed. The breakdown is redone from the stored traces, not reread."""
+    require_role(user, run.project_id, Role.EDITOR)
+    for name, phase in mapping.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise ServiceError(422, "bad_trace_phases", f"range name {name!r}: 1-200 characters")
+        if not isinstance(phase, str) or len(phase) > 100:
+            raise ServiceError(422, "bad_trace_phases", f"phase of {name!r}: a name of at most 100 characters, "
+                               "or \"\" for a range that is no phase")
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(id=run.id)
+        before = sorted([k, v] for k, v in (locked.trace_phases or {}).items())
+        after = sorted([k, v.strip()] for k, v in mapping.items())
+        if before == after:
+            return None
+        locked.trace_phases = dict(after)
+        trace = trace_of(locked)
+        if trace is not None and locked.parsed:
+            locked.parsed = {**locked.parsed, "trace": traces.summary(trace)}
+        locked.save(update_fields=["trace_phases", "parsed", "updated_at"])
+        run.trace_phases, run.parsed = locked.trace_phases, locked.parsed
+        return RunEdit.objects.create(run=run, what=RunEdit.What.TRACE_PHASES, before=before, after=after,
+                                      edited_by=user)
 
 
 def _add_nccl(run: Run, result: rec.ParseResult) -> None:
@@ -473,6 +510,9 @@ def refresh_run(run_id: int) -> None:
         _add_nccl(run, result)
         parsed, figured = summarize_run(result, run_rows(run, files))
         state = {"figured": figured}
+        trace = trace_of(run)
+        if trace is not None:
+            parsed["trace"] = traces.summary(trace)
     run.parsed = parsed
     run.summary_state = state
     summary = parsed.get("summary", {})
