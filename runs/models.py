@@ -308,7 +308,7 @@ class RunEdit(models.Model):
 
     class What(models.TextChoices):
         TAGS = "tags"
-        TRACE_PHASES = "trace_phases"  # before/after: [[range name, phase], ...]
+        TRACE_PHASES = "trace_phases"  # before/after: ["range name=phase", ...]
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="edits")
     what = models.CharField(max_length=20, choices=What.choices)

@@ -16,7 +16,7 @@ from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict
 from pydantic import ValidationError
 
-from runs import blocks
+from runs import blocks, traces
 from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
@@ -492,7 +492,27 @@ def comparison_for(user, ids: list[int], baseline: int | None, points: bool = Tr
     missing = sorted(set(ids) - {r.id for r in inputs})
     if missing:
         raise Http404(f"no run {', '.join(map(str, missing))} in your projects")
-    return inputs, compare(inputs, baseline)
+    result = compare(inputs, baseline)
+    trace = traces.compare_runs([(r.id, r.name, r.parsed.get("trace")) for r in in_result_order(inputs, result)],
+                                result["baseline"] or 0)
+    if trace is not None:
+        result["trace"] = trace
+        result["headline"] = result["headline"] + trace["headline"]
+    return inputs, result
+
+
+def trace_files(run: Run) -> list[dict]:
+    """The run's ready profiler-trace files as runs/traces.py takes them: {logfile, name, trace}."""
+    return [{"logfile": lf_id, "name": name, "trace": trace} for lf_id, name, trace in run.logfiles.filter(
+        kind=LogFile.Kind.TRACE, status=Status.READY, trace__isnull=False).order_by("id")
+        .values_list("id", "original_name", "trace")]
+
+
+def trace_of(run: Run) -> dict | None:
+    """The run's profiler-trace breakdown (runs/traces.py) with the run's own range-to-phase
+    mapping; None when it has no parsed trace."""
+    files = trace_files(run)
+    return traces.run_trace(files, run.trace_phases) if files else None
 
 
 def in_result_order(inputs: list[RunInput], result: dict) -> list[RunInput]:

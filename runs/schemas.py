@@ -215,8 +215,16 @@ class TagsIn(Schema):
     )
 
 
+class TracePhasesIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    phases: dict[Annotated[str, Field(min_length=1, max_length=200)], Annotated[str, Field(max_length=100)]] = Field(
+        max_length=200, description='{range name: phase} for the run\'s profiler traces, "" for a range that is '
+        "no phase; replaces the run's mapping (names left out go back to runlens's own guess)")
+
+
 class RunEditOut(Schema):
-    what: str = Field(description="what was changed: tags")
+    what: str = Field(description="what was changed: tags, trace_phases")
     before: list[str]
     after: list[str]
     by: str | None = Field(description="who changed it (None: the user was deleted)")

@@ -19,6 +19,7 @@ from django.utils import timezone
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
 from runs import blocks, digest, traces
+from runs.queries import trace_of
 from runs.models import (
     Annotation,
     AnnotationEdit,
@@ -348,15 +349,6 @@ def _ready_files(run: Run) -> list[LogFile]:
     return list(run.logfiles.filter(status=Status.READY, kind=LogFile.Kind.LOG).order_by("id"))
 
 
-def trace_of(run: Run) -> dict | None:
-    """The run's profiler-trace breakdown (runs/traces.py) from its ready trace files, with the
-    run's own range-to-phase mapping; None when it has none."""
-    files = [{"logfile": lf_id, "name": name, "trace": trace} for lf_id, name, trace in run.logfiles.filter(
-        kind=LogFile.Kind.TRACE, status=Status.READY, trace__isnull=False).order_by("id")
-        .values_list("id", "original_name", "trace")]
-    return traces.run_trace(files, run.trace_phases) if files else None
-
-
 def set_trace_phases(user: User, run: Run, mapping: Mapping[str, str]) -> RunEdit | None:
     """A person's word on which trace ranges are which phases ({range name: phase, "" = not a
     phase}; names left out go back to runlens's own guess). Editors and admins; recorded as a
@@ -370,11 +362,13 @@ def set_trace_phases(user: User, run: Run, mapping: Mapping[str, str]) -> RunEdi
                                "or \"\" for a range that is no phase")
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(id=run.id)
-        before = sorted([k, v] for k, v in (locked.trace_phases or {}).items())
-        after = sorted([k, v.strip()] for k, v in mapping.items())
-        if before == after:
+        old = dict(locked.trace_phases or {})
+        new = {k: v.strip() for k, v in mapping.items()}
+        if old == new:
             return None
-        locked.trace_phases = dict(after)
+        locked.trace_phases = new
+        # As the edit history shows them (RunEditOut: lists of text): "range=phase", "range=" for none.
+        before, after = (sorted(f"{k}={v}" for k, v in m.items()) for m in (old, new))
         trace = trace_of(locked)
         if trace is not None and locked.parsed:
             locked.parsed = {**locked.parsed, "trace": traces.summary(trace)}

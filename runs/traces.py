@@ -273,3 +273,60 @@ def csv_rows(trace: dict) -> tuple[list[str], list[list]]:
                              c["ts_us"], c["wall_ms"], c["busy_ms"], idle, c["kernels"], c["launches"]]
                             + [c["by_class"].get(k, 0.0) for k in classes])
     return [*CSV_COLUMNS, *(f"{k} ms" for k in classes)], rows
+
+
+def compare_runs(runs: list[tuple[int, str, dict | None]], baseline: int) -> dict | None:
+    """The comparison's trace part: per run, its per-phase deltas by class against the baseline's
+    trace and its launch-bound phases; headline entries (the comparison's shape: text, anchor).
+    None when no run has a trace."""
+    by_id = {rid: (name, t) for rid, name, t in runs}
+    if not any(t for _, t in by_id.values()):
+        return None
+    base = by_id.get(baseline, ("", None))[1]
+    out_runs = []
+    heads = []
+    for rid, name, t in runs:
+        if not t or not t.get("ranks"):
+            out_runs.append({"id": rid, "name": name, "traced": False, "deltas": [], "idle": []})
+            continue
+        deltas = compare(t, base) if base and rid != baseline else []
+        idle = idle_notes(t["ranks"][0])
+        out_runs.append({"id": rid, "name": name, "traced": True, "deltas": deltas, "idle": idle,
+                         "phases": [{k: p[k] for k in ("name", "wall_ms", "busy_ms", "idle_share", "by_class")}
+                                    for p in t["ranks"][0]["phases"]]})
+        heads += [{"text": f"{name}: {clause}", "anchor": "trace"} for clause in headline(deltas)]
+        heads += [{"text": f"{name}: {note}", "anchor": "trace"} for note in idle[:1]]
+    notes = [] if base else ["the baseline has no profiler trace: no per-class deltas"]
+    return {"baseline": baseline, "runs": out_runs, "headline": heads, "messages": notes}
+
+
+def timeline(files: list[dict], rank: int = 0, cycle: int | None = None,
+             mapping: Mapping[str, str] | None = None) -> dict | None:
+    """One kept cycle of one traced GPU (the `rank`-th, in run_trace's order): its kernels with
+    stream, name, class and event index, and its ranges with their phase. `cycle` None: the kept
+    cycle of median wall time. None when there is no such GPU or it kept no cycle."""
+    entries = [(f, r) for f in files for r in f["trace"]["ranks"]]
+    if not 0 <= rank < len(entries):
+        return None
+    f, r = entries[rank]
+    kept = r.get("timelines") or {}
+    if not kept:
+        return None
+    cycles = sorted(int(k) for k in kept)
+    if cycle is None or str(cycle) not in kept:
+        by_ms = sorted(cycles, key=lambda k: kept[str(k)]["ms"])
+        cycle = by_ms[len(by_ms) // 2]
+    c = kept[str(cycle)]
+    names = f["trace"]["kernel_names"]
+    classes = f["trace"]["kernel_classes"]
+    used = sorted(set(c["kernel"]))
+    at = {k: i for i, k in enumerate(used)}
+    return {
+        "file": f["name"], "logfile": f["logfile"], "device": r["device"], "rank": rank, "cycle": cycle,
+        "cycles": cycles, "ms": c["ms"], "t0_us": c["t0_us"], "truncated": c["truncated"],
+        "ranges": [{"name": n, "phase": phase_of(n, mapping), "start_ms": a, "end_ms": b, "event": ev}
+                   for n, a, b, ev in c["ranges"]],
+        "names": [names[k] for k in used], "classes": [classes[k] for k in used],
+        "kernels": {"start_ms": c["start_ms"], "dur_ms": c["dur_ms"], "stream": c["stream"],
+                    "name": [at[k] for k in c["kernel"]], "event": c["event"]},
+    }

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from runs import charts, markdown, queries, series, services, specdecode
 from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
+from runs.trace_views import trace_context
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
@@ -94,6 +95,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
         "can_tag": has_role(request.user, run.project_id, Role.EDITOR), "run_edits": queries.run_edits(run),
+        **trace_context(request, run),
     })
 
 
