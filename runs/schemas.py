@@ -168,6 +168,7 @@ class LogFileStatusOut(Schema):
 
 
 class LogFileOut(LogFileStatusOut):
+    kind: str = Field(description='"log", or "trace": a PyTorch profiler trace (its breakdown is parsed["trace"])')
     size: int
     sha256: str
     registered: bool = Field(description="read in place from the server (registered by path)")
@@ -187,7 +188,7 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
-        return list(run.logfiles.all())
+        return list(run.logfiles.defer("trace"))  # a trace's breakdown is in `parsed`; the file's copy stays
 
 
 class RunStatusOut(Schema):
