@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from runs import charts, markdown, queries, series, services, specdecode
 from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
+from runs import trace_charts
 from runs.trace_views import trace_context
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
@@ -177,6 +178,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         return response
     ordered = queries.in_result_order(inputs, result)
     chart_data = {}
+    if result.get("trace") and (deltas := trace_charts.class_deltas(result["trace"])):
+        chart_data["chart-trace-deltas"] = deltas
     if inputs and result["phases"]:
         chart_data["chart-breakdown"] = charts.cycle_breakdown(result)
         if len(inputs) >= 2:
