@@ -118,3 +118,30 @@ def test_two_rank_files_are_two_entries_and_the_page_note_says_so(alice):
     t = run.parsed["trace"]
     assert [(r["file"], r["rank"]) for r in t["ranks"]] == [("rank0.json", 0), ("rank1.json", 1)]
     assert any("2 traced GPUs" in m for m in t["messages"])
+
+
+def test_a_gzipped_trace_registered_by_path_is_read_in_place(alice, settings, tmp_path):
+    root = tmp_path / "logs"
+    root.mkdir()
+    path = root / "rank0.pt.trace.json.gz"
+    path.write_bytes((PROJECT_ROOT / "samples" / TRACE).read_bytes())
+    settings.LOG_ROOTS = [root.resolve()]
+    run, created = services.register_path(alice, str(path), project="team")
+    lf = run.logfiles.get()
+    assert created and lf.kind == LogFile.Kind.TRACE and lf.registered
+    run = _parse(run)
+    assert run.status == Status.READY
+    assert run.parsed["trace"]["ranks"][0]["phases"][1]["name"] == "Target verify"
+
+
+def test_a_registered_gz_trace_cut_short_fails_with_truncated(alice, settings, tmp_path):
+    root = tmp_path / "logs"
+    root.mkdir()
+    gz = (PROJECT_ROOT / "samples" / TRACE).read_bytes()
+    (root / "cut.json.gz").write_bytes(gz[: len(gz) // 2])
+    settings.LOG_ROOTS = [root.resolve()]
+    run, _ = services.register_path(alice, str(root / "cut.json.gz"), project="team")
+    run = _parse(run)
+    lf = run.logfiles.get()
+    assert lf.kind == LogFile.Kind.TRACE and lf.status == Status.FAILED
+    assert "truncated" in lf.error and "no breakdown is kept" in lf.error
