@@ -19,7 +19,6 @@ from django.utils import timezone
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
 from runs import blocks, digest, traces
-from runs.queries import trace_of
 from runs.models import (
     Annotation,
     AnnotationEdit,
@@ -38,6 +37,7 @@ from runs.models import (
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
 from runs.processes import ROLES
+from runs.queries import trace_of
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import person_vs_logs, renew_nccl, summarize_run
 

@@ -4,6 +4,8 @@ per-phase class deltas of compared runs. Pure: no Django."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from runs.charts import LAYOUT, PALETTE, _plain
 
 IDLE = "GPU idle"
@@ -28,7 +30,8 @@ def phase_classes(rank: dict, agreement: list[dict]) -> dict:
     time; the log's time for the phase as a marker beside it."""
     phases = rank["phases"]
     names = [p["name"] for p in phases]
-    classes = sorted({c for p in phases for c in p["by_class"]}, key=lambda c: -sum(p["by_class"].get(c, 0) for p in phases))
+    classes = sorted({c for p in phases for c in p["by_class"]},
+                     key=lambda c: -sum(p["by_class"].get(c, 0) for p in phases))
     seen: list[str] = []
     data = []
     for cls in classes:
@@ -47,7 +50,8 @@ def phase_classes(rank: dict, agreement: list[dict]) -> dict:
         data.append({"type": "scatter", "mode": "markers", "name": "log (median ms/cycle)",
                      "x": [n for n in names if n in logged], "y": [logged[n] for n in names if n in logged],
                      "marker": {"symbol": "diamond", "size": 11, "color": "#222"}})
-    layout = {**LAYOUT, "barmode": "stack", "hovermode": "closest", "title": {"text": "Where each phase's time goes on the GPU"},
+    layout = {**LAYOUT, "barmode": "stack", "hovermode": "closest",
+              "title": {"text": "Where each phase's time goes on the GPU"},
               "yaxis": {"title": {"text": "ms per cycle (mean over traced cycles)"}}}
     return _plain(data, layout)
 
@@ -60,7 +64,7 @@ def cycle_timeline(tl: dict) -> dict:
     by_class: dict[str, list[int]] = {}
     for i, n in enumerate(k["name"]):
         by_class.setdefault(tl["classes"][n], []).append(i)
-    data = []
+    data: list[dict[str, Any]] = []
     for cls, idx in sorted(by_class.items()):
         data.append({
             "type": "bar", "orientation": "h", "name": cls, "marker": {"color": class_color(cls, seen)},
@@ -82,7 +86,8 @@ def cycle_timeline(tl: dict) -> dict:
     layout = {**LAYOUT, "barmode": "overlay", "hovermode": "closest", "bargap": 0.3,
               "title": {"text": f"Cycle {tl['cycle']} on GPU {tl['device']} ({tl['ms']:.2f} ms)"},
               "xaxis": {"title": {"text": "ms from the cycle's first range"}},
-              "yaxis": {"categoryorder": "array", "categoryarray": [f"stream {s}" for s in reversed(lanes)] + ["ranges"]},
+              "yaxis": {"categoryorder": "array",
+                        "categoryarray": [f"stream {s}" for s in reversed(lanes)] + ["ranges"]},
               "height": 260 + 40 * len(lanes)}
     return _plain(data, layout)
 

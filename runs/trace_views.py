@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runs import queries, services, trace_charts, traces
 from runs.compare import csv_safe
+from runs.http import AuthenticatedRequest
 from runs.models import Run
 from runs.permissions import Role, has_role
 
@@ -69,7 +70,7 @@ def trace_csv(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def trace_phases(request: HttpRequest, pk: int) -> HttpResponse:
+def trace_phases(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """The run page's mapping form: `range` and `phase` pairs (a blank phase: not a phase; the
     phase runlens guesses is not kept as a person's word)."""
     run = queries.visible_run(request.user, pk)

@@ -115,7 +115,7 @@ def rank_breakdown(rank: dict, kernel_names: list[str], mapping: Mapping[str, st
             "wall_ms": _r(wall / n), "wall_median_ms": _r(statistics.median(c["wall_ms"] for c in cycles)),
             "busy_ms": _r(busy / n), "idle_share": _r(1 - busy / wall, 4) if wall > 0 else None,
             "kernels": _r(sum(c["kernels"] for c in cycles) / n, 1),
-            "launches": None if None in launches else _r(sum(launches) / n, 1),  # type: ignore[arg-type]
+            "launches": None if None in launches else _r(sum(launches) / n, 1),
             "by_class": {k: _r(v / n, 4) for k, v in sorted(by_class.items(), key=lambda kv: -kv[1])},
             "top": [{"kernel": kernel_names[k] if 0 <= k < len(kernel_names) else str(k),
                      "ms": _r(ms / n, 4), "count": count / n, "share": _r(ms / kernel_ms, 4) if kernel_ms else None,
@@ -231,7 +231,7 @@ def compare(run: dict, baseline: dict) -> list[dict]:
         if p is None or b is None:
             continue
         classes = sorted(set(p["by_class"]) | set(b["by_class"]))
-        by_class = {c: _r(p["by_class"].get(c, 0.0) - b["by_class"].get(c, 0.0), 4) for c in classes}
+        by_class = {c: round(p["by_class"].get(c, 0.0) - b["by_class"].get(c, 0.0), 4) for c in classes}
         wall = p["wall_ms"] - b["wall_ms"]
         busy = p["busy_ms"] - b["busy_ms"]
         top = max(by_class.items(), key=lambda kv: abs(kv[1]), default=None)
@@ -269,8 +269,8 @@ def csv_rows(trace: dict) -> tuple[list[str], list[list]]:
         for p in r["phases"]:
             for c in p["per_cycle"]:
                 idle = None if c["idle_share"] is None else round(c["idle_share"] * 100, 1)
-                rows.append([r["file"], r["device"], r["rank"], p["name"], " ".join(p["ranges"]), c["cycle"], c["event"],
-                             c["ts_us"], c["wall_ms"], c["busy_ms"], idle, c["kernels"], c["launches"]]
+                rows.append([r["file"], r["device"], r["rank"], p["name"], " ".join(p["ranges"]), c["cycle"],
+                             c["event"], c["ts_us"], c["wall_ms"], c["busy_ms"], idle, c["kernels"], c["launches"]]
                             + [c["by_class"].get(k, 0.0) for k in classes])
     return [*CSV_COLUMNS, *(f"{k} ms" for k in classes)], rows
 

@@ -15,10 +15,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, markdown, queries, series, services, specdecode
+from runs import charts, markdown, queries, series, services, specdecode, trace_charts
 from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
-from runs import trace_charts
-from runs.trace_views import trace_context
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
@@ -26,6 +24,7 @@ from runs.models import Annotation, Status
 from runs.nccl import nccl_sentence
 from runs.permissions import Role, has_role, role_in
 from runs.summary import person_vs_logs
+from runs.trace_views import trace_context
 
 SORT_COLUMNS = [
     ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),

@@ -39,7 +39,8 @@ _COMPILED = tuple((name, re.compile(pattern)) for name, pattern, _ in CLASSES)
 # ncclDevKernel_AllReduce_Sum_bf16_RING_LL, ncclKernel_AllReduce_RING_LL_Sum_float (older NCCL),
 # ncclDevKernel_SendRecv, ncclDevKernel_AllGather_RING_LL: op first, then the algorithm and protocol.
 _NCCL_NAME = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
-_NCCL_ALGO = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|NVLS_TREE|NVLS|PAT)_(LL128|LL|SIMPLE)(?![A-Za-z0-9])")
+_NCCL_ALGO = re.compile(
+    r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|NVLS_TREE|NVLS|PAT)_(LL128|LL|SIMPLE)(?![A-Za-z0-9])")
 
 
 def nccl_parts(name: str) -> tuple[str, str, str] | None:

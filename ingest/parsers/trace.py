@@ -145,7 +145,7 @@ def _meta(head: bytes) -> dict:
 
 def _time(ev: dict) -> tuple[float, float] | None:
     ts, dur = ev.get("ts"), ev.get("dur", 0)
-    if type(ts) not in (float, int) or type(dur) not in (float, int):
+    if not isinstance(ts, float | int) or not isinstance(dur, float | int) or isinstance(ts, bool):
         return None
     if not (0 <= ts < MAX_TS_US and 0 <= dur < MAX_DUR_US) or math.isnan(ts) or math.isnan(dur):
         return None
@@ -214,8 +214,8 @@ def _events(t: Trace, f: Any) -> None:
             t.k_dur.append(tm[1])
             t.k_idx.append(i)
         elif cat in LAUNCH_CATS:
-            name = ev.get("name")
-            if isinstance(name, str) and _LAUNCH.search(name):
+            launch = ev.get("name")
+            if isinstance(launch, str) and _LAUNCH.search(launch):
                 tm = _time(ev)
                 if tm is not None:
                     t.l_pid.append(_int(ev.get("pid")))
@@ -292,7 +292,8 @@ def analyse(t: Trace) -> dict:
         warnings.append({"event": None, "message": (
             f"this file holds {len(devices)} GPUs ({', '.join(map(str, devices))}); each is broken down on "
             "its own (one file per rank reads the same way)")})
-    dist = t.meta.get("distributedInfo") if isinstance(t.meta.get("distributedInfo"), dict) else {}
+    dist = t.meta.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
     gpus = {d.get("id"): d.get("name") for d in t.meta.get("deviceProperties") or [] if isinstance(d, dict)}
     ranks = []
     for dev in devices:
@@ -485,7 +486,8 @@ def _timelines(ranges: dict[str, dict], ks: np.ndarray, ke: np.ndarray, kn: np.n
         idx = idx[:TIMELINE_KERNELS]
         out[str(cycle)] = {
             "t0_us": _r(s, 3), "ms": _r((e - s) / 1000.0), "truncated": cut,
-            "ranges": [[n, _r((a - s) / 1000.0), _r((b - s) / 1000.0), ev] for n, a, b, ev in sorted(phases, key=lambda p: p[1])],
+            "ranges": [[n, _r((a - s) / 1000.0), _r((b - s) / 1000.0), ev]
+                       for n, a, b, ev in sorted(phases, key=lambda p: p[1])],
             "start_ms": [_r((x - s) / 1000.0) for x in ks[idx]],
             "dur_ms": [_r((y - x) / 1000.0) for x, y in zip(ks[idx], ke[idx], strict=True)],
             "stream": kstream[idx].tolist(), "kernel": kn[idx].tolist(), "event": kidx[idx].tolist(),
