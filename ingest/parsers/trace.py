@@ -41,6 +41,7 @@ VERSION = 1
 HEAD_BYTES = 1 << 20
 GPU_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
 LAUNCH_CATS = frozenset(("cuda_runtime", "cuda_driver"))
+KEPT = GPU_CATS | LAUNCH_CATS | {"gpu_user_annotation", "user_annotation"}
 # Launch calls: cudaLaunchKernel(ExC), cuLaunchKernel(Ex), cudaLaunchCooperativeKernel, cudaGraphLaunch.
 _LAUNCH = re.compile(r"Launch")
 CYCLE = re.compile(r"^(?:cycle|step|decode_step|iteration|iter)[ _#-]?(\d+)$", re.IGNORECASE)
@@ -185,14 +186,16 @@ def read(stream: BinaryIO) -> Trace:
 def _events(t: Trace, f: Any) -> None:
     kernel_ids: dict[str, int] = {}
     range_ids: dict[str, int] = {}
-    cats = t.categories
+    # Counted in a plain dict (a Counter's += costs more, and this runs for every event).
+    cats: dict[Any, int] = {}
     i = -1
     for i, ev in enumerate(ijson.items(f, "traceEvents.item", use_float=True)):
-        if type(ev) is not dict:
+        try:
+            cat = ev["cat"]
+            cats[cat] = cats.get(cat, 0) + 1
+        except (KeyError, TypeError):  # no category (metadata), not an object, or a category no key can be
             continue
-        cat = ev.get("cat")
-        cats[cat] += 1
-        if ev.get("ph") != "X":
+        if cat not in KEPT or ev.get("ph") != "X":
             continue
         if cat in GPU_CATS:
             tm = _time(ev)
@@ -248,6 +251,7 @@ def _events(t: Trace, f: Any) -> None:
                 t.c_ext.append(ext)
                 t.c_idx.append(i)
     t.events = i + 1
+    t.categories.update(cats)
 
 
 def _np(a: array, dtype: Any) -> np.ndarray:
