@@ -29,6 +29,7 @@ PHASE_NAMES: tuple[tuple[str, str], ...] = (
 )
 _PHASES = tuple((phase, re.compile(p)) for phase, p in PHASE_NAMES)
 IDLE_LAUNCH_BOUND = 0.5  # a phase whose GPU is idle more than this is waiting for the CPU
+IDLE_PART = 0.1  # ... said of phases that are at least this share of the cycle
 EXPLAINS = 0.6  # one class explains a phase's change when it is this share of it, same sign
 MIN_CHANGE_MS = 0.5
 # Log and trace agree within the profiler's own cost: it timestamps every op and launch on the
@@ -213,9 +214,12 @@ def agreement(phases: list[dict], log_phases: list[dict]) -> list[dict]:
 
 
 def idle_notes(rank: dict) -> list[str]:
-    """Phases whose GPU mostly waits ("Target verify is 80% idle: launch-bound; CUDA graphs would help")."""
+    """Phases whose GPU mostly waits ("Target verify is 80% idle: launch-bound; CUDA graphs would help"),
+    among those that are a real part of the cycle (a 0.3 ms accept idling says nothing)."""
+    cycle = sum(p["wall_ms"] for p in rank["phases"])
     return [f"{p['name']} is {p['idle_share'] * 100:.0f}% idle: launch-bound; CUDA graphs would help"
-            for p in rank["phases"] if p["idle_share"] is not None and p["idle_share"] >= IDLE_LAUNCH_BOUND]
+            for p in rank["phases"] if p["idle_share"] is not None and p["idle_share"] >= IDLE_LAUNCH_BOUND
+            and p["wall_ms"] >= IDLE_PART * cycle]
 
 
 def compare(run: dict, baseline: dict) -> list[dict]:

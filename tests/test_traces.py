@@ -103,7 +103,9 @@ def test_a_spread_out_change_names_no_class():
 
 
 def test_idle_notes_name_launch_bound_phases():
-    rank = {"phases": [{"name": "Target verify", "idle_share": 0.8}, {"name": "Draft", "idle_share": 0.3}]}
+    rank = {"phases": [{"name": "Target verify", "idle_share": 0.8, "wall_ms": 20.0},
+                       {"name": "Draft", "idle_share": 0.3, "wall_ms": 5.0},
+                       {"name": "Accept", "idle_share": 0.9, "wall_ms": 0.5}]}
     assert traces.idle_notes(rank) == ["Target verify is 80% idle: launch-bound; CUDA graphs would help"]
 
 
