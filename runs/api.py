@@ -172,7 +172,7 @@ def run_trace_timeline(request: ApiRequest, run_id: int = RunId, rank: int = 0, 
     return found
 
 
-@router.put("/runs/{int:run_id}/trace/phases", response={200: dict, errors(403, 404, 415, 422): ErrorOut})
+@router.put("/runs/{int:run_id}/trace/phases", response={200: dict, errors(400, 403, 404, 415, 422): ErrorOut})
 def set_trace_phases(request: ApiRequest, payload: TracePhasesIn, run_id: int = RunId) -> dict:
     """Say which trace ranges are which phases (editors and admins); recorded as a run edit. The
     breakdown is redone from the stored per-range figures at once (the trace is not read again)."""
