@@ -235,3 +235,28 @@ def test_reading_keeps_memory_per_kernel_not_per_json_byte(tmp_path: Path):
     held = sum(a.itemsize * len(a) for a in (t.k_dev, t.k_stream, t.k_name, t.k_ts, t.k_dur, t.k_idx))
     assert held <= 50 * len(t.k_ts)
     assert t.json_bytes > 40 * held  # the 3-cycle sample: 8.3 MB of JSON, 153 KB of columns
+
+
+def test_without_gpu_ranges_the_cpu_ranges_are_the_windows():
+    doc = _doc()
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "gpu_user_annotation"]
+    rank = _read(doc)["ranks"][0]
+    assert rank["ranges_from"] == "cpu"
+    assert [c["cycle"] for c in rank["ranges"]["target_verify"]["cycles"]] == [5, 6, 7]
+    assert all(c["kernels"] > 0 for c in rank["ranges"]["target_verify"]["cycles"])
+
+
+def test_nccl_kernels_are_split_by_op_algorithm_and_protocol_in_a_range():
+    doc = _doc()
+    verify = next(e for e in doc["traceEvents"] if e.get("cat") == "gpu_user_annotation" and e["name"] == "target_verify")
+    inside = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"
+              and verify["ts"] <= e["ts"] and e["ts"] + e["dur"] <= verify["ts"] + verify["dur"]]
+    for e in inside[:10]:
+        e["name"] = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    for e in inside[10:15]:
+        e["name"] = "ncclDevKernel_AllReduce_Sum_bf16_NVLS_SIMPLE(ncclDevKernelArgsStorage<4096ul>)"
+    got = _read(doc)["ranks"][0]["ranges"]["target_verify"]["cycles"]
+    first = next(c for c in got if c["event"] == doc["traceEvents"].index(verify))
+    assert first["by_class"]["NCCL AllReduce RING_LL"] == pytest.approx(sum(e["dur"] for e in inside[:10]) / 1000, abs=1e-3)
+    assert first["by_class"]["NCCL AllReduce NVLS_SIMPLE"] == pytest.approx(
+        sum(e["dur"] for e in inside[10:15]) / 1000, abs=1e-3)
