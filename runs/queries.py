@@ -150,7 +150,8 @@ def activity(user, limit: int = 15) -> list[dict]:
     edits = (RunEdit.objects.filter(run__in=visible_runs(user)).select_related("run", "run__project", "edited_by")
              .defer(*(f"run__{f}" for f in LIST_DEFERRED)).order_by("-edited_at")[:limit])
     events += [{"at": e.edited_at, "kind": "tags", "run": e.run, "who": e.edited_by,
-                "text": f"tags {', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
+                "text": f"{'trace phases' if e.what == RunEdit.What.TRACE_PHASES else 'tags'} "
+                        f"{', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 

@@ -47,6 +47,7 @@ def trace_context(request: HttpRequest, run: Run) -> dict:
         "trace_ranges": [(n, traces.phase_of(n, run.trace_phases) or "", n in run.trace_phases) for n in names],
         "trace_phase_choices": PHASE_CHOICES,
         "can_map_trace": has_role(request.user, run.project_id, Role.EDITOR),
+        "trace_edits": [e for e in queries.run_edits(run) if e["what"] == "trace_phases"],
     }
 
 

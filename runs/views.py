@@ -94,7 +94,8 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
-        "can_tag": has_role(request.user, run.project_id, Role.EDITOR), "run_edits": queries.run_edits(run),
+        "can_tag": has_role(request.user, run.project_id, Role.EDITOR),
+        "run_edits": [e for e in queries.run_edits(run) if e["what"] == "tags"],
         **trace_context(request, run),
     })
 

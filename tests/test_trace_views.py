@@ -60,6 +60,9 @@ def test_mapping_form_records_an_edit_and_redraws(client, alice, traced):
     assert run.trace_phases == {"accept": ""}  # what runlens guessed anyway is not kept as a person's word
     assert RunEdit.objects.get(run=run).what == "trace_phases"
     assert [p["name"] for p in run.parsed["trace"]["ranks"][0]["phases"]] == ["Draft", "Target verify"]
+    html = client.get(f"/runs/{traced.id}/").content.decode()
+    assert "accept=" in html[html.index('id="trace-phase-history"'):]
+    assert 'id="tag-history"' not in html  # a mapping is not a tag change
 
 
 def test_a_viewer_cannot_post_the_mapping(client, vic, traced):
