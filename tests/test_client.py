@@ -270,6 +270,7 @@ def test_503_gives_up_after_the_last_attempt_and_other_errors_are_not_retried():
     assert len(calls) == 4
 
 
+@pytest.mark.live
 def test_a_profiler_trace_goes_up_beside_a_log_and_is_read_as_a_trace(live_server, alice, token, parser_thread,
                                                                       capsys):
     trace = log_path("traces/trace_tp1_flash_rank0.json.gz")
