@@ -729,6 +729,12 @@ def _parse_trace(lf: LogFile) -> str:
     return Status.READY
 
 
+def trace_event(lf: LogFile, index: int) -> dict | None:
+    """Event `index` of a stored trace file, as the file has it (None past its end)."""
+    with storage.open_log(lf.path, lf.registered) as stream:
+        return trace_parser.event_at(stream, index)
+
+
 def _hand_back(lf: LogFile) -> None:
     LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
         status=Status.QUEUED, claimed_at=None, updated_at=timezone.now())

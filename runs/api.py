@@ -24,6 +24,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ingest import client as ingest_client
 from ingest import services as ingest_services
 from ingest import storage
+from ingest.parsers.trace import TraceError
 from runs import forms, queries, services, traces
 from runs.http import ApiRequest
 from runs.models import Run
@@ -171,6 +172,26 @@ def run_trace_timeline(request: ApiRequest, run_id: int = RunId, rank: int = 0, 
     if found is None:
         raise ServiceError(404, "no_trace", f"run {run_id} has no parsed profiler trace with cycles for GPU #{rank}")
     return found
+
+
+@router.get("/runs/{int:run_id}/trace/events/{int:logfile_id}/{int:index}",
+            response={200: dict, errors(404, 422): ErrorOut})
+def trace_event(request: ApiRequest, run_id: int = RunId, logfile_id: int = Path(..., ge=1, le=MAX_ID),
+                index: int = Path(..., ge=0, le=MAX_ID)) -> dict:
+    """The trace event a figure names (`event`, the index in the file's traceEvents), as the file
+    has it: the range or kernel behind a number. Read from the stored file up to it."""
+    run = queries.visible_run(request.auth, run_id)
+    lf = run.logfiles.filter(id=logfile_id, kind="trace").defer("trace").first()
+    found = None
+    if lf is not None:
+        try:
+            found = ingest_services.trace_event(lf, index)
+        except (OSError, storage.StorageError, TraceError) as e:
+            raise ServiceError(404, "no_trace_event", f"event #{index} of {lf.original_name}: {e}") from None
+    if found is None:
+        raise ServiceError(404, "no_trace_event",
+                           f"run {run_id} has no trace file #{logfile_id} with an event #{index}")
+    return {"logfile": logfile_id, "index": index, "event": found}
 
 
 @router.put("/runs/{int:run_id}/trace/phases", response={200: dict, errors(400, 403, 404, 415, 422): ErrorOut})

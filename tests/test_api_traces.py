@@ -108,3 +108,20 @@ def test_compare_json_has_per_class_deltas_and_idle_notes(client, alice, bearer)
     texts = [h["text"] for h in result["headline"]]
     assert any("Target verify +1.0 ms: GEMM +1.0 ms" in t for t in texts)
     assert any("idle: launch-bound" in t for t in texts)
+
+
+def test_a_figures_event_index_opens_that_event_of_the_file(client, alice, eve, bearer):
+    h = bearer(alice)
+    run_id = _upload(client, h, SimpleUploadedFile("trace.json.gz", TRACE.read_bytes()))
+    full = client.get(f"/api/v1/runs/{run_id}/trace", headers=h).json()
+    rank = full["ranks"][0]
+    verify = next(p for p in rank["phases"] if p["name"] == "Target verify")
+    got = client.get(f"/api/v1/runs/{run_id}/trace/events/{rank['logfile']}/{verify['event']}", headers=h).json()
+    assert got["event"]["cat"] == "gpu_user_annotation" and got["event"]["name"] == "target_verify"
+    assert got["event"]["ts"] == verify["ts_us"]
+    top = verify["top"][0]
+    kernel = client.get(f"/api/v1/runs/{run_id}/trace/events/{rank['logfile']}/{top['event']}", headers=h).json()
+    assert kernel["event"]["name"] == top["kernel"] and kernel["event"]["ts"] == top["ts_us"]
+    missing = client.get(f"/api/v1/runs/{run_id}/trace/events/{rank['logfile']}/99999999", headers=h)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "no_trace_event"
+    assert client.get(f"/api/v1/runs/{run_id}/trace/events/{rank['logfile']}/0", headers=bearer(eve)).status_code == 404

@@ -499,6 +499,20 @@ def _timelines(ranges: dict[str, dict], ks: np.ndarray, ke: np.ndarray, kn: np.n
     return out
 
 
+def event_at(stream: BinaryIO, index: int) -> dict | None:
+    """The `index`-th event of `traceEvents` as the file has it (the provenance of a figure), read
+    streaming up to it; None past the end. Reading costs the bytes before it."""
+    if index < 0:
+        return None
+    try:
+        for i, ev in enumerate(ijson.items(_open(stream), "traceEvents.item", use_float=True)):
+            if i == index:
+                return ev if isinstance(ev, dict) else {"value": ev}
+    except (EOFError, gzip.BadGzipFile, zlib.error, ijson.IncompleteJSONError) as e:
+        raise TraceError(f"the trace cannot be read up to event #{index}: {e}") from None
+    return None
+
+
 def parse(stream: BinaryIO) -> dict:
     """Read and analyse a trace: the JSON a trace file stores (LogFile.trace)."""
     return analyse(read(stream))
