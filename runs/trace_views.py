@@ -4,8 +4,6 @@ through runs.services, figures from runs/trace_charts.py."""
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,8 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import queries, services, trace_charts, traces
-from runs.compare import csv_safe
-from runs.http import AuthenticatedRequest
+from runs.http import AuthenticatedRequest, csv_download
 from runs.models import Run
 from runs.permissions import Role, has_role
 
@@ -53,10 +50,7 @@ def trace_context(request: HttpRequest, run: Run) -> dict:
 
 def trace_csv_response(trace: dict, run_id: int) -> HttpResponse:
     header, rows = traces.csv_rows(trace)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="runlens-run{run_id}-trace.csv"'
-    csv.writer(response).writerows(csv_safe([header, *rows]))
-    return response
+    return csv_download(f"runlens-run{run_id}-trace.csv", [header, *rows])
 
 
 @login_required

@@ -87,7 +87,9 @@ def test_fail_on_regression_exits_6_for_slower_and_0_for_faster(live_server, ali
     assert "NCCL" not in md  # the same settings reached both runs' workers: nothing to say
 
 
-@live
+@pytest.mark.e2e
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
 def test_dropped_nccl_tuning_is_never_green_and_fail_on_drift_exits_8(live_server, alice, worker, script, tmp_path):
     """The recording whose launcher's NCCL tuning never reached the workers, against a tuned
     baseline (it is slower) and against an untuned one (it is faster: the gate used to say 🟢)."""
