@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0015_digest_parts'),
+        ('runs', '0016_access_invitations_name_keys'),
     ]
 
     operations = [
