@@ -34,11 +34,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import clone, mixes, report  # noqa: E402
+from bench import trace as trace_mix  # noqa: E402
 from bench.harness import PY, Stack, status_kb  # noqa: E402
 from bench.loggen import HEAD_SAMPLE, cached_log  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-SECTIONS = ("mixes", "parse", "ingest", "compare", "list", "runpage", "workers")
+SECTIONS = ("mixes", "parse", "ingest", "compare", "list", "runpage", "workers", "trace")
 PAGE_SIZE = 50  # the run list's and the API's page size
 NCCL_PASTE = "NCCL_PROTO=LL\nNCCL_ALGO=Ring\nNCCL_MAX_NCHANNELS=16\n"
 
@@ -419,7 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         if "parse" in a.sections:
             section_parse(a, rows, refs, stack.env)
             write(["(partial: written after the parse section)"])
-        server = [s for s in SECTIONS if s in a.sections and s not in ("parse", "mixes")]
+        if "trace" in a.sections:  # a process of its own, no stack: bench/trace.py
+            trace_mix.section_trace(a, rows, refs, wall, PY, DATA, say)
+            write(["(partial: written after the trace section)"])
+        server = [s for s in SECTIONS if s in a.sections and s not in ("parse", "mixes", "trace")]
         if server:
             say(f"stack: database {stack.db_name}, {stack.redis_url}, data in {stack.tmp}")
             stack.create()

@@ -15,7 +15,7 @@ from django.db.models import F, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 
-from runs import blocks
+from runs import blocks, traces
 from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
@@ -141,7 +141,8 @@ def activity(user, limit: int = 15) -> list[dict]:
     edits = (RunEdit.objects.filter(run__in=visible_runs(user)).select_related("run", "run__project", "edited_by")
              .defer(*(f"run__{f}" for f in LIST_DEFERRED)).order_by("-edited_at")[:limit])
     events += [{"at": e.edited_at, "kind": "tags", "run": e.run, "who": e.edited_by,
-                "text": f"tags {', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
+                "text": f"{'trace phases' if e.what == RunEdit.What.TRACE_PHASES else 'tags'} "
+                        f"{', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 
@@ -459,7 +460,27 @@ def comparison_for(user, ids: list[int], baseline: int | None, points: bool = Tr
     missing = sorted(set(ids) - {r.id for r in inputs})
     if missing:
         raise Http404(f"no run {', '.join(map(str, missing))} in your projects")
-    return inputs, compare(inputs, baseline)
+    result = compare(inputs, baseline)
+    trace = traces.compare_runs([(r.id, r.name, r.parsed.get("trace")) for r in in_result_order(inputs, result)],
+                                result["baseline"] or 0)
+    if trace is not None:
+        result["trace"] = trace
+        result["headline"] = result["headline"] + trace["headline"]
+    return inputs, result
+
+
+def trace_files(run: Run) -> list[dict]:
+    """The run's ready profiler-trace files as runs/traces.py takes them: {logfile, name, trace}."""
+    return [{"logfile": lf_id, "name": name, "trace": trace} for lf_id, name, trace in run.logfiles.filter(
+        kind=LogFile.Kind.TRACE, status=Status.READY, trace__isnull=False).order_by("id")
+        .values_list("id", "original_name", "trace")]
+
+
+def trace_of(run: Run) -> dict | None:
+    """The run's profiler-trace breakdown (runs/traces.py) with the run's own range-to-phase
+    mapping; None when it has no parsed trace."""
+    files = trace_files(run)
+    return traces.run_trace(files, run.trace_phases) if files else None
 
 
 def in_result_order(inputs: list[RunInput], result: dict) -> list[RunInput]:

@@ -217,6 +217,7 @@ class LogFileStatusOut(Schema):
 
 
 class LogFileOut(LogFileStatusOut):
+    kind: str = Field(description='"log", or "trace": a PyTorch profiler trace (its breakdown is parsed["trace"])')
     size: int
     sha256: str
     registered: bool = Field(description="read in place from the server (registered by path)")
@@ -236,7 +237,7 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
-        return list(run.logfiles.all())
+        return list(run.logfiles.defer("trace"))  # a trace's breakdown is in `parsed`; the file's copy stays
 
 
 class RunStatusOut(Schema):
@@ -264,8 +265,16 @@ class TagsIn(Schema):
     )
 
 
+class TracePhasesIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    phases: dict[Annotated[str, Field(min_length=1, max_length=200)], Annotated[str, Field(max_length=100)]] = Field(
+        max_length=200, description='{range name: phase} for the run\'s profiler traces, "" for a range that is '
+        "no phase; replaces the run's mapping (names left out go back to runlens's own guess)")
+
+
 class RunEditOut(Schema):
-    what: str = Field(description="what was changed: tags")
+    what: str = Field(description="what was changed: tags, trace_phases")
     before: list[str]
     after: list[str]
     by: str | None = Field(description="who changed it (None: the user was deleted)")

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs import blocks, digest, queries
+from runs import blocks, digest, queries, traces
 from runs.layout import ROLES
 from runs.models import (
     Annotation,
@@ -38,6 +38,7 @@ from runs.models import (
 )
 from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
+from runs.queries import trace_of
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import BLOCKS_KEY, DRAFT_TYPES_KEY, person_vs_logs, renew_nccl, summarize_run
 
@@ -394,7 +395,37 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
 
 
 def _ready_files(run: Run) -> list[LogFile]:
-    return list(run.logfiles.filter(status=Status.READY).order_by("id"))
+    # Profiler traces have no rows or digest: their breakdown is `parsed["trace"]` (trace_of).
+    return list(run.logfiles.filter(status=Status.READY, kind=LogFile.Kind.LOG).order_by("id"))
+
+
+def set_trace_phases(user: User, run: Run, mapping: Mapping[str, str]) -> RunEdit | None:
+    """A person's word on which trace ranges are which phases ({range name: phase, "" = not a
+    phase}; names left out go back to runlens's own guess). Editors and admins; recorded as a
+    RunEdit, None when nothing changed. The breakdown is redone from the stored traces, not reread."""
+    require_role(user, run.project_id, Role.EDITOR)
+    for name, phase in mapping.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise ServiceError(422, "bad_trace_phases", f"range name {name!r}: 1-200 characters")
+        if not isinstance(phase, str) or len(phase) > 100:
+            raise ServiceError(422, "bad_trace_phases", f"phase of {name!r}: a name of at most 100 characters, "
+                               "or \"\" for a range that is no phase")
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(id=run.id)
+        old = dict(locked.trace_phases or {})
+        new = {k: v.strip() for k, v in mapping.items()}
+        if old == new:
+            return None
+        locked.trace_phases = new
+        # As the edit history shows them (RunEditOut: lists of text): "range=phase", "range=" for none.
+        before, after = (sorted(f"{k}={v}" for k, v in m.items()) for m in (old, new))
+        trace = trace_of(locked)
+        if trace is not None and locked.parsed:
+            locked.parsed = {**locked.parsed, "trace": traces.summary(trace)}
+        locked.save(update_fields=["trace_phases", "parsed", "updated_at"])
+        run.trace_phases, run.parsed = locked.trace_phases, locked.parsed
+        return RunEdit.objects.create(run=run, what=RunEdit.What.TRACE_PHASES, before=before, after=after,
+                                      edited_by=user)
 
 
 def _add_nccl(run: Run, result: rec.ParseResult) -> None:
@@ -523,6 +554,9 @@ def refresh_run(run_id: int) -> None:
         _add_nccl(run, result)
         parsed, figured = summarize_run(result, run_rows(run, files))
         state = {"figured": figured}
+        trace = trace_of(run)
+        if trace is not None:
+            parsed["trace"] = traces.summary(trace)
     run.parsed = parsed
     run.summary_state = state
     summary = parsed.get("summary", {})

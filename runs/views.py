@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, forms, markdown, queries, series, services, specdecode
+from runs import charts, forms, markdown, queries, series, services, specdecode, trace_charts
 from runs.compare import to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
@@ -23,6 +23,7 @@ from runs.models import Annotation, Status
 from runs.nccl import nccl_sentence
 from runs.permissions import Role, has_role, role_in
 from runs.summary import person_vs_logs
+from runs.trace_views import trace_context
 
 SORT_COLUMNS = [
     ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),
@@ -93,7 +94,9 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
-        "can_tag": has_role(request.user, run.project_id, Role.EDITOR), "run_edits": queries.run_edits(run),
+        "can_tag": has_role(request.user, run.project_id, Role.EDITOR),
+        "run_edits": [e for e in queries.run_edits(run) if e["what"] == "tags"],
+        **trace_context(request, run),
     })
 
 
@@ -171,6 +174,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         return csv_download("runlens-compare.csv", to_csv_rows(result))
     ordered = queries.in_result_order(inputs, result)
     chart_data = {}
+    if result.get("trace") and (deltas := trace_charts.class_deltas(result["trace"])):
+        chart_data["chart-trace-deltas"] = deltas
     if inputs and result["phases"]:
         chart_data["chart-breakdown"] = charts.cycle_breakdown(result)
         if len(inputs) >= 2:

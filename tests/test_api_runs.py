@@ -54,7 +54,7 @@ def test_detail_has_parsed_contract_summary_tags_and_logfiles(client, alice, bea
     lf = run.logfiles.get()
     assert body["logfiles"] == [{
         "id": lf.id, "name": TUNED, "status": "ready", "error": "", "error_line": None, "partial": None,
-        "refresh_warning": "", "size": lf.size,
+        "refresh_warning": "", "kind": "log", "size": lf.size,
         "sha256": lf.sha256, "registered": False, "formats": lf.formats, "lines": lf.lines,
         "parsed_at": body["logfiles"][0]["parsed_at"], "warnings": lf.warnings,
     }]

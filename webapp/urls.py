@@ -9,6 +9,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.gzip import gzip_page
 
 from ingest import views as ingest_views
+from runs import trace_views
 from runs import views as run_views
 from runs import views_sweep as sweep_views
 from runs import views_trend as trend_views
@@ -38,6 +39,8 @@ urlpatterns = [
     path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
     path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),
     path("runs/<int:pk>/tags", run_views.set_tags, name="set_tags"),
+    path("runs/<int:pk>/trace.csv", trace_views.trace_csv, name="trace_csv"),
+    path("runs/<int:pk>/trace/phases", trace_views.trace_phases, name="trace_phases"),
     path("annotations/<int:pk>/edit", run_views.annotation_edit, name="annotation_edit"),
     path("annotations/<int:pk>/delete", run_views.annotation_delete, name="annotation_delete"),
     path("projects/", run_views.project_list, name="project_list"),
