@@ -293,11 +293,14 @@ class AnnotationEdit(models.Model):
 
 
 class RunEdit(models.Model):
-    """A change a person made to a run after its upload (its tags replaced): who, when, before and
-    after. The run page and the activity feed show them, like an annotation's edit history."""
+    """A change a person made to a run after its upload (its tags replaced, its log files' roles
+    corrected): who, when, before and after. The run page and the activity feed show them, like
+    an annotation's edit history. Tags: before/after are the tag lists. Roles: {"roles": {file:
+    role, "" = detected}, "figures": {figure: value}}, the figures being those the change moved."""
 
     class What(models.TextChoices):
         TAGS = "tags"
+        ROLES = "roles"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="edits")
     what = models.CharField(max_length=20, choices=What.choices)

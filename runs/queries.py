@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from runs import blocks
 from runs import series as stored
 from runs.compare import RunInput, compare
+from runs import display
 from runs.models import (
     Annotation,
     CollectiveResult,
@@ -123,11 +124,42 @@ def anchored_notes(run_ids: list[int]) -> list[Annotation]:
                 .select_related("author", "run").order_by("created_at", "id"))
 
 
-def run_edits(run: Run) -> list[dict]:
-    """Changes people made to the run after its upload (tags replaced), oldest first."""
+def run_edits(run: Run, what: str | None = None) -> list[dict]:
+    """Changes people made to the run after its upload (tags replaced, roles corrected), oldest
+    first; only those of one kind with `what`. `changes` says each in words."""
+    edits = run.edits.select_related("edited_by")
+    if what:
+        edits = edits.filter(what=what)
     return [{"what": e.what, "before": e.before, "after": e.after, "at": e.edited_at,
-             "by": e.edited_by.get_username() if e.edited_by else None}
-            for e in run.edits.select_related("edited_by")]
+             "by": e.edited_by.get_username() if e.edited_by else None, "changes": edit_changes(e)}
+            for e in edits]
+
+
+# How a role edit names the figures it moved (the run page's card labels).
+EDITED_FIGURES = {"throughput_tok_s": ("throughput", " tok/s"), "tokens_per_cycle": ("tokens/cycle", ""),
+                  "cycle_ms": ("cycle", " ms"), "verify_ms": ("verify", " ms"), "windows": ("windows", ""),
+                  "nccl_status": ("NCCL", ""), "launches_count": ("serving launches", "")}
+
+
+def edit_changes(edit: RunEdit) -> list[str]:
+    """A recorded edit in words, one phrase a change: `tags a → b`; `bench.log: detected →
+    benchmark client`, `throughput 472.8 → — tok/s`, `NCCL drift → unknown`."""
+    if edit.what == RunEdit.What.TAGS:
+        return [f"tags {', '.join(edit.before) or '(none)'} → {', '.join(edit.after) or '(none)'}"]
+    before, after = edit.before or {}, edit.after or {}
+    phrases = [f"{name}: {before.get('roles', {}).get(name) or 'detected'} → {role or 'detected'}"
+               for name, role in (after.get("roles") or {}).items()]
+    moved = after.get("figures") or {}
+    # In the cards' order (PostgreSQL's jsonb keeps no key order).
+    for key in sorted(moved, key=lambda k: list(EDITED_FIGURES).index(k) if k in EDITED_FIGURES else len(EDITED_FIGURES)):
+        label, unit = EDITED_FIGURES.get(key, (key, ""))
+        new, old = moved[key], (before.get("figures") or {}).get(key)
+        if key in display.KINDS:
+            phrases.append(f"{label} {display.figure(old, key)} → {display.figure(new, key)}{unit}")
+        else:
+            phrases.append(f"{label} {old if old not in (None, '') else display.DASH} → "
+                           f"{new if new not in (None, '') else display.DASH}")
+    return phrases
 
 
 def activity(user, limit: int = 15) -> list[dict]:
@@ -149,8 +181,8 @@ def activity(user, limit: int = 15) -> list[dict]:
                 "text": a.body[:200]} for a in notes]
     edits = (RunEdit.objects.filter(run__in=visible_runs(user)).select_related("run", "run__project", "edited_by")
              .defer(*(f"run__{f}" for f in LIST_DEFERRED)).order_by("-edited_at")[:limit])
-    events += [{"at": e.edited_at, "kind": "tags", "run": e.run, "who": e.edited_by,
-                "text": f"tags {', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
+    events += [{"at": e.edited_at, "kind": e.what, "run": e.run, "who": e.edited_by,
+                "text": "; ".join(edit_changes(e))} for e in edits]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 

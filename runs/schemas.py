@@ -177,6 +177,15 @@ class LogFileOut(LogFileStatusOut):
     warnings: list[dict[str, Any]]
 
 
+class RecordedEditOut(Schema):
+    what: str = Field(description="tags (before/after: the tag lists) or roles (before/after: "
+                      "{roles: {file: role, \"\" = detected}, figures: {figure: value}}, the figures it moved)")
+    before: Any
+    after: Any
+    by: str | None = Field(description="who changed it (None: the user was deleted)")
+    at: datetime
+
+
 class RunDetailOut(RunOut):
     notes: str
     meta: dict[str, Any] = Field(description="upload metadata: ci{commit, branch, url}, ...")
@@ -184,10 +193,17 @@ class RunDetailOut(RunOut):
     parsed: dict[str, Any] = Field(
         description="the parse of the whole run, the DESIGN 'Contract' shape; {} until a file is parsed",
     )
+    edits: list[RecordedEditOut] = Field(description="changes people made to the run since its upload, oldest first")
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
         return list(run.logfiles.all())
+
+    @staticmethod
+    def resolve_edits(run: Run) -> list:
+        return [{"what": e.what, "before": e.before, "after": e.after, "at": e.edited_at,
+                 "by": e.edited_by.get_username() if e.edited_by else None}
+                for e in run.edits.select_related("edited_by")]
 
 
 class RunStatusOut(Schema):

@@ -20,7 +20,7 @@ from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
-from runs.models import Annotation, Status
+from runs.models import Annotation, RunEdit, Status
 from runs.nccl import nccl_sentence
 from runs.permissions import Role, has_role, role_in
 from runs.summary import person_vs_logs
@@ -93,7 +93,8 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
-        "can_tag": has_role(request.user, run.project_id, Role.EDITOR), "run_edits": queries.run_edits(run),
+        "can_tag": has_role(request.user, run.project_id, Role.EDITOR),
+        "run_edits": queries.run_edits(run, RunEdit.What.TAGS), "role_edits": queries.run_edits(run, RunEdit.What.ROLES),
     })
 
 
@@ -314,6 +315,8 @@ def set_roles(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         services.set_file_roles(request.user, run, roles)
     except services.ServiceError as e:
         messages.error(request, e.message)
+    except PermissionDenied as e:
+        messages.error(request, str(e) or "correcting roles needs the editor role")
     return redirect(reverse("run_detail", args=[run.id]) + "#processes")
 
 
