@@ -399,38 +399,55 @@ def first_lines(run: Run, kept: dict | None = None,
     return out
 
 
-FIGURE_LINES_SHOWN = 200  # lines listed in the source panel for one figure (the median's always among them)
+FIGURE_LINES_SHOWN = 200  # lines listed in the source panel for one figure (the middle ones always among them)
 
 
 def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict | None:
     """The windows behind one of the run page's median figures (`phase:Target verify`,
-    `metric:throughput_tok_s`), in the first log file that has it: the first `limit` windows'
-    (window, value, line) in order, their total, and the line of the window whose value is the
-    median (the middle of a stable sort by value, ties by window then order in the file). None
-    for an unknown key or no rows. Reads only that figure's blocks of that one file."""
+    `metric:throughput_tok_s`), in every log file behind it, as the summary takes them (files in
+    order, windows in order): the first `limit` windows' (log file, window, value, line), their
+    total, the card's figure, and the window or windows in the middle of a stable sort by value
+    (ties by file, window, then order in the file): one for an odd count, the two whose mean is
+    the median for an even one. None for an unknown key or no rows. Reads only that figure's blocks."""
     kind, _, name = key.partition(":")
+    parsed = run.parsed or {}
     if kind == "phase":
         found = SampleBlock.objects.filter(run=run, kind=blocks.PHASE, name=name)
+        card = next((p.get("ms") for p in parsed.get("phases", []) if p.get("name") == name), None)
     elif kind == "metric" and name in set(CARD_METRICS.values()):
         names = [m for m, figure in CARD_METRICS.items() if figure == name]
         source = stored.best_source(run.id, names)  # the source the summary believes first
         if source is None:
             return None
         found = SampleBlock.objects.filter(run=run, kind=blocks.METRIC, name__in=names, source=source)
+        # Within the source, the first of the names it reports, as summary.series takes it.
+        reported = set(found.values_list("name", flat=True).distinct())
+        found = found.filter(name=next(n for n in names if n in reported))
+        card = (parsed.get("summary") or {}).get(name)
     else:
         return None
-    logfile = found.order_by("logfile_id").values_list("logfile_id", flat=True).first()
-    if logfile is None:
-        return None
-    rows = blocks.frame(kind, found.filter(logfile_id=logfile).order_by("seq").values_list(
+    rows = blocks.frame(kind, found.order_by("logfile_id", "seq").values_list(
         "logfile_id", "name", "source", "data"), [blocks.VALUE[kind], "line"]).rename({blocks.VALUE[kind]: "value"})
     total = rows.height
-    median = rows.sort(["value", "window", "i"], maintain_order=True).row((total - 1) // 2, named=True)
-    shown = [{"window": w, "value": v, "line": line} for w, v, line in
-             rows.head(limit).select("window", "value", "line").iter_rows()]
-    return {"logfile": logfile, "median_line": median["line"], "median_value": median["value"], "total": total,
-            "median": {"window": median["window"], "value": median["value"], "line": median["line"]},
-            "windows": shown}
+    if not total:
+        return None
+    ordered = rows.sort(["value", "logfile", "window", "i"], maintain_order=True)
+    middle = [ordered.row(at, named=True) for at in sorted({(total - 1) // 2, total // 2})]
+    median = sum(m["value"] for m in middle) / len(middle)
+    files = dict(LogFile.objects.filter(id__in=rows.get_column("logfile").unique().to_list())
+                 .values_list("id", "original_name"))
+
+    def window(row: dict) -> dict:
+        return {"logfile": row["logfile"], "window": row["window"], "value": row["value"], "line": row["line"]}
+
+    shown = [window(r) for r in rows.head(limit).iter_rows(named=True)]
+    for m in middle:
+        if (m["logfile"], m["line"]) not in {(w["logfile"], w["line"]) for w in shown}:
+            shown.append(window(m))
+    return {"figure": card if card is not None else round(median, 4), "median_value": round(median, 4),
+            "total": total, "middle": [window(m) for m in middle], "windows": shown,
+            "files": [{"logfile": lf, "name": files.get(lf, "")} for lf in rows.get_column("logfile").unique(
+                maintain_order=True).to_list()]}
 
 
 def parse_ids(raw: str) -> list[int]:

@@ -141,17 +141,14 @@ def run_status(request: HttpRequest) -> JsonResponse:
 @login_required
 @require_GET
 def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
-    """The windows behind one median figure of the run page, for the source panel: each window's
-    value and line (the median's marked), at most FIGURE_LINES_SHOWN of them."""
+    """The windows behind one median figure of the run page, for the source panel: every file's
+    windows with their values and lines (at most FIGURE_LINES_SHOWN), the card's figure, and the
+    middle window (odd count) or two (even: the median is their mean) marked."""
     run = queries.visible_run(request.user, pk)
     found = queries.figure_windows(run, request.GET.get("key", ""))
     if found is None:
         return JsonResponse({"error": {"code": "no_figure", "message": "no such figure in this run"}}, status=404)
-    shown = found["windows"]
-    if found["median_line"] not in {w["line"] for w in shown}:
-        shown = shown[:-1] + [found["median"]]
-    return JsonResponse({"logfile": found["logfile"], "median_line": found["median_line"],
-                         "median_value": found["median_value"], "total": found["total"], "windows": shown})
+    return JsonResponse(found)
 
 
 @login_required
