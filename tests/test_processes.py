@@ -74,8 +74,10 @@ def test_effective_filter_ignores_nccl_tests_processes(alice, client):
     client.force_login(alice)
     body = client.get("/?nccl=NCCL_PROTO=LL").content.decode()
     assert "tuned-alone" in body and "dropped+tests" not in body
-    # The rows still know they are nccl-tests' (not deleted, just not a worker's).
-    assert NcclSetting.objects.filter(key="NCCL_PROTO", kind="effective", role="nccl-tests").count() == 1
+    # The rows still know they are nccl-tests' (not deleted, just not a worker's): one for each of
+    # the two ranks its one process drives (-g 2), from its one echo.
+    rows = NcclSetting.objects.filter(key="NCCL_PROTO", kind="effective", role="nccl-tests")
+    assert sorted(rows.values_list("rank", flat=True)) == ["0", "1"] and len({r.line for r in rows}) == 1
 
 
 def test_processes_say_who_wrote_what(alice):

@@ -501,3 +501,15 @@ def test_dp_attention_with_untagged_lines_says_the_figure_is_not_the_sum(client,
     assert scope in compare
     headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
     assert "dp.log's throughput is the median of 2 DP ranks' untagged lines, not their sum." in headline[0]["text"]
+
+
+def test_nccl_tests_driving_two_gpus_from_one_process_shows_each_echo_for_both_ranks(client, alice, upload_run):
+    # -g 2: one process, ranks 0 and 1; NCCL echoed NCCL_NVLS_ENABLE once, from rank 1's thread.
+    run = upload_run(alice, "nccl-tests_all_reduce_default.log")
+    [panel] = run.parsed["nccl_tests"]
+    assert panel["nccl"]["effective_by_rank"] == {"0": {"NCCL_NVLS_ENABLE": "0"}, "1": {"NCCL_NVLS_ENABLE": "0"}}
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    section = page[page.index('id="nccl-tests"'):]
+    section = section[:section.index("</section>")]
+    assert "rank 0 (effective)" in section and "rank 1 (effective)" in section and "missing" not in section
