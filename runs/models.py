@@ -84,6 +84,9 @@ class Run(models.Model):
     nccl_status = models.CharField(max_length=10, blank=True)  # ok / drift / unknown
     # parsed["launches_count"], for lists (they never load `parsed`): 2 or more blend launches.
     launches_count = models.PositiveSmallIntegerField(default=0)
+    # Log files of the run that failed, kept with the status (lists show it): a run is `ready`
+    # when one file parsed, and says beside that status how many did not (their reasons: `error`).
+    failed_files = models.PositiveSmallIntegerField(default=0)
     # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources:
     # summaries, not every row (collectives capped). Lists defer it (runs.queries).
     parsed = models.JSONField(default=dict, blank=True)

@@ -117,6 +117,9 @@ class RunOut(Schema):
     nccl_status: str
     launches_count: int = Field(0, description=(
         "serving launches in the run; 2 or more means its figures blend them (see parsed.launches)"))
+    failed_files: int = Field(0, description=(
+        "log files of the run that failed to parse (`error` says why): a `ready` run with failed files "
+        "holds the figures of the others only"))
     url: str = Field(description="the run's page")
 
     @staticmethod
@@ -209,7 +212,10 @@ class RunDetailOut(RunOut):
 class RunStatusOut(Schema):
     id: int
     status: StatusName
-    error: str = Field(description="why the run failed: file and reason, one line per failed file")
+    error: str = Field(description="why the run, or some of its files, failed: file and reason, one line per "
+                       "failed file (also while the run is ready from its other files)")
+    failed_files: int = Field(0, description="log files that failed; a `ready` run with some holds the others' "
+                              "figures only")
     logfiles: list[LogFileStatusOut]
     verdict: dict[str, Any] | None = Field(None, description="once ready: the verdict against the run's "
                                            "baseline, as GET /runs/{id}/verdict")

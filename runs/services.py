@@ -465,6 +465,7 @@ def refresh_run(run_id: int) -> None:
     NCCL rows (the phase and metric rows themselves are not read)."""
     run = Run.objects.select_for_update().get(id=run_id)
     run.status, run.error, codes = _run_status(run)
+    run.failed_files = min(run.logfiles.filter(status=Status.FAILED).count(), 32767)
     parsed: dict = {}
     state: dict = {}
     if Status.READY in codes:

@@ -129,7 +129,7 @@ def run_status(request: HttpRequest) -> JsonResponse:
             "throughput_tok_s": r.throughput_tok_s, "tokens_per_cycle": r.tokens_per_cycle,
             "cycle_ms": r.cycle_ms, "verify_ms": r.verify_ms, "steps": r.steps, "nccl_status": r.nccl_status,
             # Everything else the list row shows, so a row filled live matches one rendered by the server.
-            "person_conflict": r.person_conflict, "launches_count": r.launches_count,
+            "person_conflict": r.person_conflict, "launches_count": r.launches_count, "failed_files": r.failed_files,
             # An annotation of queries.run_statuses (lists never load `parsed`).
             "throughput_scope": throughput_scope_text(getattr(r, "throughput_scope", None)),
             "logfiles": [{"id": lf.id, "status": lf.status, "error": lf.error} for lf in r.logfiles.all()],

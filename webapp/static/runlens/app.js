@@ -159,6 +159,9 @@ function watchRunList() {
       show("person_conflict", Boolean(run.person_conflict));
       set("launches_count", run.launches_count || 0);
       show("launches", (run.launches_count || 0) >= 2);
+      set("failed_files", run.failed_files || 0);
+      show("failed", (run.failed_files || 0) > 0 && run.status !== "failed");
+      if (field("failed")) field("failed").title = run.error || "";
     });
   });
 }
