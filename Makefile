@@ -1,22 +1,35 @@
 # runlens: `make run` starts everything on a fresh machine; `make test` runs the whole suite.
 PY := .venv/bin/python
-STAMP := .venv/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# One stamp per install, named for the pyproject.toml and C scanner it installed: a change installs again.
+HASH := $(shell cat pyproject.toml ingest/parsers/_scan.c | cksum | cut -d' ' -f1)
+RUNTIME := .venv/.runtime-$(HASH)
+TESTTOOLS := .venv/.test-$(HASH)
+# What `make test-fast` leaves out: tests that drive Chromium, start a web server or a Celery worker.
+SLOW := browser or live or e2e
 
-.PHONY: run test check bench venv migrate clean
+.PHONY: run test test-fast check bench venv migrate clean
 
-venv: $(STAMP)
+# The development environment: what runs, and the test tools.
+venv: $(TESTTOOLS)
 
-# The native scanner (ingest/parsers/_scan.c) is built by the install: a changed C file installs again.
-$(STAMP): pyproject.toml ingest/parsers/_scan.c
+# What `make run` needs, nothing more. The native scanner (ingest/parsers/_scan.c) is built by this
+# install: a changed C file installs again.
+$(RUNTIME): pyproject.toml ingest/parsers/_scan.c
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
-	rm -f .venv/.installed-*; touch $(STAMP)
+	$(PY) -m pip install -q -e .
+	rm -f .venv/.runtime-*; touch $(RUNTIME)
 
-migrate: venv
+# The test extra's packages alone, read from pyproject.toml: installing '.[test]' would build the
+# project again.
+$(TESTTOOLS): $(RUNTIME)
+	$(PY) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]))' > .venv/requirements-test.txt
+	$(PY) -m pip install -q -r .venv/requirements-test.txt
+	rm -f .venv/.test-*; touch $(TESTTOOLS)
+
+migrate: $(RUNTIME)
 	$(PY) manage.py migrate --noinput
 
-run: venv
+run: $(RUNTIME)
 	scripts/run.sh
 
 # The whole suite. PostgreSQL when DATABASE_URL names it (CI does), SQLite otherwise.
@@ -24,14 +37,21 @@ test: venv
 	scripts/ensure-redis.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# Lint, the import arrows of docs/architecture.md, types, then the whole suite.
+# The edit loop: no browser, no live server, no worker process.
+test-fast: venv
+	scripts/ensure-redis.sh
+	$(PY) -m pytest -m "not ($(SLOW))" $(PYTEST_ARGS)
+
+# Lint, the import arrows of docs/architecture.md, types, the whole suite (Hypothesis derandomized:
+# the same examples every run), then the property tests again with fresh random examples.
 check: venv
 	.venv/bin/ruff check .
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 	$(MAKE) test
+	HYPOTHESIS_PROFILE=random $(PY) -m pytest -m "hypothesis and not ($(SLOW))" $(PYTEST_ARGS)
 
-# The performance targets of issue 10 on a real stack (its own database and Redis db); prints the
+# The performance targets (bench/report.py) on a real stack (its own database and Redis db); prints the
 # table and writes bench/results.json. BENCH_ARGS="--quick" is a smoke run in about 2 minutes.
 bench: venv
 	$(PY) bench/run.py $(BENCH_ARGS)

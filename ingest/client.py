@@ -8,12 +8,18 @@ with --wait, parsed), 1 the parse failed (or, with --wait, one of the files did 
 parsed), 2 bad arguments, 3 the server refused or could not be reached (a .gz cut short is refused
 naming the file; so is an unknown --project), 4 --wait timed out, 6 --fail-on-regression: the run
 regressed past the limit, 7 --wait: a file was partial (it ends mid-line: its last line was not
-read). --allow-partial accepts a ready run holding less than was sent (exit 0, warnings printed).
+read), 8 --fail-on-drift: NCCL settings the launcher declared did not reach the run's workers (checked
+before the regression gate: a drifted run's figures measure another configuration). --allow-partial
+accepts a ready run holding less than was sent (exit 0, warnings printed).
+
+Every figure this script prints is the text the server wrote (runs/display.py on the server): the
+console, the markdown summary and the pages read the same digits.
 
 A CI gate (the baseline: a run id, "pinned", the project's pinned run, or branch:main, the
 latest run of that branch uploaded before this one):
 
-    runlens-upload ... --baseline branch:main --wait --fail-on-regression 3 --summary-md "$GITHUB_STEP_SUMMARY"
+    runlens-upload ... --baseline branch:main --wait --fail-on-regression 3 --fail-on-drift \
+        --summary-md "$GITHUB_STEP_SUMMARY"
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ CHUNK = 1 << 20
 EXIT_FAILED, EXIT_USAGE, EXIT_HTTP, EXIT_TIMEOUT = 1, 2, 3, 4
 EXIT_REGRESSION = 6
 EXIT_PARTIAL = 7
+EXIT_DRIFT = 8
 
 
 class ClientError(Exception):
@@ -229,7 +236,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="runlens-upload", description="Upload the log files of one run to runlens.",
         epilog="Exit status: 0 done, 1 the parse failed (--wait), 2 bad arguments, 3 HTTP or network error, "
-        "4 --wait timed out, 6 regressed past --fail-on-regression, 7 a file was partial (--wait).",
+        "4 --wait timed out, 6 regressed past --fail-on-regression, 7 a file was partial (--wait), "
+        "8 NCCL drift with --fail-on-drift (the workers did not get the declared NCCL settings).",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILES", help="log files of the run (.gz is fine)")
     p.add_argument("--url", required=True, help="runlens base URL, e.g. https://runlens.example")
@@ -258,6 +266,9 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
                    'default) or branch:NAME (the latest ready run of that branch before this one)')
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
                    help="with --wait: exit 6 when the metric got worse by more than PCT %% beyond the noise")
+    p.add_argument("--fail-on-drift", action="store_true",
+                   help="with --wait: exit 8 when NCCL variables the launcher declared did not reach the run's "
+                   "workers (checked before --fail-on-regression)")
     p.add_argument("--metric", default="throughput_tok_s",
                    help="the figure --fail-on-regression checks (default throughput_tok_s; also tokens_per_cycle, "
                    "cycle_ms, verify_ms, phase:NAME)")
@@ -266,12 +277,13 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def gate_requested(args: argparse.Namespace) -> bool:
-    return args.fail_on_regression is not None or args.summary_md is not None
+    return args.fail_on_regression is not None or args.summary_md is not None or args.fail_on_drift
 
 
 def check_gate_arguments(args: argparse.Namespace) -> None:
     if gate_requested(args) and not args.wait:
-        raise ClientError("--fail-on-regression and --summary-md need --wait (the verdict comes after the parse)",
+        raise ClientError("--fail-on-regression, --fail-on-drift and --summary-md need --wait "
+                          "(the verdict comes after the parse)",
                           EXIT_USAGE)
     if args.fail_on_regression is not None and args.fail_on_regression < 0:
         raise ClientError("--fail-on-regression takes a percentage >= 0", EXIT_USAGE)
@@ -294,27 +306,53 @@ def with_baseline(meta: dict, args: argparse.Namespace) -> dict:
 
 
 def report_verdict(base: str, token: str, run_id: int, args: argparse.Namespace) -> int:
-    """Print the verdict, write the summary, and exit 6 if the gate says the run regressed."""
+    """Print the verdict, write the summary; exit 8 on NCCL drift (--fail-on-drift), 6 if the gate
+    says the run regressed."""
     query = {"metric": args.metric}
     if args.fail_on_regression is not None:
         query["fail_on_regression"] = f"{args.fail_on_regression:g}"
     verdict = request("GET", f"{base}/api/v1/runs/{run_id}/verdict?{urllib.parse.urlencode(query)}", token,
                       timeout=60)
-    print(verdict.get("headline", ""))
-    for reason in verdict.get("reasons", []):
-        print(f"  - {reason}")
-    if verdict.get("compare_url"):
-        print(f"compare: {verdict['compare_url']}")
+    print_verdict(verdict)
     gate = verdict.get("gate") or {}
-    if gate.get("text"):
-        print(f"gate: {gate['text']}")
     if args.summary_md:
         try:
             with open(args.summary_md, "a", encoding="utf-8") as f:
                 f.write(summary_markdown(verdict))
         except OSError as e:
             raise ClientError(f"--summary-md {args.summary_md}: {e.strerror or e}", EXIT_USAGE) from None
+    if args.fail_on_drift and (verdict.get("nccl") or {}).get("alarm"):
+        print("gate: NCCL drift (--fail-on-drift)")
+        return EXIT_DRIFT
     return EXIT_REGRESSION if gate.get("fail") else 0
+
+
+def print_verdict(verdict: dict) -> None:
+    """The verdict on the console: headline, reasons, NCCL findings, links, the gate's word."""
+    print(verdict.get("headline", ""))
+    for reason in verdict.get("reasons", []):
+        print(f"  - {reason}")
+    for line in nccl_lines(verdict.get("nccl") or {}):
+        print(f"  nccl: {line}")
+    if verdict.get("compare_url"):
+        print(f"compare: {verdict['compare_url']}")
+    if (verdict.get("gate") or {}).get("text"):
+        print(f"gate: {verdict['gate']['text']}")
+
+
+def nccl_lines(nccl: dict) -> list[str]:
+    """The NCCL finding, a line per drifted variable and per setting that differs from the baseline's."""
+    lines = []
+    for d in nccl.get("drift") or []:
+        got = "never reached the workers" if d.get("effective") is None else f"reached them as {d['effective']}"
+        lines.append(f"{d['key']} declared {d.get('declared')}, {got}")
+    for d in nccl.get("differs") or []:
+        lines.append(f"{d['key']}: this run {_unset(d.get('run'))}, baseline {_unset(d.get('baseline'))}")
+    return lines
+
+
+def _unset(value: object) -> str:
+    return "unset" if value is None else str(value)
 
 
 def _md(text: object) -> str:
@@ -322,25 +360,35 @@ def _md(text: object) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _num(value: object, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+def _text(f: dict, key: str) -> str:
+    """A figure's number as the server wrote it (the pages' rounding); this script never rounds."""
+    return str((f.get("text") or {}).get(key) or "—")
 
 
 def summary_markdown(verdict: dict) -> str:
-    """The verdict as markdown: headline, one row per figure, links to the comparison and the run."""
+    """The verdict as markdown: title (with any NCCL finding), headline, one row per figure, the
+    NCCL variables behind the finding, links to the comparison and the run."""
     word = verdict.get("verdict", "?")
-    icon = {"regression": "🔴", "improvement": "🟢", "no change": "⚪"}.get(word, "⚠️")
-    lines = [f"### {icon} runlens: {word}", "", _md(verdict.get("headline", "")), ""]
+    nccl = verdict.get("nccl") or {}
+    # A drifted run is never green: its figures measure a configuration nobody asked for.
+    icon = "⚠️" if nccl.get("alarm") else {"regression": "🔴", "improvement": "🟢", "no change": "⚪"}.get(word, "⚠️")
+    lines = [f"### {icon} {_md(verdict.get('title') or f'runlens: {word}')}", "", _md(verdict.get("headline", "")), ""]
     figures = verdict.get("figures") or []
     if figures:
         lines += ["| Figure | Baseline | This run | Δ | Δ % | Noise ± | |", "|---|---:|---:|---:|---:|---:|---|"]
         for f in figures:
-            pct = "—" if f.get("delta_pct") is None else f"{f['delta_pct']:+.1f}%"
-            delta = "—" if f.get("delta") is None else f"{f['delta']:+.2f}"
+            pct = "—" if f.get("delta_pct") is None else f"{_text(f, 'delta_pct')}%"
             label = f"{f['label']} {f['unit']}" if f.get("unit") else f["label"]
-            lines.append(f"| {_md(label)} | {_num(f.get('baseline'))} | "
-                         f"{_num(f.get('value'))} | {delta} | {pct} | {_num(f.get('noise'))} | "
+            lines.append(f"| {_md(label)} | {_text(f, 'baseline')} | {_text(f, 'value')} | {_text(f, 'delta')} | "
+                         f"{pct} | {_text(f, 'noise')} | "
                          f"{_md(f.get('direction') or ('noise' if f.get('delta') is not None else ''))} |")
+        lines.append("")
+    if nccl.get("drift") or nccl.get("differs"):
+        lines += ["| NCCL variable | Declared | Workers had | Baseline's workers had |", "|---|---|---|---|"]
+        for d in nccl.get("drift") or []:
+            lines.append(f"| {_md(d['key'])} | {_md(d.get('declared'))} | {_md(_unset(d.get('effective')))} | |")
+        for d in nccl.get("differs") or []:
+            lines.append(f"| {_md(d['key'])} | | {_md(_unset(d.get('run')))} | {_md(_unset(d.get('baseline')))} |")
         lines.append("")
     for reason in verdict.get("reasons", []) if word == "not comparable" else []:
         lines.append(f"- {_md(reason)}")

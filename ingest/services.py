@@ -34,6 +34,7 @@ from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
 from runs.blocks import Block, BlockWriter
 from runs.digest import FileDigest
+from runs.layout import ROLES
 from runs.models import (
     CollectiveResult,
     DigestPart,
@@ -46,7 +47,6 @@ from runs.models import (
     Status,
 )
 from runs.permissions import Role, has_role, require_role, role_in
-from runs.processes import ROLES
 from runs.services import ServiceError, content_sha256, declare_values, refresh_run, set_tags
 
 log = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ def register_upload(
         committed = True
     except BaseException:
         # Nothing half-written: no stored bytes without the rows that point at them. Once the
-        # rows are committed the files are the run's, whatever happens after (issue 14).
+        # rows are committed the files are the run's, whatever happens after.
         if not committed:
             _discard(stored)
         raise
@@ -176,7 +176,7 @@ def register_upload(
 
 
 def file_roles(roles: Mapping[str, str] | None, names: list[str]) -> None:
-    """Check `roles` {file name: role}, a person's word on who wrote a file (runs/processes.py ROLES)."""
+    """Check `roles` {file name: role}, a person's word on who wrote a file (runs/layout.py ROLES)."""
     for name, role in (roles or {}).items():
         if name not in names:
             raise ServiceError(400, "unknown_file", f"roles names {name!r}, which is not one of the uploaded files")
@@ -365,8 +365,13 @@ def send_parse(logfile_id: int) -> bool:
 
     The database already says `queued`, so a broker that is down loses nothing: the file is
     marked queued since long ago and the reconciler's next pass (every minute) sends it again.
-    Never raises: the caller's rows are committed and its answer is "accepted" (issue 14).
+    Never raises: the caller's rows are committed and its answer is "accepted".
     """
+    if current_app.conf.task_always_eager:
+        # CELERY_TASK_ALWAYS_EAGER: parse here, in this process (a demo or a script without a
+        # worker). send_task by name would still post to the broker, eager or not.
+        parse_logfile(logfile_id)
+        return True
     try:
         # By name: tasks.py imports this module, so importing it back would be a cycle.
         current_app.send_task(PARSE_TASK, args=[logfile_id])
@@ -439,8 +444,6 @@ class Heartbeat:
             self._thread.join()
 
     def _beat(self) -> None:
-        from django.db import connection
-
         try:
             while not self._stop.wait(settings.HEARTBEAT_SECONDS):
                 try:
@@ -677,7 +680,7 @@ def _save_block(copy: Any, lf: LogFile, block: Block) -> None:
 def _binary_copy(model: Any, fields: tuple[str, ...], types: tuple[str, ...]) -> Iterator[Any]:
     """A binary COPY into the model's table on the transaction's connection (PostgreSQL; None
     elsewhere): bytea goes as bytes, not as the driver's hex text of twice its size, in one
-    statement instead of an INSERT each (issue 10: 4.6 of 23 s of a 512 MB ingest waited on those)."""
+    statement instead of an INSERT each."""
     if connection.vendor != "postgresql":
         yield None
         return
@@ -741,8 +744,8 @@ def _insert_rows(lf: LogFile, collectives: list, nccl: list) -> None:
 
 
 def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
-    """PostgreSQL COPY into the model's table, on the transaction's own connection (issue 10:
-    about 6x faster than bulk_create's INSERTs for the same rows)."""
+    """PostgreSQL COPY into the model's table, on the transaction's own connection: several
+    times faster than bulk_create's INSERTs for the same rows."""
     if not rows:
         return
     quote = connection.ops.quote_name

@@ -13,7 +13,7 @@ import json
 from pathlib import Path as PathLib
 from typing import Annotated, BinaryIO, cast
 
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import File, Form, Header, Path, Query, Router
 from ninja.files import UploadedFile
@@ -24,7 +24,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ingest import client as ingest_client
 from ingest import services as ingest_services
 from ingest import storage
-from runs import queries, services
+from runs import forms, queries, services
 from runs.http import ApiRequest
 from runs.models import Run, RunEdit
 from runs.models import Status as RunStatus
@@ -58,6 +58,7 @@ from runs.schemas import (
     SweepQuery,
     TagsIn,
     TagsOut,
+    VerdictOut,
     VerdictQuery,
     errors,
 )
@@ -183,7 +184,7 @@ def compare_runs(request: ApiRequest, query: Query[CompareQuery]) -> dict:
     """Runs against a baseline, as on /compare/: per-phase and per-metric deltas with their noise,
     the configuration diff and comparability verdict, NCCL status and the headline sentences."""
     # No per-window points: the result has none (only their noise, kept with the stored series).
-    _, result = queries.comparison_for(request.auth, queries.parse_ids(query.runs), query.baseline, points=False)
+    _, result = queries.comparison_for(request.auth, forms.parse_ids(query.runs), query.baseline, points=False)
     return result
 
 SIZE_CODES = {"too_large", "decompressed_too_large"}
@@ -325,21 +326,21 @@ def sweep_runs(request: ApiRequest, query: Query[SweepQuery]) -> dict:
     model, TP size, GPU, engine and effective NCCL settings; per group the measured `points`,
     the `best`, the no-speculation `baseline`, the model `fit` (acceptance p, cost per draft
     step, predicted curve for 1-8 steps with its band, predicted best) and a `headline`."""
-    params = QueryDict(mutable=True)
-    for key in ("runs", "project", "tag"):
-        if getattr(query, key):
-            params[key] = getattr(query, key)
-    result, _ = queries.sweep_for(request.auth, params)
+    ids = forms.parse_ids(query.runs) if query.runs else []
+    result, _ = queries.sweep_for(request.auth, ids, (query.project or "").strip(), (query.tag or "").strip())
     return result
 
 
-@router.get("/runs/{int:run_id}/verdict", response={200: dict, errors(404, 422): ErrorOut})
+@router.get("/runs/{int:run_id}/verdict", response={200: VerdictOut, errors(404, 422): ErrorOut})
 def run_verdict(request: ApiRequest, query: Query[VerdictQuery], run_id: int = RunId) -> dict:
     """The run against the baseline its upload named (`meta.baseline`: a run id, "pinned" or
     {"branch": "main"}; the project's pinned baseline when none): per figure (throughput, tokens
     per cycle, cycle, verify, each phase) the delta, the noise, whether it is outside the noise,
     and the overall `verdict`: `regression`, `improvement`, `no change`, `not comparable` (with
-    `reasons`) or `pending` while it parses. `compare_url` opens the comparison page; with
+    `reasons`) or `pending` while it parses. `nccl`: the run's NCCL status, the variables that
+    drifted, and the effective settings that differ from the baseline's (those make the runs not
+    comparable); a drift opens the `headline` and ends the `title`. Each figure's `text` holds its
+    numbers as the pages write them. `compare_url` opens the comparison page; with
     `fail_on_regression`, `gate` says whether `metric` got worse by more than that % beyond the noise."""
     run = queries.visible_run(request.auth, run_id)
     result = queries.verdict_for(request.auth, run)
@@ -364,8 +365,10 @@ def pin_run(request: ApiRequest, payload: PinIn, run_id: int = RunId) -> dict:
 CLIENT = PathLib(ingest_client.__file__)
 
 
+# The response is described once, by openapi_extra under the same int key ninja uses for its
+# `response` codes: a "200" string key beside ninja's 200 prints two "200" keys in openapi.json.
 @router.get("/client/runlens-upload.py", auth=None, response={200: None},
-            openapi_extra={"responses": {"200": {"description": "the client, a Python 3 script",
+            openapi_extra={"responses": {200: {"description": "the client, a Python 3 script",
                                                  "content": {"text/x-python": {"schema": {"type": "string"}}}}}})
 def client_script(request: HttpRequest) -> HttpResponse:
     """runlens-upload, the one-file standard-library CI client, so a runner needs only Python and

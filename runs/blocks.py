@@ -1,4 +1,4 @@
-"""A log file's phase and metric rows as column blocks (issue 10), not one database row per value.
+"""A log file's phase and metric rows as column blocks, not one database row per value.
 
 A 512 MB serving log holds ~9.5M phase and metric values. As rows, PostgreSQL took them at
 ~235k rows/s through COPY (40 s, three indexes each), while pages read only per-run series and

@@ -2,6 +2,10 @@
 
 Pure: they take lists the views fetched and return figure dicts; tested without a database.
 Names that come from logs or users go into traces as data; plotly.js renders them as text.
+
+Every number a label or a hover shows is written here by runs/display.py and handed to plotly as
+text (`%{text}`): plotly's own `%{y:.2f}` rounds the binary value (4.255 -> "4.25") where the page
+beside the chart says 4.26.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from typing import Any, Protocol
 
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from runs.display import figure, signed
 
 # Colour per well-known phase, so the same phase looks the same on every chart.
 PHASE_COLORS = {
@@ -96,9 +102,9 @@ def phase_timeline(rows: Iterable[PhaseRow], file_label: str = "") -> dict:
         by_phase.setdefault(r.name, []).append(r)
     traces = [scatter(
         customdata=[[s.logfile_id, s.line] for s in samples],  # a click opens this log line
-        hovertemplate="%{y:.2f} ms/cycle · line %{customdata[1]}<extra>%{fullData.name}</extra>",
+        hovertemplate="%{text} ms/cycle · line %{customdata[1]}<extra>%{fullData.name}</extra>",
         line={"color": phase_color(name, i)}, mode="lines+markers", name=name, stackgroup="phases",
-        x=[s.window for s in samples], y=[s.ms for s in samples],
+        text=[figure(s.ms, "ms") for s in samples], x=[s.window for s in samples], y=[s.ms for s in samples],
     ) for i, (name, samples) in enumerate(by_phase.items())]
     return _plain(traces, {
         **LAYOUT, "title": {"text": f"Phase time per cycle over the run{file_label}", "font": {"size": 15}},
@@ -118,11 +124,11 @@ def cycle_breakdown(result: dict) -> dict:
     for i, row in enumerate(result["phases"]):
         cells = [row["runs"][r["id"]] for r in runs]
         traces.append({
-            "hovertemplate": "%{y}<br>%{x:.2f} ms/cycle<extra>%{fullData.name}</extra>",
+            "hovertemplate": "%{y}<br>%{text}<extra>%{fullData.name}</extra>",
             "insidetextanchor": "middle", "marker": {"color": phase_color(row["name"], i)}, "name": row["name"],
             "orientation": "h",
-            "text": [f"{c['ms']:.2f} ms · {c['pct']:.0f}%" if c["ms"] and c["pct"] is not None
-                     else (f"{c['ms']:.2f} ms" if c["ms"] else "") for c in cells],
+            "text": [f"{figure(c['ms'], 'ms')} ms · {figure(c['pct'], 'pct')}%" if c["ms"] and c["pct"] is not None
+                     else (f"{figure(c['ms'], 'ms')} ms" if c["ms"] else "") for c in cells],
             "textposition": "inside", "x": [c["ms"] or 0 for c in cells], "y": labels, "type": "bar",
         })
     legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "traceorder": "normal"}
@@ -145,11 +151,11 @@ def phase_deltas(result: dict) -> dict:
     for i, r in enumerate(runs):
         deltas = [row["runs"][r["id"]]["delta_ms"] for row in rows]
         traces.append({
-            "cliponaxis": False, "hovertemplate": "%{y}: %{x:+.2f} ms/cycle<extra>%{fullData.name}</extra>",
+            "cliponaxis": False, "hovertemplate": "%{y}: %{text}<extra>%{fullData.name}</extra>",
             "marker": {"color": [("#c53030" if (d or 0) > 0 else "#2f855a") for d in deltas],
                        "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}},
             "name": r["name"], "orientation": "h",
-            "text": [f"{d:+.2f} ms/cyc" if d is not None else "" for d in deltas], "textposition": "auto",
+            "text": [f"{signed(d, 'ms')} ms/cyc" if d is not None else "" for d in deltas], "textposition": "auto",
             "x": [d or 0 for d in deltas], "y": names, "type": "bar",
         })
     legend = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}
@@ -168,9 +174,9 @@ def over_the_run(runs: list, key: str, title: str, unit: str) -> dict:
     """One trace per run of a per-window series (already downsampled), hover names the line."""
     traces = [scatter(
         customdata=[[p[3] if len(p) > 3 else None, p[2]] for p in points],  # a click opens this log line
-        hovertemplate=f"%{{y:.2f}} {unit} · line %{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
+        hovertemplate=f"%{{text}} {unit} · line %{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
         line=run_line(i), marker={"size": 5}, mode="lines+markers", name=name,
-        x=[p[0] for p in points], y=[p[1] for p in points],
+        text=[figure(p[1], key) for p in points], x=[p[0] for p in points], y=[p[1] for p in points],
     ) for i, (name, points) in enumerate(runs)]
     legend, top = legend_on_top(len(runs))
     return _plain(traces, {
@@ -189,9 +195,10 @@ def collectives(runs: list) -> dict:
             if not side:
                 continue
             traces.append(scatter(
-                hovertemplate="%{x} B: %{y:.2f} GB/s<extra>%{fullData.name}</extra>",
+                hovertemplate="%{x} B: %{text} GB/s<extra>%{fullData.name}</extra>",
                 line={"color": PALETTE[i % len(PALETTE)], "dash": dash},  # dash tells the two sides apart
                 mode="lines+markers", name=f"{name} · {'in-place' if in_place else 'out-of-place'}",
+                text=[figure(c["busbw_gbs"], "gbs") for c in side],
                 x=[c["size_bytes"] for c in side], y=[c["busbw_gbs"] for c in side],
             ))
     return _plain(traces, {
@@ -204,8 +211,10 @@ def collectives(runs: list) -> dict:
 def acceptance_curve(name: str, curve: dict) -> dict:
     """Throughput against per-position acceptance for k = 1..5 at this run's cycle time."""
     traces = [scatter(
-        hovertemplate="p = %{x:.2f}: %{y:.1f} tok/s<extra>%{fullData.name}</extra>",
+        hovertemplate="%{text}<extra>%{fullData.name}</extra>",
         line={"color": PALETTE[i % len(PALETTE)]}, mode="lines", name=f"k = {s['steps']}",
+        text=[f"p = {figure(p, 'p')}: {figure(t, 'tok_s')} tok/s" for p, t in zip(s["p"], s["throughput_tok_s"],
+                                                                                strict=True)],
         x=s["p"], y=s["throughput_tok_s"],
     ) for i, s in enumerate(curve["series"])]
     shapes, notes = [], []
@@ -214,19 +223,20 @@ def acceptance_curve(name: str, curve: dict) -> dict:
         if value:  # what plotly's add_hline makes: a line across the plot, its label at the right
             shapes.append({"line": {"color": "#555", "dash": dash}, "type": "line", "x0": 0, "x1": 1,
                            "xref": "x domain", "y0": value, "y1": value, "yref": "y"})
-            notes.append({"showarrow": False, "text": f"{label} {value:.1f} tok/s", "x": 1, "xanchor": "right",
-                          "xref": "x domain", "y": value, "yanchor": "bottom", "yref": "y"})
+            notes.append({"showarrow": False, "text": f"{label} {figure(value, 'tok_s')} tok/s", "x": 1,
+                          "xanchor": "right", "xref": "x domain", "y": value, "yanchor": "bottom", "yref": "y"})
     point = curve.get("run_point") or {}
     if point.get("p") is not None:
         traces.append(scatter(
-            hovertemplate="measured: p ≈ %{x:.2f}, %{y:.1f} tok/s<extra></extra>",
+            hovertemplate="measured: %{text}<extra></extra>",
             marker={"color": "#c53030", "size": 13, "symbol": "diamond"}, mode="markers",
             name=f"{name} (measured)", x=[point["p"]], y=[point["throughput_tok_s"]],
+            text=[f"p ≈ {figure(point['p'], 'p')}, {figure(point['throughput_tok_s'], 'tok_s')} tok/s"],
         ))
     extra: dict[str, Any] = {"shapes": shapes, "annotations": notes} if shapes else {}
     return _plain(traces, {
         **LAYOUT, "hovermode": "closest", "height": 380, **extra,
-        "title": {"text": f"{name}: throughput vs acceptance at {curve['cycle_ms']:.2f} ms/cycle",
+        "title": {"text": f"{name}: throughput vs acceptance at {figure(curve['cycle_ms'], 'ms')} ms/cycle",
                   "font": {"size": 15}},
         "xaxis": {"title": {"text": "per-position acceptance p"}}, "yaxis": {"title": {"text": "tok/s"}},
     })
@@ -262,8 +272,8 @@ def sweep_chart(result: dict, key: str) -> dict:
         fig.add_trace(go.Scatter(
             x=[p["steps"] for p in points], y=[p[key] for p in points], name=g["label"], mode="markers+lines",
             marker={"color": color, "size": 9}, line={"color": color},
-            customdata=[[p["name"], p["run_id"]] for p in points],
-            hovertemplate="%{customdata[0]}: %{y:.2f} " + unit + "<extra>%{fullData.name}</extra>",
+            customdata=[[p["name"], p["run_id"]] for p in points], text=[figure(p[key], key) for p in points],
+            hovertemplate="%{customdata[0]}: %{text} " + unit + "<extra>%{fullData.name}</extra>",
         ))
         curve = g["fit"]["curve"]
         if curve and predicted_key:
@@ -276,15 +286,16 @@ def sweep_chart(result: dict, key: str) -> dict:
                 ))
             fig.add_trace(go.Scatter(
                 x=xs, y=[c[predicted_key] for c in curve], name=f"{g['label']} predicted", mode="lines",
-                line={"color": color, "dash": "dash"},
-                hovertemplate="predicted %{y:.2f} " + unit + "<extra>%{fullData.name}</extra>",
+                line={"color": color, "dash": "dash"}, text=[figure(c[predicted_key], key) for c in curve],
+                hovertemplate="predicted %{text} " + unit + "<extra>%{fullData.name}</extra>",
             ))
         best = g["best"]
         if key == "throughput_tok_s":
             fig.add_trace(go.Scatter(
                 x=[best["steps"]], y=[best[key]], name=f"{g['label']} best", mode="markers",
                 marker={"symbol": "star", "size": 18, "color": color, "line": {"color": "#222", "width": 1}},
-                customdata=[[best["name"]]], hovertemplate="best: %{customdata[0]} %{y:.1f} tok/s<extra></extra>",
+                customdata=[[best["name"]]], text=[figure(best[key], key)],
+                hovertemplate="best: %{customdata[0]} %{text} tok/s<extra></extra>",
             ))
     if key == "throughput_tok_s":
         seen = set()
@@ -293,7 +304,7 @@ def sweep_chart(result: dict, key: str) -> dict:
             if b and b["run_id"] not in seen:
                 seen.add(b["run_id"])
                 fig.add_hline(y=b["throughput_tok_s"], line={"dash": "dot", "color": "#555"},
-                              annotation_text=f"no speculation {b['throughput_tok_s']:.1f} tok/s")
+                              annotation_text=f"no speculation {figure(b['throughput_tok_s'], 'tok_s')} tok/s")
     fig.update_layout(**{**LAYOUT, "hovermode": "closest"}, title={"text": title, "font": {"size": 15}},
                       xaxis={"title": "draft steps", "dtick": 1}, yaxis_title=unit)
     return _json(fig)
@@ -310,15 +321,16 @@ def trend_chart(result: dict) -> dict:
         x=xs, y=[p["value"] for p in points], name=result["label"], mode="lines+markers",
         line={"color": PALETTE[0]}, marker={"size": 8},
         customdata=[[f"/runs/{p['run_id']}/", p["name"], p["nccl_status"]] for p in points],
-        hovertemplate="%{customdata[1]}<br>%{y:.2f} " + result["unit"] + " · NCCL %{customdata[2]}<extra></extra>",
+        text=[figure(p["value"], result["metric"]) for p in points],
+        hovertemplate="%{customdata[1]}<br>%{text} " + result["unit"] + " · NCCL %{customdata[2]}<extra></extra>",
     ))
     flagged = [(x, p) for x, p in zip(xs, points, strict=True) if p["flag"] == "regression"]
     if flagged:
         fig.add_trace(go.Scatter(
             x=[x for x, _ in flagged], y=[p["value"] for _, p in flagged], name="regression", mode="markers",
             marker={"symbol": "x", "size": 14, "color": "#c0392b"},
-            customdata=[[f"/runs/{p['run_id']}/", p["name"], p["delta_pct"]] for _, p in flagged],
-            hovertemplate="%{customdata[1]}: %{customdata[2]:+.1f}% beyond the noise<extra>regression</extra>",
+            customdata=[[f"/runs/{p['run_id']}/", p["name"], signed(p["delta_pct"], "pct")] for _, p in flagged],
+            hovertemplate="%{customdata[1]}: %{customdata[2]}% beyond the noise<extra>regression</extra>",
         ))
     noted = [(x, p) for x, p in zip(xs, points, strict=True) if p["annotations"]]
     if noted:

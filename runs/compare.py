@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.display import csv_value, figure, signed, throughput_scope_text
-from runs.nccl import drift_clause
+from runs.nccl import drift_clause, effective_differences, effective_settings
 from runs.summary import spread
 
 # The summary table, in reading order: key, label, unit, which direction is better.
@@ -28,7 +28,6 @@ COMPARABILITY_KEYS = [
 ]
 # A non-speculative run's target forward is the work a speculative run's verify replaces.
 EQUIVALENT_PHASES = {"Target verify": "Target forward"}
-MAX_POINTS = 400  # per trace on "over the run": more points only make the page heavy
 
 
 @dataclass
@@ -191,7 +190,8 @@ def _norm(value: object) -> str:
 
 
 def comparability(ordered: list[RunInput]) -> dict:
-    """Runs differing in model, TP size, steps, GPU or engine version measure different things."""
+    """Runs differing in model, TP size, steps, GPU or engine version measure different things;
+    so do runs whose workers had different NCCL settings (what they had, not what was declared)."""
     differences = []
     for key, label in COMPARABILITY_KEYS:
         values = [(r.config.get(key) or {}).get("value") for r in ordered]
@@ -199,7 +199,28 @@ def comparability(ordered: list[RunInput]) -> dict:
         if len({_norm(v) for v in known}) > 1:
             shown = " vs ".join("?" if v is None else str(v) for v in values)
             differences.append({"key": key, "label": label, "values": values, "text": f"{label} differ: {shown}"})
+    if variables := nccl_differences(ordered):
+        differences.append({"key": "nccl.effective", "label": NCCL_LABEL, "values": variables,
+                            "text": f"{NCCL_LABEL} differ: {nccl_differences_text(variables)}"})
     return {"ok": not differences, "differences": differences}
+
+
+NCCL_LABEL = "effective NCCL settings"
+NCCL_LISTED = 4  # variables named in a sentence; the rest are counted
+
+
+def nccl_differences(ordered: list[RunInput]) -> list[dict]:
+    """The NCCL variables the runs' workers had with different values: [{key, values}], one value
+    per run in `ordered` (None: not set). Runs no log shows the settings of take no part."""
+    return effective_differences([effective_settings(r.parsed.get("nccl") or {}) for r in ordered])
+
+
+def nccl_differences_text(variables: list[dict], limit: int = NCCL_LISTED) -> str:
+    """`NCCL_ALGO Ring vs unset, NCCL_PROTO LL vs unset (+3 more)`: values in the runs' order."""
+    shown = [f"{v['key']} " + " vs ".join("unset" if x is None else str(x) for x in v["values"])
+             for v in variables[:limit]]
+    more = f" (+{len(variables) - limit} more)" if len(variables) > limit else ""
+    return ", ".join(shown) + more
 
 
 def headline(result: dict) -> list[dict]:
@@ -217,7 +238,7 @@ def headline(result: dict) -> list[dict]:
         values = f"({figure(cell['value'], 'tok_s')} vs {figure(base['throughput_tok_s'], 'tok_s')} tok/s)"
         if cell["significant"]:
             word = "faster" if cell["delta"] > 0 else "slower"
-            text = f"{r['name']} is {figure(abs(cell['delta_pct']), 0)}% {word} than {base['name']} {values}."
+            text = f"{r['name']} is {figure(abs(cell['delta_pct']), 'pct')}% {word} than {base['name']} {values}."
         else:
             text = f"{r['name']} and {base['name']} are within the noise on throughput {values}."
         for run in (r, base):  # a DP server's figure is the sum of its ranks': say so beside it
@@ -236,7 +257,7 @@ def headline(result: dict) -> list[dict]:
         base_ms = row["runs"][base["id"]]["ms"]
         if base_ms is None:  # the baseline's equivalent phase (target forward for verify)
             base_ms = cell["ms"] - cell["delta_ms"]
-        share = f", {figure(cell['pct'], 0)}% of the cycle" if cell["pct"] is not None else ""
+        share = f", {figure(cell['pct'], 'pct')}% of the cycle" if cell["pct"] is not None else ""
         out.append({"text": f"{row['name']} {signed(cell['delta_ms'], 'ms')} ms/cyc in {r['name']} "
                             f"({figure(base_ms, 'ms')} → {figure(cell['ms'], 'ms')}{share}).", "anchor": "breakdown"})
     for r in runs:

@@ -1,4 +1,4 @@
-"""The bulky rows of a parse as compact columns: what the run summary needs of them (issue 10).
+"""The bulky rows of a parse as compact columns: what the run summary needs of them.
 
 A log file's phases and metrics are grouped by (process, source, name, rank), each group four
 arrays (window, line, value, order) instead of one object per row. ingest.services builds one
@@ -7,7 +7,7 @@ combines the files' digests: the summary never reloads every row through the ORM
 (parselog, tests) goes through the same columns (`rows_from_result`), so both paths give the
 same figures by construction.
 
-Memory follows one group, not the file (issue 10): a digest being built parks its columns in a
+Memory follows one group, not the file: a digest being built parks its columns in a
 `Spill` (an anonymous temporary file) every FLUSH_ROWS rows, a stored digest is decoded into one,
 and a group read from a spill loads its columns from disk each time they are asked for, so the
 summary holds the columns of the figure it is computing and no other.
@@ -62,8 +62,7 @@ class Spill:
     and summarised in the memory of its largest group."""
 
     # The file is made longer ahead of the writes (sparse: no disk until written), GROW at least:
-    # a write past a file's end costs ext4 several times one inside it (300 MB: 1.0 s against
-    # 0.08 s, measured on this project's VM).
+    # a write past a file's end costs ext4 several times one inside it.
     GROW = 64 << 20
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
@@ -275,9 +274,9 @@ class CollectiveTally:
 
 class ParseDigest:
     """A parse_stream sink for a lone parse (parselog): each batch of rows folded into a
-    FileDigest's columns (parked in its spill as they come: memory does not grow with the log,
-    issue 10) and a CollectiveTally. NCCL values are few and the summary reads them from the
-    result: they are kept as they come and handed back by `rows()`.
+    FileDigest's columns (parked in its spill as they come: memory does not grow with the log)
+    and a CollectiveTally. NCCL values are few and the summary reads them from the result: they
+    are kept as they come and handed back by `rows()`.
 
     summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
     The native engine hands it the scanner's records already grouped (`takes_groups`).
@@ -549,7 +548,7 @@ class FileDigest:
     def encoded(self, part_bytes: int = PART_BYTES) -> Iterator[bytes]:
         """The digest's bytes (zlib) in parts of about `part_bytes`, compressed a column at a time
         from the spill: never the whole digest in memory, raw or compressed (a 512 MB log's digest
-        is ~220 MB of columns, ~65 MB compressed; issue 10). The parts joined are one zlib stream."""
+        is ~220 MB of columns, ~65 MB compressed). The parts joined are one zlib stream."""
         groups = [(True, g) for g in self._grouper.groups(True)] + [(False, g) for g in self._grouper.groups(False)]
         header = {
             "v": VERSION, "byteorder": sys.byteorder, "max_window": self.max_window,

@@ -138,7 +138,7 @@ class LogFile(models.Model):
     settings = models.JSONField(default=dict, blank=True)  # {key: {value, line, source}}
     # Who wrote the lines: {"processes": {tag: {pid, host, rank, role, ...}}, "launch_lines": [...]}.
     processes = models.JSONField(default=dict, blank=True)
-    # A person's correction of the role of this file's processes (runs/processes.py ROLES); "" = detected.
+    # A person's correction of the role of this file's processes (runs/layout.py ROLES); "" = detected.
     role = models.CharField(max_length=20, blank=True)
     lines = models.PositiveIntegerField(default=0)
     # Registered logs: sha256 of the first HEAD_BYTES as last read (with `size` and `sha256`), so a
@@ -161,7 +161,7 @@ class LogFile(models.Model):
 
 class DigestPart(models.Model):
     """A part of a log file's phases and metrics as compact columns (runs/digest.py), written with
-    its rows: the run summary reads these, never the rows themselves (issue 10). A digest is one
+    its rows: the run summary reads these, never the rows themselves (millions on a large log). A digest is one
     zlib stream cut in parts of about digest.PART_BYTES (`seq` their order), written and read a
     part at a time: a 512 MB log's digest (~65 MB) is never one value in the worker's memory, nor
     twice over as the driver's hex text. Its own table, so loading a LogFile never drags it along."""
@@ -189,13 +189,13 @@ class _Parsed(models.Model):
 
 # The bulk rows (millions a run) keep no database FK constraint. Checked per row, a COPY'd row
 # looks its run and log file up, and Django's deferred constraints queue millions of checks to
-# the commit: 13 of the 30 s of a 64 MiB ingest (issue 10). The store path writes them while it
+# the commit, where they would cost a large part of an ingest. The store path writes them while it
 # holds its log file's row locked, delete_run takes the same lock first, and deletes cascade in
 # Django as before. The run's own index is the prefix of each table's composite one.
 class SampleBlock(models.Model):
     """Up to BLOCK_ROWS phase or metric rows of one log file, of one name and source, as
     compressed columns (runs/blocks.py): a 512 MB log's 9.5M values are ~150 blocks, not 9.5M
-    rows (issue 10). Each row in a block keeps its window, line and process (provenance)."""
+    rows. Each row in a block keeps its window, line and process (provenance)."""
 
     class Kind(models.TextChoices):
         PHASE = "phase"

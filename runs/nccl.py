@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
-from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Layout
+from runs.layout import LAUNCHER, NCCL_TESTS, WORKER, Layout
 
 # NCCL's documented environment parameters (NVIDIA NCCL docs, "Environment Variables").
 # Variables outside this list (NCCL_VERSION, set by NGC containers) are not tuning knobs.
@@ -161,13 +161,18 @@ def _where(v: NcclValueLike) -> list:
 
 def same_value(key: str, declared: str, effective: str) -> bool:
     """NCCL echoes some values normalised (`simple` vs `Simple`, P2P levels as names)."""
-    a, b = declared.strip().rstrip("."), effective.strip().rstrip(".")
-    if a.lower() == b.lower():
-        return True
+    return canonical(key, declared) == canonical(key, effective)
+
+
+_LEVELS = {"0": "LOC", "1": "NVL", "2": "PIX", "3": "PXB", "4": "PHB", "5": "SYS"}
+
+
+def canonical(key: str, value: object) -> str:
+    """One spelling per meaning: case and a trailing dot do not count, P2P levels are names."""
+    text = str(value).strip().rstrip(".")
     if key in ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"):
-        levels = {"0": "LOC", "1": "NVL", "2": "PIX", "3": "PXB", "4": "PHB", "5": "SYS"}
-        return levels.get(a, a).upper() == levels.get(b, b).upper()
-    return False
+        return _LEVELS.get(text, text).upper()
+    return text.lower()
 
 
 def _agreed(effective: dict[str, dict[str, NcclValueLike]]) -> dict[str, str]:
@@ -229,7 +234,7 @@ PERSON = "person"  # the process tag of values a person gave (upload metadata, a
 def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: object = None) -> dict:
     """Drift per serving launch: what its launcher declared against what each of its workers had.
 
-    `lay` is a runs.processes.Layout. A person's declarations count for every launch.
+    `lay` is a runs.layout.Layout. A person's declarations count for every launch.
     nccl-tests processes get their own verdict per log file (`nccl_tests`: {logfile: verdict})
     and count for no launch. `run` is the run's verdict: its one launch's, several launches summed up (status
     `drift` when any drifts, else `several`), or None when there is no launch, in which case
@@ -273,3 +278,34 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
             "sources": {"declared": {}, "effective": {}},
         }
     return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person}
+
+
+# Logging switches: they change what NCCL prints, not how it moves data.
+LOGGING_ONLY = frozenset({"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"})
+
+
+def effective_settings(nccl: dict) -> dict[str, str] | None:
+    """The settings a run's workers had (every rank agreeing), logging switches left out; None
+    when no log shows them: no worker evidence, or several launches (each has its own)."""
+    if not nccl or nccl.get("status") in (None, "unknown") or nccl.get("launches_count", 0) > 1:
+        return None
+    return {k: str(v) for k, v in (nccl.get("effective") or {}).items() if k not in LOGGING_ONLY}
+
+
+def effective_differences(settings: list[dict[str, str] | None]) -> list[dict]:
+    """Variables whose effective value differs among runs: [{key, values}] with one value per run
+    (None: not set, NCCL's default; "?" for a run whose settings are unknown, which takes no part). A
+    variable NCCL never echoes counts only where both sides show it: its absence from echo lines
+    is no evidence that it was unset."""
+    known = [s for s in settings if s is not None]
+    if len(known) < 2:
+        return []
+    out = []
+    for key in sorted({k for s in known for k in s}):
+        values = ["?" if s is None else s.get(key) for s in settings]
+        seen = [v for s, v in zip(settings, values, strict=True) if s is not None]
+        if key in NOT_ECHOED:
+            seen = [v for v in seen if v is not None]
+        if len({canonical(key, v) if v is not None else None for v in seen}) > 1:
+            out.append({"key": key, "values": values})
+    return out

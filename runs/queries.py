@@ -8,13 +8,12 @@ elsewhere (compare.py, nccl.py, specdecode.py, summary.py): these only assemble 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple, TypeGuard, overload
+from typing import Any, NamedTuple, overload
 
 import polars as pl
 from django.db.models import F, Prefetch, QuerySet
 from django.db.models.fields.json import KeyTransform
-from django.http import Http404, QueryDict
-from pydantic import ValidationError
+from django.http import Http404
 
 from runs import blocks
 from runs import series as stored
@@ -48,29 +47,6 @@ SORTS = {
 # The run page's summary cards and the metric rows each is read from.
 CARD_METRICS = {"throughput_tok_s": "throughput_tok_s", "gen_throughput_tok_s": "throughput_tok_s",
                 "tokens_per_cycle": "tokens_per_cycle", "cycle_ms": "cycle_ms"}
-
-
-def is_int(text: str | None) -> TypeGuard[str]:
-    """ASCII digits only, and a size the database takes (`"²".isdigit()` is True; int() refuses it)."""
-    return text is not None and text.isascii() and text.isdecimal() and len(text) <= 18
-
-
-def positive_float(raw: str | None) -> float | None:
-    """A positive number from a query string, or None (a form field left empty or mistyped)."""
-    try:
-        value = float(raw) if raw else None
-    except ValueError:
-        return None
-    return value if value is not None and 0 < value < 1e7 else None
-
-
-def zoom_from_query(query: Mapping[str, Any]) -> tuple[int, int] | None:
-    """`?from=&to=` (windows, inclusive) of a zoomed chart, capped at series.ZOOM_MAX_WINDOWS; None
-    when absent or not a range of positive integers."""
-    low, high = query.get("from"), query.get("to")
-    if not (is_int(low) and is_int(high)) or int(high) < int(low) or int(high) < 1:
-        return None
-    return stored.zoom_span(int(low), int(high))
 
 
 def visible_run(user, pk: int) -> Run:
@@ -186,22 +162,7 @@ def activity(user, limit: int = 15) -> list[dict]:
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 
-def filters_from_query(query: QueryDict) -> RunFilters:
-    """The run list page's filters from its query string, with the API's schema. A page is
-    lenient where the API is strict: a field that does not validate is left out, not an error."""
-    data: dict[str, Any] = {k: v for k, v in query.items() if k in RunFilters.model_fields and v != ""}
-    while True:
-        try:
-            return RunFilters(**data)
-        except ValidationError as e:
-            bad = {str(err["loc"][0]) for err in e.errors() if err.get("loc")}
-            if not bad & set(data):
-                return RunFilters()
-            for key in bad:
-                data.pop(key, None)
-
-
-# What lists never show and never load: the run's whole parse (issue 10: 47 MB on a large run).
+# What lists never show and never load: the run's whole parse (tens of MB on a large run).
 LIST_DEFERRED = ("parsed", "summary_state", "series")
 
 
@@ -224,8 +185,8 @@ class RunPages:
     """Filtered runs a page at a time, as Django's Paginator and the API's pagination read them:
     count() over every match, and a slice in two queries: the page's ids in order (a sort of
     narrow rows, whatever the page's depth), then the columns of those runs only, with the DP
-    scope taken out of their `parsed` (issue 10: taken in the sort, it read the stored parse of
-    every run before the page)."""
+    scope taken out of their `parsed` (taken in the sort, it would read the stored parse of every
+    run before the page)."""
 
     def __init__(self, runs: QuerySet[Run]) -> None:
         self.runs = runs
@@ -270,7 +231,7 @@ def run_statuses(user, ids: list[int]) -> list[Run]:
 
 def run_logfiles(run: Run) -> list[LogFile]:
     """The run's log files as its page lists them: their columns only, no count over their rows
-    (a 100k-window run has millions; issue 10). Their process tables are in `Run.parsed`."""
+    (a 100k-window run has millions). Their process tables are in `Run.parsed`."""
     return list(run.logfiles.defer("processes"))
 
 
@@ -307,10 +268,10 @@ def baseline_choices(user, run: Run) -> QuerySet[Run]:
             .exclude(pk=run.pk).exclude(throughput_tok_s=None).only("id", "name")[:100])
 
 
-def chosen_or_suggested_baseline(user, run: Run, chosen: str | None) -> tuple[Run | None, str]:
+def chosen_or_suggested_baseline(user, run: Run, chosen: int | None) -> tuple[Run | None, str]:
     """The baseline a person picked, else the suggested one: (run, "") or (None, why there is none)."""
-    if is_int(chosen):
-        picked = visible_runs(user).filter(pk=int(chosen)).defer(*LIST_DEFERRED).first()
+    if chosen is not None:
+        picked = visible_runs(user).filter(pk=chosen).defer(*LIST_DEFERRED).first()
         return picked, "" if picked else f"run {chosen} is not in your projects"
     return baseline_suggestion(user, run)
 
@@ -448,16 +409,6 @@ def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict 
             "total": total, "middle": [window(m) for m in middle], "windows": shown,
             "files": [{"logfile": lf, "name": files.get(lf, "")} for lf in rows.get_column("logfile").unique(
                 maintain_order=True).to_list()]}
-
-
-def parse_ids(raw: str) -> list[int]:
-    """Run ids from `3,7,9`, in order, once each (not cut: callers say when there are too many)."""
-    ids: list[int] = []
-    for part in raw.split(","):
-        part = part.strip()
-        if is_int(part) and int(part) not in ids:
-            ids.append(int(part))
-    return ids
 
 
 def comparison_inputs(user, ids: list[int], points: bool = True,
@@ -617,7 +568,8 @@ def verdict_for(user, run: Run) -> dict:
         reason = "the parse failed" if run.status == Status.FAILED else f"the run is still {run.status}"
         result = verdict(RunInput(id=run.id, name=run.name, parsed={}), None, missing_reason=reason)
         if run.is_busy:
-            result.update(verdict="pending", headline=f"{run.name}: no verdict yet: {reason}.")
+            result.update(verdict="pending", headline=f"{run.name}: no verdict yet: {reason}.",
+                          title="runlens: pending")
         return result
     base, how, why = resolve_baseline(run)
     if base is not None and base.status != Status.READY:
@@ -700,10 +652,9 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
     return points
 
 
-def sweep_for(user, query) -> tuple[dict, dict]:
-    """The sweep a query string asks for (?runs=, ?run= or ?project=&tag=) and its selection."""
-    ids = parse_ids(",".join([query.get("runs", ""), *query.getlist("run")]))[:MAX_SWEEP_RUNS]
-    project, tag = query.get("project", "").strip(), query.get("tag", "").strip()
+def sweep_for(user, ids: list[int], project: str = "", tag: str = "") -> tuple[dict, dict]:
+    """The sweep of these runs (`ids`), or of a project's ready runs (with `tag`), and its selection."""
+    ids = ids[:MAX_SWEEP_RUNS]
     runs = list(sweep_runs(user, ids, project, tag))
     if ids:
         missing = sorted(set(ids) - {r.id for r in runs})

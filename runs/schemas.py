@@ -217,8 +217,8 @@ class RunStatusOut(Schema):
     failed_files: int = Field(0, description="log files that failed; a `ready` run with some holds the others' "
                               "figures only")
     logfiles: list[LogFileStatusOut]
-    verdict: dict[str, Any] | None = Field(None, description="once ready: the verdict against the run's "
-                                           "baseline, as GET /runs/{id}/verdict")
+    verdict: VerdictOut | None = Field(None, description="once ready: the verdict against the run's "
+                                       "baseline, as GET /runs/{id}/verdict")
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
@@ -381,9 +381,11 @@ class DeletedOut(Schema):
 
 
 
+# Query examples are `example` strings: ninja copies a field's `examples` list onto the parameter,
+# where OpenAPI wants a map of named examples (openapi.json would not validate).
 class CompareQuery(Schema):
     runs: str = Field(..., pattern=r"^\d{1,18}(,\d{1,18}){0,19}$", description="run ids, comma-separated (up to 20)",
-                      examples=["3,7,9"])
+                      json_schema_extra={"example": "3,7,9"})
     baseline: int | None = Field(None, ge=1, le=MAX_ID, description="the baseline run (default: the first)")
 
 
@@ -522,7 +524,8 @@ class RefreshOut(Schema):
 
 class SweepQuery(Schema):
     runs: str | None = Field(None, pattern=r"^\d{1,18}(,\d{1,18})*$", max_length=4000,
-                             description="run ids, comma-separated (up to 200)", examples=["3,7,9"])
+                             description="run ids, comma-separated (up to 200)",
+                             json_schema_extra={"example": "3,7,9"})
     project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
     tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
 
@@ -533,6 +536,85 @@ class VerdictQuery(Schema):
                         "verify_ms or phase:NAME")
     fail_on_regression: float | None = Field(None, ge=0, le=1000, description="with it, `gate` says whether "
                                              "`metric` got worse by more than this % beyond the noise")
+
+
+class FigureTextOut(Schema):
+    value: str
+    baseline: str
+    delta: str
+    delta_pct: str
+    noise: str
+    worse_beyond_noise_pct: str
+
+
+class VerdictFigureOut(Schema):
+    key: str = Field(description="throughput_tok_s, tokens_per_cycle, cycle_ms, verify_ms or phase:NAME")
+    label: str
+    unit: str
+    better: Literal["higher", "lower"]
+    value: float | None
+    baseline: float | None
+    delta: float | None
+    delta_pct: float | None
+    noise: float | None = Field(description="the larger of the two runs' noise (half the interquartile range)")
+    significant: bool = Field(description="beyond the noise and at least 1%")
+    direction: Literal["better", "worse"] | None
+    worse_beyond_noise_pct: float
+    text: FigureTextOut = Field(description="each number as the pages write it (one rounding everywhere): "
+                                "print these rather than rounding the numbers again")
+
+
+class NcclDriftOut(Schema):
+    key: str
+    declared: str | None
+    effective: str | None = Field(description="what a worker had instead; null: it never got the variable")
+    ranks: list[str] = Field(description="the ranks that did not get the declared value")
+    launch: int | None = Field(None, description="the serving launch, when the run holds several")
+
+
+class NcclDifferenceOut(Schema):
+    key: str
+    run: str | None = Field(description="this run's workers' value; null: not set")
+    baseline: str | None = Field(description="the baseline's workers' value; null: not set")
+
+
+class VerdictNcclOut(Schema):
+    status: str = Field(description="the run's NCCL status: ok, drift, several or unknown")
+    baseline_status: str | None = Field(description="the baseline's, null without a baseline")
+    drift: list[NcclDriftOut] = Field(description="variables the launcher declared that the workers did not get")
+    differs: list[NcclDifferenceOut] | None = Field(
+        description="effective variables whose value differs from the baseline's workers' (a configuration "
+        "difference: the runs are not comparable); null when either run's settings are unknown")
+    alarm: bool = Field(description="the run drifted: --fail-on-drift fails on this")
+    short: str = Field(description="the finding in a few words, as `title` ends; \"\" when there is none")
+    sentence: str = Field(description="the drift in a sentence, as `headline` opens; \"\" without drift")
+
+
+class VerdictBaselineOut(Schema):
+    id: int
+    name: str
+
+
+class GateOut(Schema):
+    metric: str
+    threshold_pct: float
+    fail: bool
+    text: str
+
+
+class VerdictOut(Schema):
+    run: int
+    baseline: VerdictBaselineOut | None
+    baseline_how: str
+    verdict: Literal["regression", "improvement", "no change", "not comparable", "pending"]
+    reasons: list[str]
+    figures: list[VerdictFigureOut]
+    headline: str = Field(description="the verdict in a sentence, an NCCL drift first")
+    title: str = Field(description="`runlens: <verdict>` and the NCCL finding: a CI summary's first line")
+    nccl: VerdictNcclOut
+    compare_url: str | None = Field(None, description="the comparison page (GET /runs/{id}/verdict only)")
+    run_url: str | None = Field(None, description="the run's page (GET /runs/{id}/verdict only)")
+    gate: GateOut | None = Field(None, description="with fail_on_regression (GET /runs/{id}/verdict only)")
 
 
 class PinIn(Schema):

@@ -33,8 +33,8 @@ from runs.models import LogFile, SampleBlock
 from runs.summary import source_rank, spread
 
 SERIES_VERSION = 2
-MAX_POINTS = 1000  # per trace of the run page's phase chart: about the pixels across a chart
-# Per trace of the comparison's charts (compare.MAX_POINTS): up to 20 runs share a chart there,
+PHASE_CHART_POINTS = 1000  # per trace of the run page's phase chart: about the pixels across a chart
+# Per trace of the figures (the comparison's charts "over the run"): up to 20 runs share a chart there,
 # and nothing else reads these points, so they are kept at that size (no thinning per request).
 FIGURE_POINTS = 400
 ZOOM_MAX_WINDOWS = 2000  # a zoom reads at most this many windows of rows per trace
@@ -56,7 +56,7 @@ class Thinner:
     always kept (a trace spans the whole run). At most `limit` points come out; a stream of
     `limit` points or fewer comes out unchanged."""
 
-    def __init__(self, total: int, limit: int = MAX_POINTS, value: int = 1) -> None:
+    def __init__(self, total: int, limit: int = PHASE_CHART_POINTS, value: int = 1) -> None:
         self.total, self.value, self.keep_all = total, value, total <= limit
         buckets = max(1, (limit - 2) // 2)
         self.size = max(1, math.ceil(total / buckets))
@@ -97,7 +97,7 @@ class Thinner:
         return self.out
 
 
-def downsample(points: Sequence[Sequence[Any]], limit: int = MAX_POINTS, value: int = 1) -> list:
+def downsample(points: Sequence[Sequence[Any]], limit: int = PHASE_CHART_POINTS, value: int = 1) -> list:
     """`points` thinned to at most `limit` (min and max of each bucket, first and last kept)."""
     if len(points) <= limit:
         return list(points)
@@ -114,7 +114,7 @@ class PhaseThinner:
     `limit` points whatever the number of phases. Windows come as lists of rows
     (logfile, window, name, ms, line) in the run's order."""
 
-    def __init__(self, windows: int, phases: int, limit: int = MAX_POINTS) -> None:
+    def __init__(self, windows: int, phases: int, limit: int = PHASE_CHART_POINTS) -> None:
         self.keep_all = windows <= limit
         buckets = max(1, (limit - 2) // (2 * max(1, phases)))
         self.size = max(1, math.ceil(windows / buckets))
@@ -155,7 +155,7 @@ class PhaseThinner:
         return self.rows
 
 
-def thin_phases(rows: Iterable[Sequence[Any]], windows: int, phases: int, limit: int = MAX_POINTS) -> list:
+def thin_phases(rows: Iterable[Sequence[Any]], windows: int, phases: int, limit: int = PHASE_CHART_POINTS) -> list:
     """Phase rows (logfile, window, name, ms, line) in (logfile, window) order, whole windows kept."""
     thinner = PhaseThinner(windows, phases, limit)
     current: list[Sequence[Any]] = []
@@ -198,7 +198,7 @@ def thin_frame(rows: pl.DataFrame, limit: int, value: str = "value") -> pl.DataF
     return rows.with_row_index("x", offset=1).gather(keep)
 
 
-def thin_phase_frame(rows: pl.DataFrame, windows: int, phases: int, limit: int = MAX_POINTS) -> pl.DataFrame:
+def thin_phase_frame(rows: pl.DataFrame, windows: int, phases: int, limit: int = PHASE_CHART_POINTS) -> pl.DataFrame:
     """PhaseThinner over a frame of phase rows (logfile, window, name, ms, ...) in the run's order:
     the rows of the windows it keeps. A window is kept for a phase when one of its rows is the
     first lowest or first highest of that phase in the bucket (tested against PhaseThinner)."""
@@ -237,7 +237,7 @@ def blocks_of(run_id: int, kind: str, *, names: Iterable[str] | None = None, nam
     return list(found.order_by("logfile_id", "seq").values_list("logfile_id", "name", "source", "data"))
 
 
-def compute_series(run_id: int, limit: int = MAX_POINTS) -> dict:
+def compute_series(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
     """Every charted figure of a run, thinned, from its stored blocks (one figure at a time)."""
     figures = _figures(run_id, min(limit, FIGURE_POINTS))
     return {"v": SERIES_VERSION, "phases": _phases(run_id, limit), "figures": figures,
@@ -248,7 +248,7 @@ def compute_series(run_id: int, limit: int = MAX_POINTS) -> dict:
 def phase_slices(run_id: int) -> Iterator[pl.DataFrame]:
     """A run's phase rows (logfile, window, name, ms, line, i) in the run's order (logfile,
     window, i), a slice at a time: memory holds the blocks open at one window (about one per
-    phase name), not the run's rows (2.65M for a 512 MB log, issue 10).
+    phase name), not the run's rows (millions on a large log).
 
     Blocks of a file are opened in order of their lowest window; once every block starting
     below window `cut` is open, the rows below `cut` are all there: they go out sorted, the

@@ -19,6 +19,7 @@ from django.utils import timezone
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
 from runs import blocks, digest
+from runs.layout import ROLES
 from runs.models import (
     Annotation,
     AnnotationEdit,
@@ -36,7 +37,6 @@ from runs.models import (
 )
 from runs.nccl import NCCL_KEY, PERSON, is_parameter
 from runs.permissions import Role, has_role, require_role
-from runs.processes import ROLES
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import person_vs_logs, renew_nccl, summarize_run
 
@@ -210,9 +210,6 @@ def delete_annotation(user: User, annotation: Annotation) -> None:
 
 
 def _member_user(identifier: str) -> User:
-    from django.contrib.auth import get_user_model
-
-    User = get_user_model()
     ident = identifier.strip()
     user = User.objects.filter(username=ident).first()
     if user is None and "@" in ident:

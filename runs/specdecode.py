@@ -300,7 +300,7 @@ def analysis(
         required["acceptance"] = required_acceptance(target_tok_s, steps, cycle)
         if required["acceptance"] is None:
             required["reason"] = (
-                f"{target_tok_s:g} tok/s needs {required['tokens_per_cycle']:.2f} tokens/cycle; "
+                f"{target_tok_s:g} tok/s needs {figure(required['tokens_per_cycle'], 'tokens')} tokens/cycle; "
                 f"{steps} steps yield at most {steps + 1}"
             )
 

@@ -19,8 +19,8 @@ import polars as pl
 
 from runs.digest import Group, Rows, rows_from_result
 from runs.display import figure
+from runs.layout import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 from runs.nccl import analyze, launch_verdicts, person_conflicts
-from runs.processes import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import ParseResult
@@ -43,7 +43,7 @@ def source_rank(source: str) -> int:
     return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER)
 
 
-def series(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> Sequence[float]:
+def metric_values(metrics: list[Group], *names: str, exclude: tuple[str, ...] = ()) -> Sequence[float]:
     """Per-window values of one metric from the best source that has it.
 
     With several names (`throughput_tok_s`, `gen_throughput_tok_s`) the best source reporting
@@ -195,8 +195,8 @@ def _throughput_source(metrics: list[Group]) -> str | None:
     return min(sources, key=lambda s: (source_rank(s), s)) if sources else None
 
 
-def throughput_series(metrics: list[Group]) -> Sequence[float]:
-    values = series(metrics, *THROUGHPUT_NAMES)
+def throughput_values(metrics: list[Group]) -> Sequence[float]:
+    values = metric_values(metrics, *THROUGHPUT_NAMES)
     # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
     # Only SGLang's: a vLLM engine interval, the first one too, averages real generation.
     if (_throughput_source(metrics) == "sglang_decode" and len(values) > 2
@@ -256,7 +256,7 @@ def _tokens_per_cycle_origin(metrics: list[Group], tokens_per_cycle: float | Non
     if source not in RAW_ACCEPT:
         return None
     label, raw_name, includes_bonus = RAW_ACCEPT[source]
-    raw = describe(series(metrics, raw_name)).median if raw_name else tokens_per_cycle
+    raw = describe(metric_values(metrics, raw_name)).median if raw_name else tokens_per_cycle
     return {"label": label, "raw": raw, "bonus_added": not includes_bonus, "source": source}
 
 
@@ -320,13 +320,13 @@ def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[
 
     A figure at a time: each one's values are described, then let go (memory follows the
     largest figure, not the file)."""
-    throughput = describe(throughput_series(metrics))
+    throughput = describe(throughput_values(metrics))
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
-    tokens = describe(series(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ()))
+    tokens = describe(metric_values(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ()))
     tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
-    cycle = describe(series(metrics, "cycle_ms"))
+    cycle = describe(metric_values(metrics, "cycle_ms"))
     if not cycle.count and any(len(g) for g in phases):
         cycle = describe(_cycle_from_phases(phases))
     windows = max(throughput.count, tokens.count, cycle.count) or None
@@ -355,7 +355,7 @@ def summarize(result: ParseResult, rows: Rows | None = None) -> dict:
     """The contract's parse JSON for one file (or one run's files parsed into one result).
 
     `rows` are the bulky rows as columns (a run's file digests, runs/digest.py); without them
-    they come from `result`'s records. Processes and launches (runs/processes.py) decide what
+    they come from `result`'s records. Processes and launches (runs/layout.py) decide what
     counts: the run's `nccl` and `summary` are its one serving launch's; with several, each
     launch has its own and the run-level ones carry `launches_count` and a warning instead of
     passing for one verdict.

@@ -25,12 +25,12 @@ from statistics import median
 from typing import NamedTuple
 
 from runs.display import csv_value, figure, signed
+from runs.nccl import LOGGING_ONLY
 from runs.specdecode import expected_tokens_per_cycle, implied_acceptance
 
 PREDICT_STEPS = range(1, 9)
 CONFIG_KEYS = ("model", "tp_size", "gpu", "engine")
-# Logging switches: they change what NCCL prints, not how it moves data.
-FINGERPRINT_IGNORED = frozenset({"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"})
+FINGERPRINT_IGNORED = LOGGING_ONLY
 # Above this many differing variables a group is named "tuned NCCL" instead of listing them.
 MAX_LISTED_SETTINGS = 2
 # Grid step of the acceptance fit before it is refined by ternary search.
@@ -295,7 +295,7 @@ def _predicted_best(curve: list[dict], pts: Sequence[_Measured]) -> dict | None:
         # Model against model at the measured best, so the calibration cancels out.
         out["gain_pct"] = round(100 * (top["throughput_tok_s"] / ref["throughput_tok_s"] - 1), 1)
         out["within_band"] = ref["high_tok_s"] >= top["throughput_tok_s"]
-        out["text"] = (f"predicted best: {top['steps']} steps, {out['gain_pct']:+.0f}% over "
+        out["text"] = (f"predicted best: {top['steps']} steps, {signed(out['gain_pct'], 0)}% over "
                        f"{measured_best.steps}, untested" + (" (within the fit's band)" if out["within_band"] else ""))
     else:
         out["text"] = f"predicted best: {top['steps']} steps, untested"

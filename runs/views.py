@@ -1,4 +1,5 @@
-"""Pages: run list, run detail, live status, comparison, annotation form. Thin: read the request,
+"""Pages: run list, run detail, live status, comparison, annotations, projects (the sweep and trend
+pages are runs/views_sweep.py and runs/views_trend.py). Thin: read the request,
 fetch through runs/queries.py what the user may see, call pure code, render."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, markdown, queries, series, services, specdecode
-from runs.compare import MAX_POINTS, csv_safe, to_csv_rows
+from runs import charts, forms, markdown, queries, series, services, specdecode
+from runs.compare import csv_safe, to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest
@@ -37,7 +38,7 @@ FILTER_KEYS = ("q", "status", "tag", "engine", "steps", "nccl", "nccl_status")
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "-date")
-    runs = queries.run_pages(request.user, queries.filters_from_query(request.GET), sort)
+    runs = queries.run_pages(request.user, forms.filters_from_query(request.GET), sort)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -56,13 +57,14 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     run = queries.visible_run(request.user, pk)
-    zoom = queries.zoom_from_query(request.GET)
+    zoom = forms.zoom_from_query(request.GET)
     phases, kept = queries.chart_phase_rows(run, zoom)
     collectives = queries.collective_rows(run)
     parsed = run.parsed or {}
     nccl = parsed.get("nccl") or {}
-    baseline, no_baseline = queries.chosen_or_suggested_baseline(request.user, run, request.GET.get("baseline"))
-    target = queries.positive_float(request.GET.get("target"))
+    baseline, no_baseline = queries.chosen_or_suggested_baseline(request.user, run,
+                                                                 forms.optional_id(request.GET.get("baseline")))
+    target = forms.positive_float(request.GET.get("target"))
     analysis, curve = None, None
     if run.tokens_per_cycle:
         analysis = specdecode.analysis(
@@ -85,7 +87,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "run": run, "logfiles": logfiles, "parsed": parsed,
         "phases": parsed.get("phases", []), "chart": chart,
         "nccl": nccl, "nccl_sentence": nccl_sentence(nccl), "first_line": queries.first_lines(run, kept, logfiles),
-        **_zoom_context(request, zoom, series.MAX_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
+        **_zoom_context(request, zoom, series.PHASE_CHART_POINTS), "thinned": _thinned(kept["phases"]["windows"], zoom),
         "warnings": parsed.get("warnings", []),
         "person_conflicts": person_vs_logs(parsed, run.steps, run.steps_by_person),
         "baseline": baseline, "no_baseline": no_baseline, "analysis": analysis, "curve": curve, "target": target,
@@ -100,7 +102,7 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
 
 def _thinned(windows: int, zoom: tuple[int, int] | None) -> bool:
     """Whether the phase chart shows a thinned run (the page says so and how to zoom)."""
-    return zoom is None and windows > series.MAX_POINTS
+    return zoom is None and windows > series.PHASE_CHART_POINTS
 
 
 def _zoom_context(request: HttpRequest, zoom: tuple[int, int] | None, points: int) -> dict:
@@ -120,7 +122,7 @@ def _count(run, key: str) -> int:
 def run_status(request: HttpRequest) -> JsonResponse:
     """Statuses of the runs named in ?ids=1,2,3 (the list and detail pages poll this)."""
     raw = [i for i in request.GET.get("ids", "").split(",") if i]
-    if not all(queries.is_int(i) for i in raw):
+    if not all(forms.is_int(i) for i in raw):
         return JsonResponse({"error": {"code": "bad_ids", "message": "ids must be integers"}}, status=400)
     runs = queries.run_statuses(request.user, [int(i) for i in raw][:200])
     return JsonResponse({"runs": [
@@ -155,12 +157,11 @@ def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
 @require_GET
 def compare_view(request: HttpRequest) -> HttpResponse:
     # ?runs=3,7,9 (shareable) or ?run=3&run=7 (the run list's checkboxes without JavaScript)
-    asked = queries.parse_ids(",".join([request.GET.get("runs", ""), *request.GET.getlist("run")]))
+    asked = forms.run_ids(request.GET)
     ids, left_out = asked[:queries.MAX_COMPARED], asked[queries.MAX_COMPARED:]
-    baseline = request.GET.get("baseline")
     fmt = request.GET.get("format")
-    zoom = queries.zoom_from_query(request.GET)
-    inputs, result = queries.comparison_for(request.user, ids, int(baseline) if queries.is_int(baseline) else None,
+    zoom = forms.zoom_from_query(request.GET)
+    inputs, result = queries.comparison_for(request.user, ids, forms.optional_id(request.GET.get("baseline")),
                                             points=fmt not in ("json", "csv"), zoom=zoom)
     if fmt == "json":
         response: HttpResponse = JsonResponse({**result, "left_out": left_out})
@@ -181,13 +182,13 @@ def compare_view(request: HttpRequest) -> HttpResponse:
     who = {n.id: f"{n.run.name} · {n.author.get_username() if n.author else 'someone'}" for n in notes}
     for key, (title, unit) in charts.SERIES.items():
         # Stored series thinned again for up to 20 runs a chart; a zoom shows every row it read.
-        traces = [(r.name, r.series.get(key, []) if zoom else series.downsample(r.series.get(key, []), MAX_POINTS))
-                  for r in ordered]
+        traces = [(r.name, r.series.get(key, []) if zoom
+                   else series.downsample(r.series.get(key, []), series.FIGURE_POINTS)) for r in ordered]
         if any(points for _, points in traces):
             # Each compared run's anchored notes, labelled with the run they are about.
             chart_data[f"chart-{key}"] = charts.with_notes(
                 charts.over_the_run(traces, key, title, unit), notes, who, selectable=False)
-    target = queries.positive_float(request.GET.get("target"))
+    target = forms.positive_float(request.GET.get("target"))
     analyses = specdecode.analyses_against_baseline(result, target)
     # A curve per run reads well for a few runs; past that the table says it and run pages have each curve.
     for a in analyses[:MAX_CURVES]:
@@ -200,8 +201,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         "result": result, "inputs": inputs, "charts": chart_data, "ids": ",".join(map(str, ids)),
         "show_all": request.GET.get("all") == "1", "analyses": analyses, "target": target,
         "left_out": left_out, "max_compared": queries.MAX_COMPARED, "max_curves": MAX_CURVES,
-        **_zoom_context(request, zoom, MAX_POINTS),
-        "thinned": not zoom and any(_count(r, k) > MAX_POINTS for r in ordered for k in charts.SERIES),
+        **_zoom_context(request, zoom, series.FIGURE_POINTS),
+        "thinned": not zoom and any(_count(r, k) > series.FIGURE_POINTS for r in ordered for k in charts.SERIES),
     })
 
 
@@ -326,57 +327,6 @@ def annotation_delete(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     except services.ServiceError as e:
         messages.error(request, e.message)
     return redirect(reverse("run_detail", args=[annotation.run_id]) + "#annotations")
-
-
-@login_required
-@require_GET
-def sweep_view(request: HttpRequest) -> HttpResponse:
-    from runs.sweep import to_csv_rows as sweep_csv_rows
-
-    result, selection = queries.sweep_for(request.user, request.GET)
-    fmt = request.GET.get("format")
-    if fmt == "json":
-        response: HttpResponse = JsonResponse(result)
-        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
-        return response
-    if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.csv"'
-        csv.writer(response).writerows(sweep_csv_rows(result))
-        return response
-    chart_data = {}
-    if result["groups"]:
-        for key in charts.SWEEP_METRICS:
-            if any(p[key] is not None for g in result["groups"] for p in g["points"]):
-                chart_data[f"chart-sweep-{key}"] = charts.sweep_chart(result, key)
-    share = {"runs": selection["runs"]} if not selection["project"] else {
-        k: selection[k] for k in ("project", "tag") if selection[k]}
-    return render(request, "runs/sweep.html", {
-        "result": result, "charts": chart_data, "selection": selection, "share": urlencode(share),
-    })
-
-
-@login_required
-@require_GET
-def trend_view(request: HttpRequest) -> HttpResponse:
-    from runs.trend import METRIC_INFO, trend
-
-    q = request.GET
-    requested = q.get("metric", "")
-    metric = requested if requested in METRIC_INFO else "throughput_tok_s"
-    filters = {k: q.get(k, "").strip() for k in ("project", "branch", "tag", "nccl_status")}
-    projects = queries.project_names(request.user)
-    if not filters["project"] and len(projects) == 1:
-        filters["project"] = projects[0]
-    result = trend(queries.trend_points(request.user, filters["project"], metric, filters["branch"], filters["tag"],
-                                filters["nccl_status"]), metric) if filters["project"] else None
-    if result is not None and q.get("format") == "json":
-        return JsonResponse(result)
-    chart = charts.trend_chart(result) if result and result["points"] else None
-    return render(request, "runs/trend.html", {
-        "result": result, "chart": chart, "filters": filters, "metric": metric, "projects": projects,
-        "metrics": [(k, v[0]) for k, v in METRIC_INFO.items()], "nccl_statuses": ["ok", "drift", "unknown"],
-    })
 
 
 @login_required

@@ -33,7 +33,7 @@ REMAP_SIGTERM=SIGQUIT .venv/bin/celery -A webapp worker --beat --loglevel INFO -
   --schedule var/celerybeat-schedule --hostname "runlens@%h" &
 pids+=($!)
 # gunicorn, not runserver: a fixed pool of threads (so of database connections) and a real listen
-# queue; bursts of CI uploads and page loads queue up instead of failing (issue 14).
+# queue; bursts of CI uploads and page loads queue up instead of failing.
 .venv/bin/gunicorn webapp.wsgi --bind "$ADDR" --workers 2 --threads 4 --backlog 2048 \
   --graceful-timeout 20 --access-logfile - &
 pids+=($!)

@@ -11,8 +11,23 @@ import uuid
 from urllib.parse import quote
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.samples import DATA, PROJECT_ROOT
+
+# Hypothesis: `ci` (the default) draws the same examples on every run, so a red build is the code's
+# doing and reruns the same; derandomize=True rules out an example database (Hypothesis forbids
+# both), so an example a random run finds is pinned in its test with @example, reviewable in the
+# diff. `random` (HYPOTHESIS_PROFILE=random, a second pass of `make check`) explores new examples,
+# keeps failing ones in the local .hypothesis/ and prints the blob that reproduces a failure.
+hypothesis_settings.register_profile("ci", derandomize=True)
+hypothesis_settings.register_profile("random", derandomize=False, print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# What a test starts beyond the database, by fixture: `make test-fast` leaves these markers out. A
+# browser test always has a live server, so `browser` stands for `live` too.
+_NEEDS_MARKER = {"live_server": ("live", "browser"), "web_server": ("live",), "browser": ("browser",),
+                 "page": ("browser",), "worker": ("e2e",), "worker_queue": ("e2e",)}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,6 +35,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--regen-golden", action="store_true",
         help="rewrite tests/data/golden/*.json from the current parser output (then review the diff)",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that starts a server, a browser or a worker without its marker would slow down
+    `make test-fast` unseen: refuse to run until it is marked."""
+    unmarked = sorted(
+        f"{item.nodeid} (uses {fixture}: mark it {markers[0]})"
+        for item in items
+        for fixture, markers in _NEEDS_MARKER.items()
+        if fixture in getattr(item, "fixturenames", ())
+        and not any(item.get_closest_marker(marker) for marker in markers)
+    )
+    if unmarked:
+        raise pytest.UsageError("tests without the marker of what they start:\n  " + "\n  ".join(unmarked))
 
 
 @pytest.fixture

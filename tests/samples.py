@@ -1,17 +1,16 @@
-"""Where test logs live: our own recordings in samples/, public samples in ../shared."""
+"""Where test logs live: our own recordings in samples/, public excerpts in tests/corpus/shared/."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 DATA = Path(__file__).parent / "data"
 PROJECT_ROOT = Path(__file__).parent.parent
-# Public samples are read from the shared folder, never copied in (they are not ours: the samples'
-# README asks us not to). .ci/run finds that folder and sets RUNLENS_SHARED_SAMPLES.
-SHARED_SAMPLES = Path(os.environ.get("RUNLENS_SHARED_SAMPLES", PROJECT_ROOT.parent / "shared" / "samples"))
+# Public excerpts, verbatim, each with its source in tests/corpus/SOURCES.md: in the repository so
+# that the tests run from any clone.
+PUBLIC_SAMPLES = Path(__file__).parent / "corpus" / "shared"
 
 
 def log_path(name: str) -> Path:
@@ -20,12 +19,11 @@ def log_path(name: str) -> Path:
 
 
 def public_sample(name: str) -> Path:
-    """A public sample from ../shared/samples/public. Missing is a failure, not a skip: a golden test
-    that silently skips proves nothing (set RUNLENS_SHARED_SAMPLES to the samples folder)."""
-    path = SHARED_SAMPLES / "public" / name
+    """A public excerpt from tests/corpus/shared. Missing is a failure, not a skip: a golden test
+    that silently skips proves nothing."""
+    path = PUBLIC_SAMPLES / name
     if not path.exists():
-        pytest.fail(f"public sample {name} is not under {SHARED_SAMPLES / 'public'}: "
-                    "set RUNLENS_SHARED_SAMPLES to the folder holding public/", pytrace=False)
+        pytest.fail(f"public sample {name} is not under {PUBLIC_SAMPLES}", pytrace=False)
     return path
 
 

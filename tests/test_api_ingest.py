@@ -546,7 +546,7 @@ def test_r8_admin_of_a_personal_project_still_needs_the_grant(client, alice, eve
     assert not LogFile.objects.filter(registered=True).exists()
 
 
-# Bad input is a clear 4xx, never a 500 (issue 14)
+# Bad input is a clear 4xx, never a 500
 
 
 @pytest.mark.parametrize("damage", [
@@ -559,7 +559,7 @@ def test_a_damaged_gzip_is_400_and_stores_nothing(client, alice, bearer, data_di
     gz = gzip.compress(log_path(TUNED).read_bytes())
     response = _upload(client, bearer(alice), [_file("run.log.gz", damage(gz))])
     assert response.status_code == 400, response.content
-    # A cut-short stream has its own code (issue 9): the log would otherwise look complete.
+    # A cut-short stream has its own code: the log would otherwise look complete.
     assert response.json()["error"]["code"] in ("bad_gzip", "truncated_gzip")
     assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
 

@@ -1,6 +1,6 @@
 """webapp/auth.py: the address every limit counts by; the login lockout (django-axes) keyed on it.
 
-One login limit (issue 14): django-axes locks a username out from one address after
+One login limit: django-axes locks a username out from one address after
 RUNLENS_LOGIN_FAILURES wrong passwords. The per-address RUNLENS_LOGIN_RATE throttle is gone.
 """
 

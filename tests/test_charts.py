@@ -27,7 +27,7 @@ def test_cycle_breakdown_has_one_bar_per_run_with_baseline_first():
     fig = charts.cycle_breakdown(result)
     verify = next(t for t in fig["data"] if t["name"] == "Target verify")
     assert list(verify["y"]) == ["b (baseline)", "a"] and list(verify["x"]) == [30.0, 19.1]
-    assert verify["text"][0] == "30.00 ms · 95%"
+    assert verify["text"][0] == "30.00 ms · 95.0%"
 
 
 def test_phase_deltas_colour_slower_phases_red():

@@ -56,6 +56,7 @@ def token(alice):
     return create_token(alice)
 
 
+@pytest.mark.live
 def test_upload_two_files_and_wait_until_ready(live_server, alice, token, parser_thread, tmp_path, capsys):
     gz = tmp_path / "baseline.log.gz"
     gz.write_bytes(gzip.compress(log_path("spec_baseline_nospec.log").read_bytes()))
@@ -71,6 +72,7 @@ def test_upload_two_files_and_wait_until_ready(live_server, alice, token, parser
     assert [lf.original_name for lf in run.logfiles.all()] == [TUNED, "baseline.log.gz"]
 
 
+@pytest.mark.live
 def test_wait_reports_a_failed_parse_and_exits_1(live_server, token, parser_thread, tmp_path, capsys):
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
@@ -81,6 +83,7 @@ def test_wait_reports_a_failed_parse_and_exits_1(live_server, token, parser_thre
     assert Run.objects.get().status == Status.FAILED
 
 
+@pytest.mark.live
 def test_a_truncated_gz_is_an_error_naming_the_file_whatever_allow_partial_says(
         live_server, token, private_queue, tmp_path, capsys):
     whole = gzip.compress(log_path(TUNED).read_bytes())
@@ -101,6 +104,7 @@ def _cut_mid_line(tmp_path):
     return cut
 
 
+@pytest.mark.live
 def test_wait_exits_7_on_a_log_that_ends_mid_line_and_names_it(live_server, token, parser_thread, tmp_path, capsys):
     parser_thread(files=1)
     code = client.main(["--url", live_server.url, "--token", token, "--wait", "--timeout", "30",
@@ -112,6 +116,7 @@ def test_wait_exits_7_on_a_log_that_ends_mid_line_and_names_it(live_server, toke
     assert run.status == Status.READY and "--allow-partial" in out.splitlines()[-1]
 
 
+@pytest.mark.live
 def test_allow_partial_accepts_the_partial_log_and_still_prints_the_warning(
         live_server, token, parser_thread, tmp_path, capsys):
     parser_thread(files=1)
@@ -125,6 +130,7 @@ def test_allow_partial_accepts_the_partial_log_and_still_prints_the_warning(
     assert "ends mid-line" in out
 
 
+@pytest.mark.live
 def test_wait_exits_1_when_one_file_failed_while_the_others_parsed(
         live_server, token, parser_thread, tmp_path, capsys):
     empty = tmp_path / "empty.log"
@@ -136,6 +142,7 @@ def test_wait_exits_1_when_one_file_failed_while_the_others_parsed(
     assert code == 1 and "failed: empty.log: " in out and Run.objects.get().status == Status.READY
 
 
+@pytest.mark.live
 def test_an_unknown_project_is_exit_3_with_the_servers_message_and_create_project_makes_it(
         live_server, token, private_queue, capsys):
     args = ["--url", live_server.url, "--token", token, "--project", "nightly-h200", str(log_path(TUNED))]
@@ -146,6 +153,7 @@ def test_an_unknown_project_is_exit_3_with_the_servers_message_and_create_projec
     assert client.main(["--url", live_server.url, "--token", token, "--create-project", str(log_path(TUNED))]) == 2
 
 
+@pytest.mark.live
 def test_token_from_environment_meta_json_and_ci_details(live_server, alice, token, private_queue, tmp_path,
                                                         monkeypatch, capsys):
     monkeypatch.setenv("RUNLENS_TOKEN", token)
@@ -164,12 +172,14 @@ def test_token_from_environment_meta_json_and_ci_details(live_server, alice, tok
     assert "(queued)" in capsys.readouterr().out
 
 
+@pytest.mark.live
 def test_second_upload_of_the_same_files_says_so(live_server, token, private_queue, capsys):
     args = ["--url", live_server.url, "--token", token, str(log_path(TUNED))]
     assert client.main(args) == 0 and client.main(args) == 0
     assert Run.objects.count() == 1 and "uploaded before" in capsys.readouterr().out.splitlines()[-1]
 
 
+@pytest.mark.live
 def test_server_refusal_is_a_clear_message_and_exit_3(live_server, alice, capsys):
     code = client.main(["--url", live_server.url, "--token", "rlt_bad_token", str(log_path(TUNED))])
     assert code == 3 and not Run.objects.exists()
@@ -191,6 +201,7 @@ def test_missing_token_or_file_exit_2(monkeypatch, capsys, tmp_path):
     assert "no token: pass --token or set RUNLENS_TOKEN" in err and "missing.log: not a readable file" in err
 
 
+@pytest.mark.live
 def test_wait_gives_up_after_the_timeout_exit_4(live_server, token, private_queue, capsys):
     code = client.main(["--url", live_server.url, "--token", token, "--wait", "--timeout", "1", str(log_path(TUNED))])
     assert code == 4 and "still queued after 1 s" in capsys.readouterr().err
@@ -206,6 +217,7 @@ def test_multipart_body_streams_files_in_chunks_with_an_exact_length(tmp_path, m
     assert b'filename="a %22quoted%22.log"' in b"".join(chunks)
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not shutil.which("curl"), reason="curl is not installed")
 def test_curl_upload_and_status_as_the_readme_and_newcomer_check_do(live_server, token, private_queue):
     meta = json.dumps({"name": TUNED, "tags": ["newcomer"]})

@@ -12,7 +12,7 @@ import ingest.parsers as parsers
 from ingest.parsers import parse_stream
 from runs.models import ApiToken, Run
 from runs.summary import summarize
-from tests.samples import DATA, PROJECT_ROOT, SHARED_SAMPLES, log_path
+from tests.samples import DATA, PROJECT_ROOT, PUBLIC_SAMPLES, log_path
 
 
 def _parselog(*paths):
@@ -43,9 +43,9 @@ def _every_sample(tmp_path):
     mixed = tmp_path / "two_launches_and_nccl_tests.log"
     mixed.write_bytes(b"".join(log_path(name).read_bytes() for name in (
         "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log", "nccl-tests_all_reduce_default.log")))
-    paths = [mixed] + [p for root in (PROJECT_ROOT / "samples", DATA, SHARED_SAMPLES) for p in sorted(root.rglob("*"))
+    paths = [mixed] + [p for root in (PROJECT_ROOT / "samples", DATA, PUBLIC_SAMPLES) for p in sorted(root.rglob("*"))
              if p.is_file() and p.suffix in (".log", ".txt", ".sh")]
-    assert len(paths) > 40, "set RUNLENS_SHARED_SAMPLES to the samples folder"
+    assert len(paths) > 40
     return paths
 
 
@@ -110,6 +110,30 @@ def test_ingest_creates_a_queued_run_with_tags(alice):
     assert f"run {run.id} queued" in out.getvalue()
 
 
+@pytest.fixture
+def eager_celery():
+    """CELERY_TASK_ALWAYS_EAGER=1, as a demo without a worker sets it."""
+    from webapp.celery import app as celery_app
+
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest_wait_parses_in_this_process_when_celery_is_eager(alice, private_queue, eager_celery, settings):
+    import redis
+
+    out = StringIO()
+    call_command("ingest", str(log_path("spec_eagle3_tuned_2step.log")), "--wait", "--timeout", "5", stdout=out)
+    run = Run.objects.get()
+    assert run.status == "ready" and run.steps == 2
+    assert out.getvalue().splitlines()[-1].startswith(f"run {run.id} ready: ")
+    # Nothing was left in the broker for a worker to parse a second time.
+    assert redis.Redis.from_url(settings.REDIS_URL).llen(private_queue) == 0
+
+
 @pytest.mark.django_db
 def test_demo_creates_the_demo_user_and_runs_once(settings):
     settings.DEBUG = True
@@ -126,7 +150,6 @@ def test_demo_creates_the_demo_user_and_runs_once(settings):
 @pytest.mark.django_db
 def test_demo_loads_the_sweep_samples_as_a_ready_sweep(settings, data_dir):
     from django.contrib.auth import get_user_model
-    from django.http import QueryDict
 
     from ingest import services
     from runs.models import LogFile
@@ -138,7 +161,7 @@ def test_demo_loads_the_sweep_samples_as_a_ready_sweep(settings, data_dir):
     assert "/sweep/?project=demo&tag=sweep" in out.getvalue()
     for lf in LogFile.objects.filter(run__project__name="demo"):
         services.parse_logfile(lf.id)
-    result, _ = sweep_for(get_user_model().objects.get(username="demo"), QueryDict("project=demo&tag=sweep"))
+    result, _ = sweep_for(get_user_model().objects.get(username="demo"), [], "demo", "sweep")
     assert [len(g["points"]) for g in result["groups"]] == [5, 1, 5]
     assert result["headline"] == [
         "Tuned NCCL wins at 1–2 steps, default NCCL from 3; best overall default NCCL 5-step, 692.4 tok/s."]

@@ -37,8 +37,8 @@ def test_story_verify_delta_and_throughput_drop():
 
 def test_headline_tells_the_story_in_order():
     texts = [h["text"] for h in compare([STORY_A, STORY_B], 1)["headline"]]
-    assert texts[0] == "3-step is 34% slower than 2-step (61.7 vs 94.0 tok/s)."
-    assert texts[1].startswith("Target verify +10.86 ms/cyc in 3-step (19.14 → 30.00, 95% of the cycle)")
+    assert texts[0] == "3-step is 34.4% slower than 2-step (61.7 vs 94.0 tok/s)."
+    assert texts[1].startswith("Target verify +10.86 ms/cyc in 3-step (19.14 → 30.00, 95.0% of the cycle)")
     assert "never got 6 NCCL variables" in texts[2] and "NCCL_PROTO" in texts[2]
 
 
@@ -93,3 +93,46 @@ def test_csv_has_one_row_per_run_and_figure():
 
 def test_no_runs_gives_an_empty_comparison():
     assert compare([], None)["runs"] == []
+
+
+TUNED = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_DEBUG": "INFO", "NCCL_NVLS_ENABLE": "0"}
+
+
+def _nccl(effective: dict | None, status: str = "ok") -> dict:
+    return {"status": status if effective is not None else "unknown", "drift": [], "effective": effective or {}}
+
+
+def test_workers_with_different_nccl_settings_make_runs_not_comparable():
+    dropped = {"NCCL_DEBUG": "INFO", "NCCL_NVLS_ENABLE": "0", "NCCL_CUMEM_ENABLE": "0"}
+    a = _run(1, "tuned", 522.7, 2.2, 4.26, 3.78, nccl=_nccl(TUNED))
+    b = _run(2, "dropped", 489.6, 2.2, 4.45, 4.05, nccl=_nccl(dropped, "drift"))
+    verdict = compare([b, a], 1)["comparable"]
+    assert not verdict["ok"]
+    [diff] = verdict["differences"]
+    assert diff["key"] == "nccl.effective"
+    assert diff["values"] == [{"key": "NCCL_ALGO", "values": ["Ring", None]},
+                              {"key": "NCCL_CUMEM_ENABLE", "values": [None, "0"]},
+                              {"key": "NCCL_PROTO", "values": ["LL", None]}]
+    assert diff["text"] == ("effective NCCL settings differ: NCCL_ALGO Ring vs unset, NCCL_CUMEM_ENABLE unset vs 0, "
+                            "NCCL_PROTO LL vs unset")
+
+
+def test_nccl_settings_spelled_differently_or_only_logging_are_the_same():
+    a = _run(1, "a", 1, 1, 1, 1, nccl=_nccl({**TUNED, "NCCL_P2P_LEVEL": "SYS", "NCCL_PROTO": "ll"}))
+    b = _run(2, "b", 1, 1, 1, 1, nccl=_nccl({**TUNED, "NCCL_P2P_LEVEL": "5", "NCCL_DEBUG": "WARN"}))
+    assert compare([a, b], 1)["comparable"] == {"ok": True, "differences": []}
+
+
+def test_runs_whose_nccl_settings_no_log_shows_are_no_nccl_difference():
+    a = _run(1, "a", 1, 1, 1, 1, nccl=_nccl(TUNED))
+    b = _run(2, "b", 1, 1, 1, 1, nccl=_nccl(None))
+    assert compare([a, b], 1)["comparable"]["ok"] is True
+
+
+def test_a_variable_nccl_never_echoes_differs_only_where_both_runs_show_it():
+    a = _run(1, "a", 1, 1, 1, 1, nccl=_nccl({**TUNED, "NCCL_SOCKET_IFNAME": "eth0"}))
+    b = _run(2, "b", 1, 1, 1, 1, nccl=_nccl(TUNED))  # echo lines only: they never show the interface
+    c = _run(3, "c", 1, 1, 1, 1, nccl=_nccl({**TUNED, "NCCL_SOCKET_IFNAME": "ib0"}))
+    assert compare([a, b], 1)["comparable"]["ok"] is True
+    assert compare([a, c], 1)["comparable"]["differences"][0]["text"] == \
+        "effective NCCL settings differ: NCCL_SOCKET_IFNAME eth0 vs ib0"

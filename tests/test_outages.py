@@ -1,4 +1,4 @@
-"""Outages with real parts (issue 14): a private redis-server stopped and started, gunicorn, a real
+"""Outages with real parts: a private redis-server stopped and started, gunicorn, a real
 Celery worker with the beat scheduler (the reconciler), the test database. Runs lost: 0."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from runs.models import LogFile, Run, Status
 from tests.samples import log_path
 from tests.synthetic import stored_rows
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 
 def _call(method: str, url: str, token: str, body: Multipart | None = None,

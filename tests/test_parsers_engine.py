@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 import ingest.parsers as parsers
 from ingest.parsers import ParseError, parse_stream, text
-from tests.samples import PROJECT_ROOT, SHARED_SAMPLES
+from tests.samples import PROJECT_ROOT, PUBLIC_SAMPLES
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _samples() -> list[bytes]:
-    paths = sorted((SHARED_SAMPLES / "public").iterdir()) + sorted((PROJECT_ROOT / "samples").glob("*.log"))
-    assert len(paths) > 20, "set RUNLENS_SHARED_SAMPLES to the folder holding public/"
+    paths = sorted(PUBLIC_SAMPLES.iterdir()) + sorted((PROJECT_ROOT / "samples").glob("*.log"))
+    assert len(paths) > 20
     return [p.read_bytes() for p in paths]
 
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runs.series import (
-    MAX_POINTS,
+    PHASE_CHART_POINTS,
     ZOOM_MAX_WINDOWS,
     compute_series,
     downsample,
@@ -27,15 +27,15 @@ def _points(n: int) -> list[tuple]:
 
 
 def test_a_series_within_the_limit_comes_back_unchanged():
-    points = _points(MAX_POINTS)
+    points = _points(PHASE_CHART_POINTS)
     assert downsample(points) == points
     assert downsample([]) == []
     assert downsample(points[:1]) == points[:1]
 
 
 def test_one_point_over_the_limit_is_thinned_to_the_limit():
-    thin = downsample(_points(MAX_POINTS + 1))
-    assert len(thin) <= MAX_POINTS
+    thin = downsample(_points(PHASE_CHART_POINTS + 1))
+    assert len(thin) <= PHASE_CHART_POINTS
 
 
 def test_spikes_and_dips_survive_and_every_kept_point_keeps_its_line_and_file():
@@ -128,7 +128,7 @@ def test_stored_series_are_bounded_exact_points_with_the_whole_series_noise(alic
     verify = kept["figures"]["verify_ms"]
     full = [synthetic.values(w, 1234)[1] for w in range(1, 3001)]
     assert verify["count"] == 3000 and verify["spread"] == spread(full)
-    assert len(verify["points"]) <= MAX_POINTS
+    assert len(verify["points"]) <= PHASE_CHART_POINTS
     spike = [1234, synthetic.values(1234, 1234)[1], 4 * 1234 + 1, run.logfiles.get().id, 1234]
     assert spike in verify["points"] and max(p[1] for p in verify["points"]) == spike[1]
     tput = kept["figures"]["throughput_tok_s"]
@@ -136,7 +136,7 @@ def test_stored_series_are_bounded_exact_points_with_the_whole_series_noise(alic
     phases = kept["phases"]
     assert phases["windows"] == 3000 and phases["names"] == ["Draft", "Target verify"]
     assert phases["first"] == {"Draft": [run.logfiles.get().id, 4], "Target verify": [run.logfiles.get().id, 5]}
-    assert len({r[1] for r in phases["rows"]}) <= MAX_POINTS // 2
+    assert len({r[1] for r in phases["rows"]}) <= PHASE_CHART_POINTS // 2
 
 
 @pytest.mark.django_db
@@ -169,7 +169,7 @@ def test_a_zoom_reads_every_row_of_its_windows_and_no_more_than_the_cap(alice, p
     assert len(wide) == ZOOM_MAX_WINDOWS and wide[-1][0] == ZOOM_MAX_WINDOWS
 
 
-def _phases_at_once(run_id: int, limit: int = MAX_POINTS) -> dict:
+def _phases_at_once(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
     """What the run page's phase chart was before it read phases a slice at a time: every phase
     row of the run in one frame, thinned at once."""
     rows = synthetic.stored_rows("phase", run_id=run_id)

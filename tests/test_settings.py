@@ -95,7 +95,7 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
 
 
 def test_runserver_keeps_no_database_connection_between_requests():
-    """issue 14: runserver's thread per request must not keep a PostgreSQL connection each."""
+    """runserver's thread per request must not keep a PostgreSQL connection each."""
     code = ("import sys; sys.argv = ['manage.py', {cmd!r}]; from webapp import settings; "
             "print(settings.DATABASES['default']['CONN_MAX_AGE'])")
     env = {**os.environ, "DATABASE_URL": "postgres://u@db.example/runs"}

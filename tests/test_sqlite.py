@@ -3,7 +3,7 @@ parts: gunicorn, a Celery worker, a private redis-server, a SQLite file of the t
 
 A parse holds no write transaction while it reads the log (rows spool to disk, then one short
 transaction), the database is in WAL mode with a busy timeout and IMMEDIATE transactions, so
-uploads made while a 40 MB log parses are all accepted (issue 14: 1 of 12 answered 500)."""
+uploads made while a 40 MB log parses are all accepted (none answers 500)."""
 
 from __future__ import annotations
 

@@ -109,11 +109,11 @@ def _by_tuples(groups) -> list[tuple]:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_rows_out_of_window_order_come_back_as_a_sort_of_tuples_gives(seed):
-    from runs.summary import _by_window_line, series
+    from runs.summary import _by_window_line, metric_values
 
     rng = random.Random(seed)
     ranked = _groups(rng, ["DP0", "DP1", "", "dp1"], ranked=True)
     assert _by_window_line(ranked) == _by_tuples(ranked)
     one_writer = _groups(rng, [""], ranked=False)
-    got = series(one_writer, "gen_throughput_tok_s")
+    got = metric_values(one_writer, "gen_throughput_tok_s")
     assert list(got) == [v for _, _, v in _by_tuples(one_writer)]

@@ -164,20 +164,20 @@ def _points(charts: dict, key: str) -> list[list]:
 
 
 def test_comparing_runs_of_many_windows_is_bounded_and_keeps_figures_noise_and_spikes(client, alice, big_run):
-    from runs.compare import MAX_POINTS
+    from runs.series import FIGURE_POINTS
     from runs.summary import spread
     from tests import synthetic
 
     # Fifteen times the points a trace may have: thinning must happen, and keep each run's dip
     # (100k-window timings are make bench's, not a test's).
-    windows = 15 * MAX_POINTS
+    windows = 15 * FIGURE_POINTS
     a, b = big_run(windows, "a", spike=2_222), big_run(windows, "b", spike=4_444)
     client.force_login(alice)
     response = client.get(f"/compare/?runs={a.id},{b.id}&baseline={a.id}")
     assert response.status_code == 200 and len(response.content) < 2_000_000
     charts = response.context["charts"]
     for key in ("chart-throughput_tok_s", "chart-tokens_per_cycle", "chart-verify_ms"):
-        assert all(0 < len(trace) <= MAX_POINTS for trace in _points(charts, key)), key
+        assert all(0 < len(trace) <= FIGURE_POINTS for trace in _points(charts, key)), key
     dips = [min(trace, key=lambda p: p[1]) for trace in _points(charts, "chart-throughput_tok_s")]
     assert dips == [(2_222, synthetic.values(2_222, 2_222)[2]), (4_444, synthetic.values(4_444, 4_444)[2])]
     result = response.context["result"]
@@ -218,8 +218,19 @@ def test_the_gpu_nccl_tests_ran_on_is_the_runs_gpu_in_the_configuration(client, 
     assert gpu["runs"][str(base.id)]["value"] == "NVIDIA H200" and gpu["runs"][str(tuned.id)] is None
 
 
-def test_analysis_against_a_comparable_baseline_has_no_warning(client, alice, story):
+def test_analysis_against_a_comparable_baseline_has_no_warning(client, alice, upload_run):
+    # Both untuned: the same NCCL settings reached both runs' workers.
+    base = upload_run(alice, "sweep/sweep_baseline_nospec.log")
+    spec = upload_run(alice, "sweep/sweep_default_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/compare/?runs={base.id},{spec.id}&baseline={base.id}").content.decode()
+    assert 'id="analysis"' in body and 'id="analysis-not-comparable"' not in body
+    assert "Comparable: no difference in model" in body
+
+
+def test_workers_with_other_nccl_settings_make_the_baseline_not_comparable(client, alice, story):
     base, tuned, _ = story
     client.force_login(alice)
     body = client.get(f"/compare/?runs={base.id},{tuned.id}&baseline={base.id}").content.decode()
-    assert 'id="analysis"' in body and 'id="analysis-not-comparable"' not in body
+    assert "Not directly comparable: effective NCCL settings differ: NCCL_ALGO unset vs Ring, " in body
+    assert 'id="analysis-not-comparable"' in body

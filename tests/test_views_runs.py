@@ -331,7 +331,7 @@ def test_project_admin_pins_and_unpins_the_ci_baseline_from_the_run_page(client,
 
 
 def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, upload_run):
-    """issue 10: `parsed` can be large; lists show columns only (launches_count is one)."""
+    """`parsed` can be large; lists show columns only (launches_count is one)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -349,12 +349,12 @@ def test_run_list_and_api_list_never_load_a_runs_parse(client, alice, bearer, up
 def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians(
         client, alice, big_run, monkeypatch):
     from runs import blocks
-    from runs.series import MAX_POINTS
+    from runs.series import PHASE_CHART_POINTS
     from tests import synthetic
 
     # Twelve times the points a trace may have, each phase kept in several blocks: thinning must
     # happen, across blocks (100k-window timings are make bench's, not a test's).
-    windows, spike = 12 * MAX_POINTS, 7_777
+    windows, spike = 12 * PHASE_CHART_POINTS, 7_777
     monkeypatch.setattr(blocks, "BLOCK_ROWS", 5000)
     run = big_run(windows, spike=spike)
     assert SampleBlock.objects.filter(run=run, name="Target verify").count() == 3
@@ -364,7 +364,7 @@ def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians
     traces = response.context["chart"]["data"]
     phases = [t for t in traces if t.get("stackgroup") == "phases"]
     assert [t["name"] for t in phases] == ["Draft", "Target verify"]
-    assert all(len(t["x"]) <= MAX_POINTS for t in phases) and phases[0]["x"] == phases[1]["x"]
+    assert all(len(t["x"]) <= PHASE_CHART_POINTS for t in phases) and phases[0]["x"] == phases[1]["x"]
     verify = phases[1]
     at = verify["x"].index(spike)  # the slow window survives, and opens its own line
     assert verify["y"][at] == synthetic.values(spike, spike)[1]
@@ -391,7 +391,7 @@ def _sql_of(client, url, headers=None):
 
 def test_the_run_page_reads_no_phase_or_metric_row_and_its_queries_do_not_grow_with_the_run(
         client, alice, big_run):
-    """issue 10: the page reads the stored series, summary and file columns, never a run's rows
+    """The page reads the stored series, summary and file columns, never a run's rows
     (a 100k-window run has millions); only a zoom reads rows, of its bounded window range."""
     small, large = big_run(50, name="small"), big_run(5000, name="large")
     client.force_login(alice)
@@ -418,7 +418,7 @@ def _runs(alice, count, start=0):
 @pytest.mark.parametrize("url", ["/?page=2", "/?sort=-tok_s&page=2", "/api/v1/runs?page=2&page_size=5"])
 def test_a_list_page_reads_the_same_queries_whatever_the_number_of_runs_and_sorts_without_parses(
         client, alice, bearer, url):
-    """issue 10: a page of the list costs the same with 12 runs or 60 (no query a row); the sort
+    """A page of the list costs the same with 12 runs or 60 (no query a row); the sort
     takes ids only, so no run's `parsed` is read for the runs before the page."""
     _runs(alice, 12)
     client.force_login(alice)

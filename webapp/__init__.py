@@ -1,7 +1,7 @@
 import os
 
 # runlens does no linear algebra: numpy's OpenBLAS needs no thread pool, whose threads spin at
-# import on the parse's cores (3% of a 512 MB parselog's samples on 2 cores, profiled). Set here,
+# import on the cores the parse needs. Set here,
 # the first module of every entry point (manage.py, the Celery worker, gunicorn), before numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

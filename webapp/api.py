@@ -40,7 +40,7 @@ class SettingsRate(SimpleRateThrottle):
     before AuthRateThrottle or AnonRateThrottle, which share this base, so the MRO is unchanged.
 
     Counted atomically in a fixed window (cache.add + cache.incr): ninja's get-then-set history
-    let parallel requests slip through (issue 14). The client address is REMOTE_ADDR unless
+    let parallel requests slip through. The client address is REMOTE_ADDR unless
     RUNLENS_TRUSTED_PROXIES says how many proxies append to X-Forwarded-For (NINJA_NUM_PROXIES).
     The cache (Redis) being down fails open: reads must not go down with it.
     """

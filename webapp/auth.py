@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.http import Http404, HttpRequest
 from django.utils import timezone
+from ninja.throttling import BaseThrottle
 
 from runs.models import ApiToken
 
@@ -78,7 +79,8 @@ def user_for_token(token: str) -> AbstractBaseUser | None:
 def hit(key: str, limit: int, period: int) -> float | None:
     """Count one request against `limit` per `period` seconds (a fixed window): None if allowed,
     else the seconds until the window ends. Atomic in the shared cache (add + incr), so parallel
-    requests cannot slip through; the cache (Redis) unreachable fails open (issue 14)."""
+    requests cannot slip through; the cache (Redis) unreachable fails open: a limit is not worth an
+    outage of the API."""
     now = time.time()
     window = int(now // period)
     key = f"{key}:{window}"
@@ -99,6 +101,4 @@ def client_address(request: HttpRequest) -> str:
 
     The one rule for "who is asking" of every limit: the API throttles and the login lockout
     (django-axes calls this, AXES_CLIENT_IP_CALLABLE), so a forged header dodges neither."""
-    from ninja.throttling import BaseThrottle
-
     return BaseThrottle().get_ident(request) or ""

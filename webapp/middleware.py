@@ -6,9 +6,18 @@ scripts), 503 when a backing service is down, 400 for input no database column c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+import redis
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from kombu.exceptions import OperationalError as QueueDown
+from redis.exceptions import ConnectionError as RedisDown
+from redis.exceptions import TimeoutError as RedisTimeout
+
+log = logging.getLogger(__name__)
 
 # Pages load scripts only from our own static files; chart data travels in json_script tags.
 CSP = (
@@ -34,22 +43,11 @@ class SecurityHeadersMiddleware:
 RETRY_AFTER = 5
 
 
-def _service_down_types() -> tuple[type[Exception], ...]:
-    from django.db import InterfaceError, OperationalError
-    from kombu.exceptions import OperationalError as QueueDown
-    from redis.exceptions import ConnectionError as RedisDown
-    from redis.exceptions import TimeoutError as RedisTimeout
-
-    return (OperationalError, InterfaceError, RedisDown, RedisTimeout, QueueDown)
-
-
-SERVICE_DOWN = _service_down_types()
+SERVICE_DOWN: tuple[type[Exception], ...] = (OperationalError, InterfaceError, RedisDown, RedisTimeout, QueueDown)
 
 
 def unavailable(exc: BaseException) -> str | None:
     """Which backing service an exception says is busy or unreachable, or None."""
-    from django.db import DatabaseError
-
     if not isinstance(exc, SERVICE_DOWN):
         return None
     return "database" if isinstance(exc, DatabaseError) else "redis"
@@ -57,10 +55,6 @@ def unavailable(exc: BaseException) -> str | None:
 
 def health_of() -> dict[str, str]:
     """{"database": ok|down, "redis": ok|down}, each checked with a short timeout."""
-    import redis
-    from django.conf import settings
-    from django.db import connection
-
     parts = {}
     try:
         with connection.cursor() as cursor:
@@ -78,7 +72,8 @@ def health_of() -> dict[str, str]:
 
 class ServiceUnavailableMiddleware:
     """Pages (not the API, which has its own handler) answer 503 with Retry-After when the
-    database is locked or unreachable, or Redis is down, instead of a 500 (issue 14)."""
+    database is locked or unreachable, or Redis is down, instead of a 500: the client is told to retry,
+    and nothing was saved."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -90,9 +85,7 @@ class ServiceUnavailableMiddleware:
         what = unavailable(exc)
         if what is None:
             return None
-        import logging
-
-        logging.getLogger(__name__).warning("%s %s: %s unavailable: %s", request.method, request.path, what, exc)
+        log.warning("%s %s: %s unavailable: %s", request.method, request.path, what, exc)
         message = f"the {what} is busy or unreachable; nothing was saved, retry in {RETRY_AFTER} s"
         if "application/json" in request.headers.get("Accept", ""):
             response: HttpResponse = JsonResponse({"error": {"code": "unavailable", "message": message}}, status=503)
@@ -104,7 +97,7 @@ class ServiceUnavailableMiddleware:
 
 class RejectNulQueryMiddleware:
     """A NUL byte in a page's query string is 400: no filter can mean it, and PostgreSQL refuses
-    it in a text parameter (a 500 from `/?q=%00`, issue 14). The API validates its own query
+    it in a text parameter (`/?q=%00` would be a 500). The API validates its own query
     parameters (422, as its schema documents)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

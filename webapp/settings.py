@@ -83,7 +83,7 @@ LOG_ROOTS = [Path(p).resolve() for p in env("RUNLENS_LOG_ROOTS").split(os.pathse
 DATABASES = {"default": database_from_url(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'runlens.sqlite3'}"))}
 if "runserver" in sys.argv[1:2] and "CONN_MAX_AGE" in DATABASES["default"]:
     # runserver serves each request on a new thread: a connection kept per thread piles up to
-    # "too many clients" under a burst (issue 14). `make run` uses gunicorn's fixed thread pool.
+    # "too many clients" under a burst. `make run` uses gunicorn's fixed thread pool.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # One writer at a time, so: WAL (readers never wait for the writer), a busy timeout (a writer
@@ -128,7 +128,7 @@ MIDDLEWARE = [
 
 # Guessing passwords: after RUNLENS_LOGIN_FAILURES wrong ones for a username from one address, that
 # pair is locked out for RUNLENS_LOGIN_COOLOFF_MINUTES (django-axes, counts in the database). The
-# one login limit (issue 14): counted in the database it holds while Redis is down, only failures
+# one login limit: counted in the database it holds while Redis is down, only failures
 # count, and a guesser elsewhere cannot lock a user out of their own address (docs/reliability.md).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",

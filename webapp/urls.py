@@ -11,6 +11,8 @@ from django.views.decorators.http import require_GET
 
 from ingest import views as ingest_views
 from runs import views as run_views
+from runs import views_sweep as sweep_views
+from runs import views_trend as trend_views
 from webapp import views as account_views
 from webapp.api import api, not_found
 
@@ -32,8 +34,8 @@ urlpatterns = [
     path("runs/<int:pk>/figure.json", run_views.figure_lines, name="figure_lines"),
     path("compare/", run_views.compare_view, name="compare"),
     path("runs/<int:pk>/pin", run_views.pin, name="pin"),
-    path("sweep/", run_views.sweep_view, name="sweep"),
-    path("trend/", run_views.trend_view, name="trend"),
+    path("sweep/", sweep_views.sweep_view, name="sweep"),
+    path("trend/", trend_views.trend_view, name="trend"),
     path("runs/<int:pk>/annotate", run_views.annotate, name="annotate"),
     path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
     path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),

@@ -39,7 +39,7 @@ __all__ = [
 Sink = Callable[[ParseResult], None]
 # Rows held before a sink takes them: memory stays flat on a 1 GB log (about 5 MB of them as
 # columns), and a sink's cost per call (polars per frame, spool writes) is paid every few chunks.
-# (128k rows measured no faster, and the ingest worker peaked 70 MB higher: bench/run.py.)
+# More rows a batch buy no speed and cost the worker's peak memory (bench/run.py shows both).
 SPILL_AT = 1 << 16
 SPILL_EVERY = 1024  # lines between two looks at the rows held
 LANE_MIN_LINES = 512  # a smaller chunk is read line by line: the lanes' fixed cost would not pay

@@ -1,4 +1,4 @@
-/* The native line scanner of the parse engine (issue 10; ingest/parsers/native.py drives it).
+/* The native line scanner of the parse engine (ingest/parsers/native.py drives it).
  *
  * It walks a chunk's lines (a list of str) and, for each line, either does exactly what feeding
  * that line to the Tagger and to every format parser would do (records into its own column
@@ -160,7 +160,7 @@ static inline int is_space(char c) { return CLASS[(unsigned char)c] & C_SPACE; }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* memcmp(a, b, n) == 0 inlined: the strings compared here are a few bytes long, where a call to
- * the library's memcmp cost more than the comparison (10% of a scan, profiled). */
+ * the library's memcmp costs more than the comparison. */
 static inline int memeq(const void *a, const void *b, size_t n) {
     const unsigned char *x = a, *y = b;
     uint64_t u, v;
@@ -2023,9 +2023,9 @@ static PyObject *vector(PyObject *mod, PyObject *args) {
 
 /* hold_heap() -> whether glibc now keeps freed memory of a parse for its next chunks. A parse
  * allocates and frees buffers of a few MB a chunk (text, records, columns); by default glibc maps
- * each afresh and hands it back, and the kernel zeroes every page again: 110k page faults on a
- * 512 MB log, ~0.3 s on this project's VM. Blocks under 16 MB now come from the heap, and up to
- * 32 MB of free heap stays (measured: 24k faults, peak RSS 138 MB against 135). */
+ * each afresh and hands it back, and the kernel zeroes every page again (about 200 page faults
+ * per MB of log). Blocks under 16 MB come from the heap instead, and up to 32 MB of free heap
+ * stays: a few MB more peak memory for a fifth of the faults. */
 static PyObject *hold_heap(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
 #ifdef __GLIBC__
     if (mallopt(M_MMAP_THRESHOLD, 16 << 20) && mallopt(M_TRIM_THRESHOLD, 32 << 20)) Py_RETURN_TRUE;

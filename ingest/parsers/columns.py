@@ -1,4 +1,4 @@
-"""Records as columns: the vectorised lanes' output and what the engine hands a sink (issue 10).
+"""Records as columns: the vectorised lanes' output and what the engine hands a sink.
 
 The high-volume kinds (profile phases, SGLang decode metrics) are extracted a chunk at a time
 with polars (Rust regexes over an Arrow array of lines) by a parser's `lane()`, instead of one

@@ -1,4 +1,4 @@
-"""The native engine (issue 10): a C scanner reads the lines it can read exactly, Python the rest.
+"""The native engine: a C scanner reads the lines it can read exactly, Python the rest.
 
 `_scan.Scanner.scan` walks a chunk's lines and does, for each, what feeding it to the Tagger and
 every parser would do — or stops and hands the line back (the shapes it takes are listed at the
@@ -72,7 +72,7 @@ def available() -> str | None:
 def hold_heap() -> bool:
     """Have glibc keep a parse's freed chunks for the next ones instead of mapping each afresh (see
     _scan.c): for a process that parses one log and exits (parselog). A worker does not: its fold
-    thread's arena would keep as much again, and its peak RSS passed 500 MB (issue 10)."""
+    thread's arena would keep as much again, doubling its peak memory."""
     return _scan is not None and _scan.hold_heap()
 
 

@@ -15,7 +15,7 @@ from typing import BinaryIO, Literal, overload
 
 import polars as pl
 
-from .records import ParseError
+from .records import Issue, ParseError
 
 try:
     from . import _scan  # the native scanner's chunk helpers (native.py); pure Python without it
@@ -25,7 +25,7 @@ except ImportError:
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
 CHUNK = 1 << 16
 # Bytes read_chunks reads at once: big enough that the per-chunk work of the engine and its
-# polars lanes is noise (measured best at 2 MiB of 0.5-8), after a few smaller first reads.
+# polars lanes is noise (larger reads only hold more memory), after a few smaller first reads.
 BATCH = 1 << 21
 FIRST_BATCH = 1 << 16
 SNIFF_BYTES = 8192  # the head checked for NUL bytes (binary files)
@@ -47,7 +47,7 @@ _DIRTY = ("\r", "^M", "\x1b", "^[", "\ufffd", "#033", "]<std", "across cluster]"
 _COLOUR = re.compile(r"\[\d+(?:;\d+)*m")  # _ANSI's ESC-less branch, without its lookahead
 
 
-# ---- MPI --tag-output: the wrapper goes, the process it names stays (issue 9) ----------------
+# ---- MPI --tag-output: the wrapper goes, the process it names stays ----------------------
 _MPI_TAG = re.compile(r"\[(\d+),(\d+)\]<std(?:out|err)>:")
 
 
@@ -304,15 +304,11 @@ def _longest_line(block: bytes) -> int:
 
 
 def _mid_line(lineno: int, warnings: list | None) -> None:
-    from .records import Issue
-
     if warnings is not None:
         warnings.append(Issue(lineno, "the file ends mid-line (truncated?); that last line was skipped"))
 
 
 def _cut(lineno: int, warnings: list | None) -> None:
-    from .records import Issue
-
     if warnings is not None:
         warnings.append(Issue(lineno, f"line longer than {MAX_LINE_BYTES} bytes was cut"))
 

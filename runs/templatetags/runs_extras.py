@@ -6,6 +6,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from runs import display
+from runs.layout import ROLES
 
 register = template.Library()
 
@@ -37,8 +38,6 @@ def src_of(logfile, line: int) -> dict:
 
 @register.simple_tag
 def process_roles() -> tuple[str, ...]:
-    from runs.processes import ROLES
-
     return ROLES
 
 

@@ -27,6 +27,7 @@ def _upload(page, name: str, run_name: str) -> int:
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
 
 
+@pytest.mark.e2e
 def test_upload_parse_compare_and_export(page, alice, worker):
     login(page, "alice", "alice-pw")
     base = _upload(page, "spec_baseline_nospec.log", "baseline no-spec")

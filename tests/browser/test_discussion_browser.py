@@ -10,7 +10,7 @@ from runs.models import Annotation
 from tests.browser.conftest import ARTIFACTS, login
 from webapp.auth import create_token, revoke_token
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def drag_across(page, selector: str, start: float, end: float) -> None:

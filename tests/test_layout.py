@@ -1,6 +1,6 @@
-"""runs/processes.py through whole runs: processes, roles, launches, per-launch verdicts.
+"""runs/layout.py through whole runs: processes, roles, launches, per-launch verdicts.
 
-The two cases at the top of issue 9, built from the project's own samples.
+Two runs whose processes must be told apart, built from the project's own samples.
 """
 
 from __future__ import annotations

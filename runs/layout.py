@@ -1,4 +1,5 @@
-"""A run's processes and serving launches (DESIGN, "Words": process, role, launch). Pure.
+"""A run's layout: its processes, their roles and its serving launches (DESIGN, "Words":
+process, role, launch). Pure.
 
 Input: the process tables the parser wrote per log file (ingest/parsers/processes.py), each
 with the tags its rows carry, plus a person's role correction per file. Output: one entry per
