@@ -15,10 +15,9 @@ from django.db.models import F, Prefetch, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 
-from runs import blocks
+from runs import blocks, display
 from runs import series as stored
 from runs.compare import RunInput, compare
-from runs import display
 from runs.models import (
     Annotation,
     CollectiveResult,
@@ -127,7 +126,8 @@ def edit_changes(edit: RunEdit) -> list[str]:
                for name, role in (after.get("roles") or {}).items()]
     moved = after.get("figures") or {}
     # In the cards' order (PostgreSQL's jsonb keeps no key order).
-    for key in sorted(moved, key=lambda k: list(EDITED_FIGURES).index(k) if k in EDITED_FIGURES else len(EDITED_FIGURES)):
+    order = list(EDITED_FIGURES)
+    for key in sorted(moved, key=lambda k: order.index(k) if k in order else len(order)):
         label, unit = EDITED_FIGURES.get(key, (key, ""))
         new, old = moved[key], (before.get("figures") or {}).get(key)
         if key in display.KINDS:

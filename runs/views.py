@@ -96,7 +96,8 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
         "can_tag": has_role(request.user, run.project_id, Role.EDITOR),
-        "run_edits": queries.run_edits(run, RunEdit.What.TAGS), "role_edits": queries.run_edits(run, RunEdit.What.ROLES),
+        "run_edits": queries.run_edits(run, RunEdit.What.TAGS),
+        "role_edits": queries.run_edits(run, RunEdit.What.ROLES),
     })
 
 
