@@ -276,3 +276,15 @@ def test_status_of_a_ready_run_counts_its_failed_files(client, alice, bearer):
     assert body["status"] == "ready" and body["failed_files"] == 1 and "core.bin" in body["error"]
     listed = client.get("/api/v1/runs", headers=bearer(alice)).json()
     assert [r["failed_files"] for r in listed["items"] if r["id"] == run.id] == [1]
+
+
+def test_detail_says_which_lines_no_reader_used_and_the_gpu_topology(client, alice, bearer, upload_run):
+    from tests.samples import parsed_upload
+
+    run = parsed_upload(alice, "notes.log", b"a:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+                                            b"Speculative decoding: reworded by a wrapper\n")
+    parsed = client.get(f"/api/v1/runs/{run.id}", headers=bearer(alice)).json()["parsed"]
+    assert parsed["unread"]["count"] == 1 and parsed["unread"]["files"][0]["lines"] == [2]
+    topo = upload_run(alice, "../tests/corpus/nccl/nvidia_smi_topo_all_sys_4090_gpuallocator_issue17.txt")
+    parsed = client.get(f"/api/v1/runs/{topo.id}", headers=bearer(alice)).json()["parsed"]
+    assert parsed["topology"]["links"] == ["SYS"] and parsed["topology"]["gpus"] == 8
