@@ -5,7 +5,8 @@ nobody at all.
 viewer: reads and annotates. editor: also uploads, tags, sets steps/NCCL, corrects roles,
 deletes and splits own runs, re-parses and refreshes. admin: also members and roles, pins the
 CI baseline, registers logs by path, deletes and splits any run. A note is changed by its
-author or an admin; a token by its owner; an account by its holder. Staff pages (/admin/) are
+author or an admin; a token by its owner; an account by its holder; an invitation is answered by
+its invitee and withdrawn by an admin. Staff pages (/admin/) are
 staff's only.
 
 The tables are checked against the URL conf and the OpenAPI document: a write operation added
@@ -24,7 +25,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from runs.models import Annotation, ApiToken, LogFile, Membership, NcclSetting, Project, Run, RunEdit
+from runs.models import Annotation, ApiToken, Invitation, LogFile, Membership, NcclSetting, Project, Run, RunEdit
 from tests.samples import log_path
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +36,9 @@ EDITORS = frozenset({"editor", "admin"})
 ADMINS = frozenset({"admin"})
 VIEWERS = frozenset({"viewer", "editor", "admin"})
 NOBODY: frozenset[str] = frozenset()
+INVITEE = frozenset({"outsider"})  # the world's invitation is eve's, who is in no project yet
 # The codes of a refusal by role (permissions.RoleRequired and the services' own checks).
-REFUSALS = {"role_required", "not_author", "not_allowed", "not_allowed_to_register"}
+REFUSALS = {"role_required", "not_author", "not_allowed", "not_allowed_to_register", "session_required"}
 
 
 @pytest.fixture
@@ -59,12 +61,13 @@ def world(alice, bob, vic, eve, django_user_model, settings, tmp_path, upload_ru
     django_user_model.objects.create_user("zoe")  # to be added
     Membership.objects.create(project=run.project, user=nina, role=Membership.Role.VIEWER)
     token = ApiToken.objects.create(user=alice, name="alices", prefix="feedbeef0001", token_hash="0" * 64)
+    invitation = Invitation.objects.create(project=run.project, invitee="eve", role="viewer", invited_by=alice)
     return {
         "users": {"alice": alice, "bob": bob, "vic": vic, "eve": eve}, "run": run, "alices_run": alices,
         "registered": registered, "project": run.project, "root": root, "token": token,
         "note": Annotation.objects.create(run=run, author=alice, body="alice's note"),
         "vics_note": Annotation.objects.create(run=run, author=vic, body="vic's note"),
-        "runs_before": Run.objects.count(), "nina_name": "nina",
+        "runs_before": Run.objects.count(), "nina_name": "nina", "invitation": invitation,
     }
 
 
@@ -84,6 +87,7 @@ class Op:
     body: dict | None = None
     args: dict[str, str] = field(default_factory=dict)
     multipart: bool = False
+    session: bool = False  # the API call made with the browser's session, not a bearer token
     what: str = ""
 
     @property
@@ -157,6 +161,18 @@ def _member(username: str, role: str | None) -> Callable[[dict, User], bool]:
         not Membership.objects.filter(user__username=username).exists()
 
 
+def _invited(username: str) -> Callable[[dict, User], bool]:
+    return lambda w, user: Invitation.objects.filter(invitee=username, role="editor").exists()
+
+
+def _joined(w: dict, user: User) -> bool:
+    return Membership.objects.filter(user__username="eve", project=w["project"]).exists()
+
+
+def _declined(w: dict, user: User) -> bool:
+    return not Invitation.objects.filter(id=w["invitation"].id).exists() and not _joined(w, user)
+
+
 def _token_made(w: dict, user: User) -> bool:
     return ApiToken.objects.filter(user=user, name="made").exists()
 
@@ -207,13 +223,21 @@ API_OPS = [
        what="(the admin's note)"),
     Op("DELETE /api/v1/annotations/{annotation_id}", frozenset({"viewer", "admin"}), _note_deleted("vics_note"),
        args={"annotation_id": "vics_note"}, what="(the viewer's own note)"),
-    Op("POST /api/v1/projects/{project_id}/members", ADMINS, _member("zoe", "editor"),
-       args={"project_id": "project"}, body={"username": "zoe", "role": "editor"}),
+    Op("POST /api/v1/projects/{project_id}/members", ADMINS, _invited("zoe"),
+       args={"project_id": "project"}, body={"username": "zoe", "role": "editor"}, what="(an invitation)"),
+    Op("DELETE /api/v1/projects/{project_id}/invitations/{invitation_id}", ADMINS, _gone(Invitation, "invitation"),
+       args={"project_id": "project", "invitation_id": "invitation"}, what="(withdraw)"),
+    Op("POST /api/v1/invitations/{invitation_id}/accept", INVITEE, _joined, args={"invitation_id": "invitation"},
+       what="(eve's invitation: eve only)"),
+    Op("POST /api/v1/invitations/{invitation_id}/decline", INVITEE, _declined, args={"invitation_id": "invitation"},
+       what="(eve's invitation: eve only)"),
     Op("PATCH /api/v1/projects/{project_id}/members/{username}", ADMINS, _member("nina", "editor"),
        args={"project_id": "project", "username": "nina_name"}, body={"role": "editor"}),
     Op("DELETE /api/v1/projects/{project_id}/members/{username}", ADMINS, _member("nina", None),
        args={"project_id": "project", "username": "nina_name"}, what="(someone else)"),
-    Op("POST /api/v1/tokens", EVERYONE, _token_made, body={"name": "made"}, what="(one's own)"),
+    Op("POST /api/v1/tokens", EVERYONE, _token_made, body={"name": "made"}, session=True,
+       what="(one's own, from a session)"),
+    Op("POST /api/v1/tokens", NOBODY, _token_made, body={"name": "made"}, what="(with a token: never)"),
     Op("DELETE /api/v1/tokens/{token_id}", ADMINS, _token_revoked, args={"token_id": "token"},
        what="(alice's token: its owner only)"),
 ]
@@ -235,8 +259,10 @@ PAGE_OPS = [
     Op("annotation_delete", ADMINS, _note_deleted("note"), args={"pk": "note"}, what="(the admin's note)"),
     Op("annotation_delete", frozenset({"viewer", "admin"}), _note_deleted("vics_note"), args={"pk": "vics_note"},
        what="(the viewer's own note)"),
-    Op("project_detail", ADMINS, _member("zoe", "editor"), args={"pk": "project"},
-       body={"action": "add", "user": "zoe", "role": "editor"}, what="(add)"),
+    Op("project_detail", ADMINS, _invited("zoe"), args={"pk": "project"},
+       body={"action": "add", "user": "zoe", "role": "editor"}, what="(invite)"),
+    Op("accept_invitation", INVITEE, _joined, args={"pk": "invitation"}, what="(eve's invitation: eve only)"),
+    Op("decline_invitation", INVITEE, _declined, args={"pk": "invitation"}, what="(eve's invitation: eve only)"),
     Op("project_detail", ADMINS, _member("nina", "editor"), args={"pk": "project"},
        body={"action": "role", "username": "nina", "role": "editor"}, what="(role)"),
     Op("project_detail", ADMINS, _member("nina", None), args={"pk": "project"},
@@ -267,7 +293,7 @@ def _send(op: Op, w: dict, persona: str | None, api: bool):
     url = op.url(w)
     body = dict(op.body or {})
     headers = {}
-    if api and user is not None:
+    if api and user is not None and not op.session:
         from webapp.auth import create_token
 
         headers["Authorization"] = f"Bearer {create_token(user)}"

@@ -16,7 +16,7 @@ def count_failed_files(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0015_digest_parts'),
+        ('runs', '0016_access_invitations_name_keys'),
     ]
 
     operations = [
