@@ -1,10 +1,12 @@
 """/api/v1/runs...: list, detail, status, delete, reparse, tags, annotations (runs/api.py)."""
 
+from pathlib import Path
+
 import pytest
 
 from ingest import services
 from runs.models import Annotation, LogFile, NcclSetting, Run, Status
-from tests.samples import upload_bytes
+from tests.samples import parsed_upload, upload_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -276,6 +278,17 @@ def test_status_of_a_ready_run_counts_its_failed_files(client, alice, bearer):
     assert body["status"] == "ready" and body["failed_files"] == 1 and "core.bin" in body["error"]
     listed = client.get("/api/v1/runs", headers=bearer(alice)).json()
     assert [r["failed_files"] for r in listed["items"] if r["id"] == run.id] == [1]
+
+
+def test_run_detail_lists_each_result_block_with_its_settings(client, alice, bearer):
+    sweep = Path(__file__).parent / "corpus" / "serving" / "sglang_bench_serving_rate_sweep_dlora.md"
+    run = parsed_upload(alice, sweep.name, sweep.read_bytes())
+    parsed = client.get(f"/api/v1/runs/{run.id}", headers=bearer(alice)).json()["parsed"]
+    blocks = parsed["serving_blocks"]
+    assert [b["request_rate"] for b in blocks] == [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    assert [b["output_throughput_tok_s"] for b in blocks][:2] == [825.94, 839.01]
+    assert all(b["logfile"] == blocks[0]["logfile"] is not None for b in blocks)
+    assert parsed["serving"] == {"result_blocks": 6} and parsed["summary"]["throughput_tok_s"] is None
 
 
 def test_detail_says_which_lines_no_reader_used_and_the_gpu_topology(client, alice, bearer, upload_run):

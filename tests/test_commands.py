@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import ingest.parsers as parsers
-from ingest.parsers import parse_stream
+from ingest.parsers import native, parse_stream
 from runs.models import ApiToken, Run
 from runs.summary import summarize
 from tests.samples import DATA, PROJECT_ROOT, PUBLIC_SAMPLES, log_path
@@ -232,3 +232,23 @@ def test_backfill_series_of_one_run_leaves_the_others(alice, upload_run):
     assert Run.objects.get(id=one.id).series and Run.objects.get(id=other.id).series is None
     with pytest.raises(CommandError, match="no run"):
         call_command("backfill_series", "--run", "999999")
+
+
+def test_parselog_says_in_one_line_that_the_native_scanner_is_not_built_and_reads_all_the_same(monkeypatch):
+    want = _parselog(log_path("spec_eagle3_tuned_2step.log"))
+    monkeypatch.setattr(native, "_scan", None)
+    out, err = StringIO(), StringIO()
+    call_command("parselog", str(log_path("spec_eagle3_tuned_2step.log")), "--json", stdout=out, stderr=err)
+    assert err.getvalue().count("\n") == 1 and "native scanner" in err.getvalue() and "reference engine" in err.getvalue()
+    assert out.getvalue().splitlines() == want
+
+
+def test_parselog_reads_a_file_with_an_endless_number_and_the_files_after_it(tmp_path):
+    hostile = tmp_path / "steps.log"
+    hostile.write_text(log_path("spec_eagle3_tuned_2step.log").read_text()
+                       .replace("steps=2", "steps=" + "9" * 5000, 1))
+    lines = _parselog(hostile, log_path("spec_eagle3_tuned_2step.log"))
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    assert "error" not in first and first["summary"]["windows"] == 6
+    assert any("digits" in w["message"] for w in first["warnings"])
+    assert second["summary"]["windows"] == 6

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from .columns import Chunk
 from .records import Issue, NcclValue, ParseResult
 
 NAME = "nccl_debug"
@@ -111,15 +110,6 @@ class Parser:
         elif "NCCL_CONF_FILE" in line:
             self._conf_file(lineno, line)
 
-    def quiet(self, chunk: Chunk, candidates: set[int]) -> set[int]:
-        """Of a chunk's `candidates`, the channel lines read already: feed() returns on them when
-        not busy() (and while busy() the engine feeds it every line anyway)."""
-        if not self.channel_lines or not candidates:
-            return set()
-        at = sorted(candidates)
-        seen = chunk.series.gather(at).is_in(list(self.channel_lines))
-        return {i for i, s in zip(at, seen.to_list(), strict=True) if s}
-
     def busy(self) -> bool:
         return self.in_matrix  # the Func/Proto/Algo table ends at a blank or foreign line
 
@@ -196,8 +186,8 @@ class Parser:
         elif " coll channels," in msg:
             ch = _CHANNELS.match(msg)
             if ch:
-                r.set("nccl.coll_channels", int(ch.group(1)), lineno, NAME)
-                r.set("nccl.p2p_channels", int(ch.group(2)), lineno, NAME)
+                r.set("nccl.coll_channels", r.read_int(ch.group(1), lineno, "coll channels"), lineno, NAME)
+                r.set("nccl.p2p_channels", r.read_int(ch.group(2), lineno, "p2p channels"), lineno, NAME)
         elif msg.startswith("Enabled NCCL Func/Proto/Algo Matrix"):
             self.in_matrix = True
             self.matrix_columns = None
@@ -218,14 +208,15 @@ class Parser:
         self.pending.append((v, host, pid, tid))
 
     def _rank(self, lineno: int, host: str, pid: str, tid: str, dev: str, m: re.Match) -> None:
-        rank, nranks, nnodes = m.group(1), int(m.group(2)), m.group(3)
+        rank, nranks, nnodes = m.group(1), self.result.read_int(m.group(2), lineno, "nranks"), m.group(3)
         self.thread_rank.setdefault((host, pid, tid), rank)
         self.process_rank.setdefault((host, pid), rank)
         self.device_ranks.setdefault((host, pid), {}).setdefault(dev, rank)
-        if self.nranks is None or nranks > self.nranks[0]:
+        if nranks is not None and (self.nranks is None or nranks > self.nranks[0]):
             self.nranks = (nranks, lineno)
-        if nnodes is not None and (self.nnodes is None or int(nnodes) > self.nnodes[0]):
-            self.nnodes = (int(nnodes), lineno)
+        nodes = None if nnodes is None else self.result.read_int(nnodes, lineno, "nNodes")
+        if nodes is not None and (self.nnodes is None or nodes > self.nnodes[0]):
+            self.nnodes = (nodes, lineno)
 
     def _channel(self, lineno: int, host: str, pid: str, tid: str, msg: str) -> None:
         c = _CONNECTION.match(msg)
@@ -241,7 +232,8 @@ class Parser:
             return
         ring = _RING.match(msg)
         if ring and self.ring_channels is None:
-            self.ring_channels = (int(ring.group(1)), lineno)
+            channels = self.result.read_int(ring.group(1), lineno, "ring channels")
+            self.ring_channels = None if channels is None else (channels, lineno)
 
     def _version(self, lineno: int, text: str, bare: bool) -> None:
         m = _VERSION.search(text)

@@ -17,6 +17,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, paths, **options):
         native.hold_heap()  # a lone process: freed chunks kept for the next ones (122k -> 24k page faults at 512 MB)
+        if (notice := native.notice()) is not None:
+            self.stderr.write(f"runlens: {notice}")
         as_json = options["json"]
         failed = 0
         for path in paths:
