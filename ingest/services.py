@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import polars as pl
 from celery import current_app
@@ -483,6 +483,21 @@ class Heartbeat:
             connection.close()
 
 
+class _Watched:
+    """The stored log as the parsers read it, a chunk at a time: a read after the heartbeat found
+    the claim gone (the run deleted, the file re-queued) stops the parse there. The sink's own
+    check comes only every SPILL_AT rows, and a log of lines that give no rows never reaches it."""
+
+    def __init__(self, stream: BinaryIO, lost: threading.Event) -> None:
+        self.stream = stream
+        self.lost = lost
+
+    def read(self, size: int = -1) -> bytes:
+        if self.lost.is_set():
+            raise _ClaimLost()
+        return self.stream.read(size)
+
+
 def parse_logfile(logfile_id: int, token: str = "") -> str:
     """Parse one log file into rows: claim, stream through the parsers, replace rows atomically.
 
@@ -520,7 +535,8 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
                 _spool_rows(spool, collectives, [n for n in nccl if not _rank_pending(n)])
 
             with storage.open_log(lf.path, lf.registered) as stream:
-                result = parse_stream(stream, sink=spill)
+                # A reader of `read` alone is all the parsers ask of a stream.
+                result = parse_stream(cast(BinaryIO, _Watched(stream, heartbeat.lost)), sink=spill)
             spill(result)
             digest = folder.finish()
             if unranked:

@@ -26,7 +26,7 @@ from ingest import storage
 from ingest.parsers.trace import TraceError
 from runs import forms, queries, services, traces
 from runs.http import ApiRequest
-from runs.models import Run
+from runs.models import Run, RunEdit
 from runs.models import Status as RunStatus
 from runs.permissions import Role, require_role
 from runs.schemas import (
@@ -127,7 +127,9 @@ def split_run(request: ApiRequest, run_id: int = RunId) -> dict:
 
 @router.post("/runs/{int:run_id}/roles", response={200: RunDetailOut, errors(400, 403, 404, 415, 422): ErrorOut})
 def set_roles(request: ApiRequest, payload: RolesIn, run_id: int = RunId) -> Run:
-    """Correct who wrote a log file (its processes' role); the run's verdicts are computed again."""
+    """Correct who wrote a log file (its processes' role); the run's figures and verdicts are
+    computed again. Editors and admins; recorded in the run's `edits` (who, when, the roles and
+    the figures it moved, before and after)."""
     run = queries.visible_run(request.auth, run_id)
     services.set_file_roles(request.auth, run, payload.roles)
     return queries.visible_run(request.auth, run_id)
@@ -139,7 +141,8 @@ def set_tags(request: ApiRequest, payload: TagsIn, run_id: int = RunId) -> dict:
     replaced which tags with which, oldest first (also on the run page and in the activity feed)."""
     run = queries.visible_run(request.auth, run_id)
     services.replace_tags(request.auth, run, payload.tags)
-    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all()), "history": queries.run_edits(run)}
+    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all()),
+            "history": queries.run_edits(run, RunEdit.What.TAGS)}
 
 
 def _trace(run: Run) -> dict:

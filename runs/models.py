@@ -120,6 +120,9 @@ class Run(models.Model):
     nccl_status = models.CharField(max_length=10, blank=True)  # ok / drift / unknown
     # parsed["launches_count"], for lists (they never load `parsed`): 2 or more blend launches.
     launches_count = models.PositiveSmallIntegerField(default=0)
+    # Log files of the run that failed, kept with the status (lists show it): a run is `ready`
+    # when one file parsed, and says beside that status how many did not (their reasons: `error`).
+    failed_files = models.PositiveSmallIntegerField(default=0)
     # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources:
     # summaries, not every row (collectives capped). Lists defer it (runs.queries).
     parsed = models.JSONField(default=dict, blank=True)
@@ -339,12 +342,15 @@ class AnnotationEdit(models.Model):
 
 
 class RunEdit(models.Model):
-    """A change a person made to a run after its upload (its tags replaced): who, when, before and
-    after. The run page and the activity feed show them, like an annotation's edit history."""
+    """A change a person made to a run after its upload (its tags replaced, its log files' roles
+    corrected): who, when, before and after. The run page and the activity feed show them, like
+    an annotation's edit history. Tags: before/after are the tag lists. Roles: {"roles": {file:
+    role, "" = detected}, "figures": {figure: value}}, the figures being those the change moved."""
 
     class What(models.TextChoices):
         TAGS = "tags"
         TRACE_PHASES = "trace_phases"  # before/after: ["range name=phase", ...]
+        ROLES = "roles"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="edits")
     what = models.CharField(max_length=20, choices=What.choices)

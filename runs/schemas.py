@@ -166,6 +166,9 @@ class RunOut(Schema):
     nccl_status: str
     launches_count: int = Field(0, description=(
         "serving launches in the run; 2 or more means its figures blend them (see parsed.launches)"))
+    failed_files: int = Field(0, description=(
+        "log files of the run that failed to parse (`error` says why): a `ready` run with failed files "
+        "holds the figures of the others only"))
     url: str = Field(description="the run's page")
 
     @staticmethod
@@ -227,6 +230,15 @@ class LogFileOut(LogFileStatusOut):
     warnings: list[dict[str, Any]]
 
 
+class RecordedEditOut(Schema):
+    what: str = Field(description="tags (before/after: the tag lists) or roles (before/after: "
+                      "{roles: {file: role, \"\" = detected}, figures: {figure: value}}, the figures it moved)")
+    before: Any
+    after: Any
+    by: str | None = Field(description="who changed it (None: the user was deleted)")
+    at: datetime
+
+
 class RunDetailOut(RunOut):
     notes: str
     meta: dict[str, Any] = Field(description="upload metadata: ci{commit, branch, url}, ...")
@@ -234,16 +246,26 @@ class RunDetailOut(RunOut):
     parsed: dict[str, Any] = Field(
         description="the parse of the whole run, the DESIGN 'Contract' shape; {} until a file is parsed",
     )
+    edits: list[RecordedEditOut] = Field(description="changes people made to the run since its upload, oldest first")
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
         return list(run.logfiles.defer("trace"))  # a trace's breakdown is in `parsed`; the file's copy stays
 
+    @staticmethod
+    def resolve_edits(run: Run) -> list:
+        return [{"what": e.what, "before": e.before, "after": e.after, "at": e.edited_at,
+                 "by": e.edited_by.get_username() if e.edited_by else None}
+                for e in run.edits.select_related("edited_by")]
+
 
 class RunStatusOut(Schema):
     id: int
     status: StatusName
-    error: str = Field(description="why the run failed: file and reason, one line per failed file")
+    error: str = Field(description="why the run, or some of its files, failed: file and reason, one line per "
+                       "failed file (also while the run is ready from its other files)")
+    failed_files: int = Field(0, description="log files that failed; a `ready` run with some holds the others' "
+                              "figures only")
     logfiles: list[LogFileStatusOut]
     verdict: VerdictOut | None = Field(None, description="once ready: the verdict against the run's "
                                        "baseline, as GET /runs/{id}/verdict")

@@ -546,6 +546,7 @@ def refresh_run(run_id: int) -> None:
     NCCL rows (the phase and metric rows themselves are not read)."""
     run = Run.objects.select_for_update().get(id=run_id)
     run.status, run.error, codes = _run_status(run)
+    run.failed_files = min(run.logfiles.filter(status=Status.FAILED).count(), 32767)
     parsed: dict = {}
     state: dict = {}
     if Status.READY in codes:
@@ -640,11 +641,22 @@ def _steps_source(run: Run) -> str:
     return ""
 
 
-def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> None:
+# The run's figures a role correction can change, as the run page's cards and list show them.
+ROLE_EDIT_FIGURES = ("throughput_tok_s", "tokens_per_cycle", "cycle_ms", "verify_ms", "windows", "nccl_status",
+                     "launches_count")
+
+
+def _figures(run: Run) -> dict:
+    return {key: getattr(run, key) for key in ROLE_EDIT_FIGURES}
+
+
+def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> RunEdit | None:
     """Correct the role of some of a run's log files ({log file id or name: role, "" = detected})
-    and recompute the run's verdicts. Members of the run's project may."""
-    if not (user.is_superuser or Membership.objects.filter(project_id=run.project_id, user=user).exists()):
-        raise ServiceError(403, "not_allowed", "only members of the run's project may change roles")
+    and recompute the run's verdicts. Editors and admins (PermissionDenied otherwise): the roles
+    decide which lines count as the workers', so they change the run's figures and NCCL verdict.
+    Recorded as a RunEdit: the files' roles and the figures that moved, before and after; None
+    when no role changed."""
+    require_role(user, run.project_id, Role.EDITOR)
     files = list(run.logfiles.all())
     changes = {}
     for key, role in roles.items():
@@ -655,9 +667,25 @@ def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> None:
             raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
         changes[lf.id] = role
     with transaction.atomic():
-        for lf_id, role in changes.items():
+        locked = Run.objects.select_for_update().get(id=run.id)  # two editors: one after the other
+        old = dict(LogFile.objects.filter(id__in=changes).values_list("id", "role"))
+        changed = {lf_id: role for lf_id, role in changes.items() if old.get(lf_id) != role}
+        if not changed:
+            return None
+        figures_before = _figures(locked)
+        for lf_id, role in changed.items():
             LogFile.objects.filter(id=lf_id).update(role=role)
         refresh_run(run.id)
+        figures_after = _figures(Run.objects.get(id=run.id))
+        names = {f.id: f.original_name for f in files}
+        moved = [k for k in ROLE_EDIT_FIGURES if figures_before[k] != figures_after[k]]
+        return RunEdit.objects.create(
+            run=run, what=RunEdit.What.ROLES, edited_by=user,
+            before={"roles": {names[i]: old.get(i) or "" for i in changed},
+                    "figures": {k: figures_before[k] for k in moved}},
+            after={"roles": {names[i]: r for i, r in changed.items()},
+                   "figures": {k: figures_after[k] for k in moved}},
+        )
 
 
 def split_run(user: User, run: Run) -> list[Run]:

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runs import queries, services, trace_charts, traces
 from runs.http import AuthenticatedRequest, csv_download
-from runs.models import Run
+from runs.models import Run, RunEdit
 from runs.permissions import Role, has_role
 
 PHASE_CHOICES = [phase for phase, _ in traces.PHASE_NAMES]
@@ -44,7 +44,7 @@ def trace_context(request: HttpRequest, run: Run) -> dict:
         "trace_ranges": [(n, traces.phase_of(n, run.trace_phases) or "", n in run.trace_phases) for n in names],
         "trace_phase_choices": PHASE_CHOICES,
         "can_map_trace": has_role(request.user, run.project_id, Role.EDITOR),
-        "trace_edits": [e for e in queries.run_edits(run) if e["what"] == "trace_phases"],
+        "trace_edits": queries.run_edits(run, RunEdit.What.TRACE_PHASES),
     }
 
 

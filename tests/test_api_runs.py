@@ -261,6 +261,25 @@ def test_compare_of_large_runs_reads_their_stored_series_not_their_rows(client, 
     assert next(m for m in body["metrics"] if m["key"] == "verify_ms")["runs"][str(b.id)]["noise"] is not None
 
 
+def test_status_of_a_ready_run_counts_its_failed_files(client, alice, bearer):
+    import io
+
+    from ingest import services
+    from tests.samples import log_path
+
+    tuned = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    dump = b"\x00\x01binary\n"
+    run, _ = services.register_upload(alice, [services.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
+                                              services.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
+                                      project="team")
+    for lf in run.logfiles.all():
+        services.parse_logfile(lf.id)
+    body = client.get(f"/api/v1/runs/{run.id}/status", headers=bearer(alice)).json()
+    assert body["status"] == "ready" and body["failed_files"] == 1 and "core.bin" in body["error"]
+    listed = client.get("/api/v1/runs", headers=bearer(alice)).json()
+    assert [r["failed_files"] for r in listed["items"] if r["id"] == run.id] == [1]
+
+
 def test_run_detail_lists_each_result_block_with_its_settings(client, alice, bearer):
     sweep = Path(__file__).parent / "corpus" / "serving" / "sglang_bench_serving_rate_sweep_dlora.md"
     run = parsed_upload(alice, sweep.name, sweep.read_bytes())

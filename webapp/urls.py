@@ -7,6 +7,7 @@ from django.http import FileResponse, HttpRequest
 from django.urls import path, re_path
 from django.views.decorators.cache import cache_control
 from django.views.decorators.gzip import gzip_page
+from django.views.decorators.http import require_GET
 
 from ingest import views as ingest_views
 from runs import trace_views
@@ -19,6 +20,7 @@ from webapp.api import api, not_found
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
+@require_GET  # a file to read: every page that takes a POST has its row in tests/test_role_matrix.py
 @gzip_page  # 4.8 MB as sent by plotly; about 1.4 MB gzipped
 @cache_control(max_age=86400, public=True)
 def plotly_js(request: HttpRequest) -> FileResponse:

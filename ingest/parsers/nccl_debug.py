@@ -72,6 +72,9 @@ class Parser:
         self.pending: list[tuple[NcclValue, str, str, str]] = []  # (value, host, pid, tid)
         self.thread_rank: dict[tuple[str, str, str], str] = {}
         self.process_rank: dict[tuple[str, str], str] = {}
+        # The rank each CUDA device of a process has: nccl-tests `-g 2` drives two GPUs (two ranks)
+        # from one process, which echoes each variable once (NCCL reads its environment once).
+        self.device_ranks: dict[tuple[str, str], dict[str, str]] = {}
         self.thread_peer_rank: dict[tuple[str, str, str], str] = {}  # from connection lines
         self.process_peer_rank: dict[tuple[str, str], str] = {}
         self.nranks: tuple[int, int] | None = None  # (largest nranks seen, its line)
@@ -120,6 +123,11 @@ class Parser:
                 or self.process_peer_rank.get((host, pid))
                 or f"pid {pid}"
             )
+            # An echo is the process's, not its thread's: every rank the process drives had it.
+            for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()):
+                if rank != value.rank:
+                    r.nccl.append(NcclValue(value.key, value.value, value.kind, value.line, value.source, rank,
+                                            value.logfile, value.process))
         self.pending = []
         if self.nranks:
             r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
@@ -132,7 +140,7 @@ class Parser:
             r.set("nccl.transports", sorted(self.transports), first, NAME)
 
     def _debug(self, lineno: int, m: re.Match) -> None:
-        host, pid, tid, _dev, where, level, msg = m.groups()
+        host, pid, tid, dev, where, level, msg = m.groups()
         r = self.result
         r.add_format(NAME)
         if level == "WARN":
@@ -156,7 +164,7 @@ class Parser:
                 return
         rank = _RANK.search(msg)
         if rank:
-            self._rank(lineno, host, pid, tid, rank)
+            self._rank(lineno, host, pid, tid, dev, rank)
             return
         if msg.startswith("Channel "):
             self._channel(lineno, host, pid, tid, msg)
@@ -199,10 +207,11 @@ class Parser:
         self.result.nccl.append(v)
         self.pending.append((v, host, pid, tid))
 
-    def _rank(self, lineno: int, host: str, pid: str, tid: str, m: re.Match) -> None:
+    def _rank(self, lineno: int, host: str, pid: str, tid: str, dev: str, m: re.Match) -> None:
         rank, nranks, nnodes = m.group(1), self.result.read_int(m.group(2), lineno, "nranks"), m.group(3)
         self.thread_rank.setdefault((host, pid, tid), rank)
         self.process_rank.setdefault((host, pid), rank)
+        self.device_ranks.setdefault((host, pid), {}).setdefault(dev, rank)
         if nranks is not None and (self.nranks is None or nranks > self.nranks[0]):
             self.nranks = (nranks, lineno)
         nodes = None if nnodes is None else self.result.read_int(nnodes, lineno, "nNodes")
