@@ -42,6 +42,7 @@ from runs.models import (
     Run,
     Status,
 )
+from runs.names import clean_name, name_key
 from runs.permissions import Role, has_role, require_role, role_in
 from runs.services import ServiceError, content_sha256, declare_values, refresh_run, set_tags
 
@@ -57,6 +58,9 @@ class IncomingFile:
     size: int
 
 
+
+
+PROJECT_NAME_MAX = 100  # Project.name's max_length
 
 
 def project_for(user: User, name: str | None, create: bool = False) -> Project:
@@ -75,18 +79,25 @@ def project_for(user: User, name: str | None, create: bool = False) -> Project:
             return membership.project
         raise ServiceError(400, "no_project", "you are in no project you may upload to: name one "
                            "(--project NAME --create-project, or meta.project and meta.create_project: true)")
-    project = Project.objects.filter(name=name).first()
+    # Names are matched by their look (runs/names.py): `Team-B-Private` is the project `team-b-private`,
+    # and creating `team-b-privatе` (Cyrillic е) beside it is the same 409 as creating it again.
+    key = name_key(name)
+    project = Project.objects.filter(name_key=key).first()
     role = role_in(user, project) if project else None
     if project is None or role is None:
         if not create:
             raise ServiceError(404, "unknown_project", f"you are in no project named {name!r}: check the name, "
                                "or create it (--create-project, meta.create_project: true)")
+        clean = clean_name(name)
+        if not 1 <= len(clean) <= PROJECT_NAME_MAX:
+            raise ServiceError(422, "bad_project_name", f"a project name has 1 to 100 characters once "
+                               f"normalised (NFKC, spaces trimmed): {clean!r}")
         with transaction.atomic():
-            project, created = Project.objects.get_or_create(name=name)
+            project, created = Project.objects.get_or_create(name_key=key, defaults={"name": clean})
             if not created and role_in(user, project) is None:
                 raise ServiceError(409, "project_name_taken",
-                                   f"a project named {name!r} exists and you are not in it: choose another name, "
-                                   "or ask its admin to add you")
+                                   f"a project named {name!r}, or one that looks the same, exists and you are "
+                                   "not in it: choose another name, or ask its admin to invite you")
             if created:
                 Membership.objects.create(project=project, user=user, role=Membership.Role.ADMIN)
         return project
@@ -257,7 +268,7 @@ def _admin_project(user: User, name: str | None, create: bool = False) -> Projec
                            "registering server paths needs the 'register_path' permission (ask an admin)")
     admin = Membership.objects.filter(user=user, role=Membership.Role.ADMIN).select_related("project")
     if name:
-        project = Project.objects.filter(name=name).first()
+        project = Project.objects.filter(name_key=name_key(name)).first()
         if project and (user.is_superuser or admin.filter(project=project).exists()):
             return project
         if project is None and user.is_superuser:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from runs.models import Annotation, AnnotationEdit, ApiToken, LogFile, Membership, Project, Run
+from runs.models import Annotation, AnnotationEdit, ApiToken, Invitation, LogFile, Membership, Project, Run
 
 
 class MembershipInline(admin.TabularInline):
@@ -28,6 +28,13 @@ class MembershipAdmin(admin.ModelAdmin):
     list_display = ["project", "user", "role"]
     list_filter = ["role", "project"]
     search_fields = ["user__username", "user__email", "project__name"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["project", "invitee", "role", "invited_by", "created_at"]
+    list_filter = ["role", "project"]
+    search_fields = ["invitee", "project__name"]
 
 
 _LOGFILE_FIELDS = ("original_name", "status", "attempts", "claimed_at", "claim_token", "parsed_at", "error")

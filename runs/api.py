@@ -9,7 +9,6 @@ No `from __future__ import annotations` here: ninja's @paginate wrapper resolves
 operation's annotations in its own module, where string annotations name nothing.
 """
 
-import json
 from pathlib import Path as PathLib
 from typing import Annotated, BinaryIO, cast
 
@@ -34,9 +33,11 @@ from runs.schemas import (
     AnnotationIn,
     AnnotationOut,
     AnnotationPatchIn,
+    BadJson,
     CompareQuery,
     DeletedOut,
     ErrorOut,
+    InvitationOut,
     MemberIn,
     MemberOut,
     PinIn,
@@ -61,6 +62,7 @@ from runs.schemas import (
     VerdictOut,
     VerdictQuery,
     errors,
+    read_json,
 )
 from runs.services import ServiceError
 from runs.verdict import gate
@@ -210,12 +212,9 @@ def _created(request: HttpRequest, run: Run, created: bool) -> Status:
 def _meta(text: str) -> RunMetaIn:
     """The upload's `meta` form field, with a message that names what is wrong with it."""
     try:
-        data = json.loads(text or "{}")
-    except json.JSONDecodeError as e:
-        raise ServiceError(422, "bad_meta", f"meta is not valid JSON: {e.msg} (line {e.lineno}, "
-                                    f"column {e.colno})", line=e.lineno) from None
-    except RecursionError:
-        raise ServiceError(422, "bad_meta", "meta is nested too deeply") from None
+        data = read_json(text or "{}")
+    except BadJson as e:
+        raise ServiceError(422, "bad_meta", f"meta is {e}", line=e.line) from None
     if not isinstance(data, dict):
         raise ServiceError(422, "bad_meta", f"meta must be a JSON object, not {type(data).__name__}")
     try:
@@ -376,7 +375,8 @@ def client_script(request: HttpRequest) -> HttpResponse:
     return response
 projects_router = Router()
 ProjectId = Path(..., ge=1, le=MAX_ID, description="the project's id")
-Username = Path(..., min_length=1, max_length=150, description="the member's username")
+Username = Path(..., min_length=1, max_length=150, pattern=r"^[^\x00]*$", description="the member's username")
+InvitationId = Path(..., ge=1, le=MAX_ID, description="the invitation's id")
 
 
 @projects_router.get("/projects", response={200: list[ProjectOut], errors(): ErrorOut})
@@ -393,11 +393,56 @@ def list_members(request: ApiRequest, project_id: int = ProjectId) -> list:
 
 
 @projects_router.post("/projects/{int:project_id}/members",
-                      response={201: MemberOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
+                      response={202: InvitationOut, errors(400, 403, 404, 409, 415, 422): ErrorOut})
 def add_member(request: ApiRequest, payload: MemberIn, project_id: int = ProjectId) -> Status:
-    """Add a user (username or e-mail) with a role (project admins)."""
+    """Invite a username or e-mail address with a role (project admins). 202: the invitation is
+    pending; they become a member when they accept it (POST /invitations/{id}/accept). The answer is
+    the same whether or not such an account exists, and names no account or e-mail. 409
+    `already_member` or `already_invited`."""
     project = queries.visible_project(request.auth, project_id)
-    return Status(201, services.add_member(request.auth, project, payload.username, payload.role))
+    return Status(202, services.invite(request.auth, project, payload.username, payload.role))
+
+
+@projects_router.get("/projects/{int:project_id}/invitations",
+                     response={200: list[InvitationOut], errors(403, 404, 422): ErrorOut})
+def list_project_invitations(request: ApiRequest, project_id: int = ProjectId) -> list:
+    """The project's pending invitations (project admins)."""
+    project = queries.visible_project(request.auth, project_id)
+    require_role(request.auth, project, Role.ADMIN)
+    return queries.project_invitations(project)
+
+
+@projects_router.delete("/projects/{int:project_id}/invitations/{int:invitation_id}",
+                        response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
+def withdraw_invitation(request: ApiRequest, project_id: int = ProjectId,
+                        invitation_id: int = InvitationId) -> dict:
+    """Take back a pending invitation (project admins)."""
+    services.withdraw_invitation(request.auth, queries.visible_project(request.auth, project_id), invitation_id)
+    return {"id": invitation_id, "deleted": True}
+
+
+@projects_router.get("/invitations", response={200: list[InvitationOut], errors(): ErrorOut})
+def my_invitations(request: ApiRequest) -> list:
+    """Invitations to your username or e-mail address, waiting for you to accept or decline them.
+    A CI bot accepts with its token: `GET /invitations`, then `POST /invitations/{id}/accept`."""
+    return list(queries.invitations_for(request.auth))
+
+
+@projects_router.post("/invitations/{int:invitation_id}/accept",
+                      response={200: ProjectOut, errors(404, 422): ErrorOut})
+def accept_invitation(request: ApiRequest, invitation_id: int = InvitationId) -> dict:
+    """Join the project with the invitation's role."""
+    membership = services.accept_invitation(request.auth, invitation_id)
+    project = membership.project
+    return {"id": project.id, "name": project.name, "role": membership.role, "created_at": project.created_at}
+
+
+@projects_router.post("/invitations/{int:invitation_id}/decline",
+                      response={200: DeletedOut, errors(404, 422): ErrorOut})
+def decline_invitation(request: ApiRequest, invitation_id: int = InvitationId) -> dict:
+    """Turn the invitation down; the project's admins see it gone."""
+    services.decline_invitation(request.auth, invitation_id)
+    return {"id": invitation_id, "deleted": True}
 
 
 @projects_router.patch("/projects/{int:project_id}/members/{username}",

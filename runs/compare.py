@@ -289,12 +289,3 @@ def to_csv_rows(result: dict) -> list[list]:
             rows.append([rid, names[rid], rid == result["baseline"], f"phase:{p['name']}", csv_value(cell["ms"], "ms"),
                          "ms/cyc", csv_value(cell["delta_ms"], "ms"), csv_value(cell["delta_pct"], "pct"), None, None])
     return rows
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_safe(rows: list[list]) -> list[list]:
-    """Text cells a spreadsheet would run as a formula (`=HYPERLINK(...)` as a run name) get a
-    leading apostrophe (OWASP CSV injection); numbers, negative ones too, stay numbers."""
-    return [[f"'{c}" if isinstance(c, str) and c.startswith(FORMULA_STARTS) else c for c in row] for row in rows]

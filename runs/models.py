@@ -6,13 +6,21 @@ figures so lists sort and filter without joins; only ingest.services writes them
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+
+from runs.names import clean_name, name_key
 
 
 class Project(models.Model):
     name = models.CharField(max_length=100, unique=True)
+    # One name per look (runs/names.py): `Team-B-Private` or `team-b-privatе` (Cyrillic е) beside
+    # `team-b-private` is refused by this constraint, not by a check that a race could pass.
+    name_key = models.TextField(unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
     # The run CI uploads compare against when they say `meta.baseline = "pinned"` (or name none).
@@ -20,6 +28,18 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # The admin's form: a look-alike of another project's name is a form error, not an IntegrityError.
+        if Project.objects.filter(name_key=name_key(self.name)).exclude(pk=self.pk).exists():
+            raise ValidationError({"name": "a project with this name, or one that looks the same, exists"})
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.name = clean_name(self.name)
+        self.name_key = name_key(self.name)
+        if kwargs.get("update_fields") is not None and "name" in kwargs["update_fields"]:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "name_key"}
+        super().save(*args, **kwargs)
 
 
 class Membership(models.Model):
@@ -36,6 +56,22 @@ class Membership(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")]
+
+
+class Invitation(models.Model):
+    """A project admin's offer of a role to a username or e-mail address; nobody is a member until
+    they accept it. Kept as the admin typed it and matched to accounts only when someone reads their
+    own invitations: inviting looks the same whether or not the account exists, and says nothing
+    about it to the inviter (runs.services.invite)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    invitee = models.CharField(max_length=254)  # a username, or an e-mail address in lower case
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.VIEWER)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "invitee"], name="one_invitation_per_invitee")]
 
 
 class Tag(models.Model):

@@ -71,8 +71,25 @@ class NcclValueLike(Protocol):
     source: str
 
 
-def is_parameter(key: str) -> bool:
+# NCCL_-named variables that are not NCCL's: build paths and nccl-tests' own settings.
+NOT_PARAMETERS = frozenset({
+    "NCCL_VERSION", "NCCL_HOME", "NCCL_ROOT", "NCCL_DIR", "NCCL_PATH", "NCCL_LIB", "NCCL_LIB_DIR",
+    "NCCL_LIBRARY", "NCCL_INCLUDE_DIR", "NCCL_INC", "NCCL_INSTALL_DIR", "NCCL_SRC",
+})
+
+
+def is_documented(key: str) -> bool:
+    """One of NCCL's documented parameters: what a person types is checked against these (a typo
+    such as NCCL_PROTOCOL gets a warning)."""
     return key in NCCL_PARAMETERS
+
+
+def is_parameter(key: str) -> bool:
+    """An NCCL parameter as a log declares or echoes it: a documented one, or any NCCL_ name that
+    is not a path or nccl-tests' own (NCCL adds parameters every release, e.g. NCCL_NETDEVS_POLICY,
+    NCCL_IB_OOO_RQ): a launch line's variable is never dropped for being new."""
+    return key in NCCL_PARAMETERS or (
+        bool(NCCL_KEY.match(key)) and key not in NOT_PARAMETERS and not key.startswith("NCCL_TESTS_"))
 
 
 def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
@@ -132,6 +149,22 @@ def analyze(values: Iterable[NcclValueLike], version: object = None) -> dict:
             },
         },
     }
+
+
+# nvidia-smi topo -m link names, nearest first (NV# before all): NCCL_P2P_LEVEL takes the same names.
+PCI_LINKS = ("C2C", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
+
+
+def p2p_level_note(topology: dict) -> str | None:
+    """What a machine's GPU links mean for NCCL_P2P_LEVEL (NCCL docs, "NCCL_P2P_LEVEL": the farthest
+    PCIe path over which P2P is used). With every GPU pair on NVLink the level never decides."""
+    links = [link for link in topology.get("links") or [] if not link.startswith("NV")]
+    if topology.get("nvlink"):
+        return "every GPU pair is on NVLink: NCCL_P2P_LEVEL does not change the path"
+    if not links:
+        return None
+    return (f"GPU pairs over PCIe ({', '.join(links)}): NCCL uses P2P between two GPUs only when their path is "
+            f"no farther than NCCL_P2P_LEVEL, so the level decides the transport of the {links[-1]} pairs")
 
 
 def person_conflicts(values: Iterable[NcclValueLike]) -> list[dict]:
@@ -262,6 +295,13 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
         if (v.kind == "declared" and role == LAUNCHER) or (v.kind == "effective" and role == WORKER):
             per_launch[i].append(v)
     verdicts = [analyze(vs + person, version=version) for vs in per_launch]
+    # A job script (`export NCCL_...; srun all_reduce_perf`) declares, its Slurm output echoes:
+    # a file of nccl-tests declarations only lends them to the run's test outputs that declare none.
+    scripts = {lf for lf, vs in tests.items() if all(v.kind == "declared" for v in vs)}
+    lent = [v for lf in sorted(scripts, key=lambda f: (f is None, f or 0)) for v in tests[lf]]
+    for logfile, vs in tests.items():
+        if lent and logfile not in scripts and not any(v.kind == "declared" for v in vs):
+            tests[logfile] = lent + vs
     panels = {logfile: analyze(vs, version=version) for logfile, vs in tests.items()}
     run = None
     if len(verdicts) == 1:
@@ -277,7 +317,8 @@ def launch_verdicts(values: Iterable[NcclValueLike], lay: Layout, version: objec
             "debug_knobs": sorted({k for v in verdicts for k in v["debug_knobs"]}),
             "sources": {"declared": {}, "effective": {}},
         }
-    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person}
+    return {"launches": verdicts, "run": run, "nccl_tests": panels, "other_values": other + person,
+            "nccl_tests_scripts": scripts}
 
 
 # Logging switches: they change what NCCL prints, not how it moves data.

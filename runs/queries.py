@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, overload
 
 import polars as pl
-from django.db.models import F, Prefetch, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 
@@ -21,6 +21,7 @@ from runs.compare import RunInput, compare
 from runs.models import (
     Annotation,
     CollectiveResult,
+    Invitation,
     LogFile,
     Membership,
     Project,
@@ -76,6 +77,20 @@ def visible_project(user, pk: int) -> Project:
 
 def project_members(project: Project) -> list[Membership]:
     return list(Membership.objects.filter(project=project).select_related("user").order_by("user__username"))
+
+
+def invitations_for(user) -> QuerySet[Invitation]:
+    """The invitations someone may accept: to their username, or to their e-mail address."""
+    mine = Q(invitee=user.get_username())
+    if user.email:
+        mine |= Q(invitee=user.email.strip().lower())
+    return Invitation.objects.filter(mine).select_related("project", "invited_by").order_by("created_at", "id")
+
+
+def project_invitations(project: Project) -> list[Invitation]:
+    """A project's pending invitations, as its admins typed them."""
+    return list(Invitation.objects.filter(project=project).select_related("project", "invited_by")
+                .order_by("created_at", "id"))
 
 
 def visible_annotation(user, pk: int) -> Annotation:

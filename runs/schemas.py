@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from django.db.models import Q, QuerySet
@@ -10,16 +11,64 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Field, FilterLookup, FilterSchema, Schema
 from ninja.pagination import PaginationBase
-from pydantic import BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BeforeValidator, ConfigDict
 
 from runs import markdown
-from runs.models import Annotation, LogFile, Membership, NcclSetting, Run
+from runs.models import Annotation, Invitation, LogFile, Membership, NcclSetting, Run
 from runs.nccl import NCCL_KEY
 
 StatusName = Literal["queued", "parsing", "ready", "failed"]
 MAX_ID = 2**63 - 1  # bigint primary keys: a larger id is no id, not a database error
 # Text from users: no NUL (PostgreSQL refuses it in text and jsonb; a 422 beats a 500).
 Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+# The longest integer a JSON input may hold: every number runlens takes fits in 64 bits. Python's
+# own limit (4300 digits) raises mid-parse, and a shorter giant still reaches a bigint column.
+MAX_INT_DIGITS = 40
+
+
+class BadJson(ValueError):
+    """A JSON input runlens refuses (422 wherever it arrives). Its message completes "the body is ..."."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadJson(f"too large a number: an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def read_json(text: str | bytes) -> Any:
+    """Every JSON input of the API (request bodies, an upload's `meta`) is read here: a syntax error,
+    too deep a nesting, an integer past MAX_INT_DIGITS or a NUL in any string or key is BadJson.
+    PostgreSQL refuses NUL in text and jsonb, so one refused here is a 422, never a 500 later."""
+    try:
+        data = json.loads(text, parse_int=_bounded_int)
+    except json.JSONDecodeError as e:
+        raise BadJson(f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", e.lineno) from None
+    except RecursionError:
+        raise BadJson("nested too deeply") from None
+    except UnicodeDecodeError:
+        raise BadJson("not UTF-8") from None
+    try:
+        nul = _has_nul(data)
+    except RecursionError:
+        raise BadJson("nested too deeply") from None
+    if nul:
+        raise BadJson("text with a NUL character")
+    return data
 
 
 class ErrorDetail(Schema):
@@ -300,8 +349,28 @@ class ProjectOut(Schema):
 class MemberIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    username: str = Field(min_length=1, max_length=254, description="a username, or an e-mail address")
+    username: Text = Field(min_length=1, max_length=254, description="a username, or an e-mail address: "
+                          "they are invited, and join when they accept")
     role: RoleName = "viewer"
+
+
+class InvitationOut(Schema):
+    id: int
+    project_id: int
+    project: str = Field(description="the project's name")
+    invitee: str = Field(description="the username or e-mail address invited, as the admin typed it "
+                         "(e-mail in lower case)")
+    role: RoleName
+    invited_by: str | None = Field(description="the admin who invited")
+    created_at: datetime
+
+    @staticmethod
+    def resolve_project(i: Invitation) -> str:
+        return i.project.name
+
+    @staticmethod
+    def resolve_invited_by(i: Invitation) -> str | None:
+        return i.invited_by.get_username() if i.invited_by else None
 
 
 class RoleIn(Schema):
@@ -331,12 +400,31 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
+# A stored date-time is read back in UTC and shown in TIME_ZONE: one whose UTC value falls outside
+# Python's years 1-9999 (9999-12-31T23:59:59-14:00 is year 10000 in UTC) is kept by PostgreSQL and
+# then breaks every read of its row. Expiries are held to years a token can live in.
+EARLIEST_EXPIRY = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_EXPIRY = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def _expiry_in_range(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        utc = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST_EXPIRY <= utc < LATEST_EXPIRY:
+        raise ValueError(f"must fall between {EARLIEST_EXPIRY:%Y-%m-%d} and {LATEST_EXPIRY:%Y-%m-%d} (UTC)")
+    return utc
+
+
 class TokenIn(Schema):
     model_config = ConfigDict(extra="forbid")  # not strict: expires_at arrives as ISO 8601 text
 
     name: Text = Field(min_length=1, max_length=100)
-    expires_at: Annotated[datetime | None, BeforeValidator(_iso_text)] = Field(
-        None, description="when it stops working; none: never")
+    expires_at: Annotated[datetime | None, BeforeValidator(_iso_text), AfterValidator(_expiry_in_range)] = Field(
+        None, description="when it stops working (1970-01-01 to 9999-01-01 UTC); none: never")
 
 
 class TokenOut(Schema):
@@ -372,9 +460,14 @@ FileRoleName = Literal["serving worker", "serving launcher", "benchmark client",
 
 
 class RolesIn(Schema):
-    roles: dict[Annotated[str, Field(max_length=255)], FileRoleName] = Field(max_length=200, description=(
-        "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
-        "nccl-tests, unknown, or \"\" to go back to the detected roles"))
+    model_config = ConfigDict(extra="forbid")  # as every body: a NUL in an unread extra is still refused
+
+    roles: dict[Annotated[Text, Field(max_length=255)], FileRoleName] = Field(
+        max_length=200, description=(
+            "{log file id or name: role}; role one of serving worker, serving launcher, benchmark client, "
+            "nccl-tests, unknown, or \"\" to go back to the detected roles"),
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": r"^[^\x00]*$", "maxLength": 255}})
 
 
 class SplitOut(Schema):
@@ -472,7 +565,7 @@ class RunMetaIn(Schema):
 
 
 class RegisterIn(RunMetaIn):
-    path: str = Field(
+    path: Text = Field(
         max_length=65536,
         description="absolute path of a log file on the server, under one of RUNLENS_LOG_ROOTS",
     )
@@ -504,8 +597,8 @@ class SweepQuery(Schema):
     runs: str | None = Field(None, pattern=r"^\d{1,18}(,\d{1,18})*$", max_length=4000,
                              description="run ids, comma-separated (up to 200)",
                              json_schema_extra={"example": "3,7,9"})
-    project: str | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
-    tag: str | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
+    project: Text | None = Field(None, max_length=100, description="all ready runs of this project (without `runs`)")
+    tag: Text | None = Field(None, max_length=64, description="with `project`: only runs with this tag")
 
 
 class VerdictQuery(Schema):

@@ -18,12 +18,13 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs import columns, digest
+from runs import columns, digest, queries
 from runs.layout import ROLES
 from runs.models import (
     Annotation,
     AnnotationEdit,
     CollectiveResult,
+    Invitation,
     LogFile,
     Membership,
     NcclSetting,
@@ -33,7 +34,7 @@ from runs.models import (
     Status,
     Tag,
 )
-from runs.nccl import NCCL_KEY, PERSON, is_parameter
+from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import person_vs_logs, renew_nccl, summarize_run
@@ -154,7 +155,7 @@ def add_annotation(user: User, run: Run, kind: str, body: str, *, parent: int | 
     # Not refused (NCCL grows new knobs), but said: a misspelt name tunes nothing.
     annotation.warnings = [
         f"{key} is not an NCCL parameter runlens knows: kept as declared, but check its spelling"
-        for key in nccl if not is_parameter(key)
+        for key in nccl if not is_documented(key)
     ]
     return annotation
 
@@ -207,15 +208,10 @@ def delete_annotation(user: User, annotation: Annotation) -> None:
         annotation.delete()
 
 
-def _member_user(identifier: str) -> User:
+def invitee_of(identifier: str) -> str:
+    """How an invitation keeps whom it is for: a username as typed, an e-mail address in lower case."""
     ident = identifier.strip()
-    user = User.objects.filter(username=ident).first()
-    if user is None and "@" in ident:
-        matches = list(User.objects.filter(email__iexact=ident)[:2])
-        user = matches[0] if len(matches) == 1 else None
-    if user is None:
-        raise ServiceError(404, "no_such_user", f"no user with the username or e-mail {ident!r}")
-    return user
+    return ident.lower() if "@" in ident else ident
 
 
 def _valid_role(role: str) -> str:
@@ -224,15 +220,56 @@ def _valid_role(role: str) -> str:
     return role
 
 
-def add_member(actor: User, project: Project, identifier: str, role: str) -> Membership:
-    """An admin adds a user (by username or e-mail) to the project with a role."""
+def invite(actor: User, project: Project, identifier: str, role: str) -> Invitation:
+    """A project admin invites a username or e-mail address with a role; they join when they accept.
+
+    The answer is the same whether or not such an account exists: nothing is looked up but the
+    project's own members (whom the admin sees anyway), so inviting neither confirms an account nor
+    shows its e-mail, and puts nobody in a project without their consent."""
     require_role(actor, project, Role.ADMIN)
-    user = _member_user(identifier)
-    membership, created = Membership.objects.get_or_create(project=project, user=user,
-                                                           defaults={"role": _valid_role(role)})
+    _valid_role(role)
+    invitee = invitee_of(identifier)
+    if not invitee:
+        raise ServiceError(422, "bad_invitee", "name a username or an e-mail address")
+    members = Membership.objects.filter(project=project)
+    if members.filter(Q(user__username=invitee) | Q(user__email__iexact=invitee) if "@" in invitee
+                      else Q(user__username=invitee)).exists():
+        raise ServiceError(409, "already_member", f"{invitee} is already in {project.name}")
+    invitation, created = Invitation.objects.get_or_create(project=project, invitee=invitee,
+                                                           defaults={"role": role, "invited_by": actor})
     if not created:
-        raise ServiceError(409, "already_member", f"{user.get_username()} is already in {project.name}")
+        raise ServiceError(409, "already_invited", f"{invitee} is already invited to {project.name}")
+    return invitation
+
+
+def _my_invitation(user: User, invitation_id: int) -> Invitation:
+    invitation = queries.invitations_for(user).select_for_update(of=("self",)).filter(id=invitation_id).first()
+    if invitation is None:
+        raise ServiceError(404, "no_such_invitation", f"no invitation {invitation_id} for you")
+    return invitation
+
+
+def accept_invitation(user: User, invitation_id: int) -> Membership:
+    """The invitee joins the project with the invitation's role (a member already keeps their role)."""
+    with transaction.atomic():
+        invitation = _my_invitation(user, invitation_id)
+        membership, _ = Membership.objects.get_or_create(project=invitation.project, user=user,
+                                                         defaults={"role": invitation.role})
+        invitation.delete()
     return membership
+
+
+def decline_invitation(user: User, invitation_id: int) -> None:
+    with transaction.atomic():
+        _my_invitation(user, invitation_id).delete()
+
+
+def withdraw_invitation(actor: User, project: Project, invitation_id: int) -> None:
+    """A project admin takes back a pending invitation."""
+    require_role(actor, project, Role.ADMIN)
+    deleted, _ = Invitation.objects.filter(project=project, id=invitation_id).delete()
+    if not deleted:
+        raise ServiceError(404, "no_such_invitation", f"no pending invitation {invitation_id} in {project.name}")
 
 
 def set_role(actor: User, project: Project, username: str, role: str) -> Membership:

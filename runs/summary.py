@@ -20,7 +20,7 @@ import polars as pl
 from runs.digest import Group, Rows, rows_from_result
 from runs.display import figure
 from runs.layout import LAUNCHER, NCCL_TESTS, WORKER, Launch, Layout, layout, merge_orphans
-from runs.nccl import analyze, launch_verdicts, person_conflicts
+from runs.nccl import analyze, launch_verdicts, p2p_level_note, person_conflicts
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import ParseResult
@@ -423,12 +423,41 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
         "serving": {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")},
         "errors": [{"line": e.line, "message": e.message} for e in result.errors],
         "warnings": warnings,
+        **context_fields(result),
     }
     if rows.collectives_total > len(rows.collectives):
         # Every table row stays in the run's rows (pages chart them from there); `parsed` keeps
         # the first COLLECTIVES_KEPT and says how many there are.
         parsed["collectives_total"] = rows.collectives_total
     return renew_nccl(parsed, result, figured, lay, fresh=True), figured
+
+
+def context_fields(result: ParseResult) -> dict:
+    """What the files say besides their logs (ingest/parsers/context.py): the GPU topology (with
+    what it means for NCCL_P2P_LEVEL), tool versions, each file's unread lines, and the files
+    kept as context because they are in no log format. Per file for a run of several files."""
+    per: list[tuple[int | None, str | None, dict]]
+    if result.files:
+        per = [(lf, info.get("name"), info.get("settings") or {}) for lf, info in result.files.items()]
+    else:
+        per = [(None, None, {k: v.value for k, v in result.settings.items()})]
+    topology = next((dict(st["topology"]) for _, _, st in per if isinstance(st.get("topology"), dict)), None)
+    if topology is not None:
+        topology["p2p_level"] = p2p_level_note(topology)
+    versions: dict[str, str] = {}
+    for _, _, st in per:
+        for name, version in (st.get("versions") or {}).items():
+            versions.setdefault(name, version)
+    unread = [{"logfile": lf, "file": name, **st["unread"]} for lf, name, st in per
+              if isinstance(st.get("unread"), dict)]
+    return {
+        "topology": topology,
+        "versions": versions,
+        "unread": {"count": sum(u["count"] for u in unread), "lines": unread[0]["lines"] if len(unread) == 1 else [],
+                   "files": unread},
+        "context": [{"logfile": lf, "file": name, **st["context"]} for lf, name, st in per
+                    if isinstance(st.get("context"), dict)],
+    }
 
 
 def launch_groups(result: ParseResult, rows: Rows) -> tuple[Layout, list[tuple[list[Group], list[Group]]], list[int]]:
@@ -493,8 +522,10 @@ def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layou
     nccl = verdicts["run"]
     if nccl is None:
         other = verdicts["other_values"]
-        tests = verdicts["nccl_tests"]
-        # A run of nccl-tests alone: its verdict is the tests' own (there is no serving worker).
+        scripts = verdicts["nccl_tests_scripts"]
+        tests = {lf: v for lf, v in verdicts["nccl_tests"].items() if lf not in scripts} or verdicts["nccl_tests"]
+        # A run of nccl-tests alone (with its job script): its verdict is the tests' own (there is
+        # no serving worker).
         nccl = next(iter(tests.values())) if len(tests) == 1 and not other else analyze(other, version=version)
     panels = [{**p, "nccl": verdicts["nccl_tests"].get(p["logfile"]) or analyze([])}
               for p in parsed.get("nccl_tests") or []]

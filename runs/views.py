@@ -4,8 +4,6 @@ fetch through runs/queries.py what the user may see, call pure code, render."""
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -17,10 +15,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs import charts, forms, markdown, queries, series, services, specdecode
-from runs.compare import csv_safe, to_csv_rows
+from runs.compare import to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
-from runs.http import AuthenticatedRequest
+from runs.http import AuthenticatedRequest, csv_download
 from runs.models import Annotation, Status
 from runs.nccl import nccl_sentence
 from runs.permissions import Role, has_role, role_in
@@ -170,10 +168,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         response["Content-Disposition"] = 'attachment; filename="runlens-compare.json"'
         return response
     if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="runlens-compare.csv"'
-        csv.writer(response).writerows(csv_safe(to_csv_rows(result)))
-        return response
+        return csv_download("runlens-compare.csv", to_csv_rows(result))
     ordered = queries.in_result_order(inputs, result)
     chart_data = {}
     if inputs and result["phases"]:
@@ -332,7 +327,24 @@ def annotation_delete(request: AuthenticatedRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "runs/project_list.html", {"memberships": queries.my_memberships(request.user)})
+    """Your projects, and the invitations waiting for you to accept or decline."""
+    return render(request, "runs/project_list.html", {"memberships": queries.my_memberships(request.user),
+                                                      "invitations": list(queries.invitations_for(request.user))})
+
+
+@login_required
+@require_POST
+def answer_invitation(request: AuthenticatedRequest, pk: int, answer: str) -> HttpResponse:
+    try:
+        if answer == "accept":
+            membership = services.accept_invitation(request.user, pk)
+            messages.info(request, f"you joined {membership.project.name} as {membership.role}")
+            return redirect("project_detail", pk=membership.project_id)
+        services.decline_invitation(request.user, pk)
+        messages.info(request, "invitation declined")
+    except services.ServiceError as e:
+        messages.error(request, e.message)
+    return redirect("project_list")
 
 
 @login_required
@@ -343,9 +355,11 @@ def project_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         _member_action(request, project)
         return redirect("project_detail", pk=project.pk)
+    is_admin = has_role(request.user, project, Role.ADMIN)
     return render(request, "runs/project_detail.html", {
         "project": project, "members": queries.project_members(project),
-        "is_admin": has_role(request.user, project, Role.ADMIN), "role": role_in(request.user, project),
+        "is_admin": is_admin, "role": role_in(request.user, project),
+        "invitations": queries.project_invitations(project) if is_admin else [],
         "member_form": MemberForm(), "roles": Role.choices,
     })
 
@@ -358,7 +372,8 @@ def _member_action(request: AuthenticatedRequest, project) -> None:
             if not form.is_valid():
                 raise services.ServiceError(422, "invalid",
                                             "; ".join(str(p) for ps in form.errors.values() for p in ps))
-            services.add_member(request.user, project, form.cleaned_data["user"], form.cleaned_data["role"])
+            invitation = services.invite(request.user, project, form.cleaned_data["user"], form.cleaned_data["role"])
+            messages.info(request, f"invited {invitation.invitee} as {invitation.role}: they join when they accept")
         elif action == "role":
             role_form = RoleForm(request.POST)
             if not role_form.is_valid():
@@ -366,6 +381,9 @@ def _member_action(request: AuthenticatedRequest, project) -> None:
             services.set_role(request.user, project, request.POST.get("username", ""), role_form.cleaned_data["role"])
         elif action == "remove":
             services.remove_member(request.user, project, request.POST.get("username", ""))
+        elif action == "withdraw":
+            raw = request.POST.get("invitation")
+            services.withdraw_invitation(request.user, project, int(raw) if forms.is_int(raw) else 0)
         else:
             raise services.ServiceError(400, "bad_action", "unknown action")
     except services.ServiceError as e:

@@ -3,8 +3,6 @@ JSON downloads."""
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -12,6 +10,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from runs import charts, forms, queries
+from runs.http import csv_download
 from runs.sweep import to_csv_rows
 
 
@@ -27,10 +26,7 @@ def sweep_view(request: HttpRequest) -> HttpResponse:
         response["Content-Disposition"] = 'attachment; filename="runlens-sweep.json"'
         return response
     if fmt == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="runlens-sweep.csv"'
-        csv.writer(response).writerows(to_csv_rows(result))
-        return response
+        return csv_download("runlens-sweep.csv", to_csv_rows(result))
     chart_data = {}
     if result["groups"]:
         for key in charts.SWEEP_METRICS:

@@ -342,13 +342,19 @@ def test_r1_paths_outside_the_roots_are_400_and_nothing_is_read(client, alice, b
 
 @pytest.mark.parametrize("path", [
     "%2e%2e%2f%2e%2e%2fetc%2fpasswd", "%252e%252e%252fetc%252fpasswd", "..%5c..%5cetc%5cpasswd", "..\\..\\etc\\passwd",
-    "{root}/x#/../../../secret.log", "{root}/x;/../../secret.log", "{root}/x?/../../secret.log", "{root}/x\x00.log",
+    "{root}/x#/../../../secret.log", "{root}/x;/../../secret.log", "{root}/x?/../../secret.log",
     "．．／．．／etc／passwd", "/etc/passwd/.", "{root}/" + "a/" * 2100 + "run.log", "{root}/%2e%2e/secret.log",
 ])
 def test_r2_encoded_and_odd_paths_are_400_never_500_never_read(client, alice, bearer, root, read_outside, path):
     response = _register(client, bearer(alice), path.replace("{root}", str(root)))
     assert response.status_code == 400
     assert response.json()["error"]["code"] in ("path_outside_allowed_roots", "path_not_readable")
+    assert not read_outside() and not Run.objects.exists()
+
+
+def test_r2_a_nul_in_a_path_is_422_never_read(client, alice, bearer, root, read_outside):
+    response = _register(client, bearer(alice), f"{root}/x\x00.log")
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_json"
     assert not read_outside() and not Run.objects.exists()
 
 
@@ -580,3 +586,40 @@ def test_nul_bytes_in_a_run_name_are_422(client, alice, bearer):
     response = _upload(client, bearer(alice), [_file()], {"name": "a\u0000b"})
     assert response.status_code == 422, response.content
     assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize(("meta", "says"), [
+    ('{"steps": ' + "9" * 5000 + "}", "meta is too large a number: an integer of 5000 digits"),
+    ('{"nccl_env": {"NCCL_MIN_NCHANNELS": ' + "1" * 60 + "}}", "an integer of 60 digits"),
+    ('{"notes": "fine", "ci": {"commit": "a\\u0000b"}}', "meta is text with a NUL character"),
+    ('{"roles": {"a\\u0000.log": "unknown"}}', "meta is text with a NUL character"),
+])
+def test_a_huge_integer_or_a_nul_anywhere_in_meta_is_422(client, alice, bearer, meta, says, data_dir):
+    response = _upload(client, bearer(alice), [_file()], meta)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_meta", response.content
+    assert says in response.json()["error"]["message"]
+    assert not Run.objects.exists() and not list(data_dir.rglob("*.log"))
+
+
+@pytest.mark.parametrize("look_alike", ["Team-B-Private", "team-b-private ", "team-b-priv\u0430te",  # Cyrillic а
+                                        "team-b-privat\u0435", "\uff54eam-b-private", "team\u200b-b-private",
+                                        "team\u2013b-private", "\u03a4\u0395\u0391\u039c-b-private"])  # Greek ΤΕΑΜ
+def test_a_project_name_that_looks_like_anothers_is_taken(client, alice, eve, bearer, look_alike, data_dir):
+    assert _upload(client, bearer(eve), [_file()], {"project": "team-b-private", "create_project": True}
+                   ).status_code == 202
+    response = _upload(client, bearer(alice), [_file()], {"project": look_alike, "create_project": True})
+    assert response.status_code == 409 and response.json()["error"]["code"] == "project_name_taken"
+    assert sorted(Project.objects.values_list("name", flat=True)) == ["team", "team-b-private"]
+
+
+def test_a_project_name_is_stored_normalised_and_found_by_its_look(client, eve, bearer):
+    headers = bearer(eve)
+    first = _upload(client, headers, [_file()], {"project": "  \uff2eew   Project ", "create_project": True})
+    assert first.status_code == 202 and Project.objects.get().name == "New Project"
+    again = _upload(client, headers, [_file(BASELINE)], {"project": "new project"})
+    assert again.status_code == 202 and Run.objects.get(id=again.json()["id"]).project.name == "New Project"
+
+
+def test_an_empty_project_name_once_normalised_is_422(client, eve, bearer):
+    response = _upload(client, bearer(eve), [_file()], {"project": " \u200b ", "create_project": True})
+    assert response.status_code == 422 and response.json()["error"]["code"] == "bad_project_name"

@@ -257,3 +257,15 @@ def test_compare_of_large_runs_reads_their_stored_series_not_their_rows(client, 
     body = response.json()
     assert set(body) >= {"baseline", "runs", "metrics", "phases", "config", "comparable", "headline"}
     assert next(m for m in body["metrics"] if m["key"] == "verify_ms")["runs"][str(b.id)]["noise"] is not None
+
+
+def test_detail_says_which_lines_no_reader_used_and_the_gpu_topology(client, alice, bearer, upload_run):
+    from tests.samples import parsed_upload
+
+    run = parsed_upload(alice, "notes.log", b"a:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+                                            b"Speculative decoding: reworded by a wrapper\n")
+    parsed = client.get(f"/api/v1/runs/{run.id}", headers=bearer(alice)).json()["parsed"]
+    assert parsed["unread"]["count"] == 1 and parsed["unread"]["files"][0]["lines"] == [2]
+    topo = upload_run(alice, "../tests/corpus/nccl/nvidia_smi_topo_all_sys_4090_gpuallocator_issue17.txt")
+    parsed = client.get(f"/api/v1/runs/{topo.id}", headers=bearer(alice)).json()["parsed"]
+    assert parsed["topology"]["links"] == ["SYS"] and parsed["topology"]["gpus"] == 8

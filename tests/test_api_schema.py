@@ -33,6 +33,8 @@ DOMAIN_REFUSALS = {
     "POST /api/v1/runs/{run_id}/refresh": ["400"],
     "POST /api/v1/runs/{run_id}/annotations": ["422"],
     "POST /api/v1/runs/{run_id}/roles": ["400"],  # names a file the run does not have
+    # An expiry outside 1970..9999-01-01 UTC: JSON Schema has no bounds for a date-time.
+    "POST /api/v1/tokens": ["422"],
 }
 # The upload's negative cases are serialised as multipart, where a mutated `files` value still goes
 # out as a file part named `files` (see the reproduction curl of such a case): the server then

@@ -46,11 +46,11 @@ def test_upload_form_to_ready_run_through_a_real_worker(client, alice, worker):
 def test_unparseable_upload_ends_failed_through_a_real_worker(client, alice, worker):
     client.force_login(alice)
     response = client.post(
-        "/upload/", {"files": [SimpleUploadedFile("notes.txt", b"just some notes\n")]},
+        "/upload/", {"files": [SimpleUploadedFile("notes.bin", b"\x00\x01binary\x00" * 20)]},
         HTTP_ACCEPT="application/json",
     )
     run = _wait_until_done(response.json()["id"], worker)
-    assert run.status == Status.FAILED and "notes.txt: none of the 1 lines" in run.error
+    assert run.status == Status.FAILED and "notes.bin: this is a binary file" in run.error
 
 
 def test_worker_killed_mid_parse_is_redelivered_and_rows_are_written_once(client, alice, worker, data_dir):

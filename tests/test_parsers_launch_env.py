@@ -140,3 +140,36 @@ def test_public_nccl_tests_command_line_prefix():
     assert {v.key: v.value for v in r.nccl if v.kind == "declared"} == {
         "NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS", "NCCL_DEBUG": "info",
     }
+
+
+def test_prefix_after_the_prompts_people_paste_is_declared():
+    """Real prompts: `((venv) ) [user@host ~]$`, `(base) user@host:~/dir$`, `(/path/env) [user@host dir]$`."""
+    r = parse_lines(formats=["launch_env"], lines=[
+        '((sglang-0.5.9) ) [dev@aihub0007 ~]$ NCCL_IB_DISABLE=1 NCCL_IB_HCA="=mlx5_0,=mlx5_1" python3 -m sglang.launch_server --tp 16',
+        "(base) gandiva@v100-gpu-1:~/nccl-tests$ NCCL_ALGO=Ring ./build/broadcast_perf -g 1",
+        "(/scratch/user/conda_venv) [user@lrdn0487 repo]$ NCCL_PROTO=Simple python collect_env.py",
+        "(VllmWorker rank=0 pid=218) NCCL_PROTO=LL is a process tag, not a prompt",
+    ])
+    assert [(v.key, v.value, v.line) for v in r.nccl] == [
+        ("NCCL_IB_DISABLE", "1", 1), ("NCCL_IB_HCA", "=mlx5_0,=mlx5_1", 1),
+        ("NCCL_ALGO", "Ring", 2), ("NCCL_PROTO", "Simple", 3),
+    ]
+
+
+def test_mpirun_flags_echoed_by_a_script_are_shell_unescaped():
+    line = (r"mpirun -mca plm_rsh_args -p\ 3456 -x NCCL_DEBUG_SUBSYS=GRAPH\,NET\,TUNING "
+            r"-x NCCL_IB_HCA=mlx5_2\,mlx5_3 -x NCCL_NETDEVS_POLICY=MAX:1 -x NCCL_SOCKET_IFNAME='^docker0,lo' "
+            r"/workspace/nccl-tests/build/alltoall_perf -b 1k")
+    r = parse_lines(formats=["launch_env"], lines=["COMMAND:", line])
+    assert {v.key: v.value for v in r.nccl} == {
+        "NCCL_DEBUG_SUBSYS": "GRAPH,NET,TUNING", "NCCL_IB_HCA": "mlx5_2,mlx5_3",
+        "NCCL_NETDEVS_POLICY": "MAX:1", "NCCL_SOCKET_IFNAME": "^docker0,lo",
+    }
+
+
+def test_every_nccl_variable_of_a_command_echo_is_declared_even_new_ones():
+    out = summarize(parse_stream(open("tests/corpus/nccl/nccl_tests_command_echo_alltoall_2.30.3_report.log", "rb")))
+    declared = out["nccl"]["declared"]
+    assert len(declared) == 14 and declared["NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS"] == "0"
+    assert out["processes"][0]["role"] == "nccl-tests" and out["launches_count"] == 0
+    assert out["nccl_tests"][0]["rows"] == 48 and out["nccl_tests"][0]["peak_busbw_gbs"] == 38.31

@@ -255,3 +255,22 @@ def test_public_samples_give_their_transports():
 def test_public_comm_sample_gives_eight_ranks():
     with open(public_sample("nccl_debug_8gpu_comm_trees_deepseek_coder_v2_issue29.log"), "rb") as f:
         assert parse_stream(f).settings["nccl.nranks"].value == 8
+
+
+def test_set_to_echoes_without_by_environment_are_effective():
+    """NCCL's socket and IB code echo the value they settled on: `NCCL_IB_HCA set to mlx5_0,mlx5_1`."""
+    r = parse_lines(lines=[
+        "ubuntu4:251907:251907 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0,mlx5_1",
+        "nid001049:658566:658566 [0] NCCL INFO NCCL_SOCKET_IFNAME set to hsn",
+        "nid001049:658566:658566 [0] NCCL INFO P2P Chunksize set to 131072",
+    ])
+    assert [(v.key, v.value, v.kind) for v in r.nccl] == [
+        ("NCCL_IB_HCA", "mlx5_0,mlx5_1", "effective"), ("NCCL_SOCKET_IFNAME", "hsn", "effective")]
+
+
+def test_rccl_names_its_version_with_or_without_the_line_prefix():
+    for line in ("TARS:829507:829507 [0] NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd",
+                 "node [0] NCCL INFO RCCL version : 2.30.4-HEAD:2b22ab0"):
+        r = parse_lines(lines=[line])
+        assert r.settings["nccl.library"].value == "RCCL" and r.formats == ["nccl_debug"]
+    assert summarize(parse_lines(lines=[line]))["nccl"]["version"] == "2.30.4"

@@ -452,3 +452,12 @@ def test_public_sample_summary(name, golden):
         assert pick(parsed, values, path) == expected, path
     assert parsed["engine"] == ("sglang" if "nextn" not in name else None)
     golden(name.rsplit(".", 1)[0], parsed)
+
+
+def test_speculative_flags_pasted_without_the_command_head_are_read():
+    """A "Key Launch Parameters" list, or continuation lines cut from their `python -m ...` head."""
+    r = parse_lines(lines=["Key Launch Parameters:", "--tp 8", "--speculative-algo EAGLE",
+                           "  --speculative-num-steps 4 \\", "--speculative-eagle-topk=1",
+                           "--speculative-num-draft-tokens {5, 12, 32}", "see --speculative-num-steps 9 in the docs"])
+    out = summarize(r)
+    assert out["spec"] == {"algorithm": "EAGLE", "steps": 4, "topk": 1, "draft_tokens": None}

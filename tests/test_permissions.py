@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from runs.models import Annotation, Membership, Project, Run
+from runs.models import Annotation, Invitation, Membership, Project, Run
 from runs.permissions import has_role, require_role, role_in
 from tests.samples import log_path
 
@@ -73,7 +73,7 @@ API = [
     ("PATCH", "/api/v1/annotations/{note}", {"body": "changed"}, (200, 403, 403, 404)),
     ("GET", "/api/v1/compare?runs={run}", None, (200, 200, 200, 404)),
     ("GET", "/api/v1/projects/{project}/members", None, (200, 200, 200, 404)),
-    ("POST", "/api/v1/projects/{project}/members", {"username": "nina", "role": "viewer"}, (201, 403, 403, 404)),
+    ("POST", "/api/v1/projects/{project}/members", {"username": "nina", "role": "viewer"}, (202, 403, 403, 404)),
     ("PATCH", "/api/v1/projects/{project}/members/vic", {"role": "editor"}, (200, 403, 403, 404)),
 ]
 
@@ -83,6 +83,7 @@ def test_api_operations_per_persona(client, bearer, world, django_user_model, me
     django_user_model.objects.create_user("nina")
     for name, status in zip(PERSONAS, expected, strict=True):
         Membership.objects.filter(user__username="nina").delete()
+        Invitation.objects.all().delete()
         Membership.objects.filter(user__username="vic").update(role="viewer")
         response = client.generic(method, fill(path, world), data=b"" if body is None else json.dumps(body),
                                   content_type="application/json", headers=bearer(world["users"][name]))
@@ -139,11 +140,15 @@ def test_viewer_sees_no_delete_button_on_others_notes_but_on_own(client, world):
     assert f"/annotations/{mine.id}/delete" in page and f"/annotations/{world['note'].id}/delete" not in page
 
 
-def test_admin_adds_member_by_email_and_changes_role_on_the_page(client, world, django_user_model):
-    django_user_model.objects.create_user("nina", email="nina@example.org")
+def test_admin_invites_by_email_and_changes_the_role_once_accepted_on_the_page(client, world, django_user_model):
+    nina = django_user_model.objects.create_user("nina", email="nina@example.org")
     client.force_login(world["users"]["alice"])
     url = f"/projects/{world['project'].id}/"
     client.post(url, {"action": "add", "user": "NINA@example.org", "role": "viewer"})
+    assert not Membership.objects.filter(user=nina).exists()  # invited, not yet a member
+    client.force_login(nina)
+    client.post(f"/invitations/{Invitation.objects.get().id}/accept")
+    client.force_login(world["users"]["alice"])
     client.post(url, {"action": "role", "username": "nina", "role": "editor"})
     assert Membership.objects.get(user__username="nina").role == "editor"
     client.force_login(world["users"]["bob"])  # an editor's post changes nothing

@@ -78,7 +78,6 @@ def test_two_files_make_one_run_with_windows_in_sequence(alice, upload_run):
 @pytest.mark.parametrize(("content", "reason"), [
     (b"", "empty"),
     (b"\x00\x01\x02binary\x00" * 20, "binary"),
-    (b"hello\nnothing to see here\n", "none of the 2 lines"),
 ])
 def test_bad_input_fails_with_a_reason_and_no_rows(alice, content, reason):
     run = upload_bytes(alice, "bad.log", content)
@@ -89,6 +88,25 @@ def test_bad_input_fails_with_a_reason_and_no_rows(alice, content, reason):
     assert run.status == Status.FAILED and lf.status == Status.FAILED
     assert reason in lf.error and "bad.log" in lf.error and reason in run.error
     assert not stored_rows("phase", run=run).height and not stored_rows("metric", run=run).height
+
+
+def test_text_in_no_known_format_is_kept_as_context_with_a_warning_not_failed(alice):
+    run = upload_bytes(alice, "notes.txt", b"hello\nnothing to see here\n")
+    lf = run.logfiles.get()
+    assert services.parse_logfile(lf.id) == Status.READY
+    run.refresh_from_db()
+    lf.refresh_from_db()
+    assert lf.formats == [] and "none of the 2 lines" in lf.warnings[0]["message"]
+    assert run.parsed["context"][0]["file"] == "notes.txt" and "nothing to see here" in run.parsed["context"][0]["head"]
+
+
+def test_a_topology_dump_beside_a_log_is_read_and_the_run_shows_it(alice, upload_run):
+    run = upload_run(alice, "nccl-tests_all_reduce_default.log",
+                     "../tests/corpus/nccl/nvidia_smi_topo_pix_phb_sys_k8s_issue53497.txt")
+    assert run.logfiles.filter(status=Status.READY).count() == 2
+    topology = run.parsed["topology"]
+    assert topology["pairs"]["GPU0-GPU1"] == "PIX" and not topology["nvlink"]
+    assert "NCCL_P2P_LEVEL" in topology["p2p_level"]
 
 
 def test_truncated_log_is_ready_with_a_warning(alice, data_dir):

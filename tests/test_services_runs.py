@@ -90,3 +90,27 @@ def test_only_a_ready_run_can_be_pinned_and_unpinning_another_run_keeps_the_pin(
     ready = upload_run(alice, "sweep/sweep_default_2step.log")
     assert pin_baseline(alice, ready).pinned_baseline == ready
     assert pin_baseline(alice, queued, pinned=False).pinned_baseline == ready
+
+
+JOB_SCRIPT, JOB_OUTPUT = "../tests/corpus/nccl/job_nersc_run_tests.sh", "../tests/corpus/nccl/job_nersc_slurm_test_2.23_918503.log"
+
+
+def test_a_job_script_and_its_slurm_output_are_one_run_declared_by_the_script(alice, upload_run):
+    """The sbatch script declares, its output echoes: one verdict, not `unknown` with nothing effective."""
+    run = upload_run(alice, JOB_SCRIPT, JOB_OUTPUT)
+    nccl = run.parsed["nccl"]
+    script = run.logfiles.get(original_name=JOB_SCRIPT.split("/")[-1])
+    assert nccl["declared"]["NCCL_NET"] == "AWS Libfabric" and nccl["declared"]["NCCL_SOCKET_IFNAME"] == "hsn"
+    assert nccl["sources"]["declared"]["NCCL_NET"][0] == script.id
+    assert nccl["effective"]["NCCL_SOCKET_IFNAME"] == "hsn" and nccl["status"] != "unknown"
+    assert run.parsed["launches_count"] == 0
+    assert {p["role"] for p in run.parsed["processes"]} == {"nccl-tests"}
+    # Drift only for variables NCCL echoes: NCCL_NET and NCCL_DEBUG are never echoed, so their
+    # absence from the output is no evidence.
+    drifted = {d["key"] for d in nccl["drift"]}
+    assert not drifted & {"NCCL_NET", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME"}
+
+
+def test_a_job_output_alone_has_no_declarations_and_says_ok_on_its_echoes(alice, upload_run):
+    run = upload_run(alice, JOB_OUTPUT)
+    assert run.parsed["nccl"]["declared"] == {} and run.parsed["nccl"]["status"] == "ok"

@@ -481,3 +481,24 @@ def test_dp_attention_with_untagged_lines_says_the_figure_is_not_the_sum(client,
     assert scope in compare
     headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
     assert "dp.log's throughput is the median of 2 DP ranks' untagged lines, not their sum." in headline[0]["text"]
+
+
+def test_detail_links_each_line_no_reader_used(client, alice):
+    content = (b"node:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+               b"Mean throughput was 440 tok/s before the change\n")
+    run = parsed_upload(alice, "notes.log", content)
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    row = re.search(r'<tr class="warn-row unread" data-unread="1">.*?</tr>', body, re.S)
+    assert row and 'data-line="2"' in row.group(0) and ">line 2</a>" in row.group(0)
+
+
+def test_detail_shows_the_topology_and_a_context_file(client, alice, upload_run):
+    run = upload_run(alice, "../tests/corpus/nccl/vllm_collect_env_topo_nv12_issue19607.txt")
+    notes = parsed_upload(alice, "notes.txt", b"the cluster was shared that day\n")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert 'id="topology"' in body and "<td>NV12</td>" in body and "NCCL_P2P_LEVEL does not change" in body
+    assert "vllm 0.8.5.post1" in body
+    body = client.get(f"/runs/{notes.id}/").content.decode()
+    assert 'id="context"' in body and "the cluster was shared that day" in body

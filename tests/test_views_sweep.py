@@ -105,3 +105,13 @@ def test_api_sweep_hides_other_teams_runs(client, eve, bearer, sweep_runs):
     response = client.get(f"/api/v1/sweep?runs={ids(sweep_runs, 'tuned_1step')}", headers=bearer(eve))
     assert response.status_code == 404
     assert response.json()["error"]["code"]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_as_formulas_are_neutralised(client, alice, upload_run):
+    evil = upload_run(alice, "sweep/sweep_default_2step.log", name='=HYPERLINK("http://x.example","hi")')
+    spaced = upload_run(alice, "sweep/sweep_default_3step.log", name=" @SUM(A1:A9)")
+    client.force_login(alice)
+    response = client.get(f"/sweep/?runs={evil.id},{spaced.id}&format=csv")
+    rows = list(csv.reader(io.StringIO(response.content.decode())))[1:]
+    names = {r[3] for r in rows if r[1] == "measured"}
+    assert names == {"'=HYPERLINK(\"http://x.example\",\"hi\")", "' @SUM(A1:A9)"}, rows

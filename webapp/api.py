@@ -14,6 +14,7 @@ import math
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
@@ -26,10 +27,10 @@ from ninja.throttling import AnonRateThrottle, AuthRateThrottle, SimpleRateThrot
 
 from runs.api import projects_router
 from runs.api import router as runs_router
-from runs.schemas import ErrorOut
+from runs.schemas import BadJson, ErrorOut, read_json
 from runs.services import ServiceError
 from webapp.auth import hit, user_for_token
-from webapp.middleware import RETRY_AFTER, SERVICE_DOWN, health_of, unavailable
+from webapp.middleware import RETRY_AFTER, SERVICE_DOWN, health_of, is_nul_refusal, unavailable
 from webapp.tokens import router as tokens_router
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ class BearerToken(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
         user = user_for_token(token)
+        request.auth_token = user is not None  # type: ignore[attr-defined]  # read by auth.by_token
         if user is None and not self.failures.allow_request(request):
             # ninja types `wait` as int, yet its own throttling passes wait()'s float as well.
             raise Throttled(wait=self.failures.wait())  # type: ignore[arg-type]
@@ -126,7 +128,10 @@ class JsonParser(Parser):
     def parse_body(self, request: HttpRequest) -> dict:
         if request.content_type != "application/json":
             raise UnsupportedMediaType(request.content_type)
-        return super().parse_body(request)
+        data = read_json(request.body)
+        if not isinstance(data, dict):
+            raise BadJson(f"a JSON {type(data).__name__}, not an object")
+        return data
 
 
 api = NinjaAPI(
@@ -157,6 +162,8 @@ def error(request: HttpRequest, status: int, code: str, message: str, line: int 
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, UnsupportedMediaType):
         return error(request, 415, "unsupported_media_type", "send the body as application/json")
+    if isinstance(exc.__cause__, BadJson):
+        return error(request, 422, "bad_json", f"the body is {exc.__cause__}", exc.__cause__.line)
     code = CODES.get(exc.status_code, "error")
     if exc.status_code == 403 and "CSRF" in exc.message:
         code = "csrf_failed"
@@ -234,6 +241,14 @@ def on_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
 for _exc in SERVICE_DOWN:
     # ninja types a handler as taking the exception or its class; it is always called with the exception.
     api.add_exception_handler(_exc, on_unavailable)  # type: ignore[arg-type]
+
+
+@api.exception_handler(DataError)
+def nul_in_text(request: HttpRequest, exc: DataError) -> HttpResponse:
+    # A NUL in a multipart field (the only input not read before the operation) reached PostgreSQL.
+    if is_nul_refusal(exc):
+        return error(request, 422, "nul_byte", "a field contains a NUL byte")
+    return on_crash(request, exc)
 
 
 @api.exception_handler(Exception)

@@ -57,6 +57,11 @@ def revoke_token(user: User, token_id: int) -> ApiToken:
     return row
 
 
+def by_token(request: HttpRequest) -> bool:
+    """Whether the API request was authenticated by a token (BearerToken marks it), not a session."""
+    return getattr(request, "auth_token", False)
+
+
 def user_for_token(token: str) -> AbstractBaseUser | None:
     """The active user a token belongs to, or None (unknown, revoked, expired or malformed)."""
     parts = token.split("_", 2)

@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.core.exceptions import SuspiciousOperation
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from kombu.exceptions import OperationalError as QueueDown
 from redis.exceptions import ConnectionError as RedisDown
@@ -95,17 +96,48 @@ class ServiceUnavailableMiddleware:
         return response
 
 
+def is_nul_refusal(exc: BaseException) -> bool:
+    """psycopg refusing a NUL in a text parameter (before anything was sent): bad input, not a fault."""
+    return isinstance(exc, DataError) and "NUL (0x00)" in str(exc)
+
+
 class RejectNulQueryMiddleware:
-    """A NUL byte in a page's query string is 400: no filter can mean it, and PostgreSQL refuses
-    it in a text parameter (`/?q=%00` would be a 500). The API validates its own query
-    parameters (422, as its schema documents)."""
+    """A NUL byte in the path, the query string or a posted form field is refused before any view
+    reads it: nothing can mean it, and PostgreSQL refuses it in a text parameter (a 500 from
+    `/?q=%00` or `DELETE .../members/a%00b`). Pages answer 400; the API 422 in its error shape
+    (every operation that takes input documents 422). JSON bodies are checked by their one reader
+    (runs.schemas.read_json). Multipart bodies are not read here (the upload's errors are the view's
+    to answer): a NUL in one of their fields that reaches the database is caught on its way back
+    (process_exception here, `nul_in_text` in webapp/api.py)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith("/api/") and any(
-                "\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
-            return HttpResponse("the query string contains a NUL byte", status=400,
-                                content_type="text/plain; charset=utf-8")
-        return self.get_response(request)
+        where = self._nul_in(request)
+        if where is None:
+            return self.get_response(request)
+        if request.path.startswith("/api/"):
+            return JsonResponse({"error": {"code": "nul_byte", "message": f"the {where} contains a NUL byte"}},
+                                status=422)
+        return HttpResponse(f"the {where} contains a NUL byte", status=400, content_type="text/plain; charset=utf-8")
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if is_nul_refusal(exception):
+            return HttpResponse("a field contains a NUL byte", status=400, content_type="text/plain; charset=utf-8")
+        return None
+
+    @staticmethod
+    def _nul_in(request: HttpRequest) -> str | None:
+        if "\x00" in request.path:
+            return "path"
+        if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
+            return "query string"
+        if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+            try:
+                fields = request.POST.lists()
+            except (SuspiciousOperation, OSError):
+                return None  # too large, too many fields, cut off: the view reads it again and says so
+            if any("\x00" in key or any("\x00" in v for v in values) for key, values in fields):
+                return "form"
+        return None

@@ -137,8 +137,11 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("RUNLENS_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = env_int("RUNLENS_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# ...and a cap per username across addresses, its owner's included (webapp/logins.py says why).
+LOGIN_FAILURES_PER_USERNAME = env_int("RUNLENS_LOGIN_FAILURES_PER_USERNAME", 20)
+AXES_HANDLER = "webapp.logins.LoginLimits"
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "webapp.logins.locked_out"
 # The address as the API throttles see it (RUNLENS_TRUSTED_PROXIES): a forged X-Forwarded-For moves
 # neither count.
 AXES_CLIENT_IP_CALLABLE = "webapp.auth.client_address"
@@ -156,6 +159,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "runs.context_processors.invitations",
             ],
         },
     },

@@ -1,4 +1,5 @@
-"""Account pages: API tokens (/settings/tokens/). Password change is Django's own view."""
+"""Account pages: API tokens (/settings/tokens/), password change (Django's view, its old password
+counted as a login attempt: webapp/logins.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import PasswordChangeView
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -14,6 +16,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 from runs.forms import TokenForm
 from runs.http import AuthenticatedRequest
 from webapp import auth
+from webapp.logins import ThrottledPasswordChangeForm
+
+
+class PasswordChange(PasswordChangeView):
+    form_class = ThrottledPasswordChangeForm
+
+    def get_form_kwargs(self) -> dict:
+        return {**super().get_form_kwargs(), "request": self.request}
 
 
 @login_required
@@ -29,7 +39,7 @@ def tokens(request: AuthenticatedRequest) -> HttpResponse:
         form = TokenForm()
     response = render(request, "settings/tokens.html", {
         "form": form, "secret": secret, "tokens": auth.user_tokens(request.user), "now": timezone.now(),
-    })
+    }, status=422 if form.errors else 200)
     response["Cache-Control"] = "no-store"  # the secret must not stay in a cache
     return response
 

@@ -12,12 +12,24 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
-from . import columns, eagle_profile, launch_env, llamacpp, native, nccl_debug, nccl_tests, processes, sglang, vllm
+from . import (
+    columns,
+    context,
+    eagle_profile,
+    launch_env,
+    llamacpp,
+    native,
+    nccl_debug,
+    nccl_tests,
+    processes,
+    sglang,
+    vllm,
+)
 from .records import ParseError, ParseResult
 from .records import Parser as FormatParser
-from .text import MpiLine, number_lines, read_chunks, read_lines
+from .text import MpiLine, Text, clean, number_lines, read_chunks, read_lines
 
 # Written out in full: the one place that says which formats runlens reads.
 PARSERS: dict[str, type[FormatParser]] = {
@@ -60,11 +72,14 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
     # format parsers see the line, stamped after them.
     tagger = processes.Tagger(result)
     tag, stamp = tagger.feed, tagger.stamp
+    offer = result.offer
     for lineno, line in numbered:
         result.lines = lineno
         tag(lineno, line)
         for feed in feeds:
             feed(lineno, line)
+        if offer is not None:
+            offer(lineno, line)
         stamp()
         if sink is not None and not lineno % SPILL_EVERY and result.pending >= SPILL_AT:
             sink(result)
@@ -222,6 +237,7 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], o
     busy() after it was fed, until it is not; stamp() after a line fed to one of `stamp_after`.
     With `track`, note (line, reader's place in `everyone`, phases and metrics it added) per feed."""
     held: list = [r for r in readers if r.busy()]
+    offer = readers[0].result.offer if readers else None
     k = 0
     i = lo - 1
     while True:
@@ -255,6 +271,8 @@ def _feed(lines: list[str], first: int, readers: list, wants: dict[int, list], o
                 p1, m1 = len(result.phases), len(result.metrics)
                 if p1 != p0 or m1 != m0:
                     track.append((i, everyone.index(reader), p0, p1, m0, m1))  # type: ignore[union-attr]
+        if offer is not None and fed:
+            offer(lineno, line)
         if stamp_after and not stamp_after.isdisjoint(fed):
             stamp()
         held = [r for r in fed if r.busy()]
@@ -268,31 +286,64 @@ def parse_lines(lines: Iterable[str], formats: Iterable[str] | None = None) -> P
 Engine = Literal["native", "chunks", "lines"]
 
 
+@cache
+def _wanted(names: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a line holds one of these format readers' triggers or starts like their STARTS:
+    the lines every engine hands them (context.Watcher.offer)."""
+    literals = tuple(sorted({t for n in names for t in PARSERS[n].TRIGGERS}))
+    starts = [re.compile("^" + starts.pattern[2:]) for n in names if (starts := PARSERS[n].STARTS) is not None]
+
+    def wanted(line: str) -> bool:
+        return any(t in line for t in literals) or any(p.match(line) for p in starts)
+    return wanted
+
+
+def _harvesting(sink: Sink, watcher: context.Watcher) -> Sink:
+    """`sink`, after the watcher has struck off the lines of the rows it is about to take."""
+    def take(result: ParseResult) -> None:
+        watcher.harvest(result)
+        sink(result)
+    take.takes_groups = getattr(sink, "takes_groups", False)  # type: ignore[attr-defined]  # read by native.py
+    return take
+
+
+def _watched(chunks: Iterator[tuple[int, Any]], watcher: context.Watcher) -> Iterator[tuple[int, Any]]:
+    """The chunks, each shown to the context watcher before an engine reads it."""
+    for first, chunk in chunks:
+        if isinstance(chunk, Text):
+            watcher.text(first, chunk.text, chunk.dirty, clean)
+        else:
+            watcher.chunk(first, chunk)
+        yield first, chunk
+
+
 def parse_stream(stream: BinaryIO, formats: Iterable[str] | None = None, sink: Sink | None = None,
                  engine: Engine | None = None) -> ParseResult:
-    """Parse a binary stream. Raises ParseError when nothing in it is a log runlens knows.
+    """Parse a binary stream. Raises ParseError only for a file that is not text (empty, binary):
+    text in no known format is kept as context (context.py).
 
     `engine`: "native" (the default: the C scanner, native.py) where it is built and every format
     is read, else "chunks" (polars lanes); "lines" is the reference both are proven equal to.
     """
     result = ParseResult()
+    watcher = context.Watcher(_wanted(tuple(formats or PARSERS)))
+    result.offer = watcher.offer
+    if sink is not None:
+        sink = _harvesting(sink, watcher)
     if engine is None:
         engine = "native" if formats is None and native.available() is None else "chunks"
     if engine == "lines":
-        parse_numbered(read_lines(stream, result.warnings), formats, result, sink)
+        parse_numbered(watcher.lines(read_lines(stream, result.warnings)), formats, result, sink)
     else:
         if engine == "native":
             if formats is not None or (why := native.available()) is not None:
                 raise ValueError(f"the native engine reads every format and must be built: {why or formats}")
-            native.parse_chunks(read_chunks(stream, result.warnings, texts=True), PARSERS, result, sink, SPILL_AT)
+            chunks = _watched(read_chunks(stream, result.warnings, texts=True), watcher)
+            native.parse_chunks(chunks, PARSERS, result, sink, SPILL_AT)
         else:
-            _parse_chunks(read_chunks(stream, result.warnings), formats, result, sink)
+            _parse_chunks(_watched(read_chunks(stream, result.warnings), watcher), formats, result, sink)
         if sink is None:
             result.thaw()  # every record as an object, as engine="lines" gives them
-    if not result.formats:
-        raise ParseError(
-            0,
-            f"none of the {result.lines} lines is in a format runlens reads "
-            f"({', '.join(PARSERS)})",
-        )
+    # Topology, versions, unread lines; a file in no log format is kept as context, not failed.
+    watcher.finish(result)
     return result

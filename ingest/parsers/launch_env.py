@@ -22,8 +22,13 @@ from .records import NcclValue, ParseResult
 
 NAME = "launch_env"
 
-# `$ `, `+ ` (bash -x), `user@host:/path# `, `(venv) $ `. Not `# `: in a script that is a comment.
-_PROMPT = re.compile(r"^(?:[$+]\s+|[\w.-]+@[\w.-]+:\S*?[#$]\s*|\([\w.-]+\)\s*[$#]\s+)")
+# Shell prompts people paste: `$ `, `+ ` (bash -x), `user@host:/path# `, `[user@host dir]$ `, each
+# after any environment tags (`(venv) `, `((sglang-0.5.9) ) `, `(/path/conda_env) `). Not a bare
+# `# `: in a script that is a comment.
+_PROMPT = re.compile(
+    r"^(?:\((?:[^()]|\([^()]*\))*\)\s*)*"
+    r"(?:\[[\w.-]+@[\w.-]+(?: [^\]]*)?\][#$]\s*|[\w.-]+@[\w.-]+:\S*?[#$]\s*|[$+]\s+)"
+)
 _START = re.compile(r"^(?:export|declare -x|env)\s+|^[A-Za-z_][A-Za-z0-9_]*=")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _FLAG = re.compile(r"""(?:^|(?<!declare)\s)(?:-x|-e|--env)[\s=]+(NCCL_[A-Z0-9_]+)=("[^"]*"|'[^']*'|\S+)""")
@@ -39,6 +44,14 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[1:-1]
     return value
+
+
+def _shell_value(value: str) -> str:
+    """A word as the shell hands it to the program: quotes off, `\\,` -> `,` outside quotes
+    (mpirun command lines echoed by scripts escape commas and spaces)."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return re.sub(r"\\(.)", r"\1", value)
 
 
 def _words(text: str) -> list[str]:
@@ -68,7 +81,7 @@ class Parser:
                     return
             if " -x" in line or " -e" in line or "--env" in line:
                 for key, value in _FLAG.findall(line):
-                    self._declared(lineno, key, _unquote(value), "launch flag")
+                    self._declared(lineno, key, _shell_value(value), "launch flag")
             self._command(lineno, line)
         elif line[:1] in ("$", "+", "(") or line[:1].isupper() or line.startswith(("export", "env ")):
             self._command(lineno, line)

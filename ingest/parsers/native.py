@@ -141,6 +141,8 @@ class _Parse:
         for bit, reader in enumerate(self.readers):
             if mask >> bit & 1 or reader.busy():
                 reader.feed(lineno, line)
+        if self.result.offer is not None:
+            self.result.offer(lineno, line)  # context.Watcher: lines no reader used
         self.readers[0].stamp()  # the Tagger
 
     def lines(self, lines: list[str], first: int) -> None:

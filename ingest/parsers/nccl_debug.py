@@ -29,6 +29,11 @@ _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)\S*?(?:\+cuda(\d+\.\d+))?(?:
 # Printed bare by rank 0 (2.12 .. 2.25), possibly behind a Ray/vLLM process tag.
 _BARE_VERSION = re.compile(r"^(?:\([^)]*\)\s*)?NCCL version \d")
 _ECHO = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (.*)$")
+# The value a subsystem settled on, echoed without "by environment" (socket/IB code, 2.2x):
+# `NCCL_SOCKET_IFNAME set to hsn`, `NCCL_IB_HCA set to mlx5_0,mlx5_1`.
+_SET_TO = re.compile(r"^(NCCL_[A-Z0-9_]+) set to (\S.*?)\s*$")
+# RCCL names its own version (`RCCL version : 2.27.7-HEAD:0d2c4fd`), behind a redacted prefix too.
+_RCCL_VERSION = re.compile(r"\bRCCL version\s*:?\s*(\d+\.\d+\.\d+)")
 _INVALID = re.compile(r"^Invalid value (.*) for (NCCL_[A-Z0-9_]+), using default (-?\d+)\.?$")
 _PLUGIN_ADD = re.compile(r"Adding (NCCL_[A-Z0-9_]+)=(\S+) to environment")
 _PLUGIN_NAME = re.compile(r"Plugin name set by env to (\S+)")
@@ -97,6 +102,9 @@ class Parser:
                 self.channel_lines.add(line)
         elif "NCCL version" in line and _BARE_VERSION.match(line):
             self._version(lineno, line, bare=True)
+        elif "RCCL version" in line and " NCCL INFO " in line:
+            self.result.add_format(NAME)  # a prefix redacted to `node [0] NCCL INFO`
+            self._rccl_version(lineno, line)
         elif "NCCL_CONF_FILE" in line:
             self._conf_file(lineno, line)
 
@@ -152,6 +160,10 @@ class Parser:
                 if e.group(1) == "NCCL_CONF_FILE":
                     r.set("nccl.conf_file", value, lineno, NAME)
                 return
+            t = _SET_TO.match(msg)
+            if t:
+                self._effective(lineno, t.group(1), t.group(2), SOURCE, host, pid, tid)
+                return
         rank = _RANK.search(msg)
         if rank:
             self._rank(lineno, host, pid, tid, rank)
@@ -161,6 +173,8 @@ class Parser:
             return
         if msg.startswith("NCCL version"):
             self._version(lineno, msg, bare=False)
+        elif msg.startswith("RCCL version"):
+            self._rccl_version(lineno, msg)
         elif msg.startswith("Invalid value "):
             inv = _INVALID.match(msg)
             if inv:
@@ -227,9 +241,17 @@ class Parser:
         r = self.result
         if bare:
             r.add_format(NAME)
+        r.used.add(lineno)  # every rank prints it: a repeat is read, not new
         r.set("nccl.version", m.group(1), lineno, NAME)
         if m.group(2):
             r.set("nccl.cuda_version", m.group(2), lineno, NAME)
+
+    def _rccl_version(self, lineno: int, text: str) -> None:
+        m = _RCCL_VERSION.search(text)
+        if m:
+            self.result.used.add(lineno)
+            self.result.set("nccl.version", m.group(1), lineno, NAME)
+            self.result.set("nccl.library", "RCCL", lineno, NAME)
 
     def _conf_file(self, lineno: int, text: str) -> None:
         m = _CONF_FILE.search(text)

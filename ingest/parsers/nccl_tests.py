@@ -152,6 +152,9 @@ class Parser:
             b = _BINARY.search(line)
             if b and "NCCL INFO" not in line:
                 self.op_command = op_name(b.group(1))
+                # A job script or pasted command that runs the test: its NCCL variables launch
+                # nccl-tests, not a serving engine (processes.Tagger).
+                self.result.set("nccl_tests.command", self.op_command, lineno, NAME)
 
     def busy(self) -> bool:
         return False  # a table's rows are `#` and digit lines, whatever comes between them
@@ -222,6 +225,7 @@ class Parser:
                     self.op_started = None
             return
         if "nThread" in text:
+            r.add_format(NAME)  # the test's header: an excerpt cut before its table is still nccl-tests
             self._run_fields(lineno, text)
         elif "nccl-tests version" in text:
             m = _VERSION.search(text)

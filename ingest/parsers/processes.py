@@ -267,10 +267,12 @@ class Tagger:
         r = self.result
         procs = r.processes
         declared_by = self.declared_by
+        tests = "nccl_tests" in r.formats or "nccl_tests.command" in r.settings
+        # NCCL variables declared in an nccl-tests file (`mpirun -x NCCL_...`, a `COMMAND:` echo)
+        # launch the test, not a serving engine.
         serving = bool(SERVING_FORMATS & set(r.formats)) or any(
             LAUNCHER in p["hints"] or WORKER in p["hints"] for p in procs.values()
-        ) or bool(declared_by - {BENCH_TAG})
-        tests = "nccl_tests" in r.formats
+        ) or (bool(declared_by - {BENCH_TAG}) and not tests)
         # The nccl-tests table is printed by the test's own process: one pid, one process.
         if tests and len(self.tests_pids) == 1 and MAIN in procs and not (serving and MAIN in declared_by):
             procs[MAIN]["alias"] = next(iter(self.tests_pids))
@@ -294,4 +296,4 @@ class Tagger:
             else:
                 role = UNKNOWN
             p["role"] = role
-        r.launch_lines = self.launch_lines
+        r.launch_lines = self.launch_lines if serving or not tests else []

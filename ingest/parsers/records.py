@@ -7,6 +7,7 @@ can be traced back to its source line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -188,6 +189,11 @@ class ParseResult:
     warnings: list[Issue] = field(default_factory=list)
     lines: int = 0
     spilled: int = 0  # rows already handed to a sink
+    # Lines a reader took whole without a record of their own (a table header, a launch command's
+    # continuation lines): not `unread` (context.py).
+    used: set[int] = field(default_factory=set, compare=False, repr=False)
+    # Called with every line an engine hands a reader (context.Watcher.offer: unread lines).
+    offer: Callable[[int, str], None] | None = field(default=None, compare=False, repr=False)
     # Rows held as columns (chunk lanes, the native scanner): all before the rows in `phases` /
     # `metrics`. Grouped where the native engine's sink takes them so (`takes_groups`).
     phase_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)

@@ -147,6 +147,9 @@ _LAUNCH = re.compile(
     r"|\.bench_latency\b|\s+serve\b)"
 )
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A launch flag pasted on a line of its own, without the command's head (`--speculative-num-steps 4 \`,
+# a "Key Launch Parameters" list): SGLang's speculative flags name the server they configure.
+_FLAG_LINE = re.compile(r"^\s*--speculative-[\w-]+(?:[ =]\S+)?\s*\\?\s*$")
 
 # bench_one_batch (`rank_print` format strings, FORMATS §2.2).
 _ONE_BATCH = re.compile(
@@ -193,7 +196,8 @@ class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = (
-        "Decode batch", "Prefill batch", "ServerArgs(", "sglang", "latency:", " ...", *BlockReader.TRIGGERS,
+        "Decode batch", "Prefill batch", "ServerArgs(", "sglang", "latency:", " ...", "--speculative-",
+        *BlockReader.TRIGGERS,
     )
     STARTS: re.Pattern | None = BlockReader.STARTS
 
@@ -236,6 +240,9 @@ class Parser:
             self._continue_launch(line)
         elif "latency:" in line or " ..." in line:
             self._one_batch(lineno, line)
+        elif "--speculative-" in line and _FLAG_LINE.match(line):
+            self.result.add_format("sglang_launch")
+            self._flags(line.strip().rstrip("\\").split(), lineno)
 
     def busy(self) -> bool:
         # A wrapped ServerArgs repr, a launch command continued with `\`, an open bench block.
@@ -480,6 +487,11 @@ class Parser:
         r = self.result
         r.add_format("sglang_launch")
         r.set("engine", "sglang", lineno, "sglang_launch")
+        self._flags(tokens, lineno)
+
+    def _flags(self, tokens: list[str], lineno: int) -> None:
+        """The settings a launch command's words give (`--flag value`, `--flag=value`, `NAME=value`)."""
+        r = self.result
         i = 0
         while i < len(tokens):
             token = tokens[i]
@@ -545,10 +557,14 @@ class Parser:
             self.one_batch_phase = "warmup" if text.startswith("Warmup") else "benchmark"
             self.one_batch_step = 0
             return
-        if self.one_batch_phase != "benchmark" or "latency:" not in line:
-            # Numbers before `Benchmark ...` are the warm-up pass (its banner may be cut off).
+        if "latency:" not in line:
             return
         m = _ONE_BATCH.search(line)
+        if m:
+            self.result.used.add(lineno)  # read, kept or dropped on purpose (the warm-up's)
+        if self.one_batch_phase != "benchmark":
+            # Numbers before `Benchmark ...` are the warm-up pass (its banner may be cut off).
+            return
         if m:
             self._one_batch_entry(lineno, m.group(1), m.group(2), m.group(3), bool(m.group(4)),
                                   float(m.group(5)), float(m.group(6)))

@@ -219,6 +219,7 @@ class Parser:
     def _spec_v1(self, lineno: int, f: dict) -> None:
         accepted, drafted = f.get("accepted"), f.get("drafted")
         if drafted is not None and drafted <= 0:
+            self.result.used.add(lineno)
             return  # `nan%`: an interval without drafts is not a window
         self.spec_window += 1
         add = self._adder(lineno, self.spec_window)
@@ -260,6 +261,7 @@ class Parser:
         r.set("engine", "vllm", lineno, "vllm_engine")
         generation = float(m.group(3))
         if generation <= 0:
+            r.used.add(lineno)
             return  # an idle interval (or prefill only) is not a decode window
         rank = f"DP{int(m.group(1))}" if m.group(1) else ""
         window = self.engine_windows.get(rank, 0) + 1

@@ -1,0 +1,234 @@
+"""What a file says besides its log formats, read beside whichever engine parses it.
+
+    GPU0     X      NV12    SYS     0-9,20-29          nvidia-smi topo -m: the link between two GPUs
+    [pip3] nvidia-nccl-cu12==2.26.2                    version dumps (collect_env, check_env, pip)
+    vLLM Version                 : 0.8.5.post1
+    # Avg bus bandwidth    : 12.3   (no reader took it)  unread: a line with a supported format's
+                                                       words that no reader used
+
+One Watcher sees every line (parse_stream hands it each chunk before the engine reads it, so the
+three engines give it the same lines); it looks only at lines that hold one of WORDS or look
+like a topology row, found by one regex search over a chunk. Unread lines are the candidates no
+record, setting or structural mark (ParseResult.used) came from: `harvest()` strikes off the
+lines of the records before a sink takes them and once more at the end.
+
+A file with no log format is kept as context (`context` setting, a warning), not failed: people
+attach topology dumps, version lists and notes to a run. Pure and streaming; memory is bounded
+by MAX_CANDIDATES whatever the file's size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from .records import Grouped, Issue, ParseResult
+
+# Words of a supported format: a line holding one was meant for a reader (FORMATS §1-§6).
+# NCCL's own INFO lines mention NCCL_ variables in passing (`... without NCCL_DMABUF_ENABLE=1`):
+# only its echoes count, and an assignment counts outside NCCL's lines. `Speculative` keeps its
+# capital: the launch flags `--speculative-...` are read, or not, as a launch command.
+WORDS = re.compile(
+    r"throughput|acceptance? (?:len|rate)|Accept length|(?i:avg bus bandwidth|specdecod|set by environment|"
+    r"[NR]CCL version)|statistics +\S+:|Speculative|NCCL_[A-Z0-9_]+ set to |(?<![\w.])NCCL_[A-Z0-9_]+="
+)
+# Lines a reader always takes whole (the native scanner's own shapes) and benchmark section titles
+# (`----Speculative Decoding----`, a block's structure): never candidates.
+_SKIP = re.compile(r"Decode batch|Prefill batch|^-{3,}[\w ]+-{3,}\s*$|"
+                   r"NCCL (?:INFO|WARN|TRACE)(?!.*(?:set by environment|NCCL_[A-Z0-9_]+ set to|[NR]CCL version))")
+# How a topology row, a GPU header or a version line starts (searched line-anchored).
+_CTX = re.compile(
+    r"^(?:[ \t]*GPU\d+[ \t]|\[(?:pip3?|conda)\] |(?:vLLM Version|PyTorch version|CUDA Driver Version|"
+    r"sglang|vllm|torch|transformers|flashinfer_python|triton)\s*:)",
+    re.M,
+)
+MAX_CANDIDATES = 100_000  # candidate line numbers held; past it the count stops (`truncated`)
+# Topology and version dumps are read in a file's first lines only: a dump is a small file of its
+# own or the head of a log, and a search of every chunk would cost a large log's parse time twice.
+HEAD_SCAN_LINES = 20_000
+LISTED = 10  # unread line numbers kept in the parse JSON
+HEAD_LINES = 40  # lines of a context file kept to show
+HEAD_CHARS = 4000
+
+# nvidia-smi topo -m: the header names the columns; each GPU row gives its link to every column.
+_TOPO_HEADER = re.compile(r"^\s*(GPU0(?:\s+(?:GPU|NIC|mlx|CPU|NUMA)\S*(?: Affinity| NUMA ID)?)+)")
+_TOPO_ROW = re.compile(r"^\s*(GPU\d+)\s+((?:(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|C2C)\s+)+)")
+LINKS = ("X", "C2C", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")  # NV# first, then nearest to farthest
+_VERSION_LINES = (
+    (re.compile(r"^\[(?:pip3?|conda)\] ([\w.-]+)(?:==| +)(\d[\w.+-]*)"), None),
+    (re.compile(r"^vLLM Version\s*:\s*(\S+)", re.I), "vllm"),
+    (re.compile(r"^PyTorch version\s*:\s*(\S+)", re.I), "torch"),
+    (re.compile(r"^(?:sglang|vllm|torch|transformers|PyTorch|flashinfer_python|triton): (\d\S*)"), ""),
+    (re.compile(r"^CUDA Driver Version\s*:\s*(\S+)", re.I), "cuda_driver"),
+)
+_PACKAGES = re.compile(r"^(?:nvidia-nccl-cu\d+|torch|vllm|sglang|transformers|triton|flashinfer-python)$")
+
+
+class Watcher:
+    def __init__(self, wanted: Callable[[str], bool] | None = None) -> None:
+        self.wanted = wanted  # whether a format reader's trigger or start is on the line
+        self.dump_lines: set[int] = set()
+        self.candidates: set[int] = set()  # the first MAX_CANDIDATES lines holding WORDS
+        self.truncated = False
+        self.used: set[int] = set()
+        self.topo_columns: list[str] | None = None
+        self.topo_line = 0
+        self.topo_rows: dict[str, list[str]] = {}
+        self.versions: dict[str, tuple[str, int]] = {}
+        self.head: list[str] = []
+
+    # -- feeding -------------------------------------------------------------------------------
+
+    def lines(self, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+        """Pass (line number, text) pairs on, reading the head's dumps (the line-at-a-time engine)."""
+        for lineno, line in numbered:
+            if lineno <= HEAD_SCAN_LINES:
+                if len(self.head) < HEAD_LINES:
+                    self.head.append(line)
+                if _CTX.match(line):
+                    self.dump(lineno, line)
+            yield lineno, line
+
+    def chunk(self, first: int, lines: list[str]) -> None:
+        """A chunk of cleaned lines (the chunk engines): its part in the file's head."""
+        if first <= HEAD_SCAN_LINES:
+            self.text(first, "\n".join(lines[:HEAD_SCAN_LINES - first + 1]), [], None)
+
+    def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None) -> None:
+        """A chunk as one text (text.Text keeps its dirty lines, those clean() may change, raw): the
+        dumps in its part of the file's head, a dirty line read cleaned as the engines read it."""
+        if first > HEAD_SCAN_LINES:
+            return
+        lines = body.split("\n", HEAD_SCAN_LINES - first + 1)[:HEAD_SCAN_LINES - first + 1]
+        wanted = set(dirty) if clean is not None else set()
+        for k, line in enumerate(lines):
+            if k in wanted:
+                lines[k] = line = clean(line)  # type: ignore[misc]  # wanted is empty without clean
+            if len(self.head) < HEAD_LINES:
+                self.head.append(line)
+            if _CTX.match(line):
+                self.dump(first + k, line)
+
+    def dump(self, lineno: int, line: str) -> None:
+        if "GPU" in line and self._topology(lineno, line):
+            return
+        self._version(lineno, line)
+
+    def offer(self, lineno: int, line: str) -> None:
+        """A line an engine hands a reader (every engine hands the same ones: those holding a format
+        reader's trigger or start, plus any line while a reader is busy): a candidate when it holds
+        a format's words and a reader's trigger or start, so the engines agree whatever was busy."""
+        if lineno in self.candidates or not WORDS.search(line) or _SKIP.search(line):
+            return
+        if self.wanted is not None and not self.wanted(line):
+            return
+        if lineno in self.dump_lines:
+            return
+        if len(self.candidates) < MAX_CANDIDATES:
+            self.candidates.add(lineno)
+        else:
+            self.truncated = True
+
+    def _topology(self, lineno: int, line: str) -> bool:
+        h = _TOPO_HEADER.match(line)
+        if h:
+            self.topo_columns = [c for c in re.split(r"\s{2,}|\t", line.strip()) if c]
+            self.topo_line = self.topo_line or lineno
+            self.dump_lines.add(lineno)
+            return True
+        r = _TOPO_ROW.match(line) if self.topo_columns else None
+        if r and r.group(1) not in self.topo_rows:
+            self.topo_rows[r.group(1)] = r.group(2).split()
+            self.dump_lines.add(lineno)
+            return True
+        return False
+
+    def _version(self, lineno: int, line: str) -> bool:
+        for pattern, name in _VERSION_LINES:
+            m = pattern.match(line)
+            if not m:
+                continue
+            if name is None:
+                if not _PACKAGES.match(m.group(1)):
+                    return False
+                key, value = m.group(1), m.group(2)
+            else:
+                key, value = name or line.split(":", 1)[0].strip().lower(), m.group(1)
+            key = {"pytorch": "torch", "flashinfer_python": "flashinfer"}.get(key, key)
+            self.versions.setdefault(key, (value, lineno))
+            self.dump_lines.add(lineno)
+            return True
+        return False
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def harvest(self, result: ParseResult) -> None:
+        """Strike off the candidate lines that records in `result` came from (before a sink takes them)."""
+        open_ = set(self.candidates) - self.used
+        if not open_:
+            return
+        for records in (result.phases, result.metrics, result.nccl, result.collectives):
+            for rec in records:
+                if rec.line in open_:
+                    self.used.add(rec.line)
+        for frames in (result.phase_frames, result.metric_frames):
+            for batch in frames:
+                lines: Iterable[int]
+                if isinstance(batch, Grouped):
+                    lines = (int(x) for g in batch.groups for x in batch.arrays(g)[1])
+                else:
+                    lines = batch.get_column("line").to_list() if batch.height else []
+                self.used.update(x for x in lines if x in open_)
+
+    def finish(self, result: ParseResult) -> None:
+        """Topology, versions, unread lines and, for a file of no log format, its context."""
+        self.harvest(result)
+        self.used.update(s.line for s in result.settings.values())
+        self.used.update(w.line for w in (*result.warnings, *result.errors) if w.line)
+        self.used.update(result.used)
+        topology = self._matrix()
+        if topology:
+            result.add_format("nvidia_smi_topo")
+            result.set("topology", topology, self.topo_line, "nvidia_smi_topo")
+        if self.versions:
+            if not result.formats:
+                result.add_format("versions")
+            first = min(line for _, line in self.versions.values())
+            result.set("versions", {k: v for k, (v, _) in sorted(self.versions.items())}, first, "versions")
+        unread = sorted(self.candidates - self.used)
+        count = len(unread)
+        result.set("unread", {"count": count, "lines": unread[:LISTED], "truncated": self.truncated},
+                   unread[0] if unread else 0, "unread")
+        if count:
+            shown = ", ".join(str(n) for n in unread[:LISTED])
+            result.warnings.append(Issue(unread[0] if unread else 0, (
+                f"{count} line{'s carry' if count != 1 else ' carries'} words of a format runlens reads but no reader "
+                f"used {'them' if count != 1 else 'it'} (line {shown}{', ...' if count > LISTED else ''})")))
+        if not result.formats:
+            head = "\n".join(self.head)[:HEAD_CHARS]
+            result.set("context", {"kind": "text", "lines": result.lines, "head": head}, 1, "context")
+            result.warnings.append(Issue(0, (
+                f"none of the {result.lines} lines is in a format runlens reads: the file is kept as context "
+                "(shown on the run page), with no figures")))
+
+    def _matrix(self) -> dict | None:
+        """{gpus, pairs: {"GPU0-GPU1": "NV12"}, links, nvlink} from the header and the GPU rows."""
+        if not self.topo_columns or not self.topo_rows:
+            return None
+        gpus = [c for c in self.topo_columns if re.fullmatch(r"GPU\d+", c)]
+        pairs: dict[str, str] = {}
+        for row, cells in self.topo_rows.items():
+            for col, cell in zip(self.topo_columns, cells, strict=False):
+                if col in gpus and col != row and cell != "X":
+                    a, b = sorted((row, col), key=lambda g: int(g[3:]))
+                    pairs.setdefault(f"{a}-{b}", cell)
+        if not pairs:
+            return None
+        links = sorted(set(pairs.values()), key=_link_order)
+        return {"gpus": len(gpus), "pairs": pairs, "links": links,
+                "nvlink": all(v.startswith("NV") for v in pairs.values()),
+                "rows": {row: cells[:len(gpus)] for row, cells in self.topo_rows.items()}, "columns": gpus}
+
+
+def _link_order(link: str) -> tuple[int, str]:
+    return (0, link) if link.startswith("NV") else (1 + LINKS.index(link) if link in LINKS else 99, link)

@@ -1,0 +1,86 @@
+"""ingest/parsers/context.py: topology and version dumps, lines no reader used, text kept as context;
+the same on every engine."""
+
+import io
+from pathlib import Path
+
+import pytest
+
+from ingest.parsers import parse_stream
+
+CORPUS = Path(__file__).parent / "corpus" / "nccl"
+
+
+def parse(content: bytes, engine: str | None = None):
+    return parse_stream(io.BytesIO(content), engine=engine)
+
+
+def setting(result, key):
+    s = result.settings.get(key)
+    return None if s is None else s.value
+
+
+@pytest.mark.parametrize(("name", "gpus", "pair", "link", "nvlink"), [
+    ("nvidia_smi_topo_pix_phb_sys_k8s_issue53497.txt", 8, "GPU2-GPU3", "PIX", False),
+    ("nvidia_smi_topo_all_sys_4090_gpuallocator_issue17.txt", 8, "GPU0-GPU7", "SYS", False),
+    ("nvidia_smi_topo_phb_2x5090_legend_club3090_issue1229.txt", 2, "GPU0-GPU1", "PHB", False),
+    ("vllm_collect_env_topo_nv12_issue19607.txt", 2, "GPU0-GPU1", "NV12", True),
+])
+def test_nvidia_smi_topo_gives_the_link_between_every_two_gpus(name, gpus, pair, link, nvlink):
+    r = parse((CORPUS / name).read_bytes())
+    topology = setting(r, "topology")
+    assert "nvidia_smi_topo" in r.formats and topology["gpus"] == gpus
+    assert topology["pairs"][pair] == link and topology["nvlink"] is nvlink
+    assert not any(w.message.startswith("none of the") for w in r.warnings)
+
+
+def test_nic_rows_and_columns_are_not_gpu_links():
+    topology = setting(parse((CORPUS / "nvidia_smi_topo_all_sys_4090_gpuallocator_issue17.txt").read_bytes()), "topology")
+    assert set(topology["pairs"]) == {f"GPU{a}-GPU{b}" for a in range(8) for b in range(a + 1, 8)}
+    assert topology["links"] == ["SYS"]
+
+
+def test_version_dumps_name_the_packages_that_matter():
+    r = parse((CORPUS / "vllm_collect_env_pip_nccl_2.26.2_issue22505.txt").read_bytes())
+    assert setting(r, "versions") == {"nvidia-nccl-cu12": "2.26.2", "torch": "2.7.1+cu126", "triton": "3.3.1",
+                                      "transformers": "4.55.0"}
+    assert r.formats == ["versions"]
+
+
+def test_text_in_no_format_is_context_with_its_head_and_a_warning():
+    r = parse(b"we ran this on the shared cluster\nno logs kept\n")
+    assert r.formats == [] and setting(r, "context")["head"].startswith("we ran this")
+    assert "none of the 2 lines" in r.warnings[-1].message
+
+
+def test_a_line_with_a_formats_words_that_no_reader_used_is_unread():
+    content = (b"host:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+               b"host:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL\n"
+               b"host:1:1 [0] NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1\n"
+               b"# Avg bus bandwidth = 12.5 GB/s, reworded by a wrapper\n"
+               b"Speculative decoding was on\n")
+    r = parse(content)
+    assert setting(r, "unread") == {"count": 2, "lines": [4, 5], "truncated": False}
+    assert r.warnings[-1].line == 4 and "(line 4, 5)" in r.warnings[-1].message
+
+
+def test_lines_a_reader_takes_or_drops_on_purpose_are_not_unread():
+    # Every rank repeats the version; a section title is a block's structure.
+    content = (b"a:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.4\n"
+               b"a:2:2 [1] NCCL INFO NCCL version 2.23.4+cuda12.4\n"
+               b"---------------Speculative Decoding---------------\n")
+    assert setting(parse(content), "unread")["count"] == 0
+
+
+CASES = sorted(CORPUS.glob("*.log")) + sorted(CORPUS.glob("*.txt")) + sorted(CORPUS.glob("*.sh"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_every_engine_reads_the_same_context(path):
+    """The watcher sees each engine's lines; dirty copies (CRLF, colours) are read cleaned alike."""
+    raw = path.read_bytes()
+    dirty = raw.replace(b"\n", b"\r\n").replace(b"NCCL INFO", b"\x1b[1;36mNCCL INFO\x1b[0m", 3)
+    for content in (raw, dirty):
+        got = [{k: setting(r, k) for k in ("topology", "versions", "unread", "context")} | {"warnings": [
+            (w.line, w.message) for w in r.warnings]} for r in (parse(content, e) for e in ("lines", "chunks", "native"))]
+        assert got[0] == got[1] == got[2], path.name
