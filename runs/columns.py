@@ -13,8 +13,8 @@ count in SQL. Blocks serve both kinds of reader:
 - the summary wants every row of every ready file, grouped per (process, source, name, rank):
   it reads the file's blocks in order, one at a time, and regroups them into the digest's
   columns parked on disk (`summary_rows`), so memory holds a block and one group, not the file.
-A per-file digest (one compressed stream for the summary) cannot serve the first kind without
-inflating a whole file for one figure; it was the same values written a second time.
+A second form for the summary (a compressed stream a file) would store every value twice and
+could not serve the first kind without inflating a whole file for one figure.
 
 `i` in a block is the row's place among its file's rows of its kind in the order the parser
 emitted them: "window, then i" is the order every reader gives (the row tables' "window, id").
@@ -122,7 +122,8 @@ def _binary_copy() -> Iterator[Any]:
         yield None
         return
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(SampleBlock._meta.get_field(f).column) for f in FIELDS)
+    column = {f.name: f.column or f.attname for f in SampleBlock._meta.concrete_fields}
+    columns = ", ".join(quote(column[f]) for f in FIELDS)
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {quote(SampleBlock._meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.set_types(list(TYPES))

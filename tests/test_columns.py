@@ -150,7 +150,7 @@ def test_no_module_but_runs_columns_touches_the_stored_blocks():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_drops_the_digests_and_the_summary_reads_the_same_without_them(alice, upload_run):
-    """Migration 0016: the per-file digests go (their values are all in the blocks); reversed,
+    """Migration 0017_storage: the per-file digests go (their values are all in the blocks); reversed,
     their table comes back empty."""
     from django.db.migrations.executor import MigrationExecutor
 
@@ -158,12 +158,13 @@ def test_the_migration_drops_the_digests_and_the_summary_reads_the_same_without_
     before = Run.objects.get(id=run.id).parsed
     lf = run.logfiles.get()
     executor = MigrationExecutor(connection)
-    executor.migrate([("runs", "0015_digest_parts")])
+    before_it = [("runs", "0016_access_invitations_name_keys")]
+    executor.migrate(before_it)
     try:
-        Part = executor.loader.project_state([("runs", "0015_digest_parts")]).apps.get_model("runs", "DigestPart")
+        Part = executor.loader.project_state(before_it).apps.get_model("runs", "DigestPart")
         Part.objects.create(logfile_id=lf.id, seq=0, data=b"old digest")
         executor = MigrationExecutor(connection)
-        executor.migrate([("runs", "0016_storage_drop_digest_parts")])
+        executor.migrate([("runs", "0017_storage_drop_digest_parts")])
         assert "runs_digestpart" not in connection.introspection.table_names()
     finally:
         MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

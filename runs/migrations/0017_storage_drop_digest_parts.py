@@ -9,7 +9,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0015_digest_parts'),
+        ('runs', '0016_access_invitations_name_keys'),
     ]
 
     operations = [
