@@ -392,7 +392,8 @@ def comparison_inputs(user, ids: list[int], points: bool = True,
         for key, s in (lf["settings"] or {}).items():
             # The GPU nccl-tests ran on is the run's GPU when no other log names one (as for a sweep).
             key = "gpu" if key == "nccl_tests.gpu" else key
-            if not key.startswith(("serving.", "nccl_tests.")):
+            # Result blocks and draft-type counters are tables of their own, not one configuration value.
+            if not key.startswith(("serving.", "serving_blocks", "nccl_tests.", "llamacpp.draft_types")):
                 inputs[lf["run_id"]].config.setdefault(
                     key, {"value": s["value"], "source": f"{lf['original_name']} line {s['line']}",
                           "logfile": lf["id"], "line": s["line"]})

@@ -37,7 +37,7 @@ from runs.models import (
 from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
 from runs.series import SERIES_VERSION, fresh_series
-from runs.summary import person_vs_logs, renew_nccl, summarize_run
+from runs.summary import BLOCKS_KEY, DRAFT_TYPES_KEY, person_vs_logs, renew_nccl, summarize_run
 
 
 def content_sha256(file_shas: Iterable[str]) -> str:
@@ -356,6 +356,8 @@ def replace_tags(user: User, run: Run, tags: Iterable[str]) -> RunEdit | None:
 def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
     """A run's formats, per-file process tables and settings, and warnings: all but its rows."""
     result = rec.ParseResult()
+    result_blocks: list[dict] = []
+    draft_types: dict[str, dict] = {}
     for lf in files:
         for f in lf.formats:
             result.add_format(f)
@@ -364,6 +366,16 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
             "settings": {k: s["value"] for k, s in lf.settings.items()},
         }
         for key, s in lf.settings.items():
+            if key == BLOCKS_KEY:  # every file's result blocks, each with the file it is in
+                result_blocks += [{**b, "logfile": lf.id} for b in s["value"]]
+                continue
+            if key == DRAFT_TYPES_KEY:  # counters of separate servers add up (pooled by totals)
+                for name, row in s["value"].items():
+                    mine = draft_types.setdefault(name, {"type": name})
+                    for field, value in row.items():
+                        if isinstance(value, int | float) and not isinstance(value, bool):
+                            mine[field] = round(mine.get(field, 0) + value, 6)
+                continue
             seen = result.settings.get(key)
             if seen is not None and str(seen.value) != str(s["value"]) and key in CONFLICT_KEYS:
                 result.warnings.append(rec.Issue(s["line"], (
@@ -372,6 +384,10 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
             result.set(key, s["value"], s["line"], s["source"])
         for w in lf.warnings:
             result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
+    if result_blocks:
+        result.set(BLOCKS_KEY, result_blocks, result_blocks[0]["line"], "runs")
+    if draft_types:
+        result.set(DRAFT_TYPES_KEY, draft_types, 0, "runs")
     return result
 
 

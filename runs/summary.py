@@ -190,16 +190,17 @@ def _sorted(values: Sequence[float]) -> Sequence[float] | pl.Series:
 THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
 
 
-def _throughput_source(metrics: list[Group]) -> str | None:
-    sources = {g.source for g in metrics if len(g) and g.name in THROUGHPUT_NAMES}
+def _throughput_source(metrics: list[Group], exclude: tuple[str, ...] = ()) -> str | None:
+    sources = {g.source for g in metrics if len(g) and g.name in THROUGHPUT_NAMES and g.source not in exclude}
     return min(sources, key=lambda s: (source_rank(s), s)) if sources else None
 
 
-def throughput_values(metrics: list[Group]) -> Sequence[float]:
-    values = metric_values(metrics, *THROUGHPUT_NAMES)
-    # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window.
-    # Only SGLang's: a vLLM engine interval, the first one too, averages real generation.
-    if (_throughput_source(metrics) == "sglang_decode" and len(values) > 2
+def throughput_values(metrics: list[Group], exclude: tuple[str, ...] = ()) -> Sequence[float]:
+    values = metric_values(metrics, *THROUGHPUT_NAMES, exclude=exclude)
+    # SGLang's first decode line after idle shows a tiny rate (0.39 tok/s): not a real window,
+    # even when a single line follows it. Only SGLang's: a vLLM engine interval, the first one
+    # too, averages real generation.
+    if (_throughput_source(metrics, exclude) == "sglang_decode" and len(values) >= 2
             and values[0] < 0.25 * _middle(_sorted(values[1:]))):
         values = values[1:]
     return values
@@ -315,19 +316,25 @@ def _cycle_from_phases(phases: list[Group]) -> array:
     return sums
 
 
-def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[dict, list[dict]]:
+def figures(metrics: list[Group], phases: list[Group], settings: dict,
+            exclude: tuple[str, ...] = ()) -> tuple[dict, list[dict]]:
     """The summary figures (medians over windows, with their spread) and the phase table.
+    `exclude`: sources that must not make a figure (result blocks of different settings).
 
     A figure at a time: each one's values are described, then let go (memory follows the
     largest figure, not the file)."""
-    throughput = describe(throughput_values(metrics))
+    throughput = describe(throughput_values(metrics, exclude))
     # SGLang bench_serving's `Accept length` covers the server's whole life (FORMATS §2.1):
     # never the run's figure when the server's own decode lines are there.
     has_decode = any(len(g) and g.source == "sglang_decode" for g in metrics)
-    tokens = describe(metric_values(metrics, "tokens_per_cycle", exclude=("sglang_bench",) if has_decode else ()))
+    tokens_exclude = exclude + (("sglang_bench",) if has_decode else ())
+    tokens = describe(pooled_drafts(metrics, "tokens_per_cycle", "acc_tokens", "gen_drafts", 1.0, tokens_exclude)
+                      or metric_values(metrics, "tokens_per_cycle", exclude=tokens_exclude))
     tokens_from = _tokens_per_cycle_origin(metrics, tokens.median)
     cycle = describe(metric_values(metrics, "cycle_ms"))
-    if not cycle.count and any(len(g) for g in phases):
+    # A vLLM V0 proposal time per draft token, whose launch never said its draft length, is only
+    # part of a cycle's drafting: the phases then do not add up to a cycle (unknown, not too short).
+    if not cycle.count and any(len(g) for g in phases) and not any(g.name == PER_TOKEN_PHASE for g in phases):
         cycle = describe(_cycle_from_phases(phases))
     windows = max(throughput.count, tokens.count, cycle.count) or None
     summary = {
@@ -345,6 +352,113 @@ def figures(metrics: list[Group], phases: list[Group], settings: dict) -> tuple[
     if scope:  # only when it applies: a one-rank figure needs no qualifier (and goldens stay as they were)
         summary["throughput_scope"] = scope
     return summary, phase_table(phases, cycle.median)
+
+
+BLOCKS_KEY = "serving_blocks"  # ingest.parsers.serving.BLOCKS_KEY (runs never imports the parsers)
+DRAFT_TYPES_KEY = "llamacpp.draft_types"  # ingest.parsers.llamacpp.TYPES_KEY
+# Block sources: one benchmark figure per block (SGLang bench_serving, vllm bench serve).
+BLOCK_SOURCES = ("sglang_bench", "vllm_bench")
+_SPEC_ROWS = ("accept_length", "acceptance_length", "acceptance_rate_pct")
+
+
+def block_settings(block: dict) -> tuple:
+    """What makes two result blocks one configuration: the tool, the model, the request rate, the
+    concurrency and whether it ran speculative decoding (as far as the client printed them)."""
+    return (block.get("tool"), str(block.get("model")), str(block.get("request_rate")),
+            str(block.get("max_concurrency")),
+            bool(block.get("speculative")) or any(key in block for key in _SPEC_ROWS))
+
+
+def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[str, ...], dict | None]:
+    """The run-level `serving` object, the sources no summary figure may come from, and a warning.
+
+    One block: its rows, as printed. Several blocks of one configuration (repeats): the median of
+    each figure over them, how many there were, and a warning that says so. Blocks of different
+    settings (a request-rate sweep, speculative decoding off and on) are results of their own: no
+    blended figure at all, the count and a warning instead; each stays in `serving_blocks`."""
+    if len(blocks) < 2:
+        return serving, (), None
+    keys = {k for b in blocks for k in b} - {"tool", "line", "logfile", "model", "request_rate", "max_concurrency",
+                                             "speculative"}
+    others = {k: v for k, v in serving.items() if k not in keys}
+    if len({block_settings(b) for b in blocks}) == 1:
+        pooled = dict(serving)
+        for key in keys:
+            numbers = [b[key] for b in blocks
+                       if isinstance(b.get(key), int | float) and not isinstance(b.get(key), bool)]
+            if numbers:
+                pooled[key] = round(median(numbers), 6)
+        # Flagged all the same: what the blocks print cannot tell a repeat from another dtype,
+        # build or model the note names only in its own words.
+        warning = {"line": blocks[0].get("line"), "message": (
+            f"{len(blocks)} result blocks with the same printed settings: the run's serving figures are their "
+            "median; if they were different runs (another dtype, build or model), read each block in the table")}
+        return {**pooled, "result_blocks": len(blocks)}, (), warning
+    described = "; ".join(
+        f"line {b.get('line')}: {b.get('tool')}, request rate {b.get('request_rate')}, concurrency "
+        + ("not set" if b.get("max_concurrency") is None else str(b.get("max_concurrency")))
+        + (f", model {b['model']}" if b.get("model") else "")
+        + (", speculative" if block_settings(b)[4] else "") for b in blocks)
+    warning = {"line": blocks[0].get("line"), "message": (
+        f"{len(blocks)} result blocks with different settings ({described}): each is a result of its own, "
+        "so the run has no serving figure blended from them; see the result blocks table")}
+    return {**others, "result_blocks": len(blocks)}, BLOCK_SOURCES, warning
+
+
+POOLED_SOURCE = "llamacpp"  # counters per draft type, pooled per window by totals
+PER_TOKEN_PHASE = "proposal per token"  # ingest.parsers.vllm: a V0 proposal time without its draft length
+
+
+def pooled_drafts(metrics: list[Group], figure_name: str, numerator: str, denominator: str, plus: float,
+                  exclude: tuple[str, ...] = ()) -> list[float]:
+    """llama.cpp's draft types pooled per window: `plus` + Σ numerator / Σ denominator over the
+    types printed together (tokens per cycle: 1 + accepted tokens / drafts). Empty when a source
+    believed first reports `figure_name` itself, or there are no such counters."""
+    better = {g.source for g in metrics if len(g) and g.name == figure_name and g.source not in exclude
+              and source_rank(g.source) < source_rank(POOLED_SOURCE)}
+    if better or POOLED_SOURCE in exclude:
+        return []
+    sums: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for g in metrics:
+        if g.source == POOLED_SOURCE and g.name in (numerator, denominator) and len(g):
+            slot = 0 if g.name == numerator else 1
+            for w, v in zip(g.windows, g.values, strict=True):
+                sums[(-1 if g.logfile is None else g.logfile, w)][slot] += v
+    return [plus + num / den for _, (num, den) in sorted(sums.items()) if den > 0]
+
+
+def acceptance(metrics: list[Group], exclude: tuple[str, ...] = ()) -> dict | None:
+    """The draft acceptance rate (accepted / drafted tokens, a fraction) and the per-position
+    rates, medians over windows of the best source; None when the log prints none."""
+    pooled = pooled_drafts(metrics, "draft_acceptance_rate", "acc_tokens", "gen_tokens", 0.0, exclude)
+    rate = describe(pooled or metric_values(metrics, "draft_acceptance_rate", exclude=exclude))
+    positions: list[float | None] = []
+    while (position := describe(metric_values(metrics, f"acceptance_pos_{len(positions) + 1}", exclude=exclude))).count:
+        positions.append(position.median)
+    if rate.median is None and not positions:
+        return None
+    sources = {g.source for g in metrics if len(g) and g.name == "draft_acceptance_rate" and g.source not in exclude}
+    if pooled:
+        sources = {POOLED_SOURCE}
+    return {"rate": rate.median, "positions": positions, "windows": rate.count,
+            "source": min(sources, key=lambda x: (source_rank(x), x)) if sources else None}
+
+
+def draft_types(table: object) -> list[dict]:
+    """llama.cpp's draft types with their cumulative counters (as the last statistics line of
+    each printed them), tokens per cycle and acceptance from those totals, ms per generate call."""
+    if not isinstance(table, dict):
+        return []
+    out = []
+    for row in table.values():
+        row = dict(row)
+        drafts, accepted, generated = row.get("gen_drafts"), row.get("acc_tokens"), row.get("gen_tokens")
+        row["tokens_per_cycle"] = round(1 + accepted / drafts, 4) if drafts and accepted is not None else None
+        row["acceptance_rate"] = round(accepted / generated, 4) if generated and accepted is not None else None
+        calls, ms = row.get("calls_generate"), row.get("dur_generate_ms")
+        row["generate_ms_per_call"] = round(ms / calls, 4) if calls and ms is not None else None
+        out.append(row)
+    return out
 
 
 # The Rows being summarised (their original order decides ties and the phase table's order).
@@ -377,9 +491,15 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     lay, records, figured = launch_groups(result, rows)
     launches_count = len(lay.launches)
     warnings = [{"line": w.line, "message": w.message} for w in result.warnings]
+    found = _value(s, BLOCKS_KEY)
+    blocks: list[dict] = list(found) if isinstance(found, list) else []
+    serving = {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")}
+    serving, exclude, block_warning = serving_of_blocks(blocks, serving)
+    if block_warning:
+        warnings.append(block_warning)
     launches: list[dict[str, Any]] = []
     for i, launch in enumerate(lay.launches):
-        summary, phases = figures(*records[i], s)
+        summary, phases = figures(*records[i], s, exclude)
         launches.append({
             "id": launch.number,
             "processes": list(launch.processes),
@@ -395,7 +515,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     if launches_count == 1:
         summary, phases = launches[0]["summary"], launches[0]["phases"]
     else:
-        summary, phases = figures(rows.metrics, rows.phases, s)
+        summary, phases = figures(rows.metrics, rows.phases, s, exclude)
         if launches_count > 1:
             summary = {**summary, "blended": True}
     untagged = [sc for sc in (summary.get("throughput_scope"), *(la["summary"].get("throughput_scope")
@@ -420,11 +540,28 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
         "launches_count": launches_count,
         "nccl_tests": nccl_tests_panels(result, lay, rows),
         "collectives": rows.collectives,
-        "serving": {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")},
+        "serving": serving,
         "errors": [{"line": e.line, "message": e.message} for e in result.errors],
         "warnings": warnings,
         **context_fields(result),
     }
+    # Keys present only when the log has them, so parses without them keep their shape.
+    if blocks:
+        parsed["serving_blocks"] = blocks
+    accepted = acceptance(rows.metrics, exclude)
+    if accepted:
+        parsed["acceptance"] = accepted
+    types = draft_types(_value(s, DRAFT_TYPES_KEY))
+    if types:
+        parsed["draft_types"] = types
+    if any(g.name == PER_TOKEN_PHASE and len(g) for g in rows.phases):
+        warnings.append({"line": None, "message": (
+            "vLLM's proposal time is per draft token and the log never says the draft length "
+            "(num_speculative_tokens) of its launch: the proposal per cycle and the cycle time are unknown")})
+    if summary.get("windows") == 1 and _throughput_source(rows.metrics, exclude) == "sglang_decode":
+        warnings.append({"line": None, "message": (
+            "the throughput comes from a single SGLang decode interval: the first line after idle reports a "
+            "near-zero rate, and with nothing after it to compare, this figure may not be the server's")})
     if rows.collectives_total > len(rows.collectives):
         # Every table row stays in the run's rows (pages chart them from there); `parsed` keeps
         # the first COLLECTIVES_KEPT and says how many there are.

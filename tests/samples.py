@@ -13,6 +13,11 @@ PROJECT_ROOT = Path(__file__).parent.parent
 PUBLIC_SAMPLES = Path(__file__).parent / "corpus" / "shared"
 
 
+def public_excerpts() -> list[Path]:
+    """The shared public excerpts themselves, sorted: not the goldens written beside them."""
+    return sorted(p for p in PUBLIC_SAMPLES.iterdir() if p.is_file() and not p.name.endswith(".golden.json"))
+
+
 def log_path(name: str) -> Path:
     """A log this project recorded itself on 2 H200 GPUs (samples/, shared with the demo)."""
     return PROJECT_ROOT / "samples" / name

@@ -31,7 +31,7 @@ def call(client: Client, method: str, path: str, run_id: int = 1, **kw):
 
 
 def test_schema_lists_the_operations_we_classified():
-    # 13 + sweep, verdict, pinned, the client script, split, roles (issue 12, 9) + projects, members, tokens,
+    # 13 + sweep, verdict, pinned, the client script, split, roles + projects, members, tokens,
     # annotations (11) + invitations: a project's (list, withdraw), yours (list, accept, decline).
     assert len(operations()) == 34 and PUBLIC <= set(operations())
 

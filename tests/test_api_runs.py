@@ -1,10 +1,12 @@
 """/api/v1/runs...: list, detail, status, delete, reparse, tags, annotations (runs/api.py)."""
 
+from pathlib import Path
+
 import pytest
 
 from ingest import services
 from runs.models import Annotation, LogFile, NcclSetting, Run, Status
-from tests.samples import upload_bytes
+from tests.samples import parsed_upload, upload_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -257,6 +259,17 @@ def test_compare_of_large_runs_reads_their_stored_series_not_their_rows(client, 
     body = response.json()
     assert set(body) >= {"baseline", "runs", "metrics", "phases", "config", "comparable", "headline"}
     assert next(m for m in body["metrics"] if m["key"] == "verify_ms")["runs"][str(b.id)]["noise"] is not None
+
+
+def test_run_detail_lists_each_result_block_with_its_settings(client, alice, bearer):
+    sweep = Path(__file__).parent / "corpus" / "serving" / "sglang_bench_serving_rate_sweep_dlora.md"
+    run = parsed_upload(alice, sweep.name, sweep.read_bytes())
+    parsed = client.get(f"/api/v1/runs/{run.id}", headers=bearer(alice)).json()["parsed"]
+    blocks = parsed["serving_blocks"]
+    assert [b["request_rate"] for b in blocks] == [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    assert [b["output_throughput_tok_s"] for b in blocks][:2] == [825.94, 839.01]
+    assert all(b["logfile"] == blocks[0]["logfile"] is not None for b in blocks)
+    assert parsed["serving"] == {"result_blocks": 6} and parsed["summary"]["throughput_tok_s"] is None
 
 
 def test_detail_says_which_lines_no_reader_used_and_the_gpu_topology(client, alice, bearer, upload_run):

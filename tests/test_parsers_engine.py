@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 import ingest.parsers as parsers
 from ingest.parsers import ParseError, parse_stream, text
-from tests.samples import PROJECT_ROOT, PUBLIC_SAMPLES
+from tests.samples import PROJECT_ROOT, public_excerpts
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _samples() -> list[bytes]:
-    paths = sorted(PUBLIC_SAMPLES.iterdir()) + sorted((PROJECT_ROOT / "samples").glob("*.log"))
+    paths = public_excerpts() + sorted((PROJECT_ROOT / "samples").glob("*.log"))
     assert len(paths) > 20
     return [p.read_bytes() for p in paths]
 

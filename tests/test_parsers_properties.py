@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ingest.parsers import ParseError, parse_stream, text
 from runs.summary import summarize
-from tests.samples import PUBLIC_SAMPLES, log_path
+from tests.samples import log_path, public_excerpts
 
 FORMATS = ("eagle_profile", "sglang", "vllm", "llamacpp")
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -36,7 +36,7 @@ _HAND = [
 
 def _logs() -> list[str]:
     logs = list(_HAND)
-    for path in sorted(PUBLIC_SAMPLES.iterdir()):
+    for path in public_excerpts():
         if path.name.startswith(("sglang", "vllm", "llamacpp", "spec_")):
             logs.append(path.read_text(errors="replace"))
     logs.append(log_path("spec_eagle3_tuned_2step.log").read_text())

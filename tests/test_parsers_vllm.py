@@ -272,11 +272,15 @@ SAMPLES = {
     "vllm_v0_spec_metrics_and_stage_times_doc.log": {
         "spec.steps": 8, "summary.tokens_per_cycle": 1.2, "summary.cycle_ms": 19.46,  # 8 x 0.02 + 19.13 + 0.17
     },
-    "vllm_v0_specdecodeworker_stage_times_issue8370.log": {"formats": ["vllm_stage_times"], "summary.cycle_ms": 61.08},
+    "vllm_v0_specdecodeworker_stage_times_issue8370.log": {
+        # Proposal per draft token, draft length never said: 4.96 + 54.92 + 1.20 would be too short.
+        "formats": ["vllm_stage_times"], "summary.cycle_ms": None,
+    },
     "vllm_v0_stage_times_mixed_with_bench_latency.log": {
         # 13783 emitted over 18802 / 2 steps. The stage line comes before the draft length, so its
-        # proposal stays per token: 3.57 + 94.42 + 1.32.
-        "summary.tokens_per_cycle": 1.4661, "summary.cycle_ms": 99.31, "summary.throughput_tok_s": 75.3,
+        # proposal stays per token (a later line never changes an earlier one's record) and the
+        # cycle time is unknown, not 3.57 + 94.42 + 1.32.
+        "summary.tokens_per_cycle": 1.4661, "summary.cycle_ms": None, "summary.throughput_tok_s": 75.3,
     },
     "vllm_v1_specdecoding_pr15902_before_after.txt": {
         "formats": ["vllm_spec", "vllm_engine"], "summary.throughput_tok_s": 10.0, "summary.tokens_per_cycle": None,
@@ -331,3 +335,83 @@ def test_escape_residue_sample_cleans_to_plain_process_tags():
 ])
 def test_clean_removes_every_escape_residue_form(dirty):
     assert clean(dirty) == "(APIServer pid=7) X"
+
+
+def _v0_metrics(k: int, accepted: int, drafted: int, emitted: int) -> str:
+    return (f"INFO 02-11 14:50:38 metrics.py:477] Speculative metrics: Draft acceptance rate: 0.500, System efficiency: "
+            f"0.400, Number of speculative tokens: {k}, Number of accepted tokens: {accepted}, Number of draft tokens: "
+            f"{drafted}, Number of emitted tokens: {emitted}.")
+
+
+def _v0_stage(proposal: str, scoring: str) -> str:
+    return (f"INFO 02-11 14:50:38 spec_decode_worker.py:1071] SpecDecodeWorker stage times: "
+            f"average_time_per_proposal_tok_ms={proposal} scoring_time_ms={scoring} verification_time_ms=1.00")
+
+
+def test_v0_stage_times_pair_with_the_metrics_of_their_own_launch():
+    r = parse_lines(formats=["vllm"], lines=[
+        "$ vllm serve m --speculative-model d --num-speculative-tokens 2",
+        _v0_metrics(2, 100, 200, 200),
+        _v0_stage("2.00", "20.00"),
+        "$ vllm serve m --speculative-model d --num-speculative-tokens 4",
+        _v0_stage("3.00", "30.00"),  # before its own launch's metrics line: its command said 4
+        _v0_metrics(4, 200, 400, 300),
+    ])
+    # Proposal per draft token x the launch's draft length: 2 x 2.00, then 4 x 3.00 (not 2 x 3.00).
+    assert [p.ms for p in r.phases if p.name == "proposal"] == [4.0, 12.0]
+    # The second launch's counters start again and its cycles are drafts / 4: 300 / 100.
+    assert [m.value for m in r.metrics if m.name == "tokens_per_cycle"] == [2.0, 3.0]
+
+
+def test_v0_stage_times_of_a_launch_whose_draft_length_is_never_said_stay_per_token():
+    r = parse_lines(formats=["vllm"], lines=[
+        "$ vllm serve m --speculative-model d --num-speculative-tokens 2",
+        _v0_metrics(2, 100, 200, 200),
+        "$ python -m vllm.entrypoints.openai.api_server --model m --speculative-model d",
+        _v0_stage("3.00", "30.00"),
+    ])
+    assert [(p.name, p.ms) for p in r.phases][:1] == [("proposal per token", 3.0)]
+
+
+def test_bench_blocks_copied_as_comments_are_read_with_the_clients_settings_lines():
+    rows = [("Successful requests:", "32"), ("Benchmark duration (s):", "150.87"),
+            ("Output token throughput (tok/s):", "434.40")]
+    block = (["# Traffic request rate: inf", "# Maximum request concurrency: 32", "# 100%|####| 32/32",
+              "# ============ Serving Benchmark Result ============"]
+             + [f"# {label:<40} {value:<10}" for label, value in rows] + ["# " + "=" * 50])
+    r = parse_lines(formats=["vllm"], lines=block + [""] + block)
+    blocks = r.settings["serving_blocks"].value
+    assert [(b["tool"], b["request_rate"], b["max_concurrency"], b["output_throughput_tok_s"]) for b in blocks] == [
+        ("vllm", "inf", 32, 434.4), ("vllm", "inf", 32, 434.4)]
+
+
+def test_a_vllm_block_without_the_rate_row_ran_at_inf_and_one_with_it_keeps_it():
+    def block(extra):
+        return (["============ Serving Benchmark Result ============", "{:<40} {:<10}".format("Successful requests:", "10"),
+                 "{:<40} {:<10}".format("Failed requests:", "0")]
+                + [f"{label:<40} {value:<10}" for label, value in extra]
+                + ["{:<40} {:<10}".format("Benchmark duration (s):", "20.30"), "=" * 50, ""])
+    r = parse_lines(formats=["vllm"], lines=block([]) + block([("Request rate configured (RPS):", "100.00")]))
+    assert [b["request_rate"] for b in r.settings["serving_blocks"].value] == ["inf", 100.0]
+
+
+def test_the_clients_echoed_arguments_name_the_model_and_rate_of_the_next_block():
+    namespace = ("Namespace(subparser='bench', bench_type='serve', seed=0, num_prompts=1000, dataset_name='random', "
+                 "backend='vllm', base_url=None, max_concurrency=None, model='Qwen/Qwen3-0.6B', tokenizer=None, "
+                 "request_rate=inf, burstiness=1.0)")
+    rows = [("Successful requests:", "1000"), ("Failed requests:", "0"), ("Benchmark duration (s):", "30.85"),
+            ("Output token throughput (tok/s):", "6582.87")]
+    block = (["============ Serving Benchmark Result ============"]
+             + [f"{label:<40} {value:<10}" for label, value in rows] + ["=" * 50])
+    r = parse_lines(formats=["vllm"], lines=[namespace, *block])
+    (b,) = r.settings["serving_blocks"].value
+    assert (b["model"], b["request_rate"], b["max_concurrency"], b["speculative"]) == (
+        "Qwen/Qwen3-0.6B", "inf", None, False)
+
+
+def test_an_older_vllm_block_that_never_prints_the_rate_has_an_unknown_rate():
+    rows = [("Successful requests:", "1000"), ("Benchmark duration (s):", "30.85"),
+            ("Total Token throughput (tok/s):", "14029.44")]
+    r = parse_lines(formats=["vllm"], lines=["============ Serving Benchmark Result ============"]
+                    + [f"{label:<40} {value:<10}" for label, value in rows] + ["=" * 50])
+    assert r.settings["serving_blocks"].value[0]["request_rate"] is None

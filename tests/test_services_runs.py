@@ -1,7 +1,10 @@
 """runs/services.py: run edits (annotations, a person's values) and the run summary."""
 
+import io
+
 import pytest
 
+from ingest import services as ingest
 from runs import services
 
 
@@ -90,6 +93,27 @@ def test_only_a_ready_run_can_be_pinned_and_unpinning_another_run_keeps_the_pin(
     ready = upload_run(alice, "sweep/sweep_default_2step.log")
     assert pin_baseline(alice, ready).pinned_baseline == ready
     assert pin_baseline(alice, queued, pinned=False).pinned_baseline == ready
+
+
+def _bench_file(rate: str, output: str) -> bytes:
+    rows = [("Backend:", "sglang"), ("Traffic request rate:", rate), ("Successful requests:", "100"),
+            ("Output token throughput (tok/s):", output)]
+    return "\n".join(["============ Serving Benchmark Result ============"]
+                     + [f"{label:<40} {value:<10}" for label, value in rows] + ["=" * 50, ""]).encode()
+
+
+@pytest.mark.django_db
+def test_a_runs_result_blocks_come_from_every_file_each_naming_its_file(alice):
+    run, _ = ingest.register_upload(alice, [ingest.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in [
+        ("rate2.txt", _bench_file("2.0", "800.00")), ("rate8.txt", _bench_file("8.0", "900.00"))]], project="team")
+    for lf in run.logfiles.order_by("id"):
+        ingest.parse_logfile(lf.id)
+    run.refresh_from_db()
+    files = {lf.id: lf.original_name for lf in run.logfiles.all()}
+    blocks = run.parsed["serving_blocks"]
+    assert [(files[b["logfile"]], b["request_rate"], b["output_throughput_tok_s"]) for b in blocks] == [
+        ("rate2.txt", 2.0, 800.0), ("rate8.txt", 8.0, 900.0)]
+    assert run.parsed["serving"] == {"result_blocks": 2} and run.throughput_tok_s is None
 
 
 JOB_SCRIPT, JOB_OUTPUT = "../tests/corpus/nccl/job_nersc_run_tests.sh", "../tests/corpus/nccl/job_nersc_slurm_test_2.23_918503.log"

@@ -8,7 +8,8 @@ from statistics import median
 
 import pytest
 
-from runs.summary import describe, spread
+from ingest.parsers import parse_lines
+from runs.summary import describe, spread, summarize
 
 
 def reference(values: list[float]) -> tuple[float | None, float | None, int]:
@@ -117,3 +118,74 @@ def test_rows_out_of_window_order_come_back_as_a_sort_of_tuples_gives(seed):
     one_writer = _groups(rng, [""], ranked=False)
     got = metric_values(one_writer, "gen_throughput_tok_s")
     assert list(got) == [v for _, _, v in _by_tuples(one_writer)]
+
+
+# -- result blocks, acceptance, SGLang's first decode line ------------------------------------
+
+def _sglang_block(rate: str, output: str, accept: str | None = None) -> list[str]:
+    rows = [("Backend:", "sglang"), ("Traffic request rate:", rate), ("Successful requests:", "100"),
+            ("Benchmark duration (s):", "10.00"), ("Output token throughput (tok/s):", output)]
+    if accept:
+        rows.append(("Accept length:", accept))
+    return (["============ Serving Benchmark Result ============"]
+            + [f"{label:<40} {value:<10}" for label, value in rows] + ["=" * 50, ""])
+
+
+def _parse(lines: list[str]) -> dict:
+    return summarize(parse_lines(lines=lines))
+
+
+def test_result_blocks_of_different_settings_are_never_blended():
+    parsed = _parse(_sglang_block("2.0", "800.00") + _sglang_block("8.0", "900.00"))
+    assert [(b["request_rate"], b["output_throughput_tok_s"]) for b in parsed["serving_blocks"]] == [
+        (2.0, 800.0), (8.0, 900.0)]
+    assert parsed["serving"] == {"result_blocks": 2}  # no figure taken from one block or blended from both
+    assert parsed["summary"]["throughput_tok_s"] is None  # not the median across request rates
+    assert any("2 result blocks with different settings" in w["message"] for w in parsed["warnings"])
+
+
+def test_speculative_decoding_off_and_on_are_two_configurations():
+    parsed = _parse(_sglang_block("inf", "800.00") + _sglang_block("inf", "1200.00", accept="2.80"))
+    assert parsed["serving"] == {"result_blocks": 2} and parsed["summary"]["tokens_per_cycle"] is None
+
+
+def test_repeats_of_one_configuration_give_the_median_of_each_figure():
+    parsed = _parse(_sglang_block("4.0", "800.00") + _sglang_block("4.0", "900.00") + _sglang_block("4.0", "700.00"))
+    assert parsed["serving"]["output_throughput_tok_s"] == 800.0 and parsed["serving"]["result_blocks"] == 3
+    assert parsed["summary"]["throughput_tok_s"] == 800.0
+    # Said all the same: the blocks cannot tell a repeat from another dtype or build.
+    assert any("3 result blocks with the same printed settings" in w["message"] for w in parsed["warnings"])
+
+
+def test_one_block_keeps_the_serving_object_as_printed():
+    parsed = _parse(_sglang_block("4.0", "800.00"))
+    assert parsed["serving"]["output_throughput_tok_s"] == 800.0 and "result_blocks" not in parsed["serving"]
+
+
+def _decode(ts: str, tput: str) -> str:
+    return (f"[2025-12-26 06:08:{ts} TP0] Decode batch, #running-req: 1, #token: 51, token usage: 0.00, "
+            f"cuda graph: True, gen throughput (token/s): {tput}, #queue-req: 0, ")
+
+
+def test_sglang_first_decode_line_after_idle_is_dropped_even_with_one_line_after_it():
+    parsed = _parse([_decode("28", "0.59"), _decode("29", "112.51")])
+    assert parsed["summary"]["throughput_tok_s"] == 112.51 and parsed["summary"]["windows"] == 1
+
+
+def test_a_throughput_from_a_single_sglang_decode_line_is_flagged():
+    parsed = _parse([_decode("28", "0.59")])
+    assert parsed["summary"]["throughput_tok_s"] == 0.59
+    assert any("single SGLang decode interval" in w["message"] for w in parsed["warnings"])
+
+
+def test_vllm_acceptance_rate_and_per_position_rates_have_their_place():
+    line = ("(APIServer pid=1) INFO 05-06 06:11:23 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.37, "
+            "Accepted throughput: 8.90 tokens/s, Drafted throughput: 97.50 tokens/s, Accepted: 89 tokens, Drafted: 975 "
+            "tokens, Per-position acceptance rate: 0.600, 0.385, 0.215, Avg Draft acceptance rate: 9.1%")
+    parsed = _parse([line])
+    assert parsed["acceptance"] == {"rate": 0.091, "positions": [0.6, 0.385, 0.215], "windows": 1,
+                                    "source": "vllm_spec"}
+
+
+def test_a_log_without_acceptance_figures_has_no_acceptance_key():
+    assert "acceptance" not in _parse([_decode("28", "100.0"), _decode("29", "101.0")])

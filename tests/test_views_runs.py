@@ -1,6 +1,7 @@
 """Run pages with personas: alice owns the project, bob is in it, eve is not."""
 
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -481,6 +482,32 @@ def test_dp_attention_with_untagged_lines_says_the_figure_is_not_the_sum(client,
     assert scope in compare
     headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
     assert "dp.log's throughput is the median of 2 DP ranks' untagged lines, not their sum." in headline[0]["text"]
+
+
+CORPUS_SWEEP = Path(__file__).parent / "corpus" / "serving" / "sglang_bench_serving_rate_sweep_dlora.md"
+
+
+def test_run_page_shows_each_result_block_of_a_sweep_as_a_row(client, alice):
+    run = parsed_upload(alice, CORPUS_SWEEP.name, CORPUS_SWEEP.read_bytes())
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    section = body[body.index('id="serving-blocks"'):body.index("</section>", body.index('id="serving-blocks"'))]
+    rows = section.count('<tr data-block=')
+    assert rows == 6 and "blocks-apart" in section
+    for rate, tput in [("2.0", "825.9"), ("16.0", "820.0"), ("64.0", "832.5")]:
+        assert f"<td>{rate}</td>" in section and tput in section
+    assert "6 result blocks with different settings" in body  # the run's warning says it too
+
+
+def test_run_page_names_each_llamacpp_draft_type_and_the_acceptance_rate(client, alice):
+    log = Path(__file__).parent / "corpus" / "serving" / "llamacpp_statistics_ngram_mod_draft_mtp_pr23269.log"
+    run = parsed_upload(alice, log.name, log.read_bytes())
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    types = body[body.index('id="draft-types"'):]
+    assert '<tr data-type="ngram-mod">' in types and '<tr data-type="draft-mtp">' in types
+    assert "41.80" in types  # draft-mtp: 33271.024 ms over 796 generate calls, kept in ms
+    assert 'data-field="acceptance-rate">0.71<' in body  # 1299 accepted / 1841 drafted tokens, both types
 
 
 def test_detail_links_each_line_no_reader_used(client, alice):

@@ -6,12 +6,15 @@ per-slot `draft acceptance` line and `eval time` timings.
       #acc rate/pos = (0.805, 0.632, 0.483), dur(b,g,a) = 0.005, 325.555, 0.114 ms
 
 Older builds print `statistics ngram_simple: #calls = 15, #gen drafts = 5, ...` without the
-mean or the durations, and one line per implementation when several are combined.
-`#mean acc len` is 1 + accepted tokens / drafts, so it includes the bonus token (2.92 =
-1 + 167/87). `dur(b,g,a)` are total milliseconds spent in begin (new prompt), generation and
-accepting; divided by the generation calls they become draft-side phases in ms per cycle. They
-do not cover the target's verify, so they never add up to a cycle. Fields are read one by one,
-in any order, since the line is young and will change.
+mean or the durations. The server prints one line per draft type (`ngram-map-k`, `ngram-mod`,
+`draft-mtp`, ...) after each request, and every counter is cumulative over the server's life:
+the lines printed together make one window, each type's share being what it added since its
+previous line. Tokens per cycle is 1 + accepted tokens / drafts (the bonus token is in: 2.92 =
+1 + 167/87), pooled over the types by totals in runs.summary, never a mean of their ratios; the
+algorithm is the type that accepted most. `dur(b,g,a)` are total milliseconds in begin (new
+prompt), generation and accepting; divided by that phase's calls they become `<type> generate`
+and so on, in ms per call. They do not cover the target's verify, so they never add up to a
+cycle. Fields are read one by one, in any order, since the line is young and will change.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import re
 from .records import Metric, ParseResult, Phase
 
 NAME = "llamacpp"
+# The setting holding each draft type's cumulative counters (runs.summary lists them as `draft_types`).
+TYPES_KEY = "llamacpp.draft_types"
 
 _STATISTICS = re.compile(r"\bstatistics\s+([A-Za-z][\w.\-]*):\s*(.*)$")
 _CALLS = re.compile(r"#calls(\(b,g,a\))?\s*=\s*(\d+)(?:\s+(\d+)\s+(\d+))?")
@@ -34,7 +39,7 @@ _COUNTS = {
 _MEAN_LEN = re.compile(r"mean acc(?:eptance)? len(?:gth)?\s*=\s*(\d+(?:\.\d+)?)")
 _POSITIONS = re.compile(r"(?:#acc rate/pos|acceptance rate per position)\s*=\s*\(([^)]*)\)")
 _DURATIONS = re.compile(r"dur\(b,g,a\)\s*=\s*(\d+(?:\.\d+)?),\s*(\d+(?:\.\d+)?),\s*(\d+(?:\.\d+)?)\s*ms")
-_PHASES = ("draft begin", "draft generate", "draft accept")
+_PHASES = ("begin", "generate", "accept")
 # `draft acceptance = 0.64479 (  167 accepted /   259 generated)`; older builds say `rate`.
 _SLOT = re.compile(
     r"draft acceptance(?: rate)?\s*=\s*(\d+(?:\.\d+)?)\s*\(\s*(\d+) accepted\s*/\s*(\d+) generated\)"
@@ -56,6 +61,8 @@ def _floats(text: str) -> list[float] | None:
 def _algorithm(impl: str) -> str:
     """`draft-eagle3` -> EAGLE3, `ngram-simple` -> NGRAM, `draft` (a draft model) -> DRAFT."""
     name = impl.lower()
+    if "mtp" in name:
+        return "MTP"
     if "eagle3" in name:
         return "EAGLE3"
     if name.startswith("ngram"):
@@ -76,6 +83,9 @@ class Parser:
         self.slot_windows = 0
         self.eval_windows = 0
         self.prompt_windows = 0
+        self.types: dict[str, dict] = {}  # draft type -> its latest cumulative counters
+        self.base: dict[str, dict] = {}  # draft type -> its counters at its previous line
+        self.group: list[str] = []  # the types printed in the current window
 
     def feed(self, lineno: int, line: str) -> None:
         if "statistics" in line:
@@ -103,41 +113,87 @@ class Parser:
         if not counts and not mean:
             return
         self._seen(lineno)
-        r = self.result
-        r.set("spec.algorithm", _algorithm(impl), lineno, NAME)
-        self.windows += 1
-        w = self.windows
-
-        def add(name: str, value: float, source: str = NAME) -> None:
-            r.metrics.append(Metric(name, round(float(value), 6), w, lineno, source))
-
-        for key, value in counts.items():
-            add(key, value)
-        drafts = counts.get("gen_drafts")
+        if impl in self.group or not self.group:
+            # A type printed again: the server printed its statistics once more (the next request).
+            self.group = []
+            self.windows += 1
         calls = _CALLS.search(body)
-        generate_calls = None
         if calls:
             # `#calls(b,g,a) = 1 87 87` (begin, generate, accept) or a plain `#calls = 15`.
-            generate_calls = int(calls.group(3) if calls.group(1) and calls.group(3) else calls.group(2))
-            add("draft_calls", generate_calls)
-        if mean:
-            add("accept_len_raw", float(mean.group(1)))
-            add("tokens_per_cycle", float(mean.group(1)))  # 1 + accepted / drafts
-        elif drafts and "acc_tokens" in counts:
-            add("tokens_per_cycle", 1 + counts["acc_tokens"] / drafts)
-        if counts.get("gen_tokens"):
-            add("draft_acceptance_rate", counts.get("acc_tokens", 0) / counts["gen_tokens"])
+            if calls.group(1) and calls.group(3):
+                counts.update(calls_begin=int(calls.group(2)), calls_generate=int(calls.group(3)),
+                              calls_accept=int(calls.group(4)))
+            else:
+                counts["calls_generate"] = int(calls.group(2))
+        stats: dict = {"counts": counts, "mean": float(mean.group(1)) if mean else None, "line": lineno}
+        durations = _DURATIONS.search(body)
+        if durations:
+            stats["dur"] = tuple(float(d) for d in durations.groups())
         positions = _POSITIONS.search(body)
         rates = _floats(positions.group(1)) if positions else None
         if rates:
-            r.set("spec.steps", len(rates), lineno, NAME)
-            for i, p in enumerate(rates, 1):
-                add(f"acceptance_pos_{i}", p)
-        durations = _DURATIONS.search(body)
-        cycles = generate_calls or drafts
-        if durations and cycles:
-            for name, total in zip(_PHASES, durations.groups(), strict=True):
-                r.phases.append(Phase(name, round(float(total) / cycles, 6), None, w, lineno, NAME))
+            stats["positions"] = rates
+            self.result.set("spec.steps", len(rates), lineno, NAME)
+        self.types[impl] = stats
+        self.group.append(impl)
+        self._publish(lineno)
+        self._window(impl, stats, lineno)
+
+    def _publish(self, lineno: int) -> None:
+        """The file's cumulative counters per draft type (the latest line of each), and the
+        algorithm of the type that drafted most: a run mixing an n-gram lookup with MTP is an MTP run."""
+        r = self.result
+        table = {}
+        for impl, stats in self.types.items():
+            row = {"type": impl, **stats["counts"]}
+            if "dur" in stats:
+                row.update(zip(("dur_begin_ms", "dur_generate_ms", "dur_accept_ms"), stats["dur"], strict=True))
+            table[impl] = row
+        setting = r.settings.get(TYPES_KEY)
+        if setting is None:
+            r.set(TYPES_KEY, table, lineno, NAME)
+        else:
+            setting.value, setting.line = table, lineno
+        dominant = max(self.types, key=lambda i: (self.types[i]["counts"].get("acc_tokens", 0),
+                                                  self.types[i]["counts"].get("gen_drafts", 0)))
+        current = r.settings.get("spec.algorithm")
+        r.set("spec.algorithm", _algorithm(dominant), lineno, NAME, overwrite=current is None or current.source == NAME)
+
+    def _window(self, impl: str, stats: dict, lineno: int) -> None:
+        """This type's share of the current window: what its cumulative counters added since its
+        last line. The types printed together make one window (runs.summary pools them by totals:
+        accepted tokens over drafts of all types, never a mean of the types' ratios); each line's
+        records are its own, so a cut-off copy keeps a prefix of the whole file's."""
+        before = self.base.get(impl)
+        self.base[impl] = stats
+        now = stats["counts"]
+        old = before["counts"] if before else {}
+        restarted = any(now.get(k, 0) < v for k, v in old.items())
+        delta = {k: v - (0 if restarted else old.get(k, 0)) for k, v in now.items()}
+        w = self.windows
+        r = self.result
+
+        def add(name: str, value: float) -> None:
+            r.metrics.append(Metric(name, round(float(value), 6), w, lineno, NAME))
+
+        drafted = delta.get("gen_drafts", 0) or delta.get("gen_tokens", 0)
+        if not drafted:
+            if stats["mean"] is not None and "gen_drafts" not in now:
+                add("tokens_per_cycle", stats["mean"])  # a line with the mean but no counters
+            return  # this type drafted nothing since its last line
+        for key in ("gen_drafts", "acc_drafts", "gen_tokens", "acc_tokens", "calls_generate"):
+            if key in delta:
+                add("draft_calls" if key == "calls_generate" else key, delta[key])
+        for i, p in enumerate(stats.get("positions") or (), 1):
+            add(f"acceptance_pos_{i}", p)
+        if "dur" in stats:
+            old_dur = (0.0, 0.0, 0.0) if restarted or not before else before.get("dur", (0.0, 0.0, 0.0))
+            calls = [delta.get(k, 0) for k in ("calls_begin", "calls_generate", "calls_accept")]
+            if not any(calls):
+                calls = [0, delta.get("gen_drafts", 0), 0]
+            for phase, ms, was, n in zip(_PHASES, stats["dur"], old_dur, calls, strict=True):
+                if n:  # ms per call of this type: `dur(b,g,a)` are total milliseconds
+                    r.phases.append(Phase(f"{impl} {phase}", round((ms - was) / n, 6), None, w, lineno, NAME))
 
     def _slot(self, lineno: int, line: str) -> None:
         m = _SLOT.search(line)

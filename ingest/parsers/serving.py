@@ -26,6 +26,19 @@ _START = re.compile(
     r"\s*(?:Successful requests|Benchmark duration \(s\)|Request throughput \(req/s\)"
     r"|Output token throughput \(tok/s\)):\s+\S"
 )
+# A block copied as comments or quotes: `# ============ Serving Benchmark Result ====`.
+_PREFIX = re.compile(r"^([#>][ \t]?)=")
+# The client's settings lines printed before a vLLM block (SGLang prints them inside its block).
+_CLIENT = re.compile(
+    r"^\s*(?:[#>]\s?)?(Traffic request rate|Maximum request concurrency|Max request concurrency):\s*(\S+)\s*$"
+)
+# The client's arguments echoed before its run (`vllm bench serve`, `sglang.bench_serving`):
+# `Namespace(subparser='bench', ..., model='Qwen/Qwen3-0.6B', ..., request_rate=inf, ...)`.
+_NAMESPACE = {
+    "model": re.compile(r"[(,\s]model='([^']+)'"),
+    "request_rate": re.compile(r"[(,\s]request_rate=([\w.]+)"),
+    "max_concurrency": re.compile(r"[(,\s]max_concurrency=(\d+)"),
+}
 _UNITS = {"tok/s": "tok_s", "req/s": "req_s", "ms": "ms", "s": "s", "%": "pct", "rps": "rps"}
 
 _SGLANG_LABELS = frozenset({
@@ -55,6 +68,10 @@ class Block:
     tool: str | None = None  # "sglang"/"vllm" once a label only one tool prints was seen
     rows: list[Row] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)  # headers as printed
+    prefix: str = ""  # a comment or quote mark before every line of a copied block (`# `, `> `)
+    # What the benchmark client printed just before the block (`Traffic request rate: inf`,
+    # `Maximum request concurrency: 32`): settings of this block when its own rows lack them.
+    client: dict = field(default_factory=dict)
 
     def owner(self, settings: dict) -> str:
         """"sglang" or "vllm": by the block's own labels, else by the log's engine so far."""
@@ -93,7 +110,7 @@ class BlockReader:
     """Feed every line; returns a Block on the line that closes one, else None."""
 
     # Lines that may open a block (feed() with no block open); with one open, every line counts.
-    TRIGGERS = (_TITLE, "---")
+    TRIGGERS = (_TITLE, "---", "request rate:", "request concurrency:", "Namespace(")
     # The rows that may open a block (_START), as a parser's STARTS; inside a block the parser is busy().
     STARTS = re.compile(r"\n[^\S\n]*(?:Successful requests|Benchmark duration \(s\)|Request throughput \(req/s\)"
                         r"|Output token throughput \(tok/s\)):")
@@ -101,12 +118,29 @@ class BlockReader:
     def __init__(self) -> None:
         self.block: Block | None = None
         self.subsection = ""
+        self.client: dict = {}  # client settings lines seen since the last block
 
     def feed(self, lineno: int, line: str) -> Block | None:
         block = self.block
+        if block is not None and block.prefix:
+            if not line.startswith(block.prefix.rstrip()):
+                self.block = None  # the comment block ended
+                return block if block.rows else None
+            line = line[len(block.prefix):]
         if block is None:
             if _TITLE in line:
-                self._open(lineno).titled = True
+                opened = self._open(lineno)
+                opened.titled = True
+                m = _PREFIX.match(line)
+                opened.prefix = m.group(1) if m else ""
+            elif "request " in line and (c := _CLIENT.match(line)):
+                key = "request_rate" if "rate" in c.group(1) else "max_concurrency"
+                self.client[key] = parse_value(c.group(2))
+            elif "Namespace(" in line:
+                self.client = {}  # a new client run: what an earlier one said is not this one's
+                for key, pattern in _NAMESPACE.items():
+                    if m := pattern.search(line):
+                        self.client[key] = m.group(1) if key == "model" else parse_value(m.group(1))
             elif "---" in line:
                 m = _SECTION.match(line)
                 if m:
@@ -136,7 +170,8 @@ class BlockReader:
         return block if block and block.rows else None
 
     def _open(self, lineno: int) -> Block:
-        self.block = Block(lineno)
+        self.block = Block(lineno, client=self.client)
+        self.client = {}
         self.subsection = ""
         return self.block
 
@@ -189,3 +224,41 @@ def parse_value(text: str) -> object:
     except ValueError:
         return text
     return value if math.isfinite(value) else text
+
+
+BLOCKS_KEY = "serving_blocks"  # the setting listing a file's result blocks (runs.summary reads it)
+SPEC_KEYS = ("accept_length", "acceptance_length", "acceptance_rate_pct")
+
+
+def block_record(block: Block, tool: str) -> dict:
+    """A result block as the parse JSON lists it: the tool, its first line, the settings it ran
+    with (model where the client echoed its arguments, request rate, concurrency, whether it
+    measured speculative decoding) and every row it printed under its serving key.
+
+    Current vLLM prints `Request rate configured (RPS)` only when the rate is not inf, and both
+    tools print the concurrency only when it was set: a vLLM block of that layout (it has the
+    `Failed requests` row, printed since the same change) without the rate row ran at inf. Older
+    vLLM blocks never print the rate: unknown (null) unless the client's lines said it."""
+    values: dict = {}
+    for row in block.rows:
+        if row.value is not None:
+            values.setdefault(row.key, row.value)
+    rate = values.get("traffic_request_rate",
+                      values.get("request_rate_configured_rps", block.client.get("request_rate")))
+    if rate is None and tool == "vllm" and "failed_requests" in values:
+        rate = "inf"
+    concurrency = values.get("max_request_concurrency", block.client.get("max_concurrency"))
+    if concurrency == "not set":
+        concurrency = None
+    return {"tool": tool, "line": block.first_line, "model": block.client.get("model"), "request_rate": rate,
+            "max_concurrency": concurrency, "speculative": any(key in values for key in SPEC_KEYS), **values}
+
+
+def add_block(result, block: Block, tool: str, source: str) -> None:
+    """Append the block's record to the result's list of blocks (one setting, a list)."""
+    record = block_record(block, tool)
+    setting = result.settings.get(BLOCKS_KEY)
+    if setting is None:
+        result.set(BLOCKS_KEY, [record], block.first_line, source)
+    else:
+        setting.value.append(record)

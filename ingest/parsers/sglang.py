@@ -24,7 +24,7 @@ import polars as pl
 
 from .columns import METRIC_SCHEMA, Chunk, LaneRows, plain_lines
 from .records import Metric, ParseResult
-from .serving import Block, BlockReader
+from .serving import Block, BlockReader, add_block
 
 NAME = "sglang"
 
@@ -531,6 +531,7 @@ class Parser:
         r = self.result
         fmt = "sglang_bench_serving"
         r.add_format(fmt)
+        add_block(r, block, "sglang", fmt)
         self.bench_blocks += 1
         window = self.bench_blocks
         for row in block.rows:

@@ -18,7 +18,7 @@ import math
 import re
 
 from .records import Metric, ParseResult, Phase
-from .serving import Block, BlockReader
+from .serving import Block, BlockReader, add_block
 
 NAME = "vllm"
 
@@ -56,6 +56,9 @@ _ENGINE_FIELDS = {
     "prefix cache hit rate": "prefix_cache_hit_rate_pct",
 }
 _STAGE = re.compile(r"SpecDecodeWorker stage times:\s*(.*)$")
+# A server launch command pasted in a note: `vllm serve …`, `python -m vllm.entrypoints.openai.api_server …`.
+_COMMAND = re.compile(r"(?:^|[\s$/])(?:vllm serve\b|-m\s+vllm\.entrypoints\.openai\.api_server\b)")
+_COMMAND_K = re.compile(r"num[_-]speculative[_-]tokens\\?\"?\s*[=: ]\s*(\d+)")
 _STAGE_FIELD = re.compile(r"(\w+?)_ms=(\d+(?:\.\d+)?)")
 _STAGE_PHASES = {
     "average_time_per_proposal_tok": "proposal",
@@ -126,7 +129,8 @@ class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = (
-        "metrics:", "throughput:", "stage times", "non-default args", "LLM", *BlockReader.TRIGGERS,
+        "metrics:", "throughput:", "stage times", "non-default args", "LLM", "vllm serve", "api_server",
+        *BlockReader.TRIGGERS,
     )
     STARTS: re.Pattern | None = BlockReader.STARTS
 
@@ -136,6 +140,10 @@ class Parser:
         self.v0_previous: tuple[float, float, float] | None = None  # cumulative counters
         self.engine_windows: dict[str, int] = {}
         self.stage_window = 0
+        # V0 pairing, per launch: the draft length of the current launch (a launch command, its
+        # config or a metrics line says it).
+        self.launch_k: int | None = None
+        self.launch_used = False  # a metrics or stage line since the launch started
         self.bench = BlockReader()
         self.bench_blocks = 0
 
@@ -155,9 +163,17 @@ class Parser:
             if m:
                 self._stage(lineno, m.group(1))
         elif "non-default args" in line:
+            self._new_launch()
             self._args(lineno, line)
         elif "LLM" in line and ("version" in line or "with config:" in line):
+            if "version" in line:
+                self._new_launch()
             self._version(lineno, line)
+        elif ("vllm serve" in line or "api_server" in line) and _COMMAND.search(line):
+            self._new_launch()
+            k = _COMMAND_K.search(line)
+            if k and int(k.group(1)) > 0:
+                self._known_k(int(k.group(1)))
 
     def busy(self) -> bool:
         return self.bench.block is not None
@@ -180,9 +196,11 @@ class Parser:
         r = self.result
         r.add_format("vllm_spec")
         r.set("engine", "vllm", lineno, "vllm_spec")
+        self.launch_used = True
         k = f.get("k")
         if isinstance(k, float) and k >= 1 and k == int(k):  # _value() gives floats, positions a list
             r.set("spec.steps", int(k), lineno, "vllm_spec")
+            self._known_k(int(k))
         positions = f.get("positions")
         if isinstance(positions, list) and positions:
             r.set("spec.steps", len(positions), lineno, "vllm_spec")
@@ -209,7 +227,7 @@ class Parser:
         add("accepted_tokens", accepted)
         add("draft_tokens", drafted)
         add("emitted_tokens", emitted)
-        k = self._k()
+        k = self.launch_k or self._k()  # the line's own draft length first, then the launch's
         if k:
             # V0 counts k draft tokens per sequence per step, so drafted / k verify steps.
             steps = drafted / k
@@ -293,19 +311,32 @@ class Parser:
             return
         self.result.add_format("vllm_stage_times")
         self.result.set("engine", "vllm", lineno, "vllm_stage_times")
+        self.launch_used = True
+        # A stage line is paired with the draft length of its own launch, as the lines before it
+        # said it (its launch command or config, or a metrics line of the launch): never a later
+        # line's, so a cut-off copy keeps its records a prefix of the whole file's.
         self.stage_window += 1
-        k = self._k()
+        k = self.launch_k
         for key, ms in values.items():
             name = _STAGE_PHASES[key]
             if key == "average_time_per_proposal_tok":
-                # Proposal time per draft token; a cycle drafts k of them. The draft length
-                # comes from the engine config or an earlier metrics line; without it the
-                # per-cycle figure is unknown, and the phase keeps a name that says so.
+                # Proposal time per draft token; a cycle drafts k of them. Without the launch's
+                # draft length the per-cycle figure is unknown, and the phase keeps a name that says so.
                 if k:
                     ms = round(ms * k, 6)
                 else:
                     name = "proposal per token"
             self.result.phases.append(Phase(name, ms, None, self.stage_window, lineno, "vllm_stage_times"))
+
+    def _known_k(self, k: int) -> None:
+        self.launch_k = k
+
+    def _new_launch(self) -> None:
+        """A server start: what the next launch reports is its own (a note can paste several runs
+        one after another), its draft length and its cumulative counters."""
+        if not self.launch_used:
+            return  # the same start's other lines (version, args, command)
+        self.launch_k, self.launch_used, self.v0_previous = None, False, None
 
     # -- launch arguments and version -------------------------------------------------------
 
@@ -342,6 +373,7 @@ class Parser:
             steps = spec.get("num_speculative_tokens")
             if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
                 r.set("spec.steps", steps, lineno, "vllm_args")
+                self._known_k(steps)
             if isinstance(spec.get("model"), str):
                 r.set("spec.draft_model", spec["model"], lineno, "vllm_args")
 
@@ -366,6 +398,7 @@ class Parser:
                 steps = re.search(r"num_spec(?:ulative)?_tokens=(\d+)", spec.group(1))
                 if steps and int(steps.group(1)) > 0:
                     r.set("spec.steps", int(steps.group(1)), lineno, "vllm_version")
+                    self._known_k(int(steps.group(1)))
 
     # -- vllm bench serve -------------------------------------------------------------------
 
@@ -377,6 +410,7 @@ class Parser:
         r = self.result
         fmt = "vllm_bench_serve"
         r.add_format(fmt)
+        add_block(r, block, "vllm", fmt)
         self.bench_blocks += 1
         window = self.bench_blocks
         positions = 0
