@@ -389,9 +389,7 @@ class _Grouper:
         cols[2].append(value)
         if phase:  # a metric has no pct: its column stays empty
             cols[4].append(pct)
-        self._held += 1
-        if self._held >= FLUSH_ROWS:
-            self.flush()
+        self.added(1)
 
     def add_frame(self, phase: bool, logfile: int | None, frame: pl.DataFrame, order: int) -> None:
         """Rows as columns (ingest.parsers.records' PHASE_SCHEMA or METRIC_SCHEMA), numbered from
@@ -439,9 +437,7 @@ class _Grouper:
             cols[2].frombytes(_view(values))
             if pcts is not None:
                 cols[4].frombytes(_view(pcts))
-        self._held += batch.height
-        if self._held >= FLUSH_ROWS:
-            self.flush()
+        self.added(batch.height)
 
     def flush(self) -> None:
         """The columns held, to the spill (none: they stay in memory)."""
