@@ -13,11 +13,11 @@ count in SQL. Blocks serve both kinds of reader:
 - the summary wants every row of every ready file, grouped per (process, source, name, rank):
   it reads the file's blocks in order, one at a time, and regroups them into the digest's
   columns parked on disk (`summary_rows`), so memory holds a block and one group, not the file.
-A second form for the summary (a compressed stream a file) would store every value twice and
+A second form for the summary (a compressed stream per file) would store every value twice and
 could not serve the first kind without inflating a whole file for one figure.
 
 `i` in a block is the row's place among its file's rows of its kind in the order the parser
-emitted them: "window, then i" is the order every reader gives (the row tables' "window, id").
+emitted them: "window, then i" is the order every reader gives.
 """
 
 from __future__ import annotations
