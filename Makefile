@@ -7,7 +7,7 @@ TESTTOOLS := .venv/.test-$(HASH)
 # What `make test-fast` leaves out: tests that drive Chromium, start a web server or a Celery worker.
 SLOW := browser or live or e2e
 
-.PHONY: run test test-fast check bench venv migrate clean
+.PHONY: run test test-fast check bench sanitize venv migrate clean
 
 # The development environment: what runs, and the test tools.
 venv: $(TESTTOOLS)
@@ -51,10 +51,16 @@ check: venv
 	$(MAKE) test
 	HYPOTHESIS_PROFILE=random $(PY) -m pytest -m "hypothesis and not ($(SLOW))" $(PYTEST_ARGS)
 
-# The performance targets (bench/report.py) on a real stack (its own database and Redis db); prints the
-# table and writes bench/results.json. BENCH_ARGS="--quick" is a smoke run in about 2 minutes.
+# The performance targets (bench/report.py) on a real stack (its own database and Redis db) and the
+# parse of each mix of real logs (bench/mixes.py); prints the tables and writes bench/results.json.
+# BENCH_ARGS="--quick" is a smoke run; BENCH_ARGS="--quick --sections mixes" about 2 minutes.
 bench: venv
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# The native scanner under AddressSanitizer and UBSan: the parser tests and a seeded fuzz corpus of
+# mutated real logs (scripts/fuzz_scan.py, FUZZ_INPUTS of them) run against it; any report fails.
+sanitize: venv
+	scripts/sanitize.sh
 
 clean:
 	rm -rf var .pytest_cache .hypothesis

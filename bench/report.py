@@ -80,6 +80,50 @@ def judge_parse(row_rate: Row, row_rss: Row, *, size: int, seconds: float, start
     row_rss.detail = {"peak_rss_bytes": rss}
 
 
+MIX_RATE = 150  # MB/s: the parse target, on each real mix as on the generator's log
+MIX_RSS = 300 * MB
+
+
+def judge_mix(mix: str, made_of: dict[str, Any], *, size: int, seconds: float, startup: float, rss: int,
+              grep_seconds: float, wc_seconds: float, loop_seconds: float, timeout: float) -> dict[str, Any]:
+    """One row of the mixes table: parselog on one mix against the references of the same run."""
+    row: dict[str, Any] = {"mix": mix, "real": made_of["real"], "files": made_of["files"], "size_bytes": size,
+                           "peak_rss_bytes": rss, "grep_c_seconds": round(grep_seconds, 3),
+                           "wc_l_seconds": round(wc_seconds, 3), "python_loop_seconds": round(loop_seconds, 3),
+                           "startup_seconds": round(startup, 3)}
+    refs = (f"grep -c {size / MB / grep_seconds:.0f} MB/s, wc -l {size / MB / wc_seconds:.0f} MB/s, "
+            f"Python line loop {size / MB / loop_seconds:.0f} MB/s")
+    if seconds == float("inf"):
+        row.update(mb_per_s=None, seconds=None, met=False,
+                   measured=f"did not finish in {timeout:.0f} s (< {size / MB / timeout:.2f} MB/s); "
+                            f"peak RSS >= {mb(rss)}; {refs}")
+        return row
+    excluded = seconds > 2 * startup
+    parse = seconds - startup if excluded else seconds
+    rate = size / MB / parse
+    row.update(mb_per_s=round(rate, 2), seconds=round(parse, 3), startup_excluded=excluded,
+               x_python_loop=round(parse / loop_seconds, 1), met=rate >= MIX_RATE and rss <= MIX_RSS)
+    row["measured"] = (f"{rate:.1f} MB/s ({size / MB:.0f} MB in {parse:.2f} s), peak RSS {mb(rss)}; "
+                       f"{parse / loop_seconds:.1f}x a Python line loop; {refs}")
+    return row
+
+
+def mix_table(mix_rows: list[dict[str, Any]]) -> str:
+    """The mixes as markdown: each mix on its own, with its references."""
+    lines = ["| mix | real | size | parselog | peak RSS | x Python loop | grep -c | wc -l | Python loop | target |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in mix_rows:
+        size = r["size_bytes"] / MB
+        rate = "did not finish" if r["mb_per_s"] is None else f"{r['mb_per_s']:.1f} MB/s"
+        loop = "-" if r.get("x_python_loop") is None else f"{r['x_python_loop']:.1f}x"
+        lines.append(
+            f"| {r['mix']} | {'real (' + str(len(r['files'])) + ' files)' if r['real'] else 'made'} "
+            f"| {size:.0f} MB | {rate} | {mb(r['peak_rss_bytes'])} | {loop} "
+            f"| {size / r['grep_c_seconds']:.0f} MB/s | {size / r['wc_l_seconds']:.0f} MB/s "
+            f"| {size / r['python_loop_seconds']:.0f} MB/s | {verdict(r['met'])} |")
+    return "\n".join(lines)
+
+
 def judge_ingest(row_time: Row, row_rss: Row, *, size: int, seconds: float, upload_seconds: float, rss: int) -> None:
     # The target is 30 s for 512 MB, i.e. 17 MB/s: judged as a rate so smaller --size-mb runs mean the same.
     rate = size / MB / seconds
@@ -181,6 +225,8 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         table([Row(**t) for t in res["targets"]]),
         "",
+        *(["Parse of each mix (`bench/mixes.py`; target >= 150 MB/s, peak RSS <= 300 MB):", "",
+           mix_table(res["mixes"]), ""] if res.get("mixes") else []),
         "References measured in the same run: " + ", ".join(f"{k} {v}" for k, v in res["references"].items()) + ".",
         "",
         *(f"- {n}" for n in res["notes"]),
@@ -228,9 +274,11 @@ def git_commit(root: str) -> str:
 
 
 def results(*, commit: str, started: str, seconds: float, mach: dict[str, Any], config: dict[str, Any],
-            references: dict[str, Any], table_rows: list[Row], notes: list[str]) -> dict[str, Any]:
+            references: dict[str, Any], table_rows: list[Row], notes: list[str],
+            mixes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The shape of bench/results.json."""
     return {
         "commit": commit, "started": started, "seconds": round(seconds, 1), "machine": mach, "config": config,
         "references": references, "targets": [asdict(r) for r in table_rows], "notes": notes,
+        "mixes": mixes or [],
     }

@@ -33,12 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import clone, report  # noqa: E402
+from bench import clone, mixes, report  # noqa: E402
+from bench import trace as trace_mix  # noqa: E402
 from bench.harness import PY, Stack, status_kb  # noqa: E402
 from bench.loggen import HEAD_SAMPLE, cached_log  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-SECTIONS = ("parse", "ingest", "compare", "list", "runpage", "workers")
+SECTIONS = ("mixes", "parse", "ingest", "compare", "list", "runpage", "workers", "trace")
 PAGE_SIZE = 50  # the run list's and the API's page size
 NCCL_PASTE = "NCCL_PROTO=LL\nNCCL_ALGO=Ring\nNCCL_MAX_NCHANNELS=16\n"
 
@@ -51,6 +52,16 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small data everywhere: a smoke run in under 2 minutes")
     ap.add_argument("--size-mb", type=int, help="the mixed log of parselog and ingest, MiB (default 512; quick 8)")
+    ap.add_argument("--mix-mb", type=int,
+                    help="the size of each real-content mix parsed (default 256; quick 16)")
+    ap.add_argument("--mixes", default="",
+                    help=f"comma-separated, of {', '.join(mixes.MIXES + mixes.CLIFFS)} (the last three: odd input "
+                         f"that made a speed cliff; default all, --quick all but distinct_names, which does not "
+                         f"finish yet)")
+    ap.add_argument("--mix-source", type=Path, action="append", default=[], metavar="DIR",
+                    help="build the mixes from the real logs under DIR instead (repeatable): a kept-back set")
+    ap.add_argument("--parse-timeout", type=float,
+                    help="seconds a parse of a mix may take before it is reported unfinished (default 600; quick 60)")
     ap.add_argument("--windows", type=int, help="windows per run compared and on the run page (default 100000)")
     ap.add_argument("--compare-runs", type=int, default=10, help="runs compared (default 10)")
     ap.add_argument("--list-runs", type=int, help="runs in the list (default 10000; quick 300)")
@@ -75,6 +86,12 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     a = ap.parse_args(argv)
     quick = a.quick
     a.size_mb = a.size_mb or int(os.environ.get("BENCH_SIZE_MB") or 0) or (2 if quick else 512)
+    a.mix_mb = a.mix_mb or (16 if quick else 256)
+    a.parse_timeout = a.parse_timeout or (60 if quick else 600)
+    a.mixes = [m.strip() for m in a.mixes.split(",") if m.strip()] or [
+        m for m in mixes.MIXES + mixes.CLIFFS if not (quick and m == "distinct_names")]
+    if set(a.mixes) - set(mixes.MIXES + mixes.CLIFFS):
+        ap.error(f"unknown mixes {sorted(set(a.mixes) - set(mixes.MIXES + mixes.CLIFFS))}")
     a.windows = a.windows or (1000 if quick else 100_000)
     a.list_runs = a.list_runs or (200 if quick else 10_000)
     a.logs = a.logs or (8 if quick else 200)
@@ -109,20 +126,37 @@ def timed_page(stack: Stack, path: str, a) -> tuple[list[float], int]:
     return timed(get, a.reps, a.budget), max(sizes)
 
 
-def wall(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+def wall(argv: list[str], env: dict[str, str] | None = None, timeout: float | None = None,
+         out: list[bytes] | None = None) -> tuple[float, int]:
     """Run a command to the end: (seconds, its own peak RSS in bytes, from wait4).
 
     Its output goes to a pipe that is read and dropped, not to /dev/null: GNU grep stops at the
-    first match when it sees its output is /dev/null, even with -c."""
+    first match when it sees its output is /dev/null, even with -c. Past `timeout` seconds the
+    command is killed and its seconds are given as infinite (a parse that did not finish)."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+        timer = None
+        if timeout is not None:
+            import threading
+
+            timer = threading.Timer(timeout, p.kill)
+            timer.daemon = True  # never keeps the bench alive after its end
+            timer.start()
         try:
             assert p.stdout is not None
-            while p.stdout.read(1 << 20):
-                pass
+            while block := p.stdout.read(1 << 20):
+                if out is not None:
+                    out.append(block)
             _, status, usage = os.wait4(p.pid, 0)
+            if timer is not None:
+                timer.cancel()
+                if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+                    p.stdout.close()
+                    return math.inf, usage.ru_maxrss * 1024
         except BaseException:  # Ctrl-C: the child goes too
+            if timer is not None:
+                timer.cancel()
             p.kill()
             p.wait()
             raise
@@ -138,15 +172,62 @@ def wall(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int
 # -- sections --------------------------------------------------------------------------------------
 
 
+def startup_seconds(env) -> float:
+    # The best of several runs: a start-up measured once on this VM varied 1.5-15 s (page cache
+    # reclaim), and one slow start-up subtracted from a parse would overstate its rate.
+    return min(wall([PY, "manage.py", "parselog", "--json", str(HEAD_SAMPLE)], env)[0] for _ in range(3))
+
+
+# The literal `grep -c` counts in each mix (the line kind it is about).
+GREP = {"nccl_startup": "NCCL", "decode": "Decode batch", "vllm": "throughput", "nccl_tests": "float",
+        "generator": "EAGLE3_PROFILE", "blank_lines": "Decode", "tagged_decode": "Decode", "distinct_names": "Phase"}
+
+
+def parse_one(log: Path, env, timeout: float) -> tuple[float, int]:
+    """parselog's own parse of `log` (bench/parse_one.py), timed inside its process: (seconds,
+    peak RSS). Start-up is not in the time (on this loaded VM it varied 1.5-15 s, more than a parse)."""
+    out: list[bytes] = []
+    seconds, rss = wall([PY, str(ROOT / "bench" / "parse_one.py"), str(log)], env, timeout=timeout, out=out)
+    return (seconds if math.isinf(seconds) else float(b"".join(out).split()[-1])), rss
+
+
+def section_mixes(a, mix_rows: list, refs, env) -> None:
+    """parselog's parse of each real-content mix, beside grep -c, wc -l and a bare Python line loop
+    on the same file in the same run (bench/mixes.py says what each mix is made of)."""
+    roots = a.mix_source or None
+    for mix in a.mixes:
+        log = mixes.write_mix(DATA / f"mix-{mix}-{a.mix_mb}mb.log", mix, a.mix_mb << 20, roots)
+        size = log.stat().st_size
+        wall(["cat", str(log)])  # into the page cache
+        grep = min(wall(["grep", "-c", GREP[mix], str(log)])[0] for _ in range(2))
+        wc = min(wall(["wc", "-l", str(log)])[0] for _ in range(2))
+        loop = wall([PY, "-c", "import sys\nfor _ in open(sys.argv[1], 'rb'): pass", str(log)])[0]
+        say(f"mix {mix}: parselog on {size / report.MB:.0f} MB (grep -c {grep:.2f} s, wc -l {wc:.2f} s, "
+            f"Python line loop {loop:.2f} s) ...")
+        try:
+            runs = [parse_one(log, env, a.parse_timeout)]
+        except RuntimeError as e:  # a parse that fails is a finding, not the end of the bench
+            say(f"mix {mix}: parselog failed: {e}")
+            mix_rows.append({"mix": mix, "failed": str(e)[-500:], **mixes.describe(mix, roots), "size_bytes": size,
+                             "mb_per_s": None, "met": False, "peak_rss_bytes": 0, "grep_c_seconds": grep,
+                             "wc_l_seconds": wc, "python_loop_seconds": loop})
+            continue
+        if runs[0][0] < a.parse_timeout / 4:  # the best of two where a second is cheap
+            runs.append(parse_one(log, env, a.parse_timeout))
+        seconds, rss = min(r[0] for r in runs), max(r[1] for r in runs)
+        row = report.judge_mix(mix, mixes.describe(mix, roots), size=size, seconds=seconds, startup=0.0,
+                               rss=rss, grep_seconds=grep, wc_seconds=wc, loop_seconds=loop, timeout=a.parse_timeout)
+        mix_rows.append(row)
+        say(f"mix {mix}: {row['measured']}")
+
+
 def section_parse(a, rows, refs, env) -> None:
     log = cached_log(DATA / f"mixed-{a.size_mb}mb.log", size_bytes=a.size_mb << 20)
     size = log.stat().st_size
     wall(["cat", str(log)])  # into the page cache: every reader below reads from memory
     grep = min(wall(["grep", "-c", "EAGLE3_PROFILE", str(log)])[0] for _ in range(3))
     loop = wall([PY, "-c", "import sys\nfor _ in open(sys.argv[1], 'rb'): pass", str(log)])[0]
-    # The best of several runs: a start-up measured once on this VM varied 1.5-15 s (page cache
-    # reclaim), and one slow start-up subtracted from a parse would overstate its rate.
-    startup = min(wall([PY, "manage.py", "parselog", "--json", str(HEAD_SAMPLE)], env)[0] for _ in range(3))
+    startup = startup_seconds(env)
     say(f"parselog on {size / report.MB:.0f} MB (grep -c {grep:.2f} s, Python line loop {loop:.1f} s) ...")
     runs = [wall([PY, "manage.py", "parselog", "--json", str(log)], env) for _ in range(2)]
     seconds, rss = min(r[0] for r in runs), max(r[1] for r in runs)
@@ -302,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.datetime.now(datetime.UTC)
     t0 = time.monotonic()
     rows = report.rows()
+    mix_rows: list[dict] = []
     refs: dict = {}
     notes = [
         "MB = 2^20 bytes. Times of pages and API calls are request to last byte over localhost.",
@@ -316,14 +398,14 @@ def main(argv: list[str] | None = None) -> int:
     stack = Stack(db_url=a.db_url, redis_url=a.redis_url, timeout=a.timeout, log=say)
     mach = report.machine()
     commit = report.git_commit(str(ROOT))
-    config = {k: getattr(a, k) for k in ("quick", "size_mb", "windows", "compare_runs", "list_runs", "logs",
-                                         "log_windows", "reps", "sections", "timeout")}
+    config = {k: getattr(a, k) for k in ("quick", "size_mb", "mix_mb", "mixes", "windows", "compare_runs", "list_runs",
+                                         "logs", "log_windows", "reps", "sections", "timeout")}
 
     def write(extra: list[str]) -> dict:
         """results.json, written after every section: a run stopped half-way keeps what it measured."""
         out = report.results(commit=commit, started=started.isoformat(timespec="seconds"),
                              seconds=time.monotonic() - t0, mach=mach, config=config, references=refs,
-                             table_rows=list(rows.values()), notes=notes + extra)
+                             table_rows=list(rows.values()), notes=notes + extra, mixes=mix_rows)
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(out, indent=1) + "\n")
         return out
@@ -332,10 +414,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         mach = report.machine(stack.pg_version())
         say(report.machine_line(mach))
+        if "mixes" in a.sections:
+            section_mixes(a, mix_rows, refs, stack.env)
+            write(["(partial: written after the mixes section)"])
         if "parse" in a.sections:
             section_parse(a, rows, refs, stack.env)
             write(["(partial: written after the parse section)"])
-        server = [s for s in SECTIONS if s in a.sections and s != "parse"]
+        if "trace" in a.sections:  # a process of its own, no stack: bench/trace.py
+            trace_mix.section_trace(a, rows, refs, wall, PY, DATA, say)
+            write(["(partial: written after the trace section)"])
+        server = [s for s in SECTIONS if s in a.sections and s not in ("parse", "mixes", "trace")]
         if server:
             say(f"stack: database {stack.db_name}, {stack.redis_url}, data in {stack.tmp}")
             stack.create()

@@ -239,7 +239,8 @@ def parser() -> argparse.ArgumentParser:
         "4 --wait timed out, 6 regressed past --fail-on-regression, 7 a file was partial (--wait), "
         "8 NCCL drift with --fail-on-drift (the workers did not get the declared NCCL settings).",
     )
-    p.add_argument("files", nargs="+", type=Path, metavar="FILES", help="log files of the run (.gz is fine)")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILES",
+                   help="log files of the run, and PyTorch profiler traces (.json; .gz is fine)")
     p.add_argument("--url", required=True, help="runlens base URL, e.g. https://runlens.example")
     p.add_argument("--token", default=None, help="API token (default: $RUNLENS_TOKEN)")
     p.add_argument("--project", help="project name, one of yours (default: your first project); "

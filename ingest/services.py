@@ -11,13 +11,14 @@ import json
 import logging
 import tempfile
 import threading
+import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import polars as pl
 from celery import current_app
@@ -31,6 +32,7 @@ from django.utils import timezone
 from ingest import storage
 from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
+from ingest.parsers import trace as trace_parser
 from runs import columns
 from runs.layout import ROLES
 from runs.models import (
@@ -164,7 +166,7 @@ def register_upload(
                 roles = roles or {}
                 LogFile.objects.bulk_create(
                     LogFile(run=run, original_name=original[:255], path=rel, sha256=sha, size=size,
-                            role=roles.get(original, ""))
+                            role=roles.get(original, ""), kind=file_kind(rel, False))
                     for original, rel, sha, size in stored
                 )
                 declare_values(run, user, steps, nccl_env, "upload metadata")
@@ -180,6 +182,19 @@ def register_upload(
         _discard(stored)
         return existing, False
     return run, True
+
+
+def file_kind(path: str, registered: bool) -> str:
+    """A profiler trace or a log, by the file's first bytes, whatever its name says (a trace is
+    read by ingest/parsers/trace.py, never by the log parsers)."""
+    with storage.open_log(path, registered) as f:
+        head = f.read(trace_parser.HEAD_BYTES)
+    if head[:2] == b"\x1f\x8b":  # a registered .gz (uploads are stored decompressed)
+        try:
+            head = zlib.decompressobj(31).decompress(head, trace_parser.HEAD_BYTES)
+        except zlib.error:
+            return LogFile.Kind.LOG  # the log parse says what is wrong with it
+    return LogFile.Kind.TRACE if trace_parser.is_trace(head) else LogFile.Kind.LOG
 
 
 def file_roles(roles: Mapping[str, str] | None, names: list[str]) -> None:
@@ -252,6 +267,7 @@ def register_path(
         set_tags(run, tags)
         LogFile.objects.create(run=run, original_name=real.name[:255], path=str(real), registered=True,
                                sha256=digest.sha256, size=digest.size, head_sha256=digest.head_sha256,
+                               kind=file_kind(str(real), True),
                                role=(roles or {}).get(real.name, ""))
         declare_values(run, user, steps, nccl_env, "registration")
         enqueue_run(run)
@@ -463,6 +479,21 @@ class Heartbeat:
             connection.close()
 
 
+class _Watched:
+    """The stored log as the parsers read it, a chunk at a time: a read after the heartbeat found
+    the claim gone (the run deleted, the file re-queued) stops the parse there. The sink's own
+    check comes only every SPILL_AT rows, and a log of lines that give no rows never reaches it."""
+
+    def __init__(self, stream: BinaryIO, lost: threading.Event) -> None:
+        self.stream = stream
+        self.lost = lost
+
+    def read(self, size: int = -1) -> bytes:
+        if self.lost.is_set():
+            raise _ClaimLost()
+        return self.stream.read(size)
+
+
 def parse_logfile(logfile_id: int, token: str = "") -> str:
     """Parse one log file into rows: claim, stream through the parsers, replace rows atomically.
 
@@ -482,6 +513,8 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
         return _fail(lf, f"{lf.original_name}: gave up after {lf.attempts - 1} attempts "
                          "(the worker died while parsing it)", None)
 
+    if lf.kind == LogFile.Kind.TRACE:
+        return _parse_trace(lf)
     try:
         with Heartbeat(lf) as heartbeat, _spool_file() as spool, _spool_file() as block_spool, \
                 _Folder(block_spool) as folder:
@@ -498,7 +531,8 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
                 _spool_rows(spool, collectives, [n for n in nccl if not _rank_pending(n)])
 
             with storage.open_log(lf.path, lf.registered) as stream:
-                result = parse_stream(stream, sink=spill)
+                # A reader of `read` alone is all the parsers ask of a stream.
+                result = parse_stream(cast(BinaryIO, _Watched(stream, heartbeat.lost)), sink=spill)
             spill(result)
             cut = folder.finish()
             if unranked:
@@ -619,6 +653,43 @@ def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: Parse
         _finish_logfile(lf, result)
 
 
+def _parse_trace(lf: LogFile) -> str:
+    """A profiler trace: read streaming (memory grows with its kernels, not its JSON), its
+    breakdown stored on the file; the run's summary takes it up (runs.services.refresh_run)."""
+    try:
+        with Heartbeat(lf) as heartbeat, storage.open_log(lf.path, lf.registered) as stream:
+            result = trace_parser.parse(stream)
+            if heartbeat.lost.is_set():
+                raise _ClaimLost()
+    except _ClaimLost:
+        return "cancelled"
+    except trace_parser.TraceError as e:
+        where = f" (event #{e.event})" if e.event is not None else ""
+        return _fail(lf, f"{lf.original_name}: {e.message}{where}", None)
+    except OSError as e:
+        return _fail(lf, f"{lf.original_name}: cannot read the stored file ({e.strerror})", None)
+    except SoftTimeLimitExceeded:
+        return _fail(lf, f"{lf.original_name}: reading the trace took longer than {settings.PARSE_SOFT_TIME_LIMIT} s "
+                         "(RUNLENS_PARSE_SOFT_SECONDS)", None)
+    except Exception as e:  # a reader bug must not leave the file "parsing" forever
+        log.exception("logfile %s: trace reader crashed", lf.id)
+        return _fail(lf, f"{lf.original_name}: internal error while reading the trace ({type(e).__name__}: {e})", None)
+    with transaction.atomic():
+        if not LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
+            status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), trace=result,
+            formats=["kineto_trace"], warnings=[{"line": None, "message": w["message"]} for w in result["warnings"]],
+        ):
+            return "cancelled"
+        refresh_run(lf.run_id)
+    return Status.READY
+
+
+def trace_event(lf: LogFile, index: int) -> dict | None:
+    """Event `index` of a stored trace file, as the file has it (None past its end)."""
+    with storage.open_log(lf.path, lf.registered) as stream:
+        return trace_parser.event_at(stream, index)
+
+
 def _hand_back(lf: LogFile) -> None:
     LogFile.objects.filter(id=lf.id, status=Status.PARSING).update(
         status=Status.QUEUED, claimed_at=None, updated_at=timezone.now())
@@ -628,7 +699,7 @@ def _fail(lf: LogFile, message: str, line: int | None) -> str:
     with transaction.atomic():
         if not LogFile.objects.filter(id=lf.id).update(
             status=Status.FAILED, error=message, error_line=line, parsed_at=timezone.now(),
-            formats=[], settings={}, warnings=[],
+            formats=[], settings={}, warnings=[], trace=None,
         ):
             return "cancelled"  # the run was deleted meanwhile
         _delete_rows(lf)

@@ -23,9 +23,10 @@ from pydantic import ValidationError as PydanticValidationError
 from ingest import client as ingest_client
 from ingest import services as ingest_services
 from ingest import storage
-from runs import forms, queries, services
+from ingest.parsers.trace import TraceError
+from runs import forms, queries, services, traces
 from runs.http import ApiRequest
-from runs.models import Run
+from runs.models import Run, RunEdit
 from runs.models import Status as RunStatus
 from runs.permissions import Role, require_role
 from runs.schemas import (
@@ -59,12 +60,14 @@ from runs.schemas import (
     SweepQuery,
     TagsIn,
     TagsOut,
+    TracePhasesIn,
     VerdictOut,
     VerdictQuery,
     errors,
     read_json,
 )
 from runs.services import ServiceError
+from runs.trace_views import trace_csv_response
 from runs.verdict import gate
 
 router = Router()
@@ -124,7 +127,9 @@ def split_run(request: ApiRequest, run_id: int = RunId) -> dict:
 
 @router.post("/runs/{int:run_id}/roles", response={200: RunDetailOut, errors(400, 403, 404, 415, 422): ErrorOut})
 def set_roles(request: ApiRequest, payload: RolesIn, run_id: int = RunId) -> Run:
-    """Correct who wrote a log file (its processes' role); the run's verdicts are computed again."""
+    """Correct who wrote a log file (its processes' role); the run's figures and verdicts are
+    computed again. Editors and admins; recorded in the run's `edits` (who, when, the roles and
+    the figures it moved, before and after)."""
     run = queries.visible_run(request.auth, run_id)
     services.set_file_roles(request.auth, run, payload.roles)
     return queries.visible_run(request.auth, run_id)
@@ -136,7 +141,71 @@ def set_tags(request: ApiRequest, payload: TagsIn, run_id: int = RunId) -> dict:
     replaced which tags with which, oldest first (also on the run page and in the activity feed)."""
     run = queries.visible_run(request.auth, run_id)
     services.replace_tags(request.auth, run, payload.tags)
-    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all()), "history": queries.run_edits(run)}
+    return {"id": run.id, "tags": sorted(t.name for t in run.tags.all()),
+            "history": queries.run_edits(run, RunEdit.What.TAGS)}
+
+
+def _trace(run: Run) -> dict:
+    trace = queries.trace_of(run)
+    if trace is None:
+        raise ServiceError(404, "no_trace", f"run {run.id} has no parsed profiler trace: attach a torch.profiler "
+                           "trace (.json or .json.gz) to the run, or see its files' status and errors")
+    return {"run": run.id, "phase_map": run.trace_phases, **trace}
+
+
+@router.get("/runs/{int:run_id}/trace", response={200: dict, errors(404, 422): ErrorOut})
+def run_trace(request: ApiRequest, run_id: int = RunId) -> dict:
+    """The run's profiler traces by phase and cycle: per traced GPU (`ranks`, one file per rank),
+    each phase's wall, GPU busy, idle share, kernel and launch counts, time by kernel class and top
+    kernels, over cycles and per cycle (`per_cycle`). Every figure names its range or kernel:
+    `event` (index in the file's traceEvents) and `ts_us`. docs/traces.md says how each is made."""
+    return _trace(queries.visible_run(request.auth, run_id))
+
+
+@router.get("/runs/{int:run_id}/trace.csv", response={200: None, errors(404, 422): ErrorOut})
+def run_trace_csv(request: ApiRequest, run_id: int = RunId) -> HttpResponse:
+    """The per-phase, per-cycle trace breakdown as CSV: a row per GPU, phase and cycle, a column per kernel class."""
+    return trace_csv_response(_trace(queries.visible_run(request.auth, run_id)), run_id)
+
+
+@router.get("/runs/{int:run_id}/trace/timeline", response={200: dict, errors(404, 422): ErrorOut})
+def run_trace_timeline(request: ApiRequest, run_id: int = RunId, rank: int = 0, cycle: int | None = None) -> dict:
+    """One kept cycle of one traced GPU: its kernels (start, duration, stream, name, class, event) and
+    ranges. Kept: up to 12 cycles spread over the trace (`cycles`); none asked: the median one."""
+    run = queries.visible_run(request.auth, run_id)
+    found = traces.timeline(queries.trace_files(run), rank, cycle, run.trace_phases)
+    if found is None:
+        raise ServiceError(404, "no_trace", f"run {run_id} has no parsed profiler trace with cycles for GPU #{rank}")
+    return found
+
+
+@router.get("/runs/{int:run_id}/trace/events/{int:logfile_id}/{int:index}",
+            response={200: dict, errors(404, 422): ErrorOut})
+def trace_event(request: ApiRequest, run_id: int = RunId, logfile_id: int = Path(..., ge=1, le=MAX_ID),
+                index: int = Path(..., ge=0, le=MAX_ID)) -> dict:
+    """The trace event a figure names (`event`, the index in the file's traceEvents), as the file
+    has it: the range or kernel behind a number. Read from the stored file up to it."""
+    run = queries.visible_run(request.auth, run_id)
+    lf = run.logfiles.filter(id=logfile_id, kind="trace").defer("trace").first()
+    found = None
+    if lf is not None:
+        try:
+            found = ingest_services.trace_event(lf, index)
+        except (OSError, storage.StorageError, TraceError) as e:
+            raise ServiceError(404, "no_trace_event", f"event #{index} of {lf.original_name}: {e}") from None
+    if found is None:
+        raise ServiceError(404, "no_trace_event",
+                           f"run {run_id} has no trace file #{logfile_id} with an event #{index}")
+    return {"logfile": logfile_id, "index": index, "event": found}
+
+
+@router.put("/runs/{int:run_id}/trace/phases", response={200: dict, errors(400, 403, 404, 415, 422): ErrorOut})
+def set_trace_phases(request: ApiRequest, payload: TracePhasesIn, run_id: int = RunId) -> dict:
+    """Say which trace ranges are which phases (editors and admins); recorded as a run edit. The
+    breakdown is redone from the stored per-range figures at once (the trace is not read again)."""
+    run = queries.visible_run(request.auth, run_id)
+    services.set_trace_phases(request.auth, run, payload.phases)
+    return _trace(queries.visible_run(request.auth, run_id))
 
 
 @router.get("/runs/{int:run_id}/annotations", response={200: list[AnnotationOut], errors(404, 422): ErrorOut})

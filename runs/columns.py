@@ -192,10 +192,9 @@ def sources(run_id: int, kind: str, names: Iterable[str]) -> set[str]:
     return set(_found(kind, run_id=run_id, names=names).values_list("source", flat=True).distinct())
 
 
-def first_logfile(run_id: int, kind: str, names: Iterable[str], source: str | None = None) -> int | None:
-    """The first log file (by id) of a run that has rows of these names."""
-    return _found(kind, run_id=run_id, names=names, source=source).order_by("logfile_id").values_list(
-        "logfile_id", flat=True).first()
+def names(run_id: int, kind: str, names: Iterable[str], source: str | None = None) -> set[str]:
+    """Which of these names a run's rows (of `source`) have (from the blocks' rows in SQL)."""
+    return set(_found(kind, run_id=run_id, names=names, source=source).values_list("name", flat=True).distinct())
 
 
 def row_count(run_id: int) -> int:

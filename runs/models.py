@@ -120,6 +120,9 @@ class Run(models.Model):
     nccl_status = models.CharField(max_length=10, blank=True)  # ok / drift / unknown
     # parsed["launches_count"], for lists (they never load `parsed`): 2 or more blend launches.
     launches_count = models.PositiveSmallIntegerField(default=0)
+    # Log files of the run that failed, kept with the status (lists show it): a run is `ready`
+    # when one file parsed, and says beside that status how many did not (their reasons: `error`).
+    failed_files = models.PositiveSmallIntegerField(default=0)
     # The whole parse JSON of the run (DESIGN "Contract" shape) plus settings with their sources:
     # summaries, not every row (collectives capped). Lists defer it (runs.queries).
     parsed = models.JSONField(default=dict, blank=True)
@@ -129,6 +132,9 @@ class Run(models.Model):
     # What the pages chart, thinned to a bounded number of points per trace, each point with its
     # window, line and log file (runs/series.py); written by refresh_run. Lists defer it.
     series = models.JSONField(null=True, blank=True, editable=False)
+    # A person's word on which profiler-trace ranges are which phases: {range name: phase, "" =
+    # not a phase}; wins over runs/traces.py PHASE_NAMES. Changes are recorded as RunEdits.
+    trace_phases = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -147,7 +153,12 @@ class Run(models.Model):
 
 
 class LogFile(models.Model):
+    class Kind(models.TextChoices):
+        LOG = "log"
+        TRACE = "trace"  # a PyTorch profiler (Kineto) trace: read by ingest/parsers/trace.py, not the log parsers
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="logfiles")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LOG)
     original_name = models.CharField(max_length=255)  # shown escaped; never used as a path
     # Relative to RUNLENS_DATA_DIR for uploads; absolute (under a LOG_ROOT) when registered.
     path = models.CharField(max_length=1024)
@@ -179,6 +190,8 @@ class LogFile(models.Model):
     head_sha256 = models.CharField(max_length=64, blank=True)
     # Why the last refresh kept the old rows instead of reading the file ("" when it did not).
     refresh_warning = models.TextField(blank=True)
+    # A trace file's breakdown by range and cycle (ingest/parsers/trace.py); null for logs.
+    trace = models.JSONField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -314,11 +327,15 @@ class AnnotationEdit(models.Model):
 
 
 class RunEdit(models.Model):
-    """A change a person made to a run after its upload (its tags replaced): who, when, before and
-    after. The run page and the activity feed show them, like an annotation's edit history."""
+    """A change a person made to a run after its upload (its tags replaced, its log files' roles
+    corrected): who, when, before and after. The run page and the activity feed show them, like
+    an annotation's edit history. Tags: before/after are the tag lists. Roles: {"roles": {file:
+    role, "" = detected}, "figures": {figure: value}}, the figures being those the change moved."""
 
     class What(models.TextChoices):
         TAGS = "tags"
+        TRACE_PHASES = "trace_phases"  # before/after: ["range name=phase", ...]
+        ROLES = "roles"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="edits")
     what = models.CharField(max_length=20, choices=What.choices)

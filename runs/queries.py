@@ -15,7 +15,7 @@ from django.db.models import F, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 
-from runs import columns
+from runs import columns, display, traces
 from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
@@ -113,11 +113,44 @@ def anchored_notes(run_ids: list[int]) -> list[Annotation]:
                 .select_related("author", "run").order_by("created_at", "id"))
 
 
-def run_edits(run: Run) -> list[dict]:
-    """Changes people made to the run after its upload (tags replaced), oldest first."""
+def run_edits(run: Run, what: str | None = None) -> list[dict]:
+    """Changes people made to the run after its upload (tags replaced, roles corrected), oldest
+    first; only those of one kind with `what`. `changes` says each in words."""
+    edits = run.edits.select_related("edited_by")
+    if what:
+        edits = edits.filter(what=what)
     return [{"what": e.what, "before": e.before, "after": e.after, "at": e.edited_at,
-             "by": e.edited_by.get_username() if e.edited_by else None}
-            for e in run.edits.select_related("edited_by")]
+             "by": e.edited_by.get_username() if e.edited_by else None, "changes": edit_changes(e)}
+            for e in edits]
+
+
+# How a role edit names the figures it moved (the run page's card labels).
+EDITED_FIGURES = {"throughput_tok_s": ("throughput", " tok/s"), "tokens_per_cycle": ("tokens/cycle", ""),
+                  "cycle_ms": ("cycle", " ms"), "verify_ms": ("verify", " ms"), "windows": ("windows", ""),
+                  "nccl_status": ("NCCL", ""), "launches_count": ("serving launches", "")}
+
+
+def edit_changes(edit: RunEdit) -> list[str]:
+    """A recorded edit in words, one phrase a change: `tags a → b`; `bench.log: detected →
+    benchmark client`, `throughput 472.8 → — tok/s`, `NCCL drift → unknown`."""
+    if edit.what in (RunEdit.What.TAGS, RunEdit.What.TRACE_PHASES):
+        label = "tags" if edit.what == RunEdit.What.TAGS else "trace phases"
+        return [f"{label} {', '.join(edit.before) or '(none)'} → {', '.join(edit.after) or '(none)'}"]
+    before, after = edit.before or {}, edit.after or {}
+    phrases = [f"{name}: {before.get('roles', {}).get(name) or 'detected'} → {role or 'detected'}"
+               for name, role in (after.get("roles") or {}).items()]
+    moved = after.get("figures") or {}
+    # In the cards' order (PostgreSQL's jsonb keeps no key order).
+    order = list(EDITED_FIGURES)
+    for key in sorted(moved, key=lambda k: order.index(k) if k in order else len(order)):
+        label, unit = EDITED_FIGURES.get(key, (key, ""))
+        new, old = moved[key], (before.get("figures") or {}).get(key)
+        if key in display.KINDS:
+            phrases.append(f"{label} {display.figure(old, key)} → {display.figure(new, key)}{unit}")
+        else:
+            phrases.append(f"{label} {old if old not in (None, '') else display.DASH} → "
+                           f"{new if new not in (None, '') else display.DASH}")
+    return phrases
 
 
 def activity(user, limit: int = 15) -> list[dict]:
@@ -139,8 +172,8 @@ def activity(user, limit: int = 15) -> list[dict]:
                 "text": a.body[:200]} for a in notes]
     edits = (RunEdit.objects.filter(run__in=visible_runs(user)).select_related("run", "run__project", "edited_by")
              .defer(*(f"run__{f}" for f in LIST_DEFERRED)).order_by("-edited_at")[:limit])
-    events += [{"at": e.edited_at, "kind": "tags", "run": e.run, "who": e.edited_by,
-                "text": f"tags {', '.join(e.before) or '(none)'} → {', '.join(e.after) or '(none)'}"} for e in edits]
+    events += [{"at": e.edited_at, "kind": e.what, "run": e.run, "who": e.edited_by,
+                "text": "; ".join(edit_changes(e))} for e in edits]
     return sorted(events, key=lambda e: e["at"], reverse=True)[:limit]
 
 
@@ -342,38 +375,55 @@ def first_lines(run: Run, kept: dict | None = None,
     return out
 
 
-FIGURE_LINES_SHOWN = 200  # lines listed in the source panel for one figure (the median's always among them)
+FIGURE_LINES_SHOWN = 200  # lines listed in the source panel for one figure (the middle ones always among them)
 
 
 def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict | None:
     """The windows behind one of the run page's median figures (`phase:Target verify`,
-    `metric:throughput_tok_s`), in the first log file that has it: the first `limit` windows'
-    (window, value, line) in order, their total, and the line of the window whose value is the
-    median (the middle of a stable sort by value, ties by window then order in the file). None
-    for an unknown key or no rows. Reads only that figure's blocks of that one file."""
+    `metric:throughput_tok_s`), in every log file behind it, as the summary takes them (files in
+    order, windows in order): the first `limit` windows' (log file, window, value, line), their
+    total, the card's figure, and the window or windows in the middle of a stable sort by value
+    (ties by file, window, then order in the file): one for an odd count, the two whose mean is
+    the median for an even one. None for an unknown key or no rows. Reads only that figure's blocks."""
     kind, _, name = key.partition(":")
+    parsed = run.parsed or {}
     source = None
     if kind == columns.PHASE:
         names = [name]
+        card = next((p.get("ms") for p in parsed.get("phases", []) if p.get("name") == name), None)
     elif kind == columns.METRIC and name in set(CARD_METRICS.values()):
         names = [m for m, figure in CARD_METRICS.items() if figure == name]
         source = stored.best_source(run.id, names)  # the source the summary believes first
         if source is None:
             return None
+        # Within the source, the first of the names it reports, as summary.series takes it.
+        reported = columns.names(run.id, kind, names, source)
+        names = [next(n for n in names if n in reported)]
+        card = (parsed.get("summary") or {}).get(name)
     else:
         return None
-    logfile = columns.first_logfile(run.id, kind, names, source)
-    if logfile is None:
-        return None
-    rows = columns.frame(run.id, kind, [columns.VALUE[kind], "line"], logfile=logfile, names=names,
-                         source=source).rename({columns.VALUE[kind]: "value"})
+    rows = columns.frame(run.id, kind, [columns.VALUE[kind], "line"], names=names, source=source).rename(
+        {columns.VALUE[kind]: "value"})
     total = rows.height
-    median = rows.sort(["value", "window", "i"], maintain_order=True).row((total - 1) // 2, named=True)
-    shown = [{"window": w, "value": v, "line": line} for w, v, line in
-             rows.head(limit).select("window", "value", "line").iter_rows()]
-    return {"logfile": logfile, "median_line": median["line"], "median_value": median["value"], "total": total,
-            "median": {"window": median["window"], "value": median["value"], "line": median["line"]},
-            "windows": shown}
+    if not total:
+        return None
+    ordered = rows.sort(["value", "logfile", "window", "i"], maintain_order=True)
+    middle = [ordered.row(at, named=True) for at in sorted({(total - 1) // 2, total // 2})]
+    median = sum(m["value"] for m in middle) / len(middle)
+    files = dict(LogFile.objects.filter(id__in=rows.get_column("logfile").unique().to_list())
+                 .values_list("id", "original_name"))
+
+    def window(row: dict) -> dict:
+        return {"logfile": row["logfile"], "window": row["window"], "value": row["value"], "line": row["line"]}
+
+    shown = [window(r) for r in rows.head(limit).iter_rows(named=True)]
+    for m in middle:
+        if (m["logfile"], m["line"]) not in {(w["logfile"], w["line"]) for w in shown}:
+            shown.append(window(m))
+    return {"figure": card if card is not None else round(median, 4), "median_value": round(median, 4),
+            "total": total, "middle": [window(m) for m in middle], "windows": shown,
+            "files": [{"logfile": lf, "name": files.get(lf, "")} for lf in rows.get_column("logfile").unique(
+                maintain_order=True).to_list()]}
 
 
 def comparison_inputs(user, ids: list[int], points: bool = True,
@@ -458,7 +508,27 @@ def comparison_for(user, ids: list[int], baseline: int | None, points: bool = Tr
     missing = sorted(set(ids) - {r.id for r in inputs})
     if missing:
         raise Http404(f"no run {', '.join(map(str, missing))} in your projects")
-    return inputs, compare(inputs, baseline)
+    result = compare(inputs, baseline)
+    trace = traces.compare_runs([(r.id, r.name, r.parsed.get("trace")) for r in in_result_order(inputs, result)],
+                                result["baseline"] or 0)
+    if trace is not None:
+        result["trace"] = trace
+        result["headline"] = result["headline"] + trace["headline"]
+    return inputs, result
+
+
+def trace_files(run: Run) -> list[dict]:
+    """The run's ready profiler-trace files as runs/traces.py takes them: {logfile, name, trace}."""
+    return [{"logfile": lf_id, "name": name, "trace": trace} for lf_id, name, trace in run.logfiles.filter(
+        kind=LogFile.Kind.TRACE, status=Status.READY, trace__isnull=False).order_by("id")
+        .values_list("id", "original_name", "trace")]
+
+
+def trace_of(run: Run) -> dict | None:
+    """The run's profiler-trace breakdown (runs/traces.py) with the run's own range-to-phase
+    mapping; None when it has no parsed trace."""
+    files = trace_files(run)
+    return traces.run_trace(files, run.trace_phases) if files else None
 
 
 def in_result_order(inputs: list[RunInput], result: dict) -> list[RunInput]:

@@ -166,6 +166,9 @@ class RunOut(Schema):
     nccl_status: str
     launches_count: int = Field(0, description=(
         "serving launches in the run; 2 or more means its figures blend them (see parsed.launches)"))
+    failed_files: int = Field(0, description=(
+        "log files of the run that failed to parse (`error` says why): a `ready` run with failed files "
+        "holds the figures of the others only"))
     url: str = Field(description="the run's page")
 
     @staticmethod
@@ -217,6 +220,7 @@ class LogFileStatusOut(Schema):
 
 
 class LogFileOut(LogFileStatusOut):
+    kind: str = Field(description='"log", or "trace": a PyTorch profiler trace (its breakdown is parsed["trace"])')
     size: int
     sha256: str
     registered: bool = Field(description="read in place from the server (registered by path)")
@@ -226,6 +230,15 @@ class LogFileOut(LogFileStatusOut):
     warnings: list[dict[str, Any]]
 
 
+class RecordedEditOut(Schema):
+    what: str = Field(description="tags (before/after: the tag lists) or roles (before/after: "
+                      "{roles: {file: role, \"\" = detected}, figures: {figure: value}}, the figures it moved)")
+    before: Any
+    after: Any
+    by: str | None = Field(description="who changed it (None: the user was deleted)")
+    at: datetime
+
+
 class RunDetailOut(RunOut):
     notes: str
     meta: dict[str, Any] = Field(description="upload metadata: ci{commit, branch, url}, ...")
@@ -233,16 +246,26 @@ class RunDetailOut(RunOut):
     parsed: dict[str, Any] = Field(
         description="the parse of the whole run, the DESIGN 'Contract' shape; {} until a file is parsed",
     )
+    edits: list[RecordedEditOut] = Field(description="changes people made to the run since its upload, oldest first")
 
     @staticmethod
     def resolve_logfiles(run: Run) -> list:
-        return list(run.logfiles.all())
+        return list(run.logfiles.defer("trace"))  # a trace's breakdown is in `parsed`; the file's copy stays
+
+    @staticmethod
+    def resolve_edits(run: Run) -> list:
+        return [{"what": e.what, "before": e.before, "after": e.after, "at": e.edited_at,
+                 "by": e.edited_by.get_username() if e.edited_by else None}
+                for e in run.edits.select_related("edited_by")]
 
 
 class RunStatusOut(Schema):
     id: int
     status: StatusName
-    error: str = Field(description="why the run failed: file and reason, one line per failed file")
+    error: str = Field(description="why the run, or some of its files, failed: file and reason, one line per "
+                       "failed file (also while the run is ready from its other files)")
+    failed_files: int = Field(0, description="log files that failed; a `ready` run with some holds the others' "
+                              "figures only")
     logfiles: list[LogFileStatusOut]
     verdict: VerdictOut | None = Field(None, description="once ready: the verdict against the run's "
                                        "baseline, as GET /runs/{id}/verdict")
@@ -264,8 +287,16 @@ class TagsIn(Schema):
     )
 
 
+class TracePhasesIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    phases: dict[Annotated[str, Field(min_length=1, max_length=200)], Annotated[str, Field(max_length=100)]] = Field(
+        max_length=200, description='{range name: phase} for the run\'s profiler traces, "" for a range that is '
+        "no phase; replaces the run's mapping (names left out go back to runlens's own guess)")
+
+
 class RunEditOut(Schema):
-    what: str = Field(description="what was changed: tags")
+    what: str = Field(description="what was changed: tags, trace_phases")
     before: list[str]
     after: list[str]
     by: str | None = Field(description="who changed it (None: the user was deleted)")

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs import columns, digest, queries
+from runs import columns, digest, queries, traces
 from runs.layout import ROLES
 from runs.models import (
     Annotation,
@@ -36,6 +36,7 @@ from runs.models import (
 )
 from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
+from runs.queries import trace_of
 from runs.series import SERIES_VERSION, fresh_series
 from runs.summary import BLOCKS_KEY, DRAFT_TYPES_KEY, person_vs_logs, renew_nccl, summarize_run
 
@@ -392,7 +393,37 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
 
 
 def _ready_files(run: Run) -> list[LogFile]:
-    return list(run.logfiles.filter(status=Status.READY).order_by("id"))
+    # Profiler traces have no rows or digest: their breakdown is `parsed["trace"]` (trace_of).
+    return list(run.logfiles.filter(status=Status.READY, kind=LogFile.Kind.LOG).order_by("id"))
+
+
+def set_trace_phases(user: User, run: Run, mapping: Mapping[str, str]) -> RunEdit | None:
+    """A person's word on which trace ranges are which phases ({range name: phase, "" = not a
+    phase}; names left out go back to runlens's own guess). Editors and admins; recorded as a
+    RunEdit, None when nothing changed. The breakdown is redone from the stored traces, not reread."""
+    require_role(user, run.project_id, Role.EDITOR)
+    for name, phase in mapping.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise ServiceError(422, "bad_trace_phases", f"range name {name!r}: 1-200 characters")
+        if not isinstance(phase, str) or len(phase) > 100:
+            raise ServiceError(422, "bad_trace_phases", f"phase of {name!r}: a name of at most 100 characters, "
+                               "or \"\" for a range that is no phase")
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(id=run.id)
+        old = dict(locked.trace_phases or {})
+        new = {k: v.strip() for k, v in mapping.items()}
+        if old == new:
+            return None
+        locked.trace_phases = new
+        # As the edit history shows them (RunEditOut: lists of text): "range=phase", "range=" for none.
+        before, after = (sorted(f"{k}={v}" for k, v in m.items()) for m in (old, new))
+        trace = trace_of(locked)
+        if trace is not None and locked.parsed:
+            locked.parsed = {**locked.parsed, "trace": traces.summary(trace)}
+        locked.save(update_fields=["trace_phases", "parsed", "updated_at"])
+        run.trace_phases, run.parsed = locked.trace_phases, locked.parsed
+        return RunEdit.objects.create(run=run, what=RunEdit.What.TRACE_PHASES, before=before, after=after,
+                                      edited_by=user)
 
 
 def _add_nccl(run: Run, result: rec.ParseResult) -> None:
@@ -474,6 +505,7 @@ def refresh_run(run_id: int) -> None:
     (a block at a time, regrouped on disk: run_rows) and its NCCL rows."""
     run = Run.objects.select_for_update().get(id=run_id)
     run.status, run.error, codes = _run_status(run)
+    run.failed_files = min(run.logfiles.filter(status=Status.FAILED).count(), 32767)
     parsed: dict = {}
     state: dict = {}
     if Status.READY in codes:
@@ -482,6 +514,9 @@ def refresh_run(run_id: int) -> None:
         _add_nccl(run, result)
         parsed, figured = summarize_run(result, run_rows(run, files))
         state = {"figured": figured}
+        trace = trace_of(run)
+        if trace is not None:
+            parsed["trace"] = traces.summary(trace)
     run.parsed = parsed
     run.summary_state = state
     summary = parsed.get("summary", {})
@@ -565,11 +600,22 @@ def _steps_source(run: Run) -> str:
     return ""
 
 
-def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> None:
+# The run's figures a role correction can change, as the run page's cards and list show them.
+ROLE_EDIT_FIGURES = ("throughput_tok_s", "tokens_per_cycle", "cycle_ms", "verify_ms", "windows", "nccl_status",
+                     "launches_count")
+
+
+def _figures(run: Run) -> dict:
+    return {key: getattr(run, key) for key in ROLE_EDIT_FIGURES}
+
+
+def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> RunEdit | None:
     """Correct the role of some of a run's log files ({log file id or name: role, "" = detected})
-    and recompute the run's verdicts. Members of the run's project may."""
-    if not (user.is_superuser or Membership.objects.filter(project_id=run.project_id, user=user).exists()):
-        raise ServiceError(403, "not_allowed", "only members of the run's project may change roles")
+    and recompute the run's verdicts. Editors and admins (PermissionDenied otherwise): the roles
+    decide which lines count as the workers', so they change the run's figures and NCCL verdict.
+    Recorded as a RunEdit: the files' roles and the figures that moved, before and after; None
+    when no role changed."""
+    require_role(user, run.project_id, Role.EDITOR)
     files = list(run.logfiles.all())
     changes = {}
     for key, role in roles.items():
@@ -580,9 +626,25 @@ def set_file_roles(user: User, run: Run, roles: Mapping[str, str]) -> None:
             raise ServiceError(422, "bad_roles", f"{role!r} is not a role ({', '.join(ROLES)})")
         changes[lf.id] = role
     with transaction.atomic():
-        for lf_id, role in changes.items():
+        locked = Run.objects.select_for_update().get(id=run.id)  # two editors: one after the other
+        old = dict(LogFile.objects.filter(id__in=changes).values_list("id", "role"))
+        changed = {lf_id: role for lf_id, role in changes.items() if old.get(lf_id) != role}
+        if not changed:
+            return None
+        figures_before = _figures(locked)
+        for lf_id, role in changed.items():
             LogFile.objects.filter(id=lf_id).update(role=role)
         refresh_run(run.id)
+        figures_after = _figures(Run.objects.get(id=run.id))
+        names = {f.id: f.original_name for f in files}
+        moved = [k for k in ROLE_EDIT_FIGURES if figures_before[k] != figures_after[k]]
+        return RunEdit.objects.create(
+            run=run, what=RunEdit.What.ROLES, edited_by=user,
+            before={"roles": {names[i]: old.get(i) or "" for i in changed},
+                    "figures": {k: figures_before[k] for k in moved}},
+            after={"roles": {names[i]: r for i, r in changed.items()},
+                   "figures": {k: figures_after[k] for k in moved}},
+        )
 
 
 def split_run(user: User, run: Run) -> list[Run]:

@@ -631,12 +631,16 @@ def _split(lay: Layout, g: Group) -> list[tuple[int, Group]]:
     if len(probes) == 1:
         i = probes.pop()
         return [] if i is None else [(i, g)]
-    keep: dict[int, list[int]] = defaultdict(list)
-    for n, line in enumerate(g.lines):
-        i = lay.launch_index(g.logfile, g.process, line)
-        if i is not None:
-            keep[i].append(n)
-    return [(i, g.part(idx)) for i, idx in keep.items()]
+    # Probes that differ come from the segments (launch_index's other answers ignore the line): each
+    # row's launch is its segment's, found for all rows at once (a call a row was 28% of a parse).
+    starts = np.array([s for s, _ in segs], dtype=np.int64)
+    launch_of = np.array([i for _, i in segs], dtype=np.int64)
+    lines = np.frombuffer(g.lines, dtype=np.dtype(g.lines.typecode)).astype(np.int64)
+    at = launch_of[np.maximum(np.searchsorted(starts, lines, side="right") - 1, 0)]
+    order = np.argsort(at, kind="stable")
+    cuts = np.flatnonzero(np.diff(at[order])) + 1
+    parts = [(int(at[idx[0]]), idx) for idx in np.split(order, cuts) if len(idx)]
+    return [(i, g.part(idx)) for i, idx in sorted(parts, key=lambda p: int(p[1][0]))]
 
 
 def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layout | None = None, *,

@@ -14,15 +14,16 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs import charts, forms, markdown, queries, series, services, specdecode
+from runs import charts, forms, markdown, queries, series, services, specdecode, trace_charts
 from runs.compare import to_csv_rows
 from runs.display import throughput_scope_text
 from runs.forms import AnnotationEditForm, AnnotationForm, MemberForm, RoleForm
 from runs.http import AuthenticatedRequest, csv_download
-from runs.models import Annotation, Status
+from runs.models import Annotation, RunEdit, Status
 from runs.nccl import nccl_sentence
 from runs.permissions import Role, has_role, role_in
 from runs.summary import person_vs_logs
+from runs.trace_views import trace_context
 
 SORT_COLUMNS = [
     ("name", "Run"), ("status", "Status"), ("steps", "Steps"), ("tok_s", "tok/s"),
@@ -93,7 +94,10 @@ def run_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         "serving": sorted((parsed.get("serving") or {}).items()),
         "baseline_choices": queries.baseline_choices(request.user, run), "annotation_form": AnnotationForm(),
         "can_pin": run.status == Status.READY and services.can_pin(request.user, run),
-        "can_tag": has_role(request.user, run.project_id, Role.EDITOR), "run_edits": queries.run_edits(run),
+        "can_tag": has_role(request.user, run.project_id, Role.EDITOR),
+        "run_edits": queries.run_edits(run, RunEdit.What.TAGS),
+        **trace_context(request, run),
+        "role_edits": queries.run_edits(run, RunEdit.What.ROLES),
     })
 
 
@@ -128,7 +132,7 @@ def run_status(request: HttpRequest) -> JsonResponse:
             "throughput_tok_s": r.throughput_tok_s, "tokens_per_cycle": r.tokens_per_cycle,
             "cycle_ms": r.cycle_ms, "verify_ms": r.verify_ms, "steps": r.steps, "nccl_status": r.nccl_status,
             # Everything else the list row shows, so a row filled live matches one rendered by the server.
-            "person_conflict": r.person_conflict, "launches_count": r.launches_count,
+            "person_conflict": r.person_conflict, "launches_count": r.launches_count, "failed_files": r.failed_files,
             # An annotation of queries.run_statuses (lists never load `parsed`).
             "throughput_scope": throughput_scope_text(getattr(r, "throughput_scope", None)),
             "logfiles": [{"id": lf.id, "status": lf.status, "error": lf.error} for lf in r.logfiles.all()],
@@ -140,17 +144,14 @@ def run_status(request: HttpRequest) -> JsonResponse:
 @login_required
 @require_GET
 def figure_lines(request: HttpRequest, pk: int) -> JsonResponse:
-    """The windows behind one median figure of the run page, for the source panel: each window's
-    value and line (the median's marked), at most FIGURE_LINES_SHOWN of them."""
+    """The windows behind one median figure of the run page, for the source panel: every file's
+    windows with their values and lines (at most FIGURE_LINES_SHOWN), the card's figure, and the
+    middle window (odd count) or two (even: the median is their mean) marked."""
     run = queries.visible_run(request.user, pk)
     found = queries.figure_windows(run, request.GET.get("key", ""))
     if found is None:
         return JsonResponse({"error": {"code": "no_figure", "message": "no such figure in this run"}}, status=404)
-    shown = found["windows"]
-    if found["median_line"] not in {w["line"] for w in shown}:
-        shown = shown[:-1] + [found["median"]]
-    return JsonResponse({"logfile": found["logfile"], "median_line": found["median_line"],
-                         "median_value": found["median_value"], "total": found["total"], "windows": shown})
+    return JsonResponse(found)
 
 
 @login_required
@@ -171,6 +172,8 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         return csv_download("runlens-compare.csv", to_csv_rows(result))
     ordered = queries.in_result_order(inputs, result)
     chart_data = {}
+    if result.get("trace") and (deltas := trace_charts.class_deltas(result["trace"])):
+        chart_data["chart-trace-deltas"] = deltas
     if inputs and result["phases"]:
         chart_data["chart-breakdown"] = charts.cycle_breakdown(result)
         if len(inputs) >= 2:
@@ -310,6 +313,8 @@ def set_roles(request: AuthenticatedRequest, pk: int) -> HttpResponse:
         services.set_file_roles(request.user, run, roles)
     except services.ServiceError as e:
         messages.error(request, e.message)
+    except PermissionDenied as e:
+        messages.error(request, str(e) or "correcting roles needs the editor role")
     return redirect(reverse("run_detail", args=[run.id]) + "#processes")
 
 

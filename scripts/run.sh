@@ -13,6 +13,8 @@ scripts/ensure-redis.sh
 [ -z "$had_redis" ] && [ -f "$REDIS_PID" ] && private_redis=$(cat "$REDIS_PID") || private_redis=""
 $PY manage.py migrate --noinput
 $PY manage.py demo
+# Without a C compiler at install the native scanner is not built: logs are still read, slower. Say so.
+$PY -c 'from ingest.parsers import native; n = native.notice(); n and print("runlens:", n)'
 
 pids=()
 stop() {

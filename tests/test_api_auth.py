@@ -9,6 +9,7 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from django.utils import timezone
 
+from ingest.parsers import native
 from runs.models import ApiToken, Run
 from webapp.api import api
 from webapp.auth import create_token
@@ -50,7 +51,15 @@ def test_bad_authorization_headers_are_401(client, alice, header):
 
 
 def test_health_needs_no_credentials(client):
-    assert client.get("/api/v1/health").json() == {"status": "ok", "database": "ok", "redis": "ok"}
+    assert client.get("/api/v1/health").json() == {"status": "ok", "database": "ok", "redis": "ok",
+                                                   "parser": "native"}
+
+
+def test_health_says_in_one_line_when_the_native_scanner_is_not_built(client, monkeypatch):
+    monkeypatch.setattr(native, "_scan", None)
+    parser = client.get("/api/v1/health").json()["parser"]
+    assert parser.startswith("the native scanner (ingest/parsers/_scan.c) is not built") and "\n" not in parser
+    assert "reference engine" in parser
 
 
 @pytest.mark.parametrize("field", ["revoked_at", "expires_at"])

@@ -54,7 +54,7 @@ def test_detail_has_parsed_contract_summary_tags_and_logfiles(client, alice, bea
     lf = run.logfiles.get()
     assert body["logfiles"] == [{
         "id": lf.id, "name": TUNED, "status": "ready", "error": "", "error_line": None, "partial": None,
-        "refresh_warning": "", "size": lf.size,
+        "refresh_warning": "", "kind": "log", "size": lf.size,
         "sha256": lf.sha256, "registered": False, "formats": lf.formats, "lines": lf.lines,
         "parsed_at": body["logfiles"][0]["parsed_at"], "warnings": lf.warnings,
     }]
@@ -259,6 +259,25 @@ def test_compare_of_large_runs_reads_their_stored_series_not_their_rows(client, 
     body = response.json()
     assert set(body) >= {"baseline", "runs", "metrics", "phases", "config", "comparable", "headline"}
     assert next(m for m in body["metrics"] if m["key"] == "verify_ms")["runs"][str(b.id)]["noise"] is not None
+
+
+def test_status_of_a_ready_run_counts_its_failed_files(client, alice, bearer):
+    import io
+
+    from ingest import services
+    from tests.samples import log_path
+
+    tuned = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    dump = b"\x00\x01binary\n"
+    run, _ = services.register_upload(alice, [services.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
+                                              services.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
+                                      project="team")
+    for lf in run.logfiles.all():
+        services.parse_logfile(lf.id)
+    body = client.get(f"/api/v1/runs/{run.id}/status", headers=bearer(alice)).json()
+    assert body["status"] == "ready" and body["failed_files"] == 1 and "core.bin" in body["error"]
+    listed = client.get("/api/v1/runs", headers=bearer(alice)).json()
+    assert [r["failed_files"] for r in listed["items"] if r["id"] == run.id] == [1]
 
 
 def test_run_detail_lists_each_result_block_with_its_settings(client, alice, bearer):

@@ -8,7 +8,7 @@ import json
 
 from django.core.management import call_command
 
-from bench import loggen, report
+from bench import loggen, mixes, report
 
 
 def parsed(path) -> dict:
@@ -110,7 +110,8 @@ def test_results_json_shape():
                          mach=report.machine("15.2"), config={"size_mb": 512}, references={"grep_c_seconds": 0.3},
                          table_rows=list(rows.values()), notes=["n"])
     again = json.loads(json.dumps(out))
-    assert set(again) == {"commit", "started", "seconds", "machine", "config", "references", "targets", "notes"}
+    assert set(again) == {"commit", "started", "seconds", "machine", "config", "references", "targets", "notes",
+                          "mixes"}
     assert {"cores", "ram_gb", "cpu", "python", "postgresql", "load_average"} <= set(again["machine"])
     assert [t["key"] for t in again["targets"]] == [k for k, _, _ in report.TARGETS]
     ingest = next(t for t in again["targets"] if t["key"] == "ingest_time")
@@ -147,3 +148,57 @@ def test_markdown_quotes_the_machine_the_table_and_the_references():
     assert "PostgreSQL 15.20" in text and report.table(list(rows.values())) in text
     assert "References measured in the same run: grep_c_seconds 0.5." in text
     assert text.endswith("- copies made in SQL")
+
+
+def test_each_real_mix_is_built_from_real_logs_of_its_kind_only(tmp_path):
+    for mix in ("nccl_startup", "decode", "vllm", "nccl_tests"):
+        made_of = mixes.describe(mix)
+        if mix == "vllm" and not made_of["files"]:
+            continue  # the repository's samples hold no vLLM log; the shared samples and the corpus do
+        assert made_of["real"] and made_of["files"], mix
+        log = mixes.write_mix(tmp_path / f"{mix}.log", mix, 1 << 20)
+        assert log.stat().st_size >= 1 << 20
+        lines = log.read_text().splitlines()
+        if mix == "nccl_startup":
+            assert all("NCCL" in line for line in lines)
+        elif mix == "decode":
+            assert any("Decode batch" in line for line in lines)
+            assert all("batch" in line or line.startswith(("[EAGLE", "  ")) for line in lines)
+        elif mix == "nccl_tests":
+            assert any("busbw" in line for line in lines)
+        else:
+            assert any("SpecDecoding metrics" in line or "Speculative metrics" in line for line in lines)
+        out = parsed(log)
+        assert "error" not in out, (mix, out)
+
+
+def test_a_file_is_sorted_into_a_mix_by_its_content_not_its_name(tmp_path):
+    (tmp_path / "a.txt").write_text("#  size count type redop root time algbw busbw #wrong\n"
+                                    "#       (B)    (elements)   out-of-place\n")
+    (tmp_path / "b.txt").write_text("INFO 09-09 [metrics.py:96] SpecDecoding metrics: Draft acceptance rate: 88.8%\n")
+    (tmp_path / "c.txt").write_text("host:1:1 [0] NCCL INFO NCCL version 2.21.5\n")
+    assert mixes.unit("nccl_tests", [tmp_path / "a.txt"]).startswith(b"#  size")
+    assert mixes.unit("vllm", mixes.source_files([tmp_path])).startswith(b"INFO 09-09")
+    assert mixes.unit("nccl_startup", mixes.source_files([tmp_path])) == b"host:1:1 [0] NCCL INFO NCCL version 2.21.5\n"
+
+
+def test_mix_rows_say_rate_rss_and_the_references_or_that_a_parse_did_not_finish():
+    row = report.judge_mix("vllm", {"real": True, "files": ["x", "y"]}, size=64 * report.MB, seconds=3.0,
+                           startup=1.0, rss=120 * report.MB, grep_seconds=0.05, wc_seconds=0.03, loop_seconds=0.2,
+                           timeout=600)
+    assert row["mb_per_s"] == 32.0 and row["met"] is False and row["startup_excluded"]
+    slow = report.judge_mix("nccl_tests", {"real": True, "files": ["x"]}, size=64 * report.MB, seconds=float("inf"),
+                            startup=1.0, rss=400 * report.MB, grep_seconds=0.05, wc_seconds=0.03, loop_seconds=0.2,
+                            timeout=600)
+    assert slow["mb_per_s"] is None and "did not finish in 600 s" in slow["measured"]
+    table = report.mix_table([row, slow]).splitlines()
+    assert table[2].startswith("| vllm | real (2 files) | 64 MB | 32.0 MB/s | 120 MB | 10.0x | 1280 MB/s |")
+    assert "| did not finish |" in table[3]
+
+
+def test_the_cliff_inputs_are_made_to_size_and_parse(tmp_path):
+    for mix in mixes.CLIFFS:
+        log = mixes.write_mix(tmp_path / f"{mix}.log", mix, 200_000)
+        assert 190_000 <= log.stat().st_size < 400_000, mix
+        assert not mixes.describe(mix)["real"]
+        assert "error" not in parsed(log), mix

@@ -268,3 +268,17 @@ def test_503_gives_up_after_the_last_attempt_and_other_errors_are_not_retried():
     with pytest.raises(client.ClientError):
         client.with_retries(refused, sleep=lambda s: None, say=lambda *a, **k: None)
     assert len(calls) == 4
+
+
+@pytest.mark.live
+def test_a_profiler_trace_goes_up_beside_a_log_and_is_read_as_a_trace(live_server, alice, token, parser_thread,
+                                                                      capsys):
+    trace = log_path("traces/trace_tp1_flash_rank0.json.gz")
+    parser_thread(files=2)
+    code = client.main(["--url", live_server.url, "--token", token, "--project", "team", "--wait", "--timeout", "30",
+                        str(log_path(TUNED)), str(trace)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    run = Run.objects.get()
+    assert dict(run.logfiles.values_list("original_name", "kind")) == {TUNED: "log", trace.name: "trace"}
+    assert run.parsed["trace"]["ranks"][0]["phases"][0]["name"] == "Draft"

@@ -231,3 +231,41 @@ def test_the_heartbeat_keeps_a_parse_longer_than_the_stale_limit_from_being_take
     assert late_looks >= 3, "the parse was too short to prove anything"
     assert requeued == 0 and lf.attempts == 1 and lf.heartbeat_at > claimed
     assert stored_rows("phase", run_id=run_id, name="Target verify").height == 6
+
+
+def test_a_trace_uploaded_on_the_form_is_read_by_a_real_worker(client, alice, worker):
+    client.force_login(alice)
+    trace = log_path("traces/trace_spec_k2_3cycles.json.gz").read_bytes()
+    response = client.post(
+        "/upload/", {"files": [SimpleUploadedFile("profile.json.gz", trace),
+                               SimpleUploadedFile("tuned.log", log_path("spec_eagle3_tuned_2step.log").read_bytes())]},
+        HTTP_ACCEPT="application/json",
+    )
+    assert response.status_code == 202
+    run = _wait_until_done(response.json()["id"], worker)
+    assert run.status == Status.READY, run.error
+    assert dict(run.logfiles.values_list("original_name", "kind")) == {"profile.json.gz": "trace", "tuned.log": "log"}
+    assert [p["name"] for p in run.parsed["trace"]["ranks"][0]["phases"]] == ["Draft", "Target verify", "Accept"]
+    assert run.verify_ms == 4.08  # the log's figure, untouched by the trace
+
+
+def test_a_deleted_runs_parse_stops_within_one_heartbeat(client, alice, worker_queue, bearer):
+    """The DELETE answers at once; the parse (a ~40 MB log of lines that give no rows, ~20 s to
+    read here) notices at its next heartbeat that its claim is gone and stops at its next read:
+    the worker (one task at a time) takes the next file within a heartbeat and a few seconds,
+    not when the doomed log is read to its end."""
+    from django.utils import timezone
+
+    from runs.models import LogFile
+
+    worker = worker_queue.start(**FAST_CLAIMS)
+    run_id = _upload_big_and_wait_parsing(client, alice, "doomed.log")
+    deleted_at = timezone.now()
+    assert client.delete(f"/api/v1/runs/{run_id}", headers=bearer(alice)).status_code == 200
+    raw = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    after = client.post("/upload/", {"files": [SimpleUploadedFile("after.log", raw)]},
+                        HTTP_ACCEPT="application/json").json()["id"]
+    assert _wait_until_done(after, worker, timeout=120).status == Status.READY
+    taken = (LogFile.objects.get(run_id=after).claimed_at - deleted_at).total_seconds()
+    print(f"\nthe next file was taken {taken:.1f} s after the delete (heartbeat every 1 s)")
+    assert taken < 1 + 4, taken

@@ -74,8 +74,10 @@ def test_effective_filter_ignores_nccl_tests_processes(alice, client):
     client.force_login(alice)
     body = client.get("/?nccl=NCCL_PROTO=LL").content.decode()
     assert "tuned-alone" in body and "dropped+tests" not in body
-    # The rows still know they are nccl-tests' (not deleted, just not a worker's).
-    assert NcclSetting.objects.filter(key="NCCL_PROTO", kind="effective", role="nccl-tests").count() == 1
+    # The rows still know they are nccl-tests' (not deleted, just not a worker's): one for each of
+    # the two ranks its one process drives (-g 2), from its one echo.
+    rows = NcclSetting.objects.filter(key="NCCL_PROTO", kind="effective", role="nccl-tests")
+    assert sorted(rows.values_list("rank", flat=True)) == ["0", "1"] and len({r.line for r in rows}) == 1
 
 
 def test_processes_say_who_wrote_what(alice):
@@ -202,3 +204,39 @@ def test_upload_api_takes_roles_in_meta(alice, client, bearer):
         "meta": '{"project": "team", "roles": {"other.log": "nccl-tests"}}',
     }, headers=bearer(alice))
     assert wrong.status_code == 400 and "other.log" in wrong.json()["error"]["message"]
+
+
+def test_a_viewer_cannot_change_roles_and_the_figures_stay(vic, client, bearer):
+    from runs.models import Membership, RunEdit
+
+    run = upload(Membership.objects.get(role="admin").user, {"server.log": log_path("spec_eagle3_tuned_2step.log").read_bytes()})
+    response = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"server.log": "benchmark client"}},
+                           content_type="application/json", headers=bearer(vic))
+    assert response.status_code == 403 and response.json()["error"]["code"] == "role_required"
+    client.force_login(vic)
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert "Save roles" not in page
+    client.post(f"/runs/{run.id}/roles", {f"role-{run.logfiles.get().id}": "benchmark client"})
+    run.refresh_from_db()
+    assert run.throughput_tok_s == 472.8 and run.logfiles.get().role == "" and not RunEdit.objects.exists()
+
+
+def test_a_role_change_is_recorded_with_the_figures_it_moved(bob, client, bearer):
+    run = upload(bob, {"server.log": log_path("spec_eagle3_tuned_2step.log").read_bytes()})
+    response = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"server.log": "nccl-tests"}},
+                           content_type="application/json", headers=bearer(bob))
+    assert response.status_code == 200
+    [edit] = response.json()["edits"]
+    assert edit["what"] == "roles" and edit["by"] == "bob"
+    assert edit["before"]["roles"] == {"server.log": ""} and edit["after"]["roles"] == {"server.log": "nccl-tests"}
+    assert edit["before"]["figures"]["throughput_tok_s"] == 472.8 and edit["after"]["figures"]["throughput_tok_s"] is None
+    assert (edit["before"]["figures"]["nccl_status"], edit["after"]["figures"]["nccl_status"]) == ("ok", "unknown")
+    # The same roles again change nothing and record nothing.
+    client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"server.log": "nccl-tests"}},
+                content_type="application/json", headers=bearer(bob))
+    client.force_login(bob)
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert page.count("server.log: detected → nccl-tests") == 1
+    assert "bob: server.log: detected → nccl-tests; throughput 472.8 → — tok/s" in page
+    assert "NCCL ok → unknown" in page
+    assert "event-roles" in client.get("/").content.decode()

@@ -67,7 +67,7 @@ def test_uploads_while_redis_is_down_are_kept_and_parsed_when_it_returns(
     status, listing, _ = _call("GET", f"{base}/api/v1/runs", token)
     assert status == 200 and {r["id"] for r in listing["items"]} >= set(ids)
     status, health, _ = _call("GET", f"{base}/api/v1/health", token)
-    assert (status, health) == (200, {"status": "degraded", "database": "ok", "redis": "down"})
+    assert (status, health) == (200, {"status": "degraded", "database": "ok", "redis": "down", "parser": "native"})
 
     private_redis.start()  # empty: the messages never reached it
     worker_queue.start(redis_url=private_redis.url, beat=True, RUNLENS_RECONCILE_EVERY_SECONDS="5")
@@ -121,7 +121,7 @@ def test_database_unreachable_is_503_with_retry_after_and_health_says_so(web_ser
     """PostgreSQL away: every request is a 503 with Retry-After (never a 500), /health says what is down."""
     base = web_server(private_redis.url, DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere")
     status, health, _ = _call("GET", f"{base}/api/v1/health", "x")
-    assert (status, health) == (503, {"status": "down", "database": "down", "redis": "ok"})
+    assert (status, health) == (503, {"status": "down", "database": "down", "redis": "ok", "parser": "native"})
     status, body, headers = _call("GET", f"{base}/api/v1/runs", "rlt_abc_def")
     assert status == 503 and body["error"]["code"] == "unavailable" and headers["Retry-After"] == "5"
     req = urllib.request.Request(f"{base}/", headers={"Cookie": "sessionid=" + "a1" * 16})

@@ -4,9 +4,12 @@ its C scanner does read the bulk of a serving log itself."""
 
 import io
 import re
+import time
 from contextlib import ExitStack
 from unittest import mock
 
+import polars as pl
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -321,3 +324,136 @@ def test_every_line_to_clean_in_a_text_chunk_is_cleaned_before_it_is_read():
     chunk = text._decode_block(data.rstrip(b"\n"), texts=True)
     assert isinstance(chunk, text.Text) and len(chunk.dirty) == 2
     _same(data)
+
+
+# ---- no speed cliffs on odd input: the records stay equal, and Python is not fed a line each ----
+
+DECODE = ("[2026-11-29 21:06:{:02d} TP0] Decode batch. #running-req: 1, #token: 224, token usage: 0.00, "
+          "accept len: 2.24, cuda graph: False, gen throughput (token/s): 466.32, #queue-req: 0\n")
+
+
+def test_blank_lines_after_tagged_ones_are_read_in_c():
+    # No line is tagged "main": the Tagger stays busy() (it would make "main" of the next plain
+    # line), and every line went through Python (10M blank lines: 57 s).
+    data = (DECODE.format(1) + "\n" * 20000 + "  \t\n" * 5000).encode()
+    assert _fed_by_python(data) <= 2
+    _same(data, 1 << 12, 1 << 12)
+    _same(data + b"now a plain line makes main\n" + b"\n" * 100, 1 << 12, 1 << 12)
+
+
+def test_decode_lines_all_tagged_by_their_rank_are_read_in_c():
+    # Every line `[date TPn]`: no "main" process ever; 200k such lines took 13.9 s (5.4 s without C).
+    data = "".join(DECODE.format(i % 60) for i in range(5000)).encode()
+    assert _fed_by_python(data) <= 3  # the first record of a format is set in Python
+    _same(data, 1 << 14, 1 << 14)
+
+
+def test_records_of_lines_python_reads_join_the_scanners_columns_in_order():
+    # A vLLM log: every metric line is read in Python, between lines the scanner reads. They join
+    # the scanner's own columns (add_records): no frame a line (14 MB: 63 s and 406 MB before).
+    vllm = ("INFO 09-09 11:51:35 [metrics.py:96] SpecDecoding metrics: Draft acceptance rate: 88.8%, "
+            "Mean acceptance length: 5.44, Accepted: 262 tokens, Drafted: 295 tokens\n"
+            "INFO 09-09 11:51:35 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: 43.1 tokens/s, Running: 1 reqs\n")
+    data = (vllm * 300 + DECODE.format(3) * 50 + "[EAGLE3_PROFILE] window=100 cycles, steps=2\n"
+            "  Draft: 0.56 ms/cyc  ( 11.8%)\n" + vllm * 50).encode()
+    for grouped in (False, True):
+        _same(data, 1 << 12, 1 << 12, spill_at=1000, grouped=grouped)
+    result = parse_stream(io.BytesIO(vllm.encode() * 2000), engine="native", sink=lambda r: None)
+    assert len(result.metric_frames) <= 2  # the scanner's columns, taken at the end
+
+
+def test_add_records_takes_every_field_or_none():
+    scan = native.scanner([processes.Tagger(records.ParseResult())])
+    good = records.Metric("m", 1.5, 1, 2, "src", "DP1", "pid 3")
+    bad = records.Metric("m", "x", 1, 2, "src")  # type: ignore[arg-type]
+    try:
+        scan.add_records([], [good, bad])
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a value that is not a number was taken")
+    assert scan.pending == 0
+    scan.add_records([records.Phase("Draft", 0.5, None, 1, 7, "eagle_profile", "TP0")], [good])
+    phases, metrics = scan.take()
+    assert pl.Series(phases).struct.unnest().row(0) == ("Draft", 0.5, None, 1, 7, "eagle_profile", "TP0")
+    assert pl.Series(metrics).struct.unnest().row(0) == ("m", 1.5, 1, 2, "src", "DP1", "pid 3")
+
+
+def test_many_distinct_names_are_found_in_a_table_that_grows():
+    # 160k distinct phase names took 26 s (a linear search past 3,072 strings); linear time now.
+    scan = native.scanner([processes.Tagger(records.ParseResult())])
+    names = [records.Phase(f"phase {i}", 1.0, None, 1, i, "eagle_profile", "main") for i in range(60000)]
+    start = time.process_time()
+    scan.add_records(names, [])
+    scan.add_records(names[:1000], [])
+    took = time.process_time() - start
+    phases, _ = scan.take()
+    got = pl.Series(phases).struct.unnest()
+    assert got.height == 61000 and got["name"][59999] == "phase 59999" and got["name"][60000] == "phase 0"
+    assert took < 5  # quadratic, it was minutes
+
+
+# ---- numbers a log may hold in any length: bounded, with a warning, the same in every engine ----
+
+BIG = "9" * 5000  # past Python's 4,300-digit limit of int(): the parse ended in every engine
+
+
+def _hostile_logs() -> dict[str, bytes]:
+    eagle = (PROJECT_ROOT / "samples" / "spec_eagle3_tuned_2step.log").read_text()
+    tests = (PROJECT_ROOT / "samples" / "nccl-tests_all_reduce_default.log").read_text()
+    row = "           8             2     float     sum      -1    15.78    0.00    0.00       0    13.87    0.00    0.00       0"
+    return {
+        "steps first": f"[EAGLE3_PROFILE] window=100 cycles, steps={BIG}\n  Draft:  0.56 ms/cyc  ( 11.8%)\n" + eagle,
+        "steps again": eagle + f"[EAGLE3_PROFILE] window=100 cycles, steps={BIG}\n  Draft:  0.56 ms/cyc  ( 11.8%)\n",
+        "pid": eagle.replace("vm:1560:1560 [0] NCCL INFO NCCL version", f"vm:{BIG}:1560 [0] NCCL INFO NCCL version", 1),
+        "dump pid": eagle.replace("[TP1] pid=1561 environ", f"[TP1] pid={BIG} environ"),
+        "nranks": eagle + f"vm:1560:1560 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks {BIG} cudaDev 0\n",
+        "size": tests.replace(row, row.replace("           8 ", f" {BIG} ", 1) + "\n" + row),
+        "count": tests.replace(row, row.replace("     2     float", f" {BIG}     float", 1)),
+        "tests pid": tests.replace("Pid   1377 on", f"Pid   {BIG} on", 1),
+        "mpi tag": f"[1,{BIG}]<stdout>:vm:1560:1560 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n" + eagle,
+    }
+
+
+def test_an_integer_of_any_length_is_left_out_with_a_warning_and_the_engines_agree():
+    for name, log in _hostile_logs().items():
+        data = log.encode()
+        _same(data, 1 << 12, 1 << 12)
+        result = parse_stream(io.BytesIO(data), engine="native")
+        assert result.formats, name
+        if name not in ("mpi tag", "steps again"):  # a tag MPI never prints; steps= is read once
+            assert any("digits" in w.message for w in result.warnings), name
+
+
+def test_a_repeated_steps_is_read_alike_by_every_engine():
+    eagle = (PROJECT_ROOT / "samples" / "spec_eagle3_tuned_2step.log").read_text()
+    data = (eagle + "[EAGLE3_PROFILE] window=100 cycles, steps=7\n  Draft:  0.56 ms/cyc  ( 11.8%)\n").encode()
+    _same(data)
+    assert parse_stream(io.BytesIO(data), engine="native").settings["spec.steps"].value == 2
+
+
+# ---- the C API reads untrusted arguments: each checked, never trusted ----
+
+def test_a_scanner_made_without_init_refuses_every_call():
+    bare = _scan.Scanner.__new__(_scan.Scanner)
+    for call in (bare.take, bare.take_groups, lambda: bare.mask("x"), lambda: bare.masks("x"),
+                 lambda: bare.add_records([], [])):
+        with pytest.raises(RuntimeError, match="not initialised"):
+            call()
+
+
+def test_scan_arguments_outside_the_chunk_are_refused():
+    scan, readers = native.standalone(PARSERS)
+    state = (*readers, native.F_MAIN)
+    with pytest.raises(IndexError):
+        scan.scan(["a", "b"], -1, 1, *state)
+    with pytest.raises(IndexError):
+        scan.scan(["a", "b"], 3, 1, *state)
+    text_ = "plain line\nanother\n"
+    with pytest.raises(ValueError, match="more than the text's lines"):
+        scan.scan_text(text_, 0, 0, 50, 1, *state, -1)  # the text has 3 lines, not 50
+    for index, count, stop_at in ((-1, 3, -1), (2, 1, -1), (0, 3, -5)):
+        with pytest.raises(IndexError):
+            scan.scan_text(text_, 0, index, count, 1, *state, stop_at)
+    assert scan.scan_text(text_, 0, 0, 3, 1, *state, -1) == (3, len(text_), len(text_), 0)

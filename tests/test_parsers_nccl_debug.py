@@ -38,14 +38,26 @@ def test_process_that_never_names_its_rank_is_called_by_pid():
     assert effective(r) == {("pid 77", "NCCL_P2P_LEVEL"): "NVL"}
 
 
-def test_one_process_with_several_gpus_attributes_echoes_by_thread():
-    # nccl-tests -g 2: one pid, one init thread per rank.
+def test_one_process_with_several_gpus_gives_its_echo_to_every_rank_it_drives():
+    # nccl-tests -g 2: one pid, one init thread per rank; NCCL reads (and echoes) its environment
+    # once per process, so the one echo, printed by rank 1's thread, holds for rank 0 as well.
     r = parse_lines(formats=["nccl_debug"], lines=[
         "vm:1377:1389 [1] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.",
         "vm:1377:1388 [0] NCCL INFO ncclCommInitRankConfig comm 0x5 rank 0 nranks 2 cudaDev 0 - Init START",
         "vm:1377:1389 [1] NCCL INFO ncclCommInitRankConfig comm 0x6 rank 1 nranks 2 cudaDev 1 - Init START",
     ])
-    assert effective(r) == {("1", "NCCL_NVLS_ENABLE"): "0"}
+    assert effective(r) == {("0", "NCCL_NVLS_ENABLE"): "0", ("1", "NCCL_NVLS_ENABLE"): "0"}
+    assert {v.line for v in r.nccl} == {1}
+
+
+def test_processes_of_one_gpu_each_keep_their_own_echoes():
+    r = parse_lines(formats=["nccl_debug"], lines=[
+        "vm:10:10 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+        "vm:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0",
+        "vm:10:10 [0] NCCL INFO comm 0x2 rank 3 nRanks 4 nNodes 1 localRanks 4 localRank 3 MNNVL 0",
+        "vm:11:11 [1] NCCL INFO comm 0x3 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0",
+    ])
+    assert effective(r) == {("0", "NCCL_PROTO"): "LL"}
 
 
 def test_connection_line_names_the_rank_when_no_comm_line_survived():

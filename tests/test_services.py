@@ -327,7 +327,7 @@ def test_nul_bytes_after_the_head_are_dropped_not_stored(alice, data_dir):
 
 
 def test_stored_rows_are_the_parsed_records_exactly(alice, data_dir):
-    """Rows of the chunk lanes go to the database as CSV (COPY) or instances (SQLite): every
+    """Rows of the native scanner go to the database as CSV (COPY) or instances (SQLite): every
     value, window, line and process as the line-at-a-time parse gives them."""
     import io
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from statistics import median
 
 import pytest
 
 from ingest.parsers import parse_lines
-from runs.summary import describe, spread, summarize
+from runs.digest import Group
+from runs.layout import Launch, Layout
+from runs.summary import _split, describe, spread, summarize
 
 
 def reference(values: list[float]) -> tuple[float | None, float | None, int]:
@@ -118,6 +121,23 @@ def test_rows_out_of_window_order_come_back_as_a_sort_of_tuples_gives(seed):
     one_writer = _groups(rng, [""], ranked=False)
     got = metric_values(one_writer, "gen_throughput_tok_s")
     assert list(got) == [v for _, _, v in _by_tuples(one_writer)]
+
+
+def test_a_group_split_over_launches_gives_each_row_the_launch_its_line_falls_in():
+    # Rows of "main" in a file cut into launches: each row's launch found for all rows at once.
+    lay = Layout(processes=[], launches=[Launch(1), Launch(2), Launch(3)], by_tag={(None, "main"): "p"},
+                 roles={"p": "serving launcher"}, launch_of_process={},
+                 segments={None: [(10, 0), (50, 1), (100, 2), (120, 0)]})
+    lines = [3, 10, 11, 49, 50, 99, 100, 119, 120, 500, 60, 12]
+    n = len(lines)
+    g = Group(None, "main", "sglang_decode", "throughput_tok_s", "", array("i", range(n)), array("i", lines),
+              array("d", [float(x) for x in lines]), array("i", range(n)))
+    want: dict[int, list[int]] = {}
+    for line in lines:
+        want.setdefault(lay.launch_index(None, "main", line), []).append(line)
+    got = _split(lay, g)
+    assert [(i, list(part.lines)) for i, part in got] == list(want.items())
+    assert [list(part.values) for _, part in got] == [[float(x) for x in v] for v in want.values()]
 
 
 # -- result blocks, acceptance, SGLang's first decode line ------------------------------------

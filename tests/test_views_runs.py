@@ -284,10 +284,28 @@ def test_a_median_figure_lists_every_window_line_with_the_median_marked(client, 
     body = client.get(f"/runs/{run.id}/figure.json", {"key": "phase:Target verify"}).json()
     lines = [w["line"] for w in body["windows"]]
     assert body["total"] == 6 == len(lines) and lines == sorted(lines)
-    assert body["median_line"] in lines and body["median_value"] == 4.08
-    text = client.get(f"/ingest/logfiles/{body['logfile']}/lines", {"at": ",".join(map(str, lines))}).json()
+    assert {m["line"] for m in body["middle"]} <= set(lines) and body["median_value"] == body["figure"] == 4.08
+    [logfile] = {w["logfile"] for w in body["windows"]}
+    text = client.get(f"/ingest/logfiles/{logfile}/lines", {"at": ",".join(map(str, lines))}).json()
     assert [t["line"] for t in text["lines"]] == lines
     assert all("Target verify" in t["text"] for t in text["lines"])
+
+
+def test_an_even_count_of_windows_marks_both_middle_ones_and_states_the_cards_median(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/figure.json", {"key": "metric:throughput_tok_s"}).json()
+    assert body["total"] == 6 and body["figure"] == run.throughput_tok_s == 472.8
+    assert [m["value"] for m in body["middle"]] == [466.3, 479.3] and body["median_value"] == 472.8
+
+
+def test_a_figure_of_two_files_lists_every_window_of_both(client, alice, upload_run):
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log")
+    client.force_login(alice)
+    body = client.get(f"/runs/{run.id}/figure.json", {"key": "metric:throughput_tok_s"}).json()
+    assert [f["name"] for f in body["files"]] == ["spec_eagle3_tuned_2step.log", "sweep_default_2step.log"]
+    assert body["total"] == 14 == len(body["windows"]) == run.windows
+    assert body["figure"] == run.throughput_tok_s == body["median_value"]
 
 
 def test_figure_lines_of_another_teams_run_are_not_found(client, alice, eve, upload_run):
@@ -357,8 +375,10 @@ def test_the_page_of_a_run_of_many_windows_is_bounded_and_shows_the_same_medians
     assert "Thinned to at most" in body
     figure = client.get(f"/runs/{run.id}/figure.json", {"key": "phase:Target verify"}).json()
     ordered = sorted(synthetic.values(w, spike)[1] for w in range(1, windows + 1))
-    assert figure["total"] == windows and figure["median_value"] == ordered[(windows - 1) // 2]
-    assert len(figure["windows"]) <= 200 and figure["median_line"] in {w["line"] for w in figure["windows"]}
+    middle = ordered[(windows - 1) // 2:windows // 2 + 1]
+    assert figure["total"] == windows and [m["value"] for m in figure["middle"]] == middle
+    shown = {w["line"] for w in figure["windows"]}
+    assert len(figure["windows"]) <= 202 and {m["line"] for m in figure["middle"]} <= shown
 
 
 def _sql_of(client, url, headers=None):
@@ -482,6 +502,18 @@ def test_dp_attention_with_untagged_lines_says_the_figure_is_not_the_sum(client,
     assert scope in compare
     headline = client.get(f"/compare/?runs={base.id},{run.id}&baseline={base.id}&format=json").json()["headline"]
     assert "dp.log's throughput is the median of 2 DP ranks' untagged lines, not their sum." in headline[0]["text"]
+
+
+def test_nccl_tests_driving_two_gpus_from_one_process_shows_each_echo_for_both_ranks(client, alice, upload_run):
+    # -g 2: one process, ranks 0 and 1; NCCL echoed NCCL_NVLS_ENABLE once, from rank 1's thread.
+    run = upload_run(alice, "nccl-tests_all_reduce_default.log")
+    [panel] = run.parsed["nccl_tests"]
+    assert panel["nccl"]["effective_by_rank"] == {"0": {"NCCL_NVLS_ENABLE": "0"}, "1": {"NCCL_NVLS_ENABLE": "0"}}
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    section = page[page.index('id="nccl-tests"'):]
+    section = section[:section.index("</section>")]
+    assert "rank 0 (effective)" in section and "rank 1 (effective)" in section and "missing" not in section
 
 
 CORPUS_SWEEP = Path(__file__).parent / "corpus" / "serving" / "sglang_bench_serving_rate_sweep_dlora.md"

@@ -25,6 +25,7 @@ from ninja.responses import Status
 from ninja.security import HttpBearer, SessionAuth
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle, SimpleRateThrottle
 
+from ingest.parsers import native
 from runs.api import projects_router
 from runs.api import router as runs_router
 from runs.schemas import BadJson, ErrorOut, read_json
@@ -268,6 +269,7 @@ class HealthOut(Schema):
     status: str
     database: str
     redis: str
+    parser: str  # "native", or the one line saying the native scanner is not built (the reference reads)
 
 
 @api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut, 429: ErrorOut}, tags=["health"])
@@ -277,7 +279,7 @@ def health(request: HttpRequest) -> Status:
     `status` is ok, `degraded` (Redis down: reads work, uploads are kept and queued later) or
     `down` (the database is unreachable: 503). `database` and `redis` say `ok` or `down`.
     """
-    parts = health_of()
+    parts = {**health_of(), "parser": native.notice() or "native"}
     if parts["database"] != "ok":
         return Status(503, {"status": "down", **parts})
     return Status(200, {"status": "ok" if parts["redis"] == "ok" else "degraded", **parts})

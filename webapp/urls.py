@@ -7,8 +7,10 @@ from django.http import FileResponse, HttpRequest
 from django.urls import path, re_path
 from django.views.decorators.cache import cache_control
 from django.views.decorators.gzip import gzip_page
+from django.views.decorators.http import require_GET
 
 from ingest import views as ingest_views
+from runs import trace_views
 from runs import views as run_views
 from runs import views_sweep as sweep_views
 from runs import views_trend as trend_views
@@ -18,6 +20,7 @@ from webapp.api import api, not_found
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
+@require_GET  # a file to read: every page that takes a POST has its row in tests/test_role_matrix.py
 @gzip_page  # 4.8 MB as sent by plotly; about 1.4 MB gzipped
 @cache_control(max_age=86400, public=True)
 def plotly_js(request: HttpRequest) -> FileResponse:
@@ -38,6 +41,8 @@ urlpatterns = [
     path("runs/<int:pk>/split", run_views.split_run, name="split_run"),
     path("runs/<int:pk>/roles", run_views.set_roles, name="set_roles"),
     path("runs/<int:pk>/tags", run_views.set_tags, name="set_tags"),
+    path("runs/<int:pk>/trace.csv", trace_views.trace_csv, name="trace_csv"),
+    path("runs/<int:pk>/trace/phases", trace_views.trace_phases, name="trace_phases"),
     path("annotations/<int:pk>/edit", run_views.annotation_edit, name="annotation_edit"),
     path("annotations/<int:pk>/delete", run_views.annotation_delete, name="annotation_delete"),
     path("projects/", run_views.project_list, name="project_list"),

@@ -108,7 +108,9 @@ class Parser:
         self.result.set("engine", "llama.cpp", lineno, NAME)
 
     def _statistics(self, lineno: int, impl: str, body: str) -> None:
-        counts = {key: int(m.group(1)) for key, p in _COUNTS.items() if (m := p.search(body))}
+        read = self.result.read_int
+        counts = {key: n for key, p in _COUNTS.items()
+                  if (m := p.search(body)) and (n := read(m.group(1), lineno, key)) is not None}
         mean = _MEAN_LEN.search(body)
         if not counts and not mean:
             return
@@ -121,10 +123,11 @@ class Parser:
         if calls:
             # `#calls(b,g,a) = 1 87 87` (begin, generate, accept) or a plain `#calls = 15`.
             if calls.group(1) and calls.group(3):
-                counts.update(calls_begin=int(calls.group(2)), calls_generate=int(calls.group(3)),
-                              calls_accept=int(calls.group(4)))
+                named = {"calls_begin": calls.group(2), "calls_generate": calls.group(3),
+                         "calls_accept": calls.group(4)}
             else:
-                counts["calls_generate"] = int(calls.group(2))
+                named = {"calls_generate": calls.group(2)}
+            counts.update((k, n) for k, v in named.items() if (n := read(v, lineno, "#calls")) is not None)
         stats: dict = {"counts": counts, "mean": float(mean.group(1)) if mean else None, "line": lineno}
         durations = _DURATIONS.search(body)
         if durations:
@@ -204,7 +207,10 @@ class Parser:
         w = self.slot_windows
         metrics = self.result.metrics
         source = "llamacpp_slot"
-        accepted, generated = int(m.group(2)), int(m.group(3))
+        accepted = self.result.read_int(m.group(2), lineno, "accepted tokens")
+        generated = self.result.read_int(m.group(3), lineno, "generated draft tokens")
+        if accepted is None or generated is None:
+            return
         metrics.append(Metric("accepted_tokens", float(accepted), w, lineno, source))
         metrics.append(Metric("draft_tokens", float(generated), w, lineno, source))
         if generated:

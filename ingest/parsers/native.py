@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -28,7 +28,7 @@ from .records import Grouped, ParseResult
 
 try:
     from . import _scan
-except ImportError:  # not built (a checkout used without `pip install -e .`): the chunk engine reads
+except ImportError:  # not built (a checkout used without `pip install -e .`): the reference engine reads
     _scan = None  # type: ignore[assignment]
 
 # The STARTS the C scanner reads by hand (starts_of in _scan.c), pattern for pattern: a parser
@@ -54,7 +54,7 @@ Sink = Callable[[ParseResult], None]
 def available() -> str | None:
     """None when the native engine can run, else why not."""
     if _scan is None:
-        return "the native scanner (ingest/parsers/_scan.c) is not built: pip install -e ."
+        return "the native scanner (ingest/parsers/_scan.c) is not built (no C compiler at install?): pip install -e ."
     patterns: dict[str, re.Pattern | None] = {
         "Tagger": processes.Tagger.STARTS, "launch_env": launch_env.Parser.STARTS,
         "nccl_tests": nccl_tests.Parser.STARTS, "serving": serving.BlockReader.STARTS,
@@ -67,6 +67,13 @@ def available() -> str | None:
     if sglang.Parser.STARTS is not serving.BlockReader.STARTS:
         return "sglang.Parser.STARTS is not BlockReader.STARTS, which _scan.c reads"
     return None
+
+
+def notice() -> str | None:
+    """One line for an operator when the native engine cannot run (parselog, `make run`, /health):
+    the reference engine reads then, right but several times slower. None when it runs."""
+    why = available()
+    return None if why is None else f"{why}; logs are read by the reference engine (several times slower)"
 
 
 def hold_heap() -> bool:
@@ -87,9 +94,24 @@ def scanner(readers: list) -> _scan.Scanner:
     return _scan.Scanner(literals, dict(sglang._DECODE_METRICS), dict(sglang._PREFILL_METRICS))
 
 
+F_MAIN = 64  # the Tagger has its "main" process (processes.MAIN): its busy() is over
+
+
+def standalone(parsers: dict) -> tuple[_scan.Scanner, tuple]:
+    """A scanner over fresh readers of `parsers` (PARSERS), and the readers' state its scan() and
+    scan_text() take after (first, ...) and before flags: for direct calls (tests, the fuzz corpus)."""
+    result = ParseResult()
+    formats = [p(result) for p in parsers.values()]
+    tagger = processes.Tagger(result)
+    by_name = {p.name: p for p in formats}
+    return scanner([tagger, *formats]), (by_name["eagle_profile"], by_name["sglang"], tagger.sglang_labels,
+                                         tagger.nccl_lines, by_name[nccl_debug.NAME].channel_lines)
+
+
 def _flags(result: ParseResult) -> int:
     formats, settings = result.formats, result.settings
-    return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings))
+    return sum(bit for bit, fmt, key in _FLAGS if (fmt in formats if fmt else key in settings)) \
+        | (F_MAIN if processes.MAIN in result.processes else 0)
 
 
 def _flush(scan: _scan.Scanner, result: ParseResult, grouped: bool = False) -> None:
@@ -118,22 +140,33 @@ class _Parse:
     scan: _scan.Scanner
     result: ParseResult
     readers: list
-    others: list  # the readers whose blocks are read in Python, line by line (all but eagle_profile)
+    # The readers whose blocks are read in Python, line by line: all but eagle_profile and the Tagger,
+    # whose busy() (no "main" process yet) the scanner reads from a flag (F_MAIN): a log of tagged
+    # lines only (every line `[date TPn]`, or blank) never has one, and was read in Python a line each.
+    others: list
     eagle: Any
     sglang: Any
     labels: set[str]
     nccl_lines: dict[str, str]
     channel_lines: set[str]
     grouped: bool  # the sink takes the scanner's records as Grouped batches
+    by_mask: dict[int, list] = field(default_factory=dict)  # feed_stopped's readers past the first two
 
     def ready(self) -> bool:
         """Whether the scanner may read on: no reader but eagle_profile in a block of its own. The
-        records Python fed since the scanner's go after them first (frames keep records in order)."""
-        if any(r.busy() for r in self.others):
-            return False
-        if self.result.phases or self.result.metrics:
-            _flush(self.scan, self.result, self.grouped)  # the scanner's records are older than these
-            self.result.freeze()
+        records Python fed since the scanner's join its columns first, after its own (in order)."""
+        for r in self.others:
+            if r.busy():
+                return False
+        result = self.result
+        if result.phases or result.metrics:
+            try:
+                self.scan.add_records(result.phases, result.metrics)
+            except (TypeError, OverflowError, ValueError):  # a field no column holds: frames, in order
+                _flush(self.scan, result, self.grouped)
+                result.freeze()
+            else:
+                result.phases, result.metrics = [], []  # new lists, as take_rows() gives (Tagger.stamp)
         return True
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
@@ -145,18 +178,35 @@ class _Parse:
             self.result.offer(lineno, line)  # context.Watcher: lines no reader used
         self.readers[0].stamp()  # the Tagger
 
+    def feed_stopped(self, line: str, lineno: int, mask: int) -> None:
+        """feed() of a line the scanner stopped at: no reader but the Tagger and eagle_profile can be
+        busy there (ready() said so), so the others fed are the mask's, found once a mask."""
+        tagger, eagle = self.readers[0], self.readers[1]
+        if mask & 1 or tagger.busy():
+            tagger.feed(lineno, line)
+        if mask & 2 or eagle.busy():
+            eagle.feed(lineno, line)
+        rest = self.by_mask.get(mask >> 2)
+        if rest is None:
+            rest = self.by_mask[mask >> 2] = [r for bit, r in enumerate(self.readers[2:]) if mask >> (bit + 2) & 1]
+        for reader in rest:
+            reader.feed(lineno, line)
+        if self.result.offer is not None:
+            self.result.offer(lineno, line)  # context.Watcher: lines no reader used
+        tagger.stamp()
+
     def lines(self, lines: list[str], first: int) -> None:
         """A chunk cut into lines (text.Lines): the scanner reads the str objects."""
         i, n = 0, len(lines)
         while i < n:
-            if self.ready():
+            if stopped := self.ready():
                 i, mask = self.scan.scan(lines, i, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
                                          self.channel_lines, _flags(self.result))
                 if i == n:
                     break
             else:
                 mask = self.scan.mask(lines[i])
-            self.feed(lines[i], first + i, mask)
+            (self.feed_stopped if stopped else self.feed)(lines[i], first + i, mask)
             i += 1
 
     def text(self, chunk: text.Text, first: int) -> None:
@@ -167,7 +217,7 @@ class _Parse:
         while i < n:
             while d < len(dirty) and dirty[d] < i:  # past the dirty line fed last: the scan stops at the next
                 d += 1
-            if self.ready():
+            if stopped := self.ready():
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
                     self.channel_lines, _flags(self.result), dirty[d] if d < len(dirty) else -1)
@@ -183,7 +233,7 @@ class _Parse:
                 line, mask = text.clean(line), ~0  # every reader, as the line engine feeds a cleaned line
             elif mask < 0:
                 mask = self.scan.mask(line)
-            self.feed(line, first + i, mask)
+            (self.feed_stopped if stopped else self.feed)(line, first + i, mask)
             i, pos = i + 1, end + 1
 
 
@@ -198,9 +248,9 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
-    parse = _Parse(scan, result, readers, [r for r in readers if r is not eagle], eagle, by_name["sglang"],
-                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
-                   bool(getattr(sink, "takes_groups", False)))
+    others = [r for r in readers if r is not eagle and r is not tagger]
+    parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
+                   nccl.channel_lines, bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)

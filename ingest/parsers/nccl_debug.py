@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from .columns import Chunk
 from .records import Issue, NcclValue, ParseResult
 
 NAME = "nccl_debug"
@@ -73,6 +72,9 @@ class Parser:
         self.pending: list[tuple[NcclValue, str, str, str]] = []  # (value, host, pid, tid)
         self.thread_rank: dict[tuple[str, str, str], str] = {}
         self.process_rank: dict[tuple[str, str], str] = {}
+        # The rank each CUDA device of a process has: nccl-tests `-g 2` drives two GPUs (two ranks)
+        # from one process, which echoes each variable once (NCCL reads its environment once).
+        self.device_ranks: dict[tuple[str, str], dict[str, str]] = {}
         self.thread_peer_rank: dict[tuple[str, str, str], str] = {}  # from connection lines
         self.process_peer_rank: dict[tuple[str, str], str] = {}
         self.nranks: tuple[int, int] | None = None  # (largest nranks seen, its line)
@@ -108,15 +110,6 @@ class Parser:
         elif "NCCL_CONF_FILE" in line:
             self._conf_file(lineno, line)
 
-    def quiet(self, chunk: Chunk, candidates: set[int]) -> set[int]:
-        """Of a chunk's `candidates`, the channel lines read already: feed() returns on them when
-        not busy() (and while busy() the engine feeds it every line anyway)."""
-        if not self.channel_lines or not candidates:
-            return set()
-        at = sorted(candidates)
-        seen = chunk.series.gather(at).is_in(list(self.channel_lines))
-        return {i for i, s in zip(at, seen.to_list(), strict=True) if s}
-
     def busy(self) -> bool:
         return self.in_matrix  # the Func/Proto/Algo table ends at a blank or foreign line
 
@@ -130,6 +123,11 @@ class Parser:
                 or self.process_peer_rank.get((host, pid))
                 or f"pid {pid}"
             )
+            # An echo is the process's, not its thread's: every rank the process drives had it.
+            for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()):
+                if rank != value.rank:
+                    r.nccl.append(NcclValue(value.key, value.value, value.kind, value.line, value.source, rank,
+                                            value.logfile, value.process))
         self.pending = []
         if self.nranks:
             r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
@@ -142,7 +140,7 @@ class Parser:
             r.set("nccl.transports", sorted(self.transports), first, NAME)
 
     def _debug(self, lineno: int, m: re.Match) -> None:
-        host, pid, tid, _dev, where, level, msg = m.groups()
+        host, pid, tid, dev, where, level, msg = m.groups()
         r = self.result
         r.add_format(NAME)
         if level == "WARN":
@@ -166,7 +164,7 @@ class Parser:
                 return
         rank = _RANK.search(msg)
         if rank:
-            self._rank(lineno, host, pid, tid, rank)
+            self._rank(lineno, host, pid, tid, dev, rank)
             return
         if msg.startswith("Channel "):
             self._channel(lineno, host, pid, tid, msg)
@@ -188,8 +186,8 @@ class Parser:
         elif " coll channels," in msg:
             ch = _CHANNELS.match(msg)
             if ch:
-                r.set("nccl.coll_channels", int(ch.group(1)), lineno, NAME)
-                r.set("nccl.p2p_channels", int(ch.group(2)), lineno, NAME)
+                r.set("nccl.coll_channels", r.read_int(ch.group(1), lineno, "coll channels"), lineno, NAME)
+                r.set("nccl.p2p_channels", r.read_int(ch.group(2), lineno, "p2p channels"), lineno, NAME)
         elif msg.startswith("Enabled NCCL Func/Proto/Algo Matrix"):
             self.in_matrix = True
             self.matrix_columns = None
@@ -209,14 +207,16 @@ class Parser:
         self.result.nccl.append(v)
         self.pending.append((v, host, pid, tid))
 
-    def _rank(self, lineno: int, host: str, pid: str, tid: str, m: re.Match) -> None:
-        rank, nranks, nnodes = m.group(1), int(m.group(2)), m.group(3)
+    def _rank(self, lineno: int, host: str, pid: str, tid: str, dev: str, m: re.Match) -> None:
+        rank, nranks, nnodes = m.group(1), self.result.read_int(m.group(2), lineno, "nranks"), m.group(3)
         self.thread_rank.setdefault((host, pid, tid), rank)
         self.process_rank.setdefault((host, pid), rank)
-        if self.nranks is None or nranks > self.nranks[0]:
+        self.device_ranks.setdefault((host, pid), {}).setdefault(dev, rank)
+        if nranks is not None and (self.nranks is None or nranks > self.nranks[0]):
             self.nranks = (nranks, lineno)
-        if nnodes is not None and (self.nnodes is None or int(nnodes) > self.nnodes[0]):
-            self.nnodes = (int(nnodes), lineno)
+        nodes = None if nnodes is None else self.result.read_int(nnodes, lineno, "nNodes")
+        if nodes is not None and (self.nnodes is None or nodes > self.nnodes[0]):
+            self.nnodes = (nodes, lineno)
 
     def _channel(self, lineno: int, host: str, pid: str, tid: str, msg: str) -> None:
         c = _CONNECTION.match(msg)
@@ -232,7 +232,8 @@ class Parser:
             return
         ring = _RING.match(msg)
         if ring and self.ring_channels is None:
-            self.ring_channels = (int(ring.group(1)), lineno)
+            channels = self.result.read_int(ring.group(1), lineno, "ring channels")
+            self.ring_channels = None if channels is None else (channels, lineno)
 
     def _version(self, lineno: int, text: str, bare: bool) -> None:
         m = _VERSION.search(text)

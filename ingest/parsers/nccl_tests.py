@@ -18,11 +18,10 @@ starts or the stream ends, and only then go to the result (see HOLD_LINES).
 
 from __future__ import annotations
 
-import math
 import re
 
 from .processes import RECENT
-from .records import Collective, Issue, Metric, ParseResult
+from .records import MAX_INT_DIGITS, Collective, Issue, Metric, ParseResult
 
 NAME = "nccl_tests"
 # Rows whose op is unknown are held at most this many lines: the process Tagger remembers the
@@ -65,6 +64,8 @@ def op_name(program: str) -> str:
 
 def nccl_version(code: str) -> str | None:
     """NCCL_VERSION_CODE as printed by nccl-tests: 22809 -> 2.28.9 (2.9 and later), 2804 -> 2.8.4."""
+    if len(code) > MAX_INT_DIGITS:
+        return None
     n = int(code)
     if n >= 20900:
         return f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
@@ -81,12 +82,20 @@ def _float(text: str) -> float | None:
     return value if value == value else None
 
 
-def _int(text: str) -> int | None:
+def _int(text: str, result: ParseResult | None = None, lineno: int = 0, what: str = "") -> int | None:
+    """A table cell as an integer (None: not one); over MAX_INT_DIGITS digits (or 1e18 as `%g`
+    prints it), None with a warning where `result` is given."""
     try:
-        return int(text)
+        value = float(text) if len(text) > MAX_INT_DIGITS or not text.lstrip("-").isdigit() else int(text)
     except ValueError:
-        value = _float(text)  # `%g` prints large counts as 1e+06
-        return int(value) if value is not None and math.isfinite(value) else None
+        return None  # N/A
+    if value != value:
+        return None
+    if abs(value) >= 10 ** MAX_INT_DIGITS:
+        if result is not None:
+            result.read_int("9" * (MAX_INT_DIGITS + 1), lineno, what)  # the bound's warning
+        return None
+    return int(value)
 
 
 class Table:
@@ -202,7 +211,10 @@ class Parser:
         if "Out of bounds" in text:
             m = _OUT_OF_BOUNDS.match(text)
             if m:
-                count = int(m.group(1))
+                count = r.read_int(m.group(1), lineno, "out-of-bounds values")
+                if count is None:
+                    self.table = None
+                    return
                 window = max(self.tables, 1)
                 r.metrics.append(Metric("out_of_bounds_values", float(count), window, lineno, NAME))
                 if count or m.group(2) == "FAILED":
@@ -237,8 +249,9 @@ class Parser:
         elif "Rank" in text:
             m = _DEVICE.match(text)
             if m:
-                ranks = int(m.group(1)) + 1
-                if self.ranks is None or ranks > self.ranks[0]:
+                rank = r.read_int(m.group(1), lineno, "nccl-tests rank")
+                ranks = None if rank is None else rank + 1
+                if ranks is not None and (self.ranks is None or ranks > self.ranks[0]):
                     self.ranks = (ranks, lineno)
                 r.set("nccl_tests.gpu", m.group(2), lineno, NAME)
 
@@ -246,7 +259,7 @@ class Parser:
         """`# nThread 1 nGpus 2 minBytes 8 ... warmup iters: 1 iters: 20` -> nccl_tests.* settings."""
         for key, value in _RUN_FIELD.findall(text.lstrip("#")):
             name = "nccl_tests." + "_".join(key.lower().split())
-            self.result.set(name, int(value) if value.isdigit() else value, lineno, NAME)
+            self.result.set(name, self.result.read_int(value, lineno, key) if value.isdigit() else value, lineno, NAME)
 
     def _row(self, lineno: int, text: str) -> None:
         values = text.split()
@@ -257,11 +270,13 @@ class Parser:
                 return
             table = _FALLBACK
         lead = table.lead
-        size = _int(values[lead["size"]]) if "size" in lead and lead["size"] < len(values) else None
+        r = self.result
+        size = _int(values[lead["size"]], r, lineno, "size") if "size" in lead and lead["size"] < len(values) else None
         if size is None:
             return
-        count = _int(values[lead["count"]]) if "count" in lead and lead["count"] < len(values) else None
-        root = _int(values[lead["root"]]) if "root" in lead and lead["root"] < len(values) else -1
+        count = _int(values[lead["count"]], r, lineno, "count") if "count" in lead and lead["count"] < len(values) \
+            else None
+        root = _int(values[lead["root"]], r, lineno, "root") if "root" in lead and lead["root"] < len(values) else -1
         dtype = values[lead["type"]] if "type" in lead and lead["type"] < len(values) else ""
         redop = values[lead["redop"]] if "redop" in lead and lead["redop"] < len(values) else ""
         if count is None or root is None or not dtype.isidentifier():
@@ -279,7 +294,7 @@ class Parser:
             rows.append(Collective(
                 op=self.op, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root,
                 time_us=time_us, algbw_gbs=algbw, busbw_gbs=busbw,
-                wrong=_int(wrong) if wrong is not None else None,
+                wrong=_int(wrong, r, lineno, "#wrong") if wrong is not None else None,
                 in_place=side == 1, line=lineno,
             ))
         if not rows:

@@ -25,9 +25,6 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-import polars as pl
-
-from .columns import Chunk, untagged
 from .records import ParseResult
 
 LAUNCHER, WORKER, BENCH, NCCL_TESTS, UNKNOWN = (
@@ -94,24 +91,6 @@ class Tagger:
     def busy(self) -> bool:
         return MAIN not in self.result.processes
 
-    def quiet(self, chunk: Chunk, candidates: list[int] | set[int]) -> set[int]:
-        """Of a chunk's `candidates` (lines no format parser wants), those feed() would only tag,
-        changing nothing: untagged lines once the untagged stream has its process, SGLang lines
-        of a label seen before, NCCL lines seen before. Their tags are asked for only if a busy
-        parser is fed the line: the engine feeds the Tagger first then (see _feed). Only for
-        chunks with no MPI-tagged line."""
-        if self.busy() or not candidates:
-            return set()
-        line = pl.col("l")
-        label = line.str.extract(_SGLANG.pattern, 1).str.strip_chars()
-        known = (label.is_in(list(self.sglang_labels)) & ~line.str.contains("NCCL", literal=True)
-                 & ~line.str.starts_with("("))
-        # An NCCL line seen before: _tag() gives its tag from nccl_lines, changing nothing.
-        cached = line.is_in(list(self.nccl_lines)) if self.nccl_lines else pl.lit(False)
-        at = sorted(candidates)
-        df = pl.DataFrame({"i": at, "l": chunk.series.gather(at)})
-        return set(df.filter(untagged(line) | known.fill_null(False) | cached).get_column("i").to_list())
-
     def feed(self, lineno: int, line: str) -> None:
         tag = self._tag(lineno, line)
         mpi = getattr(line, "mpi", None)  # text.MpiLine: the line came as `[job,rank]<stdout>:...`
@@ -130,7 +109,7 @@ class Tagger:
                 name, rank, tp, pid = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"], p["label"] = int(pid), p["label"] or name
+                p["pid"], p["label"] = self.result.read_int(pid, lineno, "pid"), p["label"] or name
                 if rank is not None or tp:
                     p["rank"] = p["rank"] or (rank if rank is not None else tp[2:])
                 if name in _VLLM_LAUNCHERS:
@@ -149,7 +128,7 @@ class Tagger:
                 host, pid, _tid, _dev, msg = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"], p["host"] = int(pid), p["host"] or host
+                p["pid"], p["host"] = self.result.read_int(pid, lineno, "pid"), p["host"] or host
                 if p["rank"] is None:
                     r = _NCCL_RANK.search(msg)
                     if r:
@@ -176,7 +155,7 @@ class Tagger:
                 prefix, pid = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"] = int(pid)
+                p["pid"] = self.result.read_int(pid, lineno, "pid")
                 if "launcher" in prefix.lower():
                     self._hint(p, LAUNCHER)
                     self.launch_lines.append(lineno)
@@ -197,7 +176,7 @@ class Tagger:
                 rank, pid, host = m.groups()
                 tag = f"pid {pid}"
                 p = self._process(tag, lineno)
-                p["pid"], p["host"] = int(pid), p["host"] or host
+                p["pid"], p["host"] = self.result.read_int(pid, lineno, "pid"), p["host"] or host
                 self._hint(p, NCCL_TESTS)
                 self.tests_pids.add(tag)
                 return tag
@@ -243,6 +222,13 @@ class Tagger:
         """
         r = self.result
         lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
+        stamped, marks = self.stamped, self.marks
+        if (lists[0] is stamped[0] and lists[1] is stamped[1] and lists[2] is stamped[2] and lists[3] is stamped[3]
+                and len(lists[0]) == marks[0] and len(lists[1]) == marks[1] and len(lists[2]) == marks[2]
+                and len(lists[3]) == marks[3]):  # no record since the last call (most lines)
+            while len(self.recent) > RECENT:
+                self.recent.popitem(last=False)
+            return
         for i, records in enumerate(lists):
             # A sink's take_rows() swaps in new lists: they are stamped from their start.
             start = self.marks[i] if records is self.stamped[i] else 0

@@ -102,7 +102,14 @@ class Issue:
     message: str
 
 
-# Phases and metrics as columns (the chunk lanes' output, columns.py; what a sink may take).
+# A field read as an integer (steps, pids, ranks, MPI tags, nccl-tests sizes and counts) holds at
+# most this many digits: every such figure fits a signed 64-bit column, and Python's int() refuses
+# strings of more than 4,300 digits with an error that would end the parse (and a parselog of
+# several files with it). A longer one is left out with a warning (ParseResult.read_int).
+MAX_INT_DIGITS = 18
+
+
+# Phases and metrics as columns (the native scanner's output; what a sink may take).
 PHASE_SCHEMA = pl.Schema({"name": pl.String, "ms": pl.Float64, "pct": pl.Float64, "window": pl.Int64,
                           "line": pl.Int64, "source": pl.String, "process": pl.String})
 METRIC_SCHEMA = pl.Schema({"name": pl.String, "value": pl.Float64, "window": pl.Int64, "line": pl.Int64,
@@ -194,10 +201,12 @@ class ParseResult:
     used: set[int] = field(default_factory=set, compare=False, repr=False)
     # Called with every line an engine hands a reader (context.Watcher.offer: unread lines).
     offer: Callable[[int, str], None] | None = field(default=None, compare=False, repr=False)
-    # Rows held as columns (chunk lanes, the native scanner): all before the rows in `phases` /
+    # Rows held as columns (the native scanner's): all before the rows in `phases` /
     # `metrics`. Grouped where the native engine's sink takes them so (`takes_groups`).
     phase_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
     metric_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
+    # Fields over MAX_INT_DIGITS: {what: [its warning, lines after the first]} (read_int()).
+    _bounded: dict[str, list] = field(default_factory=dict, compare=False, repr=False)
 
     def add_format(self, name: str) -> None:
         if name not in self.formats:
@@ -209,6 +218,22 @@ class ParseResult:
             return
         if overwrite or key not in self.settings:
             self.settings[key] = Setting(key, value, line, source)
+
+    def read_int(self, text: str, lineno: int, what: str) -> int | None:
+        """`int(text)` for a field of a log line, or None with a warning when it has more than
+        MAX_INT_DIGITS digits. One warning per field; further lines over the bound are counted in it."""
+        if len(text) <= MAX_INT_DIGITS or len(text.strip().lstrip("+-").lstrip("0")) <= MAX_INT_DIGITS:
+            return int(text)
+        seen = self._bounded.get(what)
+        if seen is None:
+            issue = Issue(lineno, f"{what} has {len(text.strip())} digits, more than {MAX_INT_DIGITS}: left out")
+            self._bounded[what] = [issue, 0]
+            self.warnings.append(issue)
+        else:
+            seen[1] += 1
+            seen[0].message = (f"{what} has more than {MAX_INT_DIGITS} digits: left out "
+                               f"(on this line and {seen[1]} other(s))")
+        return None
 
     def take_rows(self) -> tuple[list[Phase], list[Metric], list[Collective], list[NcclValue]]:
         """Hand over the rows parsed so far and start new lists (see parse_numbered's sink).

@@ -20,9 +20,6 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-import polars as pl
-
-from .columns import METRIC_SCHEMA, Chunk, LaneRows, plain_lines
 from .records import Metric, ParseResult
 from .serving import Block, BlockReader, add_block
 
@@ -180,17 +177,6 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None  # NaN is "unknown", not a number to average
 
 
-# A decode line the chunk lane (Parser.lane) reads: the SGLang prefix, then `key: value` pairs whose
-# keys are lower case and whose values are plain numbers or True/False (what split_fields and
-# _number read alike in Python and polars). Other decode lines make the lane decline the chunk.
-_LANE_KEY = r"[#a-z](?:[a-z0-9 #_()/.-]*[a-z0-9#_()/.-])?"
-_LANE_VALUE = r"(?:-?\d+(?:\.\d+)?%?|True|False)"
-_LANE_DECODE = (
-    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d((?: (?:DP|TP|EP|PP)\d+)*)\] Decode batch(?: \[\d+\])?[.,]? "
-    rf"((?:{_LANE_KEY}: {_LANE_VALUE}, )*{_LANE_KEY}: {_LANE_VALUE})(?:, )?$"
-)
-_LANE_PREFILL = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?:DP|TP|EP|PP)\d+)*\] Prefill batch"
-
 
 class Parser:
     name = NAME
@@ -256,83 +242,6 @@ class Parser:
         block = self.bench.close()
         if block is not None:
             self._bench_block(block)
-
-    def lane(self, chunk: Chunk, rdr: int) -> LaneRows | None:
-        """The chunk's decode lines as metric columns, the windows moved on as _decode would.
-
-        Only when feed() would read them one by one with no other state than the windows: not
-        busy(), no other line of the chunk for this parser but prefill lines (read in Python,
-        they touch no decode state), every decode line in the lane's grammar, first records set.
-        """
-        r = self.result
-        if self.busy() or "sglang_decode" not in r.formats or "engine" not in r.settings:
-            return None
-        found = chunk.found
-        decode = found.get("Decode batch") or set()
-        if not decode:
-            return None
-        others = set().union(*(found.get(t, set()) for t in self.TRIGGERS)) - decode
-        line = pl.col("l")
-        if others:
-            rest = chunk.series.gather(sorted(others))
-            if not rest.str.contains(_LANE_PREFILL).all() or rest.str.contains("---", literal=True).any() \
-                    or rest.str.contains("Serving Benchmark Result", literal=True).any():
-                return None
-        rows = pl.DataFrame([chunk.series.gather(sorted(decode))]).with_columns(
-            pos=pl.Series(sorted(decode), dtype=pl.Int64))
-        if not rows.select(line.str.contains(_LANE_DECODE).all()).item() or not plain_lines(chunk, rows["pos"]):
-            return None
-        # _LANE_DECODE's groups cut out with string splits (captures cost 4x a match): the tags
-        # follow the 19-character time stamp, the body the first "Decode batch" and its marks.
-        parts = line.str.split_exact("] Decode batch", 1)
-        rows = rows.with_columns(tags=parts.struct.field("field_0").str.slice(20),
-                                 body=parts.struct.field("field_1").str.replace(r"^(?: \[\d+\])?[.,]? ", "")
-                                 .str.strip_suffix(", "))
-        fields = pl.col("body").str.split(", ")
-        pairs = rows.select("pos", field=fields, k=pl.int_ranges(0, fields.list.len())).explode("field", "k")
-        pair = pl.col("field").str.split_exact(": ", 1)
-        pairs = pairs.with_columns(key=pair.struct.field("field_0"), text=pair.struct.field("field_1"))
-        if pairs.select(pl.struct("pos", "key").n_unique()).item() != pairs.height:
-            return None  # split_fields keeps the last value at the first place: left to Python
-        pairs = pairs.with_columns(value=pl.when(pl.col("text") == "True").then(1.0)
-                                   .when(pl.col("text") == "False").then(0.0)
-                                   .otherwise(pl.col("text").str.strip_chars_end("%").cast(pl.Float64, strict=False)))
-        # A line without its throughput is not a whole window: _decode skips it.
-        whole = pairs.filter(pl.col("key") == "gen throughput (token/s)").get_column("pos")
-        rows = rows.filter(pl.col("pos").is_in(whole.implode()))
-        if not rows.height:
-            return None
-        rows = rows.with_columns(rank=pl.col("tags").str.extract(r"\b(DP\d+)\b", 1).fill_null(""),
-                                 process=pl.col("tags").str.strip_chars())
-        rows = rows.with_columns(process=pl.when(pl.col("process") == "").then(pl.lit("main"))
-                                 .otherwise(pl.col("process")))
-        base = pl.col("rank").replace_strict(self.windows, default=0, return_dtype=pl.Int64) \
-            if self.windows else pl.lit(0, pl.Int64)
-        rows = rows.with_columns(window=base + pl.int_range(1, pl.len() + 1).over("rank"))
-        pairs = pairs.join(rows.select("pos", "window", "rank", "process"), on="pos")
-        kept = pairs.filter(pl.col("key").is_in(list(_DECODE_METRICS))).select(
-            "pos", "k", "window", "rank", "process", "value",
-            name=pl.col("key").replace_strict(_DECODE_METRICS, return_dtype=pl.String))
-        n = 1000  # emission order on a line: the fields, then graph, then tokens per cycle
-        # fields.get("cuda graph", fields.get("cpu graph")): a line's cpu graph only if it has no cuda graph.
-        cuda = pairs.filter(pl.col("key") == "cuda graph")
-        cpu = pairs.filter(pl.col("key") == "cpu graph").join(cuda.select("pos"), on="pos", how="anti")
-        graph = pl.concat([cuda, cpu]).filter(pl.col("text").is_in(["True", "False"])).select(
-            "pos", "window", "rank", "process", k=pl.lit(n, pl.Int64), name=pl.lit("graph"),
-            value=(pl.col("text") == "True").cast(pl.Float64))
-        accept = pairs.filter(pl.col("key") == "accept len").select(
-            "pos", "window", "rank", "process", "value", k=pl.lit(n + 1, pl.Int64), name=pl.lit("tokens_per_cycle"))
-        cols = ["pos", "k", "window", "rank", "process", "name", "value"]
-        metrics = pl.concat([part.select(cols) for part in (kept, graph, accept)]).filter(
-            pl.col("value").is_not_null())
-        metrics = metrics.select(
-            "name", "value", "window", line=pl.col("pos") + chunk.first, source=pl.lit("sglang_decode"), rank="rank",
-            process="process", pos="pos", rdr=pl.lit(rdr, pl.Int64), k=pl.col("k").cast(pl.Int64))
-        for rank, count in zip(*rows.group_by("rank", maintain_order=True).len(), strict=True):
-            self.windows[rank] = self.windows.get(rank, 0) + count
-        return LaneRows(decode, None, metrics.cast(METRIC_SCHEMA))
-
-    # -- batch lines ------------------------------------------------------------------------
 
     def _rank(self, line: str, end: int) -> str:
         """The DP rank tag (`DP3`), or "" when one scheduler reports for the whole server."""
@@ -587,10 +496,12 @@ class Parser:
             r.set("serving.decode_median_latency_s", latency, lineno, fmt)
             r.set("serving.decode_median_throughput_tok_s", throughput, lineno, fmt)
         else:
-            index = int(step) if step is not None else self.one_batch_step
+            index = r.read_int(step, lineno, "decode step") if step is not None else self.one_batch_step
+            if index is None:
+                return
             self.one_batch_step = index + 1
             if batch is not None:
-                r.set("serving.batch_size", int(batch), lineno, fmt)
+                r.set("serving.batch_size", r.read_int(batch, lineno, "batch size"), lineno, fmt)
             if index == 0:
                 return  # the first decode step after prefill carries graph/compile warm-up
             self.one_batch_windows += 1

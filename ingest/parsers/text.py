@@ -25,7 +25,7 @@ except ImportError:
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here and flagged
 CHUNK = 1 << 16
 # Bytes read_chunks reads at once: big enough that the per-chunk work of the engine and its
-# polars lanes is noise (larger reads only hold more memory), after a few smaller first reads.
+# native scanner is noise (larger reads only hold more memory), after a few smaller first reads.
 BATCH = 1 << 21
 FIRST_BATCH = 1 << 16
 SNIFF_BYTES = 8192  # the head checked for NUL bytes (binary files)
@@ -48,7 +48,9 @@ _COLOUR = re.compile(r"\[\d+(?:;\d+)*m")  # _ANSI's ESC-less branch, without its
 
 
 # ---- MPI --tag-output: the wrapper goes, the process it names stays ----------------------
-_MPI_TAG = re.compile(r"\[(\d+),(\d+)\]<std(?:out|err)>:")
+# At most 18 digits a number (records.MAX_INT_DIGITS): a longer `[job,rank]` is no tag MPI prints,
+# and the wrapper is taken off all the same (_WRAPPER) with the line kept untagged.
+_MPI_TAG = re.compile(r"\[(\d{1,18}),(\d{1,18})\]<std(?:out|err)>:")
 
 
 class MpiLine(str):
@@ -176,7 +178,7 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None,
     lineno = 0
     skipping = False  # inside the rest of a line that was cut: drop bytes up to its newline
     # The first reads are small: the parsers set a file's formats and settings line by line on
-    # its first records, before the chunk lanes (columns.py) can take over.
+    # its first records, before the native scanner can take over.
     size = min(FIRST_BATCH, BATCH)
     while True:
         more = stream.read(size)

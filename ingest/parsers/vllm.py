@@ -17,7 +17,7 @@ import json
 import math
 import re
 
-from .records import Metric, ParseResult, Phase
+from .records import MAX_INT_DIGITS, Metric, ParseResult, Phase
 from .serving import Block, BlockReader, add_block
 
 NAME = "vllm"
@@ -172,8 +172,9 @@ class Parser:
         elif ("vllm serve" in line or "api_server" in line) and _COMMAND.search(line):
             self._new_launch()
             k = _COMMAND_K.search(line)
-            if k and int(k.group(1)) > 0:
-                self._known_k(int(k.group(1)))
+            n = self.result.read_int(k.group(1), lineno, "num_speculative_tokens") if k else None
+            if n is not None and n > 0:
+                self._known_k(n)
 
     def busy(self) -> bool:
         return self.bench.block is not None
@@ -198,7 +199,8 @@ class Parser:
         r.set("engine", "vllm", lineno, "vllm_spec")
         self.launch_used = True
         k = f.get("k")
-        if isinstance(k, float) and k >= 1 and k == int(k):  # _value() gives floats, positions a list
+        # _value() gives floats (inf and 1e300 among them), positions a list
+        if isinstance(k, float) and 1 <= k < 10 ** MAX_INT_DIGITS and k == int(k):
             r.set("spec.steps", int(k), lineno, "vllm_spec")
             self._known_k(int(k))
         positions = f.get("positions")
@@ -281,7 +283,8 @@ class Parser:
         if generation <= 0:
             r.used.add(lineno)
             return  # an idle interval (or prefill only) is not a decode window
-        rank = f"DP{int(m.group(1))}" if m.group(1) else ""
+        dp = r.read_int(m.group(1), lineno, "engine number") if m.group(1) else None
+        rank = f"DP{dp}" if dp is not None else ""
         window = self.engine_windows.get(rank, 0) + 1
         self.engine_windows[rank] = window
 
@@ -389,16 +392,18 @@ class Parser:
             for key, pattern in _CONFIG_FIELDS.items():
                 f = pattern.search(config)
                 if f:
-                    r.set(key, f.group(1) if key == "model" else int(f.group(1)), lineno, "vllm_version")
+                    r.set(key, f.group(1) if key == "model" else r.read_int(f.group(1), lineno, key), lineno,
+                          "vllm_version")
             spec = _SPEC_CONFIG.search(config)
             if spec:
                 method = re.search(r"method='(\w+)'", spec.group(1))
                 if method:
                     r.set("spec.algorithm", method.group(1).upper(), lineno, "vllm_version")
                 steps = re.search(r"num_spec(?:ulative)?_tokens=(\d+)", spec.group(1))
-                if steps and int(steps.group(1)) > 0:
-                    r.set("spec.steps", int(steps.group(1)), lineno, "vllm_version")
-                    self._known_k(int(steps.group(1)))
+                n = r.read_int(steps.group(1), lineno, "num_speculative_tokens") if steps else None
+                if n is not None and n > 0:
+                    r.set("spec.steps", n, lineno, "vllm_version")
+                    self._known_k(n)
 
     # -- vllm bench serve -------------------------------------------------------------------
 

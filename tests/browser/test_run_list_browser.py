@@ -57,3 +57,32 @@ def test_rows_filled_live_read_as_the_servers(page, alice, upload_run, private_q
     assert shown(dp, "throughput_scope") == "sum over 2 DP ranks (DP attention)"
     assert shown(conflict, "throughput_scope") is None and shown(conflict, "throughput_tok_s") not in (None, "—")
     assert not page.errors
+
+
+def test_a_ready_run_with_a_failed_file_says_so_in_the_list_and_on_its_page(page, alice, private_queue):
+    import io
+
+    from tests.samples import log_path
+
+    tuned = log_path("spec_eagle3_tuned_2step.log").read_bytes()
+    dump = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8  # a binary attached by mistake: NUL bytes
+    run, _ = services.register_upload(alice, [services.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
+                                              services.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
+                                      project="team", name="one file failed")
+    login(page, "alice", "alice-pw")
+    for lf in run.logfiles.all():  # parsed while the list is open: the row fills itself in
+        services.parse_logfile(lf.id)
+    row = f"tr[data-run='{run.id}']"
+    page.wait_for_selector(f"{row} [data-field=status].ready")
+    live = _rows(page, [run.id])
+    assert page.is_visible(f"{row} [data-field=failed]")
+    assert page.inner_text(f"{row} [data-field=failed]") == "⚠ failed files: 1"
+    assert "core.bin" in page.get_attribute(f"{row} [data-field=failed]", "title")
+    page.reload()
+    assert _rows(page, [run.id]) == live
+    page.goto(f"{page.base}/runs/{run.id}/")
+    assert page.inner_text("#run-status") == "ready · 1 file failed"
+    banner = page.inner_text("#failed-files")
+    assert banner.startswith("1 of 2 log files failed") and "core.bin: this is a binary file" in banner
+    page.screenshot(path=str(ARTIFACTS / "run-with-a-failed-file.png"), full_page=True)
+    assert page.errors == []

@@ -1,9 +1,12 @@
 import json
+import zlib
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from ingest.parsers import ParseError, native, parse_stream
+from ingest.parsers import trace as trace_parser
+from runs import traces
 from runs.digest import ParseDigest
 from runs.summary import summarize
 
@@ -17,6 +20,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, paths, **options):
         native.hold_heap()  # a lone process: freed chunks kept for the next ones (122k -> 24k page faults at 512 MB)
+        if (notice := native.notice()) is not None:
+            self.stderr.write(f"runlens: {notice}")
         as_json = options["json"]
         failed = 0
         for path in paths:
@@ -25,6 +30,9 @@ class Command(BaseCommand):
             except ParseError as e:
                 failed += 1
                 out = {"file": str(path), "error": {"line": e.line or None, "message": e.message}}
+            except trace_parser.TraceError as e:
+                failed += 1
+                out = {"file": str(path), "error": {"line": None, "message": e.message}}
             except OSError as e:
                 failed += 1
                 out = {"file": str(path), "error": {"line": None, "message": e.strerror or str(e)}}
@@ -40,6 +48,14 @@ def parse_file(path: Path) -> dict:
     (runs/digest.py ParseDigest): memory does not grow with every record of a large log."""
     digest = ParseDigest()
     with open(path, "rb") as f:
+        head = f.read(trace_parser.HEAD_BYTES)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(31).decompress(head, trace_parser.HEAD_BYTES)
+        f.seek(0)
+        if trace_parser.is_trace(head):  # a profiler trace: its breakdown, as parsed["trace"] holds it
+            stored = trace_parser.parse(f)
+            found = traces.run_trace([{"logfile": None, "name": path.name, "trace": stored}])
+            return {"formats": ["kineto_trace"], "trace": traces.summary(found), "warnings": stored["warnings"]}
         result = parse_stream(f, sink=digest)
     return summarize(result, digest.rows(result))
 
@@ -52,6 +68,12 @@ def _human(out: dict) -> str:
     if "error" in out:
         e = out["error"]
         return f"{out['file']}: FAILED" + (f" at line {e['line']}" if e["line"] else "") + f": {e['message']}"
+    if "trace" in out:
+        lines = [f"{out['file']}: profiler trace", *(f"  {m}" for m in out["trace"]["messages"])]
+        for r in out["trace"]["ranks"]:
+            lines += [f"  GPU {r['device']}: {p['name']}: wall {p['wall_ms']} ms/cyc, busy {p['busy_ms']} ms, "
+                      f"idle {p['idle_share']}" for p in r["phases"]]
+        return "\n".join(lines)
     s = out["summary"]
     lines = [f"{out['file']}: {', '.join(out['formats'])}",
              f"  throughput {s['throughput_tok_s']} tok/s, tokens/cycle {s['tokens_per_cycle']}, "

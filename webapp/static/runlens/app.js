@@ -159,6 +159,9 @@ function watchRunList() {
       show("person_conflict", Boolean(run.person_conflict));
       set("launches_count", run.launches_count || 0);
       show("launches", (run.launches_count || 0) >= 2);
+      set("failed_files", run.failed_files || 0);
+      show("failed", (run.failed_files || 0) > 0 && run.status !== "failed");
+      if (field("failed")) field("failed").title = run.error || "";
     });
   });
 }
@@ -252,19 +255,30 @@ function setupSources() {
   const title = document.getElementById("source-title");
   const pre = document.getElementById("source-lines");
   document.getElementById("source-close").addEventListener("click", () => { panel.hidden = true; });
-  const show = (name, heading, lines, marked, notes) => {
-    title.textContent = heading ? `${name}, ${heading}` : name;
-    pre.replaceChildren(...lines.map((l) => {
-      const row = document.createElement("div");
-      row.className = marked.has(l.line) ? "hit" : "";
-      const no = document.createElement("span");
-      no.className = "ln"; no.textContent = String(l.line).padStart(6, " ") + "  ";
-      const note = notes && notes.get(l.line);
-      row.append(no);
-      if (note) { const v = document.createElement("span"); v.className = "val"; v.textContent = note + "  "; row.append(v); }
-      row.append(document.createTextNode(l.text));
-      return row;
-    }));
+  // The lines of one file or several ([{name, lines, marked, notes}]), each file under its name.
+  const show = (heading, groups) => {
+    title.textContent = heading;
+    const rows = [];
+    groups.forEach((g) => {
+      if (groups.length > 1) {
+        const head = document.createElement("div");
+        head.className = "file"; head.textContent = `── ${g.name}`;
+        rows.push(head);
+      }
+      g.lines.forEach((l) => {
+        const row = document.createElement("div");
+        row.className = g.marked.has(l.line) ? "hit" : "";
+        row.dataset.line = l.line;
+        const no = document.createElement("span");
+        no.className = "ln"; no.textContent = String(l.line).padStart(6, " ") + "  ";
+        const note = g.notes && g.notes.get(l.line);
+        row.append(no);
+        if (note) { const v = document.createElement("span"); v.className = "val"; v.textContent = note + "  "; row.append(v); }
+        row.append(document.createTextNode(l.text));
+        rows.push(row);
+      });
+    });
+    pre.replaceChildren(...rows);
     panel.hidden = false;
   };
   const fail = () => { pre.textContent = "The log cannot be read."; panel.hidden = false; };
@@ -273,21 +287,36 @@ function setupSources() {
     const r = await fetch(`/ingest/logfiles/${logfile}/lines?start=${Math.max(1, line - 3)}&end=${line + 3}`);
     if (!r.ok) return fail();
     const body = await r.json();
-    show(body.name, `line ${line}`, body.lines, new Set([line]));
+    show(`${body.name}, line ${line}`, [{ name: body.name, lines: body.lines, marked: new Set([line]) }]);
   };
-  // A median over windows: every window's line, each with its value, the median's marked.
+  // A median over windows: every window's line in every file behind it, each with its value; the
+  // middle window marked, or the two middle ones when the count is even (the median is their mean).
   const openFigure = async (run, key) => {
     const r = await fetch(`/runs/${run}/figure.json?key=${encodeURIComponent(key)}`);
     if (!r.ok) return fail();
     const fig = await r.json();
-    const at = fig.windows.map((w) => w.line).join(",");
-    const lr = await fetch(`/ingest/logfiles/${fig.logfile}/lines?at=${at}`);
-    if (!lr.ok) return fail();
-    const body = await lr.json();
-    const notes = new Map(fig.windows.map((w) => [w.line, `w${w.window} = ${figure(w.value, key)}`]));
-    const more = fig.total > fig.windows.length ? `, the first ${fig.windows.length} of ${fig.total}` : "";
-    show(body.name, `${fig.total} windows${more}; median ${figure(fig.median_value, key)} at line ${fig.median_line}`,
-         body.lines, new Set([fig.median_line]), notes);
+    const groups = [];
+    for (const f of fig.files) {
+      const mine = fig.windows.filter((w) => w.logfile === f.logfile);
+      if (!mine.length) continue;
+      const lr = await fetch(`/ingest/logfiles/${f.logfile}/lines?at=${mine.map((w) => w.line).join(",")}`);
+      if (!lr.ok) return fail();
+      const body = await lr.json();
+      groups.push({
+        name: body.name, lines: body.lines,
+        marked: new Set(fig.middle.filter((m) => m.logfile === f.logfile).map((m) => m.line)),
+        notes: new Map(mine.map((w) => [w.line, `w${w.window} = ${figure(w.value, key)}`])),
+      });
+    }
+    const several = fig.files.length > 1;
+    const name = (id) => (fig.files.find((f) => f.logfile === id) || {}).name;
+    const at = (m) => `${figure(m.value, key)} at line ${m.line}${several ? ` of ${name(m.logfile)}` : ""}`;
+    const middle = fig.middle.length === 2
+      ? `the mean of the two middle windows, ${at(fig.middle[0])} and ${at(fig.middle[1])}`
+      : `the middle window, ${at(fig.middle[0])}`;
+    const more = fig.total > fig.windows.length ? ` (the first ${fig.windows.length} listed)` : "";
+    show(`${fig.files.map((f) => f.name).join(" + ")}: ${fig.total} windows${several ? ` in ${fig.files.length} files` : ""}`
+         + `${more}; median ${figure(fig.figure, key)}: ${middle}`, groups);
   };
   panel.openLine = openLine;
   document.addEventListener("click", async (e) => {

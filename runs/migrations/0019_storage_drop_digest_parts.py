@@ -9,7 +9,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0016_access_invitations_name_keys'),
+        ('runs', '0018_roles_edits_failed_files'),
     ]
 
     operations = [
