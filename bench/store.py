@@ -26,11 +26,11 @@ django.setup()
 
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db.models import Sum  # noqa: E402
 
 from bench.loggen import cached_log  # noqa: E402
 from ingest import services  # noqa: E402
-from runs.models import Annotation, Run, SampleBlock  # noqa: E402
+from runs import columns  # noqa: E402
+from runs.models import Annotation, Run  # noqa: E402
 from runs.services import add_annotation  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def main() -> None:
     status = services.parse_logfile(lf.id)
     took, cpu = time.perf_counter() - start, cpu_s() - cpu
     run = Run.objects.get(id=run.id)
-    rows = SampleBlock.objects.filter(run=run).aggregate(n=Sum("rows"))["n"] or 0
+    rows = columns.row_count(run.id)
     print(f"ingest {size / 2**20:.0f} MiB: {status} in {took:.1f} s, {size / 2**20 / took:.2f} MiB/s, "
           f"worker CPU {cpu:.1f} s, {rows} phase+metric rows, {run.windows} windows; peak RSS {peak_mb():.0f} MiB "
           f"(before the parse {before:.0f} MiB)")

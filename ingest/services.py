@@ -15,7 +15,6 @@ import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -34,18 +33,15 @@ from ingest import storage
 from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
 from ingest.parsers import trace as trace_parser
-from runs.blocks import Block, BlockWriter
-from runs.digest import FileDigest
+from runs import columns
 from runs.layout import ROLES
 from runs.models import (
     CollectiveResult,
-    DigestPart,
     LogFile,
     Membership,
     NcclSetting,
     Project,
     Run,
-    SampleBlock,
     Status,
 )
 from runs.names import clean_name, name_key
@@ -538,12 +534,12 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
                 # A reader of `read` alone is all the parsers ask of a stream.
                 result = parse_stream(cast(BinaryIO, _Watched(stream, heartbeat.lost)), sink=spill)
             spill(result)
-            digest = folder.finish()
+            cut = folder.finish()
             if unranked:
                 _spool_rows(spool, [], unranked)
                 unranked.clear()
             try:
-                _store_rows(lf, spool, block_spool, result, digest)
+                _store_rows(lf, spool, cut, result)
             except (OperationalError, _ClaimLost):
                 raise
             except Exception as e:
@@ -588,17 +584,16 @@ def _rank_pending(value: rec.NcclValue) -> bool:
 
 
 class _Folder:
-    """The parse's phases and metrics cut into the file's blocks and digested, out of any
-    transaction, on a thread of its own while the parse goes on: polars and zstd release the GIL,
-    so the fold runs on another core (a 512 MB log: ~7 s of the worker's time). Batches are folded
-    in their order, at most IN_FLIGHT of them waiting (2 peaked the worker 30 MB higher for no
-    time); the blocks go to `spool` compressed."""
+    """The parse's phases and metrics cut into the file's stored columns (runs.columns.Cutter),
+    out of any transaction, on a thread of its own while the parse goes on: polars and zstd
+    release the GIL, so the cutting runs on another core. Batches are cut in their order, at most
+    IN_FLIGHT of them waiting (2 peaked the worker 30 MB higher for no time); the blocks wait
+    compressed in `spool`."""
 
     IN_FLIGHT = 1
 
     def __init__(self, spool: BinaryIO) -> None:
-        self.digest = FileDigest(settings.DATA_DIR / "spool")  # its columns wait beside the spool
-        self.blocks = BlockWriter(partial(_spool_block, spool))
+        self.cut = columns.Cutter(spool)
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="runlens-fold")
         self.pending: deque[Future] = deque()
 
@@ -606,34 +601,18 @@ class _Folder:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)  # a failed parse: the batch being folded ends
+        self.pool.shutdown(wait=True, cancel_futures=True)  # a failed parse: the batch being cut ends
 
     def add(self, phases: pl.DataFrame | None, metrics: pl.DataFrame | None) -> None:
-        self.pending.append(self.pool.submit(_fold_rows, phases, metrics, self.digest, self.blocks))
+        self.pending.append(self.pool.submit(self.cut.add, phases, metrics))
         while len(self.pending) > self.IN_FLIGHT:
-            self.pending.popleft().result()  # a fold's error is raised here, in the parse
+            self.pending.popleft().result()  # a cut's error is raised here, in the parse
 
-    def finish(self) -> FileDigest:
+    def finish(self) -> columns.Cutter:
         while self.pending:
             self.pending.popleft().result()
-        self.blocks.finish()
-        return self.digest
-
-
-def _fold_rows(phases: pl.DataFrame | None, metrics: pl.DataFrame | None, digest: FileDigest,
-               blocks: BlockWriter) -> None:
-    """One batch of parsed phases and metrics, cut to the columns' sizes, into the file's digest
-    and its blocks (which BlockWriter hands to _spool_block as each is cut)."""
-    if phases is not None:
-        phases = phases.with_columns(pl.col("name").str.slice(0, 100), pl.col("process").str.slice(0, 64),
-                                     pl.col("source").str.slice(0, 32))
-        digest.phase_frame(phases)
-        blocks.add("phase", phases)
-    if metrics is not None:
-        metrics = metrics.with_columns(pl.col("name").str.slice(0, 64), pl.col("rank").str.slice(0, 32),
-                                       pl.col("process").str.slice(0, 64), pl.col("source").str.slice(0, 32))
-        digest.metric_frame(metrics)
-        blocks.add("metric", metrics)
+        self.cut.finish()
+        return self.cut
 
 
 def _spool_rows(spool: BinaryIO, collectives: list, nccl: list) -> None:
@@ -647,32 +626,20 @@ def _spool_rows(spool: BinaryIO, collectives: list, nccl: list) -> None:
         spool.write(json.dumps(head).encode() + b"\n")
 
 
-def _spool_block(spool: BinaryIO, block: Block) -> None:
-    """A cut block: a JSON line with its fields, then its (compressed) bytes."""
-    head = {"b": [block.kind, block.name, block.source, block.seq, block.rows, block.window_lo, block.window_hi,
-                  len(block.data)]}
-    spool.write(json.dumps(head).encode() + b"\n")
-    spool.write(block.data)
-
-
-def _unspool(spool: BinaryIO) -> Iterator[Block | tuple[list, list]]:
-    """What was spooled, in order: blocks, and (collectives, NCCL values) batches."""
+def _unspool(spool: BinaryIO) -> Iterator[tuple[list, list]]:
+    """What was spooled, in order: (collectives, NCCL values) batches."""
     spool.seek(0)
     while raw := spool.readline():
         head = json.loads(raw)
-        if "b" in head:
-            kind, name, source, seq, rows, lo, hi, size = head["b"]
-            yield Block(kind, name, source, seq, rows, lo, hi, spool.read(size))
-        else:
-            yield head["c"], head["n"]
+        yield head["c"], head["n"]
 
 
-def _store_rows(lf: LogFile, spool: BinaryIO, block_spool: BinaryIO, result: ParseResult, digest: FileDigest) -> None:
+def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: ParseResult) -> None:
     """Replace the file's rows with the spooled ones, if the claim is still this parse's.
 
-    Blocks were cut and the digest made while parsing (parse_logfile's spill): here the blocks
-    are written as they are, NCCL values and collectives as rows (COPY on PostgreSQL), the digest
-    in parts, so refresh_run never reads the rows back.
+    Phases and metrics were cut into the file's stored columns while parsing (parse_logfile's
+    spill): here they are written as they are (runs.columns.write), NCCL values and
+    collectives as rows (COPY on PostgreSQL).
     """
     with transaction.atomic():
         # Serialise with any other writer of this file: its rows are replaced, never doubled.
@@ -680,49 +647,10 @@ def _store_rows(lf: LogFile, spool: BinaryIO, block_spool: BinaryIO, result: Par
                 id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).exists():
             raise _ClaimLost()
         _delete_rows(lf)
-        with _binary_copy(SampleBlock, BLOCK_FIELDS, BLOCK_TYPES) as copy:
-            for block in _unspool(block_spool):
-                assert isinstance(block, Block)  # _Folder spools blocks only
-                _save_block(copy, lf, block)
+        columns.write(lf, cut)
         for rows in _unspool(spool):
-            assert not isinstance(rows, Block)  # and parse_logfile rows only
             _insert_rows(lf, *rows)
-        _finish_logfile(lf, result, digest)
-
-
-BLOCK_FIELDS = ("run", "logfile", "kind", "name", "source", "seq", "rows", "window_lo", "window_hi", "data")
-BLOCK_TYPES = ("int8", "int8", "text", "text", "text", "int4", "int4", "int4", "int4", "bytea")
-DIGEST_FIELDS, DIGEST_TYPES = ("logfile", "seq", "data"), ("int8", "int4", "bytea")
-
-
-def _save_block(copy: Any, lf: LogFile, block: Block) -> None:
-    """One block into the COPY (PostgreSQL) or as a model (SQLite: `copy` is None)."""
-    row = (lf.run_id, lf.id, block.kind, block.name, block.source, block.seq, block.rows, block.window_lo,
-           block.window_hi, block.data)
-    if copy is not None:
-        copy.write_row(row)
-    else:
-        SampleBlock.objects.create(**dict(zip(_attnames(BLOCK_FIELDS), row, strict=True)))
-
-
-@contextmanager
-def _binary_copy(model: Any, fields: tuple[str, ...], types: tuple[str, ...]) -> Iterator[Any]:
-    """A binary COPY into the model's table on the transaction's connection (PostgreSQL; None
-    elsewhere): bytea goes as bytes, not as the driver's hex text of twice its size, in one
-    statement instead of an INSERT each."""
-    if connection.vendor != "postgresql":
-        yield None
-        return
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-        copy.set_types(list(types))
-        yield copy
-
-
-def _attnames(fields: tuple[str, ...]) -> list[str]:
-    return [f"{f}_id" if f in ("run", "logfile") else f for f in fields]
+        _finish_logfile(lf, result)
 
 
 def _parse_trace(lf: LogFile) -> str:
@@ -780,7 +708,8 @@ def _fail(lf: LogFile, message: str, line: int | None) -> str:
 
 
 def _delete_rows(lf: LogFile) -> None:
-    for model in (SampleBlock, NcclSetting, CollectiveResult, DigestPart):
+    columns.delete(lf)
+    for model in (NcclSetting, CollectiveResult):
         model.objects.filter(logfile=lf).delete()
 
 
@@ -828,14 +757,11 @@ def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None
     model.objects.bulk_create((model(**dict(zip(names, row, strict=True))) for row in rows), batch_size=BATCH)
 
 
-def _finish_logfile(lf: LogFile, result: ParseResult, digest: FileDigest) -> None:
-    with _binary_copy(DigestPart, DIGEST_FIELDS, DIGEST_TYPES) as copy:
-        for seq, part in enumerate(digest.encoded()):
-            if copy is not None:
-                copy.write_row((lf.id, seq, part))
-            else:
-                DigestPart.objects.create(logfile=lf, seq=seq, data=part)
-    digest.drop()  # refresh_run reads the digest back: its spill can go
+def _attnames(fields: tuple[str, ...]) -> list[str]:
+    return [f"{f}_id" if f in ("run", "logfile") else f for f in fields]
+
+
+def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     # The parse's freed memory back to the system before the summary's own peak (glibc keeps it
     # in its arenas otherwise): the 512 MB ingest's worker peaked at 468-518 MB, 418-431 now.
     native.trim_heap()

@@ -204,6 +204,7 @@ def set_trace_phases(request: ApiRequest, payload: TracePhasesIn, run_id: int = 
     """Say which trace ranges are which phases (editors and admins); recorded as a run edit. The
     breakdown is redone from the stored per-range figures at once (the trace is not read again)."""
     run = queries.visible_run(request.auth, run_id)
+    _trace(run)  # a run without a trace: 404 before anything is recorded
     services.set_trace_phases(request.auth, run, payload.phases)
     return _trace(queries.visible_run(request.auth, run_id))
 

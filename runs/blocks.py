@@ -15,7 +15,8 @@ Name and source are the block's (SampleBlock columns), as are its window range (
 blocks outside theirs) and row count.
 
 Pure: no database here. `BlockWriter` cuts frames into blocks and hands each to a callback;
-`frame` reads blocks back (runs/series.py and runs/queries.py fetch them).
+`frame` reads blocks back. runs/columns.py is their one user: it stores and fetches the blocks
+and every other module goes through it.
 """
 
 from __future__ import annotations

@@ -1,31 +1,27 @@
 """The bulky rows of a parse as compact columns: what the run summary needs of them.
 
 A log file's phases and metrics are grouped by (process, source, name, rank), each group four
-arrays (window, line, value, order) instead of one object per row. ingest.services builds one
-digest per file while it stores the rows (they pass through its spool anyway) and refresh_run
-combines the files' digests: the summary never reloads every row through the ORM. A lone parse
-(parselog, tests) goes through the same columns (`rows_from_result`), so both paths give the
-same figures by construction.
+arrays (window, line, value, order) instead of one object per row. A stored run's rows are
+regrouped so from its stored column blocks (`Regrouper`, fed by runs.columns.summary_rows); a
+lone parse (parselog, tests) goes through the same columns (`FileDigest` as a parse's sink,
+`rows_from_result`), so both paths give the same figures by construction. This module stores
+nothing: the one stored form of the rows is the blocks (runs/columns.py).
 
-Memory follows one group, not the file: a digest being built parks its columns in a
-`Spill` (an anonymous temporary file) every FLUSH_ROWS rows, a stored digest is decoded into one,
-and a group read from a spill loads its columns from disk each time they are asked for, so the
-summary holds the columns of the figure it is computing and no other.
+Memory follows one group, not the file: columns being gathered are parked in a `Spill` (an
+anonymous temporary file) every FLUSH_ROWS rows, and a group read from a spill loads its
+columns from disk each time they are asked for, so the summary holds the columns of the figure
+it is computing and no other.
 
 Pure: no Django (the summary is tested without a database).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import struct
-import sys
 import tempfile
-import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
@@ -38,10 +34,8 @@ if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run 
 # Collectives kept in a run's `parsed` (the rows stay in their table; pages read them there).
 COLLECTIVES_KEPT = 200
 NAN = math.nan
-VERSION = 1
-# Rows of a digest being built held in memory before they go to its spill: ~7 MB of columns.
+# Rows of columns being gathered held in memory before they go to its spill: ~7 MB of columns.
 FLUSH_ROWS = 256 * 1024
-PART_BYTES = 1 << 20  # a stored digest comes in parts of about this size (runs.models.DigestPart)
 
 
 def ints(values: Iterable[int]) -> array:
@@ -58,7 +52,7 @@ Piece = tuple[int, int, str]  # (byte offset in a spill, numbers, typecode)
 
 class Spill:
     """Columns parked in an anonymous temporary file (gone with its process, even after SIGKILL),
-    read back a column at a time: what lets a 512 MB log's digest (~220 MB of columns) be built
+    read back a column at a time: what lets a 512 MB log's columns (~220 MB) be gathered
     and summarised in the memory of its largest group."""
 
     # The file is made longer ahead of the writes (sparse: no disk until written), GROW at least:
@@ -397,9 +391,7 @@ class _Grouper:
         cols[2].append(value)
         if phase:  # a metric has no pct: its column stays empty
             cols[4].append(pct)
-        self._held += 1
-        if self._held >= FLUSH_ROWS:
-            self.flush()
+        self.added(1)
 
     def add_frame(self, phase: bool, logfile: int | None, frame: pl.DataFrame, order: int) -> None:
         """Rows as columns (ingest.parsers.records' PHASE_SCHEMA or METRIC_SCHEMA), numbered from
@@ -412,15 +404,24 @@ class _Grouper:
         wanted = ["window", "line", value, "order", *(["pct"] if phase else [])]
         grouped = frame.group_by(KEYS, maintain_order=True).agg(wanted)
         columns = [grouped.get_column(c) for c in wanted]
-        for row, (process, source, name, rank) in enumerate(grouped.select(KEYS).iter_rows()):
-            cols = self._cols((phase, logfile, process, source, name, rank))
-            for i, column in ((0, columns[0]), (1, columns[1]), (3, columns[3])):
-                _append_ints(cols, i, column[row])
-            # Each column's buffer copied as it is (numpy views it): no Python float a value.
-            cols[2].frombytes(_buffer(columns[2][row].cast(pl.Float64)))
-            if phase:
-                cols[4].frombytes(_buffer(columns[4][row]))
-        self._held += frame.height
+        for row, key in enumerate(grouped.select(KEYS).iter_rows()):
+            self.add_columns((phase, logfile, *key), *(c[row] for c in columns))
+        self.added(frame.height)
+
+    def add_columns(self, key: tuple, windows: pl.Series, lines: pl.Series, values: pl.Series, order: pl.Series,
+                    pcts: pl.Series | None = None) -> None:
+        """One group's rows as polars columns (key: phase, log file, process, source, name, rank)."""
+        cols = self._cols(key)
+        for i, column in ((0, windows), (1, lines), (3, order)):
+            _append_ints(cols, i, column)
+        # Each column's buffer copied as it is (numpy views it): no Python float a value.
+        cols[2].frombytes(_buffer(values.cast(pl.Float64)))
+        if pcts is not None:
+            cols[4].frombytes(_buffer(pcts))
+
+    def added(self, rows: int) -> None:
+        """Count rows just added: past FLUSH_ROWS held, they go to the spill."""
+        self._held += rows
         if self._held >= FLUSH_ROWS:
             self.flush()
 
@@ -438,9 +439,7 @@ class _Grouper:
             cols[2].frombytes(_view(values))
             if pcts is not None:
                 cols[4].frombytes(_view(pcts))
-        self._held += batch.height
-        if self._held >= FLUSH_ROWS:
-            self.flush()
+        self.added(batch.height)
 
     def flush(self) -> None:
         """The columns held, to the spill (none: they stay in memory)."""
@@ -470,14 +469,12 @@ class _Grouper:
 
 
 class FileDigest:
-    """One log file's phases and metrics as they are stored (same truncations), built row by row
-    while ingest.services writes them; `encoded()` is what LogFile's digest parts keep. Its
-    columns wait in a Spill under `directory` (the system's temporary dir by default)."""
+    """One lone parse's phases and metrics as columns (ParseDigest's), built a frame or a row at
+    a time. Its columns wait in a Spill under `directory` (the system's temporary dir by default)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self._grouper = _Grouper(Spill(directory))
         self.seq = 0
-        self.max_window = 0
         self._avg: tuple[int, int, float] | None = None  # (window, order, value) of the last avg_busbw_gbs
 
     def phase(self, process: str, source: str, name: str, window: int, line: int, ms: float,
@@ -485,22 +482,17 @@ class FileDigest:
         self._grouper.add(True, None, process, source, name, "", window, line, ms, self.seq,
                           NAN if pct is None else pct)
         self.seq += 1
-        if window > self.max_window:
-            self.max_window = window
 
     def metric(self, process: str, source: str, name: str, rank: str, window: int, line: int, value: float) -> None:
         self._grouper.add(False, None, process, source, name, rank, window, line, value, self.seq, NAN)
         if name == "avg_busbw_gbs" and (self._avg is None or (window, self.seq) >= self._avg[:2]):
             self._avg = (window, self.seq, value)
         self.seq += 1
-        if window > self.max_window:
-            self.max_window = window
 
     def phase_frame(self, frame: pl.DataFrame) -> None:
         """phase() of every row of a frame (PHASE_SCHEMA), in its order."""
         self._grouper.add_frame(True, None, frame, self.seq)
         self.seq += frame.height
-        self.max_window = max(self.max_window, int(frame.get_column("window").max() or 0))  # type: ignore[arg-type]
 
     def metric_frame(self, frame: pl.DataFrame) -> None:
         """metric() of every row of a frame (METRIC_SCHEMA), in its order."""
@@ -511,7 +503,6 @@ class FileDigest:
                 self._avg = (last["window"], last["order"], last["value"])
         self._grouper.add_frame(False, None, frame, self.seq)
         self.seq += frame.height
-        self.max_window = max(self.max_window, int(frame.get_column("window").max() or 0))  # type: ignore[arg-type]
 
     def phase_batch(self, batch: pl.DataFrame | Grouped) -> None:
         """phase_frame() of a frame or of the native scanner's grouped records."""
@@ -530,128 +521,46 @@ class FileDigest:
     def _grouped(self, batch: Grouped) -> None:
         self._grouper.add_grouped(None, batch, self.seq)
         self.seq += batch.height
-        for group in batch.groups:
-            windows = batch.arrays(group)[0]
-            if len(windows):
-                self.max_window = max(self.max_window, int(windows.max()))
 
     def rows(self) -> Rows:
         """The digest as a lone parse's rows (no log file id, the records' own order)."""
         return Rows(metrics=self._grouper.groups(False), phases=self._grouper.groups(True), by_window=False)
 
-    def encode(self) -> bytes:
-        """The digest's bytes (zlib), all at once (tests, small files): `encoded()` joined."""
-        return b"".join(self.encoded())
 
-    def encoded(self, part_bytes: int = PART_BYTES) -> Iterator[bytes]:
-        """The digest's bytes (zlib) in parts of about `part_bytes`, compressed a column at a time
-        from the spill: never the whole digest in memory, raw or compressed (a 512 MB log's digest
-        is ~220 MB of columns, ~65 MB compressed). The parts joined are one zlib stream."""
-        groups = [(True, g) for g in self._grouper.groups(True)] + [(False, g) for g in self._grouper.groups(False)]
-        header = {
-            "v": VERSION, "byteorder": sys.byteorder, "max_window": self.max_window,
-            "last_avg_busbw": None if self._avg is None else self._avg[2],
-            "groups": [[phase, g.process, g.source, g.name, g.rank, len(g), *g.typecodes()] for phase, g in groups],
-        }
-        head = json.dumps(header).encode()
-        z = zlib.compressobj(1)
-        out = [z.compress(struct.pack("<I", len(head))), z.compress(head)]
-        held = sum(map(len, out))
-        for phase, g in groups:
-            windows, lines, order = g.typecodes()
-            for name, code in (("windows", windows), ("lines", lines), ("values", "d"), ("order", order),
-                               *((("pcts", "d"),) if phase else ())):
-                column = getattr(g, name)
-                assert column.typecode == code
-                out.append(z.compress(memoryview(column).cast("B")))
-                held += len(out[-1])
-                del column
-                if held >= part_bytes:
-                    yield b"".join(out)
-                    out, held = [], 0
-        out.append(z.flush())
-        yield b"".join(out)
+class Regrouper:
+    """A run's stored rows (runs.columns) regrouped as the summary reads them: fed a block at a
+    time (rows of one log file, name and source, in the file's order `order`), kept per (log
+    file, process, source, name, rank) in columns parked in `spill` as they fill. `rows()`
+    lists each file's groups in the order of their first row, as a parse of the file lists
+    them (FileDigest): ties between groups fall the same way whichever path summarised."""
 
-    def drop(self) -> None:
-        """Forget the rows (once encoded): the store's refresh then runs without them."""
-        assert self._grouper.spill is not None
-        self._grouper.spill.close()
-        self._grouper = _Grouper(Spill(self._grouper.spill.directory))
+    def __init__(self, spill: Spill) -> None:
+        self._grouper = _Grouper(spill)
+        self._first: dict[tuple, int] = {}
 
+    def add(self, phase: bool, logfile: int, name: str, source: str, frame: pl.DataFrame) -> None:
+        """Rows with columns process, rank, window, line, value, order and (phases) pct."""
+        if not frame.height:
+            return
+        wanted = ["window", "line", "value", "order", *(["pct"] if phase else [])]
+        tags = frame.select("process", "rank").unique(maintain_order=True)
+        if tags.height == 1:  # most blocks: one writer's rows, appended without a group_by
+            parts = [(tags.row(0), [frame.get_column(c) for c in wanted])]
+        else:
+            grouped = frame.group_by(["process", "rank"], maintain_order=True).agg(wanted)
+            columns = [grouped.get_column(c) for c in wanted]
+            tagged = grouped.select("process", "rank").iter_rows()
+            parts = [(tag, [c[row] for c in columns]) for row, tag in enumerate(tagged)]
+        for (process, rank), cols in parts:
+            key = (phase, logfile, process, source, name, rank)
+            first = int(cols[3].min())  # type: ignore[arg-type]
+            self._first[key] = min(self._first.get(key, first), first)
+            self._grouper.add_columns(key, *cols)
+        self._grouper.added(frame.height)
 
-class _Inflater:
-    """A zlib stream read a piece at a time from its parts: a digest's columns come out one by
-    one, never the whole raw digest (nor all its compressed parts) at once."""
+    def rows(self) -> Rows:
+        def first(phase: bool) -> Callable[[Group], tuple]:
+            return lambda g: (g.logfile, self._first[(phase, g.logfile, g.process, g.source, g.name, g.rank)])
 
-    STEP = 1 << 20
-
-    def __init__(self, parts: Iterable[bytes | memoryview]) -> None:
-        self.parts = iter(parts)
-        self.blob, self.pos = memoryview(b""), 0
-        self.z = zlib.decompressobj()
-        self.buf = bytearray()
-
-    def _next_input(self) -> memoryview | None:
-        while self.pos >= len(self.blob):
-            part = next(self.parts, None)
-            if part is None:
-                return None
-            self.blob, self.pos = memoryview(part), 0
-        piece = self.blob[self.pos:self.pos + self.STEP]
-        self.pos += self.STEP
-        return piece
-
-    def read(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            if self.z.unconsumed_tail:
-                more = self.z.decompress(self.z.unconsumed_tail, max(n - len(self.buf), self.STEP))
-            elif (piece := self._next_input()) is not None:
-                more = self.z.decompress(piece, max(n - len(self.buf), self.STEP))
-            else:
-                more = self.z.flush()
-                if not more:
-                    raise ValueError("digest cut short")
-            self.buf += more
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
-
-@dataclass
-class Decoded:
-    max_window: int
-    last_avg_busbw: float | None
-    phases: list[Group]
-    metrics: list[Group]
-
-
-def decode(blob: bytes | memoryview | Iterable[bytes | memoryview], logfile: int, offset: int,
-           spill: Spill | None = None) -> Decoded:
-    """A FileDigest's bytes (one blob, or its parts in order) back as groups of `logfile`, windows
-    moved on by `offset` (a run's later files follow on from the earlier ones, as run_result
-    numbers them). With a `spill`, each column goes there as it is inflated: the groups then
-    hold no column in memory."""
-    stream = _Inflater([blob] if isinstance(blob, (bytes, memoryview)) else blob)
-    (size,) = struct.unpack("<I", stream.read(4))
-    header = json.loads(stream.read(size))
-    if header["v"] != VERSION:
-        raise ValueError(f"digest version {header['v']} (this code reads {VERSION})")
-    swap = header["byteorder"] != sys.byteorder
-    out = Decoded(header["max_window"], header["last_avg_busbw"], [], [])
-
-    def take(typecode: str, n: int, moved: int = 0) -> Column:
-        a = array(typecode)
-        a.frombytes(stream.read(n * a.itemsize))
-        if swap:
-            a.byteswap()
-        if moved:
-            a = ints(w + moved for w in a)
-        return a if spill is None else Parked(spill, (spill.put(a),))
-
-    for phase, process, source, name, rank, n, wcode, lcode, ocode in header["groups"]:
-        windows = take(wcode, n, offset)
-        lines, values, order = take(lcode, n), take("d", n), take(ocode, n)
-        pcts = take("d", n) if phase else None
-        (out.phases if phase else out.metrics).append(
-            Group(logfile, process, source, name, rank, windows, lines, values, order, pcts))
-    return out
+        return Rows(metrics=sorted(self._grouper.groups(False), key=first(False)),
+                    phases=sorted(self._grouper.groups(True), key=first(True)), by_window=True)

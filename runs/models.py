@@ -205,22 +205,6 @@ class LogFile(models.Model):
         return self.original_name
 
 
-class DigestPart(models.Model):
-    """A part of a log file's phases and metrics as compact columns (runs/digest.py), written with
-    its rows: the run summary reads these, never the rows themselves (millions on a large log). A digest is one
-    zlib stream cut in parts of about digest.PART_BYTES (`seq` their order), written and read a
-    part at a time: a 512 MB log's digest (~65 MB) is never one value in the worker's memory, nor
-    twice over as the driver's hex text. Its own table, so loading a LogFile never drags it along."""
-
-    # No index of its own: the unique (logfile, seq) serves "this file's parts in order".
-    logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, related_name="digest_parts", db_index=False)
-    seq = models.PositiveIntegerField()
-    data = models.BinaryField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["logfile", "seq"], name="digest_part_logfile_seq")]
-
-
 class _Parsed(models.Model):
     """Columns every parsed row has: its run, its log file and the line it came from."""
 
@@ -241,7 +225,8 @@ class _Parsed(models.Model):
 class SampleBlock(models.Model):
     """Up to BLOCK_ROWS phase or metric rows of one log file, of one name and source, as
     compressed columns (runs/blocks.py): a 512 MB log's 9.5M values are ~150 blocks, not 9.5M
-    rows. Each row in a block keeps its window, line and process (provenance)."""
+    rows. Each row in a block keeps its window, line and process (provenance). The one stored
+    form of these rows, written and read through runs/columns.py only."""
 
     class Kind(models.TextChoices):
         PHASE = "phase"

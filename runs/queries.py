@@ -15,7 +15,7 @@ from django.db.models import F, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 
-from runs import blocks, display, traces
+from runs import columns, display, traces
 from runs import series as stored
 from runs.compare import RunInput, compare
 from runs.models import (
@@ -27,7 +27,6 @@ from runs.models import (
     Project,
     Run,
     RunEdit,
-    SampleBlock,
     Status,
     visible_runs,
 )
@@ -388,23 +387,23 @@ def figure_windows(run: Run, key: str, limit: int = FIGURE_LINES_SHOWN) -> dict 
     the median for an even one. None for an unknown key or no rows. Reads only that figure's blocks."""
     kind, _, name = key.partition(":")
     parsed = run.parsed or {}
-    if kind == "phase":
-        found = SampleBlock.objects.filter(run=run, kind=blocks.PHASE, name=name)
+    source = None
+    if kind == columns.PHASE:
+        names = [name]
         card = next((p.get("ms") for p in parsed.get("phases", []) if p.get("name") == name), None)
-    elif kind == "metric" and name in set(CARD_METRICS.values()):
+    elif kind == columns.METRIC and name in set(CARD_METRICS.values()):
         names = [m for m, figure in CARD_METRICS.items() if figure == name]
         source = stored.best_source(run.id, names)  # the source the summary believes first
         if source is None:
             return None
-        found = SampleBlock.objects.filter(run=run, kind=blocks.METRIC, name__in=names, source=source)
         # Within the source, the first of the names it reports, as summary.series takes it.
-        reported = set(found.values_list("name", flat=True).distinct())
-        found = found.filter(name=next(n for n in names if n in reported))
+        reported = columns.names(run.id, kind, names, source)
+        names = [next(n for n in names if n in reported)]
         card = (parsed.get("summary") or {}).get(name)
     else:
         return None
-    rows = blocks.frame(kind, found.order_by("logfile_id", "seq").values_list(
-        "logfile_id", "name", "source", "data"), [blocks.VALUE[kind], "line"]).rename({blocks.VALUE[kind]: "value"})
+    rows = columns.frame(run.id, kind, [columns.VALUE[kind], "line"], names=names, source=source).rename(
+        {columns.VALUE[kind]: "value"})
     total = rows.height
     if not total:
         return None
@@ -657,22 +656,16 @@ def trend_points(user, project: str, metric: str, branch: str = "", tag: str = "
     ids = [r.id for r in ready]
     windows: dict[int, list[float]] = {}
     if metric in TREND_SERIES:
-        kind, names, name_has = blocks.METRIC, TREND_SERIES[metric], ""
+        kind, names, name_has = columns.METRIC, TREND_SERIES[metric], ""
     elif metric == "verify_ms":
-        kind, names, name_has = blocks.PHASE, None, "verify"
+        kind, names, name_has = columns.PHASE, None, "verify"
     if metric in TREND_SERIES or metric == "verify_ms":
-        # Every run's blocks of the figure in one query (a few blocks a run).
-        found = SampleBlock.objects.filter(run_id__in=ids, kind=kind)
-        found = found.filter(name__in=names) if names else found.filter(name__icontains=name_has)
-        by_run: dict[int, list] = {}
-        for run_id, *block in found.order_by("run_id", "logfile_id", "seq").values_list(
-                "run_id", "logfile_id", "name", "source", "data"):
-            by_run.setdefault(run_id, []).append(block)
-        for run_id, found_blocks in by_run.items():
-            rows = blocks.frame(kind, found_blocks, [blocks.VALUE[kind]])
-            if kind == blocks.METRIC:  # the source the summary believes first, in the run's order
+        # Every run's rows of the figure in one query (a few blocks a run).
+        for run_id, rows in columns.frames_by_run(ids, kind, [columns.VALUE[kind]], names=names,
+                                                  name_has=name_has).items():
+            if kind == columns.METRIC:  # the source the summary believes first, in the run's order
                 rows = rows.filter(pl.col("source") == stored.first_best(rows.get_column("source")))
-            windows[run_id] = rows.get_column(blocks.VALUE[kind]).to_list()
+            windows[run_id] = rows.get_column(columns.VALUE[kind]).to_list()
     notes: dict[int, list] = {}
     for a in Annotation.objects.filter(run_id__in=ids).order_by("created_at", "id").values(
         "run_id", "created_at", "kind", "body"

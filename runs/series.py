@@ -1,10 +1,10 @@
 """What the run and comparison pages chart, kept per run at ingest (`Run.series`).
 
 A 100k-window run has millions of rows; a chart has a few hundred pixels across. At the end of
-each parse `compute_series` reads the run's column blocks (runs/blocks.py) a figure at a time
+each parse `compute_series` reads the run's stored columns (runs/columns.py) a figure at a time
 and keeps for each figure a min/max-bucket thinning: every kept point keeps its window, its log
 line and its log file, so a point on screen still opens its line. Pages read these; only a
-zoomed window range reads blocks (`phase_rows_between`, `figure_rows_between`), capped at
+zoomed window range reads stored rows (`phase_rows_between`, `figure_rows_between`), capped at
 ZOOM_MAX_WINDOWS; a phase zoom reads only the blocks whose windows meet its range.
 
 The thinning itself (`Thinner`, `downsample`, `PhaseThinner`) is pure and tested without a database.
@@ -22,14 +22,14 @@ Stored shape (`SERIES_VERSION` 1):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import groupby
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import polars as pl
 
-from runs import blocks
-from runs.models import LogFile, SampleBlock
+from runs import columns
+from runs.columns import METRIC, PHASE
+from runs.models import LogFile
 from runs.summary import source_rank, spread
 
 SERIES_VERSION = 2
@@ -217,75 +217,23 @@ def thin_phase_frame(rows: pl.DataFrame, windows: int, phases: int, limit: int =
     return rows.filter(pl.col("at").is_in(keep.implode())).drop("at")
 
 
-# ---- reading the blocks ----------------------------------------------------------------------
-
-def blocks_of(run_id: int, kind: str, *, names: Iterable[str] | None = None, name_has: str = "",
-            source: str | None = None, sources: Iterable[str] | None = None,
-            windows: tuple[int, int] | None = None) -> list[tuple]:
-    """(logfile, name, source, data) of a run's blocks of one kind, in the order they were cut."""
-    found = SampleBlock.objects.filter(run_id=run_id, kind=kind)
-    if names is not None:
-        found = found.filter(name__in=list(names))
-    if name_has:
-        found = found.filter(name__icontains=name_has)
-    if source is not None:
-        found = found.filter(source=source)
-    if sources is not None:
-        found = found.filter(source__in=list(sources))
-    if windows is not None:
-        found = found.filter(window_lo__lte=windows[1], window_hi__gte=windows[0])
-    return list(found.order_by("logfile_id", "seq").values_list("logfile_id", "name", "source", "data"))
-
+# ---- computing the stored series -----------------------------------------------------------
 
 def compute_series(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
-    """Every charted figure of a run, thinned, from its stored blocks (one figure at a time)."""
+    """Every charted figure of a run, thinned, from its stored columns (one figure at a time)."""
     figures = _figures(run_id, min(limit, FIGURE_POINTS))
     return {"v": SERIES_VERSION, "phases": _phases(run_id, limit), "figures": figures,
             # Each figure's noise on its own: the comparison API reads only this.
             "spread": {key: f["spread"] for key, f in figures.items()}}
 
 
-def phase_slices(run_id: int) -> Iterator[pl.DataFrame]:
-    """A run's phase rows (logfile, window, name, ms, line, i) in the run's order (logfile,
-    window, i), a slice at a time: memory holds the blocks open at one window (about one per
-    phase name), not the run's rows (millions on a large log).
-
-    Blocks of a file are opened in order of their lowest window; once every block starting
-    below window `cut` is open, the rows below `cut` are all there: they go out sorted, the
-    rest wait for the next cut. A window's rows never straddle two slices."""
-    found = SampleBlock.objects.filter(run_id=run_id, kind=blocks.PHASE)
-    metas = list(found.order_by("logfile_id", "window_lo", "seq").values_list("id", "logfile_id", "name", "window_lo"))
-    for logfile, group in groupby(metas, key=lambda m: m[1]):
-        pending = list(group)
-        waiting: list[pl.DataFrame] = []
-        while pending or waiting:
-            start = pending[0][3] if pending else None
-            opened = [m for m in pending if m[3] == start]
-            pending = pending[len(opened):]
-            data = dict(found.filter(id__in=[m[0] for m in opened]).values_list("id", "data")) if opened else {}
-            waiting += [blocks.decode(data.pop(m[0]), ["i", "window", "ms", "line"])
-                        .with_columns(name=pl.lit(m[2], pl.String)) for m in opened]
-            cut = pending[0][3] if pending else None
-            rows = pl.concat(waiting) if waiting else None
-            if rows is None:
-                continue
-            if cut is None:
-                ready, waiting = rows, []
-            else:
-                ready = rows.filter(pl.col("window") < cut)
-                waiting = [rows.filter(pl.col("window") >= cut)] if ready.height < rows.height else []
-            if ready.height:
-                yield ready.sort(["window", "i"]).select(
-                    logfile=pl.lit(logfile, pl.Int64), window="window", name="name", ms="ms", line="line", i="i")
-
-
 def _phases(run_id: int, limit: int) -> dict:
     """The run page's stacked phase chart: thin_phase_frame over the run's phase rows, taken a
-    slice at a time (phase_slices) in three passes: windows and first rows, the buckets' lowest
-    and highest, the rows of the windows kept. The same rows as thinning them all at once."""
+    slice at a time (columns.phase_slices) in three passes: windows and first rows, the buckets'
+    lowest and highest, the rows of the windows kept. The same rows as thinning them all at once."""
     windows, nan = 0, False
     first: dict[str, list] = {}
-    for part in phase_slices(run_id):
+    for part in columns.phase_slices(run_id):
         windows += part.get_column("window").n_unique()
         nan = nan or bool(part.get_column("ms").is_nan().any())
         seen = pl.Series("seen", list(first), dtype=pl.String).implode()
@@ -295,20 +243,20 @@ def _phases(run_id: int, limit: int) -> dict:
     if not windows:
         return {"windows": 0, "names": [], "first": {}, "rows": []}
     names = list(first)
-    columns = ["logfile", "window", "name", "ms", "line"]
+    shown = ["logfile", "window", "name", "ms", "line"]
     if nan:  # Python's comparisons and polars' differ on NaN: thin all rows at once, as before
-        rows = pl.concat([part.select(columns) for part in phase_slices(run_id)])
+        rows = pl.concat([part.select(shown) for part in columns.phase_slices(run_id)])
         kept = thin_phase_frame(rows, windows, len(names), limit)
         return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
     keep = None if windows <= limit else _kept_windows(run_id, windows, len(names), limit)
     out: list[list] = []
     offset = 0
-    for part in phase_slices(run_id):
+    for part in columns.phase_slices(run_id):
         at = pl.col("window").rle_id().cast(pl.Int64) + offset
         offset += part.get_column("window").n_unique()
         if keep is not None:
             part = part.filter(at.is_in(pl.Series("keep", keep, dtype=pl.Int64).implode()))
-        out += [list(r) for r in part.select(columns).iter_rows()]
+        out += [list(r) for r in part.select(shown).iter_rows()]
     return {"windows": windows, "names": names, "first": first, "rows": out}
 
 
@@ -320,7 +268,7 @@ def _kept_windows(run_id: int, windows: int, phases: int, limit: int) -> list[in
     low: dict[tuple[int, str], tuple[float, int]] = {}
     high: dict[tuple[int, str], tuple[float, int]] = {}
     offset = 0
-    for part in phase_slices(run_id):
+    for part in columns.phase_slices(run_id):
         part = part.with_columns(at=pl.col("window").rle_id().cast(pl.Int64) + offset)
         offset += part.get_column("window").n_unique()
         inner = part.filter((pl.col("at") > 0) & (pl.col("at") < windows - 1))
@@ -340,16 +288,14 @@ def best_source(run_id: int, names: Iterable[str]) -> str | None:
     """The source the summary believes first among these metrics of a run (of equal rank, the
     one whose first row comes first in the run: the order the rows are read in)."""
     names = list(names)
-    sources = set(SampleBlock.objects.filter(run_id=run_id, kind=blocks.METRIC, name__in=names)
-                  .values_list("source", flat=True).distinct())
+    sources = columns.sources(run_id, METRIC, names)
     if not sources:
         return None
     top = min(source_rank(s) for s in sources)
     tied = sorted(s for s in sources if source_rank(s) == top)
     if len(tied) == 1:
         return tied[0]
-    return first_best(blocks.frame(blocks.METRIC, blocks_of(run_id, blocks.METRIC, names=names, sources=tied), [])
-                      .get_column("source"))
+    return first_best(columns.frame(run_id, METRIC, [], names=names, sources=tied).get_column("source"))
 
 
 def first_best(sources: pl.Series) -> str | None:
@@ -363,16 +309,14 @@ def figure_frame(run_id: int, key: str, source: str | None = None) -> pl.DataFra
     None for an unknown key or a figure without rows."""
     if key == VERIFY:
         # verify_ms comes from phase rows: any phase whose name says verify
-        found = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, name_has="verify"), ["ms", "line"],
-                             labels=False)
+        found = columns.frame(run_id, PHASE, ["ms", "line"], labels=False, name_has="verify")
         return found.select(value="ms", line="line", logfile="logfile", window="window")
     if key not in FIGURE_METRICS:
         return None
     source = source or best_source(run_id, FIGURE_METRICS[key])
     if source is None:
         return None
-    found = blocks.frame(blocks.METRIC, blocks_of(run_id, blocks.METRIC, names=FIGURE_METRICS[key], source=source),
-                         ["value", "line"], labels=False)
+    found = columns.frame(run_id, METRIC, ["value", "line"], labels=False, names=FIGURE_METRICS[key], source=source)
     return found.select("value", "line", "logfile", "window")
 
 
@@ -424,7 +368,7 @@ def zoom_span(lo: int, hi: int) -> tuple[int, int]:
 def phase_rows_between(run_id: int, lo: int, hi: int) -> list[list]:
     """Every phase row of windows lo..hi (capped), as the stored rows are."""
     lo, hi = zoom_span(lo, hi)
-    rows = blocks.frame(blocks.PHASE, blocks_of(run_id, blocks.PHASE, windows=(lo, hi)), ["ms", "line"])
+    rows = columns.frame(run_id, PHASE, ["ms", "line"], windows=(lo, hi))
     rows = rows.filter(pl.col("window").is_between(lo, hi))
     return [list(r) for r in rows.select("logfile", "window", "name", "ms", "line").iter_rows()]
 

@@ -18,13 +18,12 @@ from django.utils import timezone
 
 from ingest.parsers import parse_lines
 from ingest.parsers import records as rec
-from runs import blocks, digest, queries, traces
+from runs import columns, digest, queries, traces
 from runs.layout import ROLES
 from runs.models import (
     Annotation,
     AnnotationEdit,
     CollectiveResult,
-    DigestPart,
     Invitation,
     LogFile,
     Membership,
@@ -32,7 +31,6 @@ from runs.models import (
     Project,
     Run,
     RunEdit,
-    SampleBlock,
     Status,
     Tag,
 )
@@ -441,8 +439,8 @@ def _add_nccl(run: Run, result: rec.ParseResult) -> None:
 def run_result(run: Run) -> rec.ParseResult:
     """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on).
 
-    Every row as an object: for tests and tools only. Summaries read the files' digests
-    (run_rows); this is the reference they are checked against.
+    Every row as an object: for tests and tools only. Summaries read the stored columns a
+    block at a time (run_rows); this is the reference they are checked against.
     """
     files = _ready_files(run)
     result = _run_header(run, files)
@@ -450,11 +448,11 @@ def run_result(run: Run) -> rec.ParseResult:
     for lf in files:
         last = offset
         # Parsed rows always have a line (only annotation NCCL rows lack one); 0 is "no line".
-        for name, ms, pct, window, line, source, process in _file_rows(lf, blocks.PHASE).select(
+        for name, ms, pct, window, line, source, process in columns.file_rows(lf, columns.PHASE).select(
                 "name", "ms", "pct", "window", "line", "source", "process").iter_rows():
             result.phases.append(rec.Phase(name, ms, pct, window + offset, line or 0, source, process, lf.id))
             last = max(last, window + offset)
-        for name, value, window, line, source, rank, process in _file_rows(lf, blocks.METRIC).select(
+        for name, value, window, line, source, rank, process in columns.file_rows(lf, columns.METRIC).select(
                 "name", "value", "window", "line", "source", "rank", "process").iter_rows():
             result.metrics.append(rec.Metric(name, value, window + offset, line or 0, source, rank, process, lf.id))
             last = max(last, window + offset)
@@ -469,26 +467,13 @@ def run_result(run: Run) -> rec.ParseResult:
 
 
 def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
-    """The bulky rows of a run's ready files as the summary reads them: each file's digest
-    (compact columns written with its rows, read a part at a time and parked in a spill on disk:
-    the summary loads one group's columns at a time), windows of later files following on, and
-    the collectives as a few aggregates and the first COLLECTIVES_KEPT rows (SQL)."""
-    rows = digest.Rows(by_window=True)
+    """The bulky rows of a run's ready files as the summary reads them: the stored columns
+    regrouped into a spill on disk (the summary loads one group's columns at a time), windows of
+    later files following on, and the collectives as a few aggregates and the first
+    COLLECTIVES_KEPT rows (SQL)."""
     spool = settings.DATA_DIR / "spool"
     spool.mkdir(parents=True, exist_ok=True)
-    spill = digest.Spill(spool)
-    with_parts = set(DigestPart.objects.filter(logfile__in=files, seq=0).values_list("logfile_id", flat=True))
-    offset = 0
-    for lf in files:
-        if lf.id in with_parts:
-            parts: Iterable[bytes] = (bytes(data) for data in DigestPart.objects.filter(logfile=lf).order_by("seq")
-                                      .values_list("data", flat=True).iterator(chunk_size=1))
-        else:  # parsed before digests existed: made once from its rows, then kept
-            parts = digest_from_rows(lf)
-        d = digest.decode(parts, lf.id, offset, spill)
-        rows.phases += d.phases
-        rows.metrics += d.metrics
-        offset += d.max_window
+    rows = columns.summary_rows(files, digest.Spill(spool))
     collectives = CollectiveResult.objects.filter(run=run)
     rows.collectives = [
         digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
@@ -499,30 +484,6 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
             .annotate(n=Count("id"), peak=Max("busbw_gbs")).values_list("logfile_id", "process", "line", "n", "peak")):
         rows.busbw[(lf_id, process, line or 0)] = (n, peak)
     return rows
-
-
-def _file_rows(lf: LogFile, kind: str, order: tuple[str, ...] = ("window", "i")):
-    """A file's rows of one kind from its blocks, every column, in `order`."""
-    found = SampleBlock.objects.filter(logfile=lf, kind=kind).order_by("seq").values_list(
-        "logfile_id", "name", "source", "data")
-    return blocks.frame(kind, found).sort(list(order))
-
-
-def digest_from_rows(lf: LogFile) -> list[bytes]:
-    """The digest of a file parsed before digests were written, from its rows in the order they
-    were parsed (phases first, as a spool batch has them)."""
-    d = digest.FileDigest()
-    for process, source, name, window, line, ms, pct in _file_rows(lf, blocks.PHASE, ("i",)).select(
-            "process", "source", "name", "window", "line", "ms", "pct").iter_rows():
-        d.phase(process, source, name, window, line or 0, ms, pct)
-    for process, source, name, rank, window, line, value in _file_rows(lf, blocks.METRIC, ("i",)).select(
-            "process", "source", "name", "rank", "window", "line", "value").iter_rows():
-        d.metric(process, source, name, rank, window, line or 0, value)
-    parts = list(d.encoded())
-    d.drop()
-    DigestPart.objects.filter(logfile=lf).delete()
-    DigestPart.objects.bulk_create(DigestPart(logfile=lf, seq=seq, data=part) for seq, part in enumerate(parts))
-    return parts
 
 
 def _run_status(run: Run) -> tuple[str, str, set[str]]:
@@ -540,8 +501,8 @@ def _run_status(run: Run) -> tuple[str, str, set[str]]:
 
 
 def refresh_run(run_id: int) -> None:
-    """Recompute a run's status and summary figures from its log files, their digests and its
-    NCCL rows (the phase and metric rows themselves are not read)."""
+    """Recompute a run's status and summary figures from its log files, their stored columns
+    (a block at a time, regrouped on disk: run_rows) and its NCCL rows."""
     run = Run.objects.select_for_update().get(id=run_id)
     run.status, run.error, codes = _run_status(run)
     run.failed_files = min(run.logfiles.filter(status=Status.FAILED).count(), 32767)
@@ -727,7 +688,8 @@ def split_run(user: User, run: Run) -> list[Run]:
             set_tags(new, tags)
             ids = [f.id for f in files]
             LogFile.objects.filter(id__in=ids).update(run=new)
-            for model in (SampleBlock, NcclSetting, CollectiveResult):
+            columns.move(ids, new)
+            for model in (NcclSetting, CollectiveResult):
                 model.objects.filter(logfile_id__in=ids).update(run=new)
             NcclSetting.objects.bulk_create(
                 NcclSetting(run=new, logfile=None, line=None, key=n.key, value=n.value, kind=n.kind,

@@ -1,5 +1,6 @@
-"""runs/digest.py: the summary read from per-file digests equals the summary of every row reloaded,
-and a pasted NCCL annotation refreshes the run without reading its bulky rows."""
+"""runs/digest.py: the summary read from the stored columns regrouped as digests equals the summary
+of every row reloaded, a lone parse's digest summarises as its records do, and a pasted NCCL
+annotation refreshes the run without reading its bulky rows."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import json
 from array import array
 
+import polars as pl
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -14,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 import ingest.parsers as parsers
 from ingest import services as ingest_services
 from ingest.parsers import parse_lines, parse_stream
-from runs import digest
-from runs.models import Annotation, DigestPart, Run
+from runs import columns, digest
+from runs.models import Annotation, Run
 from runs.services import add_annotation, refresh_run, run_result
 from runs.summary import summarize
 from tests.samples import log_path, public_sample
@@ -28,11 +30,6 @@ def upload(user, files: dict[str, bytes]) -> Run:
     for lf in run.logfiles.all():
         ingest_services.parse_logfile(lf.id)
     return Run.objects.get(id=run.id)
-
-
-def digested(run: Run) -> int:
-    """How many of the run's files have a digest."""
-    return DigestPart.objects.filter(logfile__run=run, seq=0).count()
 
 
 def halves(path) -> dict[str, bytes]:
@@ -63,25 +60,15 @@ RUNS = {
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("case", RUNS)
-def test_refresh_from_digests_gives_the_parse_of_every_row_reloaded(alice, case):
+def test_refresh_from_stored_columns_gives_the_parse_of_every_row_reloaded(alice, case):
     run = upload(alice, RUNS[case]())
-    assert run.status == "ready" and digested(run) == run.logfiles.count()
+    assert run.status == "ready" and columns.row_count(run.id)
     # The old path: every stored row back as an object, summarised.
     assert run.parsed == json.loads(json.dumps(summarize(run_result(run))))
     assert run.launches_count == run.parsed["launches_count"]
 
 
-@pytest.mark.django_db
-def test_a_file_parsed_before_digests_gets_one_from_its_rows(alice):
-    run = upload(alice, RUNS["two launches"]())
-    before = run.parsed
-    DigestPart.objects.filter(logfile__run=run).delete()
-    refresh_run(run.id)
-    assert Run.objects.get(id=run.id).parsed == before
-    assert digested(run) == 2
-
-
-ROW_TABLES = ("runs_sampleblock", "runs_digestpart", "runs_collectiveresult")
+ROW_TABLES = ("runs_sampleblock", "runs_collectiveresult")
 
 
 @pytest.mark.django_db
@@ -101,37 +88,30 @@ def test_a_pasted_nccl_annotation_reads_no_phase_or_metric_row(alice):
     assert (partial.nccl_status, partial.person_conflict) == (full.nccl_status, full.person_conflict)
 
 
-def test_a_digest_round_trips_with_its_windows_moved_on():
-    d = digest.FileDigest()
-    d.phase("TP0", "eagle_profile", "Draft", 1, 10, 0.5, 11.8)
-    d.phase("TP0", "eagle_profile", "Draft", 2, 20, 0.6, None)
-    d.metric("TP0", "eagle_profile", "cycle_ms", "", 2, 21, 4.8)
-    d.metric("main", "nccl_tests", "avg_busbw_gbs", "", 0, 99, 7.5)
-    back = digest.decode(d.encode(), logfile=7, offset=100)
-    assert back.max_window == 2 and back.last_avg_busbw == 7.5
-    (draft,) = back.phases
-    assert (draft.logfile, draft.process, draft.name) == (7, "TP0", "Draft")
-    assert list(draft.windows) == [101, 102] and list(draft.lines) == [10, 20] and list(draft.values) == [0.5, 0.6]
-    assert draft.pcts is not None and draft.pcts[0] == 11.8 and draft.pcts[1] != draft.pcts[1]  # NaN: none printed
-    assert [m.name for m in back.metrics] == ["cycle_ms", "avg_busbw_gbs"] and list(back.metrics[0].order) == [2]
+def stored(process: list[str], rank: list[str], window: list[int], order: list[int], phase: bool) -> pl.DataFrame:
+    """A block's rows as runs.columns hands them to a Regrouper."""
+    n = len(process)
+    return pl.DataFrame({"process": process, "rank": rank, "window": window, "line": [10 * w for w in window],
+                         "value": [0.5 + k for k in range(n)], "order": order,
+                         **({"pct": [float("nan")] * n} if phase else {})})
 
 
-def test_a_large_digest_round_trips_a_column_at_a_time_and_a_cut_one_is_refused():
-    import random
-
-    rng = random.Random(1)
-    d = digest.FileDigest()
-    for w in range(1, 150_001):  # columns of several MiB: read back across many inflate steps
-        d.metric("TP0", "sglang_decode", "gen_throughput_tok_s", "", w, 2 * w, rng.random())
-        d.phase("main", "eagle_profile", "Draft", w, 2 * w + 1, rng.random(), None if w % 3 else 1.5)
-    blob = d.encode()
-    back = digest.decode(memoryview(blob), logfile=1, offset=0)
-    (tput,), (draft,) = back.metrics, back.phases
-    kept = d.rows()
-    assert tput.values == kept.metrics[0].values and draft.values == kept.phases[0].values
-    assert list(draft.lines[-2:]) == [299_999, 300_001] and draft.order == kept.phases[0].order
-    with pytest.raises(ValueError, match="cut short"):
-        digest.decode(blob[: len(blob) // 2], logfile=1, offset=0)
+def test_stored_rows_are_regrouped_per_writer_in_the_order_of_their_first_row():
+    groups = digest.Regrouper(digest.Spill())
+    # Verify's block reaches the regrouper first, though Draft's rows come first in the file.
+    groups.add(True, 1, "Target verify", "eagle_profile", stored(["TP0"], [""], [1], [1], phase=True))
+    groups.add(True, 1, "Draft", "eagle_profile", stored(["TP0", "TP0"], ["", ""], [1, 2], [0, 2], phase=True))
+    groups.add(False, 1, "cycle_ms", "sglang", stored(["TP0", "TP1", "TP0"], ["0", "1", "0"], [1, 1, 2], [0, 1, 2],
+                                                      phase=False))
+    groups.add(True, 2, "Draft", "eagle_profile", stored(["TP0"], [""], [3], [0], phase=True))
+    rows = groups.rows()
+    assert [(g.logfile, g.name, list(g.windows)) for g in rows.phases] == [
+        (1, "Draft", [1, 2]), (1, "Target verify", [1]), (2, "Draft", [3])]
+    assert [(g.process, g.rank, list(g.windows), list(g.order)) for g in rows.metrics] == [
+        ("TP0", "0", [1, 2], [0, 2]), ("TP1", "1", [1], [1])]
+    assert rows.by_window and isinstance(rows.phases[0]._columns[0], digest.Parked)
+    pcts = rows.phases[0].pcts
+    assert pcts is not None and pcts[0] != pcts[0]  # NaN: none printed
 
 
 def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
@@ -170,7 +150,7 @@ def test_a_digest_keeps_line_numbers_past_four_bytes():
     d.metric("main", "sglang", "accept_len", "", 1, 10, 2.5)
     d.metric("main", "sglang", "accept_len", "", 2, 2**40, 2.6)
     d.metric("main", "sglang", "accept_len", "", 3, 30, 2.7)
-    (group,) = digest.decode(d.encode(), logfile=1, offset=0).metrics
+    (group,) = d.rows().metrics
     assert list(group.lines) == [10, 2**40, 30] and list(group.windows) == [1, 2, 3] and list(group.order) == [0, 1, 2]
 
 
@@ -193,24 +173,6 @@ def test_a_digest_parks_its_columns_on_disk_and_reads_them_back_whole(monkeypatc
     assert list(tput.order[:4]) == [0, 2, 4, 6] and tput.values[-1] == 5000 / 7
     assert draft.pcts is not None and draft.pcts[2] == 1.5 and draft.pcts[0] != draft.pcts[0]
     assert len(draft) == 5000 and draft.lines[-1] == 10001
-
-
-def test_a_digest_in_parts_decodes_into_a_spill_as_it_was(monkeypatch):
-    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
-    d = digest.FileDigest()
-    many_rows(d, 5000)
-    parts = list(d.encoded(part_bytes=4096))
-    assert len(parts) > 3 and b"".join(parts) == d.encode()
-    spill = digest.Spill()
-    back = digest.decode(iter(parts), logfile=3, offset=10, spill=spill)
-    kept = d.rows()
-    for got, want in ((back.metrics[0], kept.metrics[0]), (back.phases[0], kept.phases[0])):
-        assert isinstance(got._columns[2], digest.Parked)
-        assert list(got.windows) == [w + 10 for w in want.windows]
-        assert (got.lines, got.values, got.order) == (want.lines, want.values, want.order)
-    assert str(list(back.phases[0].pcts or [])) == str(list(kept.phases[0].pcts or []))  # NaN too
-    with pytest.raises(ValueError, match="cut short"):
-        digest.decode(iter(parts[:-2]), logfile=3, offset=0, spill=digest.Spill())
 
 
 def test_a_parse_spilled_on_disk_summarizes_as_one_held_in_memory(monkeypatch):

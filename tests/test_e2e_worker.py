@@ -59,19 +59,8 @@ def test_worker_killed_mid_parse_is_redelivered_and_rows_are_written_once(client
     import os
     import signal
 
-    from runs.models import LogFile
 
-    noise = b"vm:1560:1560 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" * 600_000
-    tail = log_path("spec_eagle3_tuned_2step.log").read_bytes()
-    client.force_login(alice)
-    response = client.post("/upload/", {"files": [SimpleUploadedFile("big.log", noise + tail)]},
-                           HTTP_ACCEPT="application/json")
-    run_id = response.json()["id"]
-    deadline = time.monotonic() + 180  # a worker boots slowly on a loaded machine
-    while LogFile.objects.get(run_id=run_id).status != Status.PARSING:
-        assert time.monotonic() < deadline, "the worker never started parsing"
-        time.sleep(0.1)
-    time.sleep(0.5)
+    run_id = _upload_big_and_wait_parsing(client, alice, "big.log")
     children = subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout.split()
     assert children, "no pool child to kill"
     for pid in children:

@@ -43,7 +43,7 @@ REFUSALS = {"role_required", "not_author", "not_allowed", "not_allowed_to_regist
 
 @pytest.fixture
 def world(alice, bob, vic, eve, django_user_model, settings, tmp_path, upload_run) -> dict:
-    """bob's run of two serving launches (parsed), alice's run, a run registered from a log root,
+    """bob's run of two serving launches and a profiler trace (parsed), alice's run, a run registered from a log root,
     alice's and vic's notes, nina (a viewer to remove), one API token of alice's."""
     root = tmp_path / "logs"
     root.mkdir()
@@ -52,7 +52,8 @@ def world(alice, bob, vic, eve, django_user_model, settings, tmp_path, upload_ru
     settings.LOG_ROOTS = [root.resolve()]
     from ingest import services as ingest_services
 
-    run = upload_run(bob, "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log", name="bobs-run")
+    run = upload_run(bob, "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log",
+                     "traces/trace_spec_k2_3cycles.json.gz", name="bobs-run")
     alices = upload_run(alice, "sweep/sweep_default_1step.log", parse=False, name="alices-run")
     registered, _ = ingest_services.register_path(alice, str(root / "registered.log"), project="team")
     with open(root / "registered.log", "ab") as grown:  # so a refresh has something to read
@@ -118,6 +119,10 @@ def _gone(model, key: str) -> Callable[[dict, User], bool]:
 
 def _role_edited(w: dict, user: User) -> bool:
     return RunEdit.objects.filter(what=RunEdit.What.ROLES).exists()
+
+
+def _trace_mapped(w: dict, user: User) -> bool:
+    return RunEdit.objects.filter(what=RunEdit.What.TRACE_PHASES).exists()
 
 
 def _tagged(w: dict, user: User) -> bool:
@@ -208,6 +213,8 @@ API_OPS = [
     Op("POST /api/v1/runs/{run_id}/roles", EDITORS, _role_edited, args=RUN,
        body={"roles": {"spec_eagle3_tuned_2step.log": "nccl-tests"}}),
     Op("PUT /api/v1/runs/{run_id}/tags", EDITORS, _tagged, args=RUN, body={"tags": ["x"]}),
+    Op("PUT /api/v1/runs/{run_id}/trace/phases", EDITORS, _trace_mapped, args=RUN,
+       body={"phases": {"my_verify": "Target verify"}}),
     Op("POST /api/v1/runs/{run_id}/annotations", VIEWERS, _noted, args=RUN, body=NOTE, what="(a note)"),
     Op("POST /api/v1/runs/{run_id}/annotations", EDITORS, _steps, args=RUN, body={"kind": "steps", "body": "7"},
        what="(steps)"),
@@ -252,6 +259,7 @@ PAGE_OPS = [
     Op("split_run", EDITORS, _split, args=PK_RUN, what="(the editor's own run)"),
     Op("set_roles", EDITORS, _role_edited, args=PK_RUN, body={"role-{lf}": "nccl-tests"}),
     Op("set_tags", EDITORS, _tagged, args=PK_RUN, body={"tags": "x"}),
+    Op("trace_phases", EDITORS, _trace_mapped, args=PK_RUN, body={"range": "my_verify", "phase": "Target verify"}),
     Op("annotation_edit", ADMINS, _body_changed("note"), args={"pk": "note"}, body={"body": "changed"},
        what="(the admin's note)"),
     Op("annotation_edit", frozenset({"viewer", "admin"}), _body_changed("vics_note"), args={"pk": "vics_note"},

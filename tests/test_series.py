@@ -186,24 +186,19 @@ def _phases_at_once(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
 def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = False):
     """A run of `files` log files whose phases come in many small blocks: names that start late,
     windows out of order within a block, a phase that skips windows, equal values (ties)."""
+    import io
     import random
 
     from ingest.parsers.records import PHASE_SCHEMA
-    from runs import blocks
-    from runs.models import LogFile, Run, SampleBlock, Status
+    from runs import columns
+    from runs.models import LogFile, Run, Status
 
     rng = random.Random(seed)
     run = Run.objects.create(project=project, name="phases", created_by=user, status=Status.READY)
     for f in range(files):
         lf = LogFile.objects.create(run=run, original_name=f"{f}.log", path=f"{f}.log", sha256="0" * 64,
                                     status=Status.READY)
-
-        def save(block, lf=lf):
-            SampleBlock.objects.create(run=run, logfile=lf, kind=block.kind, name=block.name, source=block.source,
-                                       seq=block.seq, rows=block.rows, window_lo=block.window_lo,
-                                       window_hi=block.window_hi, data=block.data)
-
-        writer = blocks.BlockWriter(save)
+        cut = columns.Cutter(io.BytesIO())
         order = list(range(1, windows + 1))
         for start in range(0, windows, 50):  # a few windows printed out of order
             if rng.random() < 0.3:
@@ -218,8 +213,9 @@ def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = F
                     ms = float("nan")
                 rows.append((name, ms, None, w, 10 * w + len(rows) % 10, "eagle_profile", ""))
         for i in range(0, len(rows), 97):  # batches as the parse hands them over
-            writer.add(blocks.PHASE, pl.DataFrame(rows[i:i + 97], schema=PHASE_SCHEMA, orient="row"))
-        writer.finish()
+            cut.add(pl.DataFrame(rows[i:i + 97], schema=PHASE_SCHEMA, orient="row"))
+        cut.finish()
+        columns.write(lf, cut)
     return run
 
 
@@ -229,7 +225,8 @@ def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = F
 def test_phases_read_a_slice_at_a_time_are_the_phases_thinned_at_once(alice, project, monkeypatch, files, windows,
                                                                        limit, nan):
     from runs import blocks
-    from runs.series import _phases, phase_slices
+    from runs.columns import phase_slices
+    from runs.series import _phases
 
     monkeypatch.setattr(blocks, "BLOCK_ROWS", 256)
     monkeypatch.setattr(blocks, "HELD_ROWS", 600)  # names cut early: blocks start at many windows

@@ -7,6 +7,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ingest import services
+from runs import columns
 from runs.models import CollectiveResult, LogFile, Project, Run, Status
 from runs.services import ServiceError
 from tests.samples import upload_bytes
@@ -137,8 +138,8 @@ def test_parser_crash_marks_failed_and_writes_nothing(alice, upload_run, monkeyp
 
 
 def test_an_error_while_folding_on_its_thread_fails_the_file_naming_it(alice, upload_run, monkeypatch):
-    """The digest and blocks are made on the fold thread while parsing: its error reaches the
-    parse, and the file fails naming it, with nothing half-written (as a parser crash)."""
+    """The blocks are cut on the fold thread while parsing: its error reaches the parse, and the
+    file fails naming it, with nothing half-written (as a parser crash)."""
     import threading
 
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
@@ -148,28 +149,27 @@ def test_an_error_while_folding_on_its_thread_fails_the_file_naming_it(alice, up
 
     def boom(*args):
         threads.append(threading.current_thread().name)
-        raise ValueError("no room for the digest")
+        raise ValueError("no room for the blocks")
 
-    monkeypatch.setattr(services, "_fold_rows", boom)
+    monkeypatch.setattr(columns.Cutter, "add", boom)
     assert services.parse_logfile(run.logfiles.get().id) == Status.FAILED
     run.refresh_from_db()
-    assert "no room for the digest" in run.error and "internal error" in run.error
+    assert "no room for the blocks" in run.error and "internal error" in run.error
     assert threads and threads[0].startswith("runlens-fold")
     assert not stored_rows("phase", run=run).height
 
 
 def break_writes_after(monkeypatch, blocks: int) -> None:
     """The database write fails ("disk full") after `blocks` column blocks were written."""
-    written = {"blocks": 0}
-    real = services._save_block
+    real = columns.Cutter.blocks
 
-    def save_block(*args):
-        written["blocks"] += 1
-        if written["blocks"] > blocks:
-            raise RuntimeError("disk full")
-        return real(*args)
+    def written_then_full(cut):
+        for n, block in enumerate(real(cut)):
+            if n >= blocks:
+                raise RuntimeError("disk full")
+            yield block
 
-    monkeypatch.setattr(services, "_save_block", save_block)
+    monkeypatch.setattr(columns.Cutter, "blocks", written_then_full)
 
 
 def test_failed_store_leaves_previous_rows_intact(alice, upload_run, monkeypatch):
@@ -198,9 +198,9 @@ def test_big_logs_are_inserted_in_batches_while_parsing(alice, data_dir, monkeyp
     )
     run = upload_bytes(alice, "big.log", (block * 3000).encode())
     calls = []
-    real = services._fold_rows
-    monkeypatch.setattr(services, "_fold_rows",
-                        lambda *a, **k: (calls.append(0 if a[0] is None else a[0].height), real(*a, **k)))
+    real = columns.Cutter.add
+    monkeypatch.setattr(columns.Cutter, "add", lambda cut, phases=None, metrics=None: (
+        calls.append(0 if phases is None else phases.height), real(cut, phases, metrics)))
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
     # Phases were cut into blocks while parsing a chunk at a time (the first read is 64 KiB: 868 of
     # its blocks, then larger reads), never all at once.
