@@ -475,7 +475,6 @@ class FileDigest:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self._grouper = _Grouper(Spill(directory))
         self.seq = 0
-        self._avg: tuple[int, int, float] | None = None  # (window, order, value) of the last avg_busbw_gbs
 
     def phase(self, process: str, source: str, name: str, window: int, line: int, ms: float,
               pct: float | None) -> None:
@@ -485,8 +484,6 @@ class FileDigest:
 
     def metric(self, process: str, source: str, name: str, rank: str, window: int, line: int, value: float) -> None:
         self._grouper.add(False, None, process, source, name, rank, window, line, value, self.seq, NAN)
-        if name == "avg_busbw_gbs" and (self._avg is None or (window, self.seq) >= self._avg[:2]):
-            self._avg = (window, self.seq, value)
         self.seq += 1
 
     def phase_frame(self, frame: pl.DataFrame) -> None:
@@ -496,11 +493,6 @@ class FileDigest:
 
     def metric_frame(self, frame: pl.DataFrame) -> None:
         """metric() of every row of a frame (METRIC_SCHEMA), in its order."""
-        avg = frame.with_row_index("order", offset=self.seq).filter(pl.col("name") == "avg_busbw_gbs")
-        if avg.height:
-            last = avg.sort(["window", "order"]).row(-1, named=True)
-            if self._avg is None or (last["window"], last["order"]) >= self._avg[:2]:
-                self._avg = (last["window"], last["order"], last["value"])
         self._grouper.add_frame(False, None, frame, self.seq)
         self.seq += frame.height
 
@@ -513,8 +505,8 @@ class FileDigest:
 
     def metric_batch(self, batch: pl.DataFrame | Grouped) -> None:
         """metric_frame() of a frame or of the native scanner's grouped records."""
-        if isinstance(batch, pl.DataFrame) or any(g[0] == "avg_busbw_gbs" for g in batch.groups):
-            self.metric_frame(batch if isinstance(batch, pl.DataFrame) else batch.frame())  # the last one kept
+        if isinstance(batch, pl.DataFrame):
+            self.metric_frame(batch)
             return
         self._grouped(batch)
 
