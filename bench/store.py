@@ -28,7 +28,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from bench.loggen import cached_log  # noqa: E402
-from ingest import services  # noqa: E402
+from ingest import registration, services  # noqa: E402
 from runs import columns  # noqa: E402
 from runs.models import Annotation, Run  # noqa: E402
 from runs.services import add_annotation  # noqa: E402
@@ -55,7 +55,7 @@ def main() -> None:
     size = path.stat().st_size
     user, _ = User.objects.get_or_create(username="bench")
     with open(path, "rb") as f:
-        run, _ = services.register_upload(user, [services.IncomingFile(path.name, f, size)], project="bench",
+        run, _ = registration.register_upload(user, [registration.IncomingFile(path.name, f, size)], project="bench",
                                              create_project=True)
     lf = run.logfiles.get()
     before = peak_mb()

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ingest import services, storage
+from ingest import registration, storage
 from ingest.forms import UploadForm
 from ingest.parsers.text import clean
 from runs.http import AuthenticatedRequest
@@ -45,9 +45,9 @@ def upload(request: AuthenticatedRequest) -> HttpResponse:
         try:
             # The API's service with the API's rules: the same content in the same project is the
             # same run, an unknown project is an error unless created on purpose.
-            run, created = services.register_upload(
+            run, created = registration.register_upload(
                 request.user,
-                [services.IncomingFile(f.name, f, f.size) for f in data["files"]],
+                [registration.IncomingFile(f.name, f, f.size) for f in data["files"]],
                 name=data["name"].strip(), project=data["project"] or None, tags=form.tag_list(),
                 notes=data["notes"], create_project=data["create_project"],
             )

@@ -21,8 +21,8 @@ from ninja.responses import Status
 from pydantic import ValidationError as PydanticValidationError
 
 from ingest import client as ingest_client
+from ingest import registration, storage
 from ingest import services as ingest_services
-from ingest import storage
 from ingest.parsers.trace import TraceError
 from runs import forms, queries, services, traces
 from runs.http import ApiRequest
@@ -102,7 +102,7 @@ def run_status(request: ApiRequest, run_id: int = RunId) -> Run:
 @router.delete("/runs/{int:run_id}", response={200: DeletedOut, errors(403, 404, 422): ErrorOut})
 def delete_run(request: ApiRequest, run_id: int = RunId) -> dict:
     """Delete a run, its parsed rows and its stored files. A project admin or the run's creator may."""
-    ingest_services.delete_run(request.auth, queries.visible_run(request.auth, run_id))
+    registration.delete_run(request.auth, queries.visible_run(request.auth, run_id))
     return {"id": run_id, "deleted": True}
 
 
@@ -111,8 +111,7 @@ def reparse_run(request: ApiRequest, run_id: int = RunId) -> Status:
     """Parse every log file of the run again (after a parser upgrade); rows are replaced atomically.
     Editors and admins of its project."""
     run = queries.visible_run(request.auth, run_id)
-    require_role(request.auth, run.project_id, Role.EDITOR)
-    ingest_services.reparse_run(run)
+    ingest_services.reparse_run(request.auth, run)
     run.refresh_from_db()
     return Status(202, run)
 
@@ -331,10 +330,10 @@ def upload(
                                     f"unexpected form fields {unexpected}: send `files` and `meta` only")
     info = _meta(meta)
     try:
-        run, created = ingest_services.register_upload(
+        run, created = registration.register_upload(
             # An uploaded file reads like a binary stream (Django's FileProxyMixin), and Django's upload
             # handlers always set its size: the stubs say neither.
-            request.auth, [ingest_services.IncomingFile(f.name or "upload.log", cast(BinaryIO, f), cast(int, f.size))
+            request.auth, [registration.IncomingFile(f.name or "upload.log", cast(BinaryIO, f), cast(int, f.size))
                            for f in files],
             name=info.name, project=info.project, tags=info.tags, notes=info.notes,
             meta=info.stored(),
@@ -359,7 +358,7 @@ def register(request: ApiRequest, payload: RegisterIn) -> Status:
     its run (200).
     """
     try:
-        run, created = ingest_services.register_path(
+        run, created = registration.register_path(
             request.auth, payload.path, name=payload.name, project=payload.project, tags=payload.tags,
             notes=payload.notes, meta=payload.stored(),
             steps=payload.steps, nccl_env=payload.nccl_env, roles=payload.roles,
@@ -377,9 +376,8 @@ def refresh(request: ApiRequest, query: Query[RefreshQuery], run_id: int = RunId
     read: its old rows are kept, `kept` says why (and the log file's `refresh_warning`, on the run
     page too), until `?replace=true` reads it as it is now."""
     run = queries.visible_run(request.auth, run_id)
-    require_role(request.auth, run.project_id, Role.EDITOR)
     try:
-        done = ingest_services.refresh_registered(run, replace=query.replace)
+        done = registration.refresh_registered(request.auth, run, replace=query.replace)
     except storage.StorageError as e:
         raise _refused(e, size_status=400) from None
     run.refresh_from_db()

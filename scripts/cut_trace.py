@@ -1,6 +1,6 @@
 """Cut a few cycles out of a PyTorch profiler trace, verbatim: the repository's test trace.
 
-    .venv/bin/python scripts/cut_trace.py ../shared/samples/traces/trace_spec_k2.json.gz \
+    .venv/bin/python scripts/cut_trace.py samples/traces/trace_spec_k2.json.gz \
         samples/traces/trace_spec_k2_3cycles.json.gz --first 5 --last 7
 
 Keeps the top-level keys written before `traceEvents` (devices, versions) as they are, every

@@ -156,15 +156,15 @@ def eve(db, django_user_model):
 @pytest.fixture
 def upload_run(data_dir):
     """Register a run from sample logs as `user` (parse it too unless parse=False)."""
-    from ingest import services
+    from ingest import registration, services
 
     def make(user, *names: str, parse: bool = True, project: str | None = "team", **kw):
         from tests.samples import log_path
 
         handles = [open(log_path(n), "rb") for n in names]
         try:
-            run, _ = services.register_upload(
-                user, [services.IncomingFile(n.split("/")[-1], h, log_path(n).stat().st_size)
+            run, _ = registration.register_upload(
+                user, [registration.IncomingFile(n.split("/")[-1], h, log_path(n).stat().st_size)
                        for n, h in zip(names, handles, strict=True)],
                 project=project, **kw,
             )

@@ -36,9 +36,9 @@ def upload_bytes(user, name: str, content: bytes, **kw):
     """Register a run from raw bytes (bad-input tests)."""
     import io
 
-    from ingest import services
+    from ingest import registration
 
-    run, _ = services.register_upload(user, [services.IncomingFile(name, io.BytesIO(content), len(content))],
+    run, _ = registration.register_upload(user, [registration.IncomingFile(name, io.BytesIO(content), len(content))],
                                       project=kw.pop("project", "team"), **kw)
     return run
 

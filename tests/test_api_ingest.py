@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
-from ingest import services
+from ingest import registration, services
 from runs.models import LogFile, NcclSetting, Project, Run, Status
 from tests.samples import log_path
 from tests.synthetic import stored_rows
@@ -84,8 +84,8 @@ def test_same_upload_sent_twice_at_once_makes_one_run(alice, data_dir, private_q
     def send() -> None:
         try:
             barrier.wait()
-            run, created = services.register_upload(
-                alice, [services.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team")
+            run, created = registration.register_upload(
+                alice, [registration.IncomingFile("a.log", io.BytesIO(raw), len(raw))], project="team")
             results.append((run.id, created))
         finally:
             connection.close()

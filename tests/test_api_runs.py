@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest import services
+from ingest import registration, services
 from runs.models import Annotation, LogFile, NcclSetting, Run, Status
 from tests.samples import parsed_upload, upload_bytes
 
@@ -188,7 +188,7 @@ def test_steps_annotation_sets_steps_and_survives_a_reparse(client, alice, beare
     assert response.status_code == 201
     run.refresh_from_db()
     assert run.steps == 3 and run.steps_source.startswith("set by alice at ")
-    services.reparse_run(run)
+    services.requeue_run(run)
     services.parse_logfile(run.logfiles.get().id)
     run.refresh_from_db()
     assert run.steps == 3 and run.steps_source.startswith("set by alice at ")
@@ -269,8 +269,8 @@ def test_status_of_a_ready_run_counts_its_failed_files(client, alice, bearer):
 
     tuned = log_path("spec_eagle3_tuned_2step.log").read_bytes()
     dump = b"\x00\x01binary\n"
-    run, _ = services.register_upload(alice, [services.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
-                                              services.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
+    run, _ = registration.register_upload(alice, [registration.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
+                                              registration.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
                                       project="team")
     for lf in run.logfiles.all():
         services.parse_logfile(lf.id)

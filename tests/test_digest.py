@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import ingest.parsers as parsers
+from ingest import registration
 from ingest import services as ingest_services
 from ingest.parsers import parse_lines, parse_stream
 from runs import columns, digest
@@ -24,8 +25,8 @@ from tests.samples import log_path, public_sample
 
 
 def upload(user, files: dict[str, bytes]) -> Run:
-    run, _ = ingest_services.register_upload(
-        user, [ingest_services.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in files.items()],
+    run, _ = registration.register_upload(
+        user, [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in files.items()],
         project="team")
     for lf in run.logfiles.all():
         ingest_services.parse_logfile(lf.id)

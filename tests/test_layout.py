@@ -10,7 +10,7 @@ import io
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from ingest import services
+from ingest import registration, services
 from runs.models import NcclSetting
 from tests.samples import log_path
 
@@ -32,8 +32,8 @@ def tuned_nccl_tests_log() -> bytes:
 
 
 def upload(user, files: dict[str, bytes], **kw):
-    run, _ = services.register_upload(
-        user, [services.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in files.items()],
+    run, _ = registration.register_upload(
+        user, [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in files.items()],
         project="team", **kw)
     for lf in run.logfiles.all():
         services.parse_logfile(lf.id)

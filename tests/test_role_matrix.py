@@ -50,12 +50,12 @@ def world(alice, bob, vic, eve, django_user_model, settings, tmp_path, upload_ru
     (root / "registered.log").write_bytes(log_path("sweep/sweep_tuned_1step.log").read_bytes())
     (root / "another.log").write_bytes(log_path("sweep/sweep_tuned_3step.log").read_bytes())
     settings.LOG_ROOTS = [root.resolve()]
-    from ingest import services as ingest_services
+    from ingest import registration
 
     run = upload_run(bob, "spec_eagle3_tuned_2step.log", "sweep/sweep_default_2step.log",
                      "traces/trace_spec_k2_3cycles.json.gz", name="bobs-run")
     alices = upload_run(alice, "sweep/sweep_default_1step.log", parse=False, name="alices-run")
-    registered, _ = ingest_services.register_path(alice, str(root / "registered.log"), project="team")
+    registered, _ = registration.register_path(alice, str(root / "registered.log"), project="team")
     with open(root / "registered.log", "ab") as grown:  # so a refresh has something to read
         grown.write(b"one more line\n")
     nina = django_user_model.objects.create_user("nina")

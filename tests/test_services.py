@@ -6,9 +6,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from ingest import services
+from ingest import registration, services
 from runs import columns
 from runs.models import CollectiveResult, LogFile, Project, Run, Status
+from runs.permissions import RoleRequired
 from runs.services import ServiceError
 from tests.samples import upload_bytes
 from tests.synthetic import stored_rows
@@ -61,12 +62,21 @@ def test_redelivered_task_does_nothing(alice, upload_run):
 def test_reparse_replaces_rows_instead_of_adding(alice, upload_run):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     before = (stored_rows("phase", run=run).height, stored_rows("metric", run=run).height)
-    services.reparse_run(run)
+    services.requeue_run(run)
     services.parse_logfile(run.logfiles.get().id)
     after = (stored_rows("phase", run=run).height, stored_rows("metric", run=run).height)
     assert after == before
     run.refresh_from_db()
     assert run.status == Status.READY
+
+
+def test_reparse_and_refresh_check_the_editor_role_themselves(alice, vic, upload_run):
+    """Not only the API view: any caller of the service (a page, a command) gets the same refusal."""
+    run = upload_run(alice, "spec_eagle3_tuned_2step.log")
+    for call in (lambda: services.reparse_run(vic, run), lambda: registration.refresh_registered(vic, run)):
+        with pytest.raises(RoleRequired):
+            call()
+    assert run.logfiles.get().status == Status.READY
 
 
 def test_two_files_make_one_run_with_windows_in_sequence(alice, upload_run):
@@ -144,7 +154,7 @@ def test_an_error_while_folding_on_its_thread_fails_the_file_naming_it(alice, up
 
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     assert stored_rows("phase", run=run).height
-    services.reparse_run(run)
+    services.requeue_run(run)
     threads = []
 
     def boom(*args):
@@ -175,7 +185,7 @@ def break_writes_after(monkeypatch, blocks: int) -> None:
 def test_failed_store_leaves_previous_rows_intact(alice, upload_run, monkeypatch):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     rows = stored_rows("phase", run=run).height
-    services.reparse_run(run)
+    services.requeue_run(run)
 
     break_writes_after(monkeypatch, 2)
     with pytest.raises(RuntimeError, match="disk full"):
@@ -274,18 +284,18 @@ def test_project_for_refuses_a_project_the_user_is_not_in_as_if_it_did_not_exist
     answers = []
     for name in ("team", "nobody-has-this"):
         with pytest.raises(ServiceError) as e:
-            services.project_for(eve, name)
+            registration.project_for(eve, name)
         answers.append((e.value.status, e.value.code, e.value.message.replace(repr(name), "NAME")))
     assert answers[0] == answers[1] and answers[0][:2] == (404, "unknown_project")
 
 
 def test_project_for_creates_only_on_purpose_and_never_a_private_one(alice, eve):
     with pytest.raises(ServiceError, match="no project you may upload to"):
-        services.project_for(eve, None)
-    lab = services.project_for(eve, "eve-lab", create=True)
-    assert services.project_for(eve, None) == lab and lab.membership_set.get(user=eve).role == "admin"
+        registration.project_for(eve, None)
+    lab = registration.project_for(eve, "eve-lab", create=True)
+    assert registration.project_for(eve, None) == lab and lab.membership_set.get(user=eve).role == "admin"
     with pytest.raises(ServiceError) as taken:
-        services.project_for(eve, "team", create=True)
+        registration.project_for(eve, "team", create=True)
     assert taken.value.status == 409 and not Project.objects.get(name="team").membership_set.filter(user=eve)
 
 
@@ -313,7 +323,7 @@ def test_a_log_that_keeps_killing_workers_ends_failed(alice, upload_run, setting
 def test_reparse_is_not_mistaken_for_a_stuck_file(alice, upload_run, settings):
     run = upload_run(alice, "spec_eagle3_tuned_2step.log")
     LogFile.objects.filter(run=run).update(updated_at=timezone.now() - timedelta(hours=1))
-    services.reparse_run(run)
+    services.requeue_run(run)
     assert services.reconcile() == 0
 
 
@@ -376,7 +386,7 @@ def test_a_run_deleted_while_its_rows_are_stored_keeps_none_of_them(alice, data_
     parse = threading.Thread(target=in_thread, args=(lambda: services.parse_logfile(run.logfiles.get().id),))
     parse.start()
     assert stored.wait(30)
-    delete = threading.Thread(target=in_thread, args=(lambda: services.delete_run(alice, Run.objects.get(id=run.id)),))
+    delete = threading.Thread(target=in_thread, args=(lambda: registration.delete_run(alice, Run.objects.get(id=run.id)),))
     delete.start()
     delete.join(1)
     assert delete.is_alive()  # waiting for the store's lock on the log file

@@ -11,7 +11,7 @@ import json
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from ingest import services
+from ingest import registration, services
 from runs import services as run_services
 from runs.models import LogFile, RunEdit, Status
 from tests.samples import PROJECT_ROOT, upload_bytes
@@ -111,8 +111,8 @@ def test_two_rank_files_are_two_entries_and_the_page_note_says_so(alice):
     # Kineto writes distributedInfo before traceEvents
     a = {"distributedInfo": {"rank": 0, "world_size": 2}, **doc}
     b = {"distributedInfo": {"rank": 1, "world_size": 2}, **doc}
-    run, _ = services.register_upload(alice, [
-        services.IncomingFile(n, io.BytesIO(d), len(d)) for n, d in
+    run, _ = registration.register_upload(alice, [
+        registration.IncomingFile(n, io.BytesIO(d), len(d)) for n, d in
         (("rank0.json", json.dumps(a).encode()), ("rank1.json", json.dumps(b).encode()))], project="team")
     run = _parse(run)
     t = run.parsed["trace"]
@@ -126,7 +126,7 @@ def test_a_gzipped_trace_registered_by_path_is_read_in_place(alice, settings, tm
     path = root / "rank0.pt.trace.json.gz"
     path.write_bytes((PROJECT_ROOT / "samples" / TRACE).read_bytes())
     settings.LOG_ROOTS = [root.resolve()]
-    run, created = services.register_path(alice, str(path), project="team")
+    run, created = registration.register_path(alice, str(path), project="team")
     lf = run.logfiles.get()
     assert created and lf.kind == LogFile.Kind.TRACE and lf.registered
     run = _parse(run)
@@ -140,7 +140,7 @@ def test_a_registered_gz_trace_cut_short_fails_with_truncated(alice, settings, t
     gz = (PROJECT_ROOT / "samples" / TRACE).read_bytes()
     (root / "cut.json.gz").write_bytes(gz[: len(gz) // 2])
     settings.LOG_ROOTS = [root.resolve()]
-    run, _ = services.register_path(alice, str(root / "cut.json.gz"), project="team")
+    run, _ = registration.register_path(alice, str(root / "cut.json.gz"), project="team")
     run = _parse(run)
     lf = run.logfiles.get()
     assert lf.kind == LogFile.Kind.TRACE and lf.status == Status.FAILED

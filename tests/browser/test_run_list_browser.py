@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest import services
+from ingest import registration, services
 from tests.browser.conftest import ARTIFACTS, login
 from tests.samples import dp_attention_log, upload_bytes
 
@@ -66,8 +66,8 @@ def test_a_ready_run_with_a_failed_file_says_so_in_the_list_and_on_its_page(page
 
     tuned = log_path("spec_eagle3_tuned_2step.log").read_bytes()
     dump = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8  # a binary attached by mistake: NUL bytes
-    run, _ = services.register_upload(alice, [services.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
-                                              services.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
+    run, _ = registration.register_upload(alice, [registration.IncomingFile("server.log", io.BytesIO(tuned), len(tuned)),
+                                              registration.IncomingFile("core.bin", io.BytesIO(dump), len(dump))],
                                       project="team", name="one file failed")
     login(page, "alice", "alice-pw")
     for lf in run.logfiles.all():  # parsed while the list is open: the row fills itself in

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from ingest import services
+from ingest import registration
 from runs.models import Membership, Project, Run
 
 SAMPLES = Path(settings.BASE_DIR) / "samples"
@@ -41,8 +41,8 @@ class Command(BaseCommand):
                 continue
             path = SAMPLES / rel
             with open(path, "rb") as f:
-                services.register_upload(
-                    user, [services.IncomingFile(path.name, f, path.stat().st_size)],
+                registration.register_upload(
+                    user, [registration.IncomingFile(path.name, f, path.stat().st_size)],
                     name=name, project="demo", tags=tags,
                 )
             loaded += 1

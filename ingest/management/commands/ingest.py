@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
-from ingest import services, storage
+from ingest import registration, storage
 from runs.models import Run, Status
 from runs.services import ServiceError
 
@@ -30,8 +30,9 @@ class Command(BaseCommand):
         try:
             for p in paths:
                 handles.append(open(p, "rb"))
-            files = [services.IncomingFile(p.name, h, p.stat().st_size) for p, h in zip(paths, handles, strict=True)]
-            run, _ = services.register_upload(owner, files, name=name, project=project, tags=tags,
+            files = [registration.IncomingFile(p.name, h, p.stat().st_size)
+                     for p, h in zip(paths, handles, strict=True)]
+            run, _ = registration.register_upload(owner, files, name=name, project=project, tags=tags,
                                               create_project=create_project)
         except (OSError, storage.StorageError, PermissionError, PermissionDenied) as e:
             raise CommandError(str(e)) from None
