@@ -28,13 +28,14 @@ def operations() -> list[tuple[str, str]]:
 
 def call(client: Client, method: str, path: str, run_id: int = 1, **kw):
     path = path.replace("{run_id}", str(run_id)).replace("{username}", "bob")
-    return client.generic(method, re.sub(r"\{\w+_id\}", "1", path), **kw)
+    return client.generic(method, re.sub(r"\{\w+\}", "1", path), **kw)
 
 
 def test_schema_lists_the_operations_we_classified():
     # 13 + sweep, verdict, pinned, the client script, split, roles + projects, members, tokens,
-    # annotations (11) + invitations: a project's (list, withdraw), yours (list, accept, decline).
-    assert len(operations()) == 34 and PUBLIC <= set(operations())
+    # annotations (11) + invitations: a project's (list, withdraw), yours (list, accept, decline)
+    # + a run's profiler traces (breakdown, CSV, timeline, one event, the phase mapping).
+    assert len(operations()) == 39 and PUBLIC <= set(operations())
 
 
 @pytest.mark.parametrize(("method", "path"), [op for op in operations() if op not in PUBLIC])

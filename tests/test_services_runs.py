@@ -4,6 +4,7 @@ import io
 
 import pytest
 
+from ingest import registration
 from ingest import services as ingest
 from runs import services
 
@@ -104,7 +105,7 @@ def _bench_file(rate: str, output: str) -> bytes:
 
 @pytest.mark.django_db
 def test_a_runs_result_blocks_come_from_every_file_each_naming_its_file(alice):
-    run, _ = ingest.register_upload(alice, [ingest.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in [
+    run, _ = registration.register_upload(alice, [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in [
         ("rate2.txt", _bench_file("2.0", "800.00")), ("rate8.txt", _bench_file("8.0", "900.00"))]], project="team")
     for lf in run.logfiles.order_by("id"):
         ingest.parse_logfile(lf.id)
