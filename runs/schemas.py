@@ -290,9 +290,12 @@ class TagsIn(Schema):
 class TracePhasesIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    phases: dict[Annotated[str, Field(min_length=1, max_length=200)], Annotated[str, Field(max_length=100)]] = Field(
+    phases: dict[Annotated[Text, Field(min_length=1, max_length=200)], Annotated[Text, Field(max_length=100)]] = Field(
         max_length=200, description='{range name: phase} for the run\'s profiler traces, "" for a range that is '
-        "no phase; replaces the run's mapping (names left out go back to runlens's own guess)")
+        "no phase; replaces the run's mapping (names left out go back to runlens's own guess)",
+        # as RolesIn: the key pattern published as propertyNames, or a NUL key would look valid
+        json_schema_extra={"additionalProperties": False,
+                           "propertyNames": {"pattern": r"^[^\x00]*$", "minLength": 1, "maxLength": 200}})
 
 
 class RunEditOut(Schema):
