@@ -1,7 +1,9 @@
 # runlens: `make run` starts everything on a fresh machine; `make test` runs the whole suite.
 PY := .venv/bin/python
 # One stamp per install, named for the pyproject.toml and C scanner it installed: a change installs again.
-HASH := $(shell cat pyproject.toml ingest/parsers/_scan.c | cksum | cut -d' ' -f1)
+# The scanner is _scan.c and the per-format headers it includes (ingest/parsers/_scan_*.h).
+SCANNER := $(sort $(wildcard ingest/parsers/_scan*.c ingest/parsers/_scan*.h))
+HASH := $(shell cat pyproject.toml $(SCANNER) | cksum | cut -d' ' -f1)
 RUNTIME := .venv/.runtime-$(HASH)
 TESTTOOLS := .venv/.test-$(HASH)
 # What `make test-fast` leaves out: tests that drive Chromium, start a web server or a Celery worker.
@@ -14,7 +16,7 @@ venv: $(TESTTOOLS)
 
 # What `make run` needs, nothing more. The native scanner (ingest/parsers/_scan.c) is built by this
 # install: a changed C file installs again.
-$(RUNTIME): pyproject.toml ingest/parsers/_scan.c
+$(RUNTIME): pyproject.toml $(SCANNER)
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q -e .
 	rm -f .venv/.runtime-*; touch $(RUNTIME)
