@@ -248,6 +248,8 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
+    # NCCL INFO lines of processes both readers know are read in C (_scan_nccl.h) against their state.
+    scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS)
     others = [r for r in readers if r is not eagle and r is not tagger]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
                    nccl.channel_lines, bool(getattr(sink, "takes_groups", False)))
