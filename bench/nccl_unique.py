@@ -12,6 +12,11 @@ as many as a real job has (runs/layout.py's summary is quadratic in them: a file
 processes measures that, not the parse).
 
     RUNLENS_SHARED_SAMPLES=/work/shared/samples .venv/bin/python -m bench.nccl_unique /tmp/nccl-unique.log 32
+    .venv/bin/python -m bench.nccl_unique /tmp/nccl-known.log 32 known
+
+`known`: the lines once, then only their INFO lines that act on nothing once their thread is
+known (no echo, version, matrix; lower-case hosts), renumbered copy after copy (channels,
+addresses, a copy mark) with the threads kept: what the native scanner reads in C, measured alone.
 """
 
 from __future__ import annotations
@@ -58,12 +63,29 @@ def unit_lines() -> list[str]:
     return text.decode().splitlines()
 
 
-def write(path: Path, size: int) -> int:
+_KNOWN = re.compile(r"^[a-z][^\s:]*:\d+:\d+ \[\d+\] NCCL INFO ")
+_KEEP_AS_IS = re.compile(r"Channel \d+/\d+ :( +\d+)+$|\brank \d+ n[Rr]anks")  # a mark would change them
+
+
+def known(lines: list[str], k: int) -> list[str]:
+    """Copy `k` of the INFO lines of known threads: channels and addresses renumbered, a mark added."""
+    out = []
+    for line in lines:
+        if not _KNOWN.match(line) or "NCCL_" in line or "CCL version" in line or "Func/Proto" in line:
+            continue
+        line = _CHANNEL.sub(lambda m: f"Channel {(int(m.group(1)) + k) % 64:0{len(m.group(1))}d}", line)
+        line = _COMM.sub(lambda m: f"0x{int(m.group(1), 16) ^ k:x}", line)
+        out.append(line if _KEEP_AS_IS.search(line) else f"{line} #{k}")
+    return out
+
+
+def write(path: Path, size: int, kind: str = "unique") -> int:
     lines = unit_lines()
     written, k = 0, 0
     with path.open("w") as f:
         while written < size:
-            block = "\n".join(copy(lines, k)) + "\n"
+            block = "\n".join(lines if kind == "known" and k == 0 else known(lines, k) if kind == "known"
+                              else copy(lines, k)) + "\n"
             f.write(block)
             written += len(block.encode())
             k += 1
@@ -71,4 +93,4 @@ def write(path: Path, size: int) -> int:
 
 
 if __name__ == "__main__":
-    print(write(Path(sys.argv[1]), int(sys.argv[2]) << 20))
+    print(write(Path(sys.argv[1]), int(sys.argv[2]) << 20, *sys.argv[3:4]))

@@ -266,3 +266,12 @@ def test_each_threads_first_connection_is_read_in_python_for_its_echoes_rank():
     result = parse_stream(io.BytesIO(data), engine="native")
     assert [(v.key, v.rank) for v in result.nccl] == [("NCCL_PROTO", "1")]
     assert _fed_by_python(data) == 3  # the process's first line, thread 9's first connection, the echo
+
+
+def test_the_bench_logs_of_nccl_lines_repeat_no_line_of_a_known_shape():
+    from bench.nccl_unique import known
+
+    head = [line for line in REAL if _HEAD.match(line)][:300]
+    assert not set(copy(head, 1)) & set(copy(head, 2)) and not set(copy(head, 1)) & set(head)
+    marked = [line for line in known(head, 1) if line.endswith(" #1")]
+    assert marked and not set(marked) & set(known(head, 2))
