@@ -122,7 +122,33 @@ RING = "vm:1467:1467 [0] NCCL INFO Channel 00/24 : 0 1"
     "vm:1467:1467 [0] NCCL INFO Plugin name set by env to libnccl-net.so",
     "vm:1467:1467 [0] NCCL INFO Invalid value 16M for NCCL_BUFFSIZE, using default 4194304.",
     "vm:1467:1467 [0] NCCL INFO reading /etc/nccl.conf",
+    # echoes: a record each (C makes it for a known process), the value as _ECHO and _INTEGER read it
     "vm:1467:1467 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+    "vm:1467:1467 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 16777216.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to -1.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1.5.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to .",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to -.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to   spaced  value \x1c ",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to ",
+    "vm:1467:1467 [0] NCCL INFO NCCL_x set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_ set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X  set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_CONF_FILE set by environment to /etc/nccl.conf",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to a NCCL INFO b",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to a NCCL WARN b set by environment",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to pid=3 environ: NCCL_Y=1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to -x NCCL_Y=2",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to --env NCCL_Y=2",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to rank 3 nranks 4",
+    "vm:1467:1499 [0] NCCL INFO NCCL_X set by environment to 1",
+    "vm:1400:1400 [0] NCCL INFO NCCL_X set by environment to 1",
+    "TARS:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "user@vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "export:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "X=1:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
     "vm:1467:1467 [0] NCCL INFO cudaDriverVersion 13000 RCCL version : 2.27.7",
     # heads: other processes, hosts, fields, levels, damage
     "vm:1468:1468 [1] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
@@ -153,12 +179,17 @@ def test_a_line_after_its_process_is_known_reads_as_the_lines_engine_reads_it(la
 
 def test_plain_lines_of_a_known_process_are_read_in_c():
     later = ["vm:1467:1467 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+             "vm:1467:1467 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+             "TARS:1467:1467 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 4194304.",
              CONN.replace("Channel 00/0", "Channel 07/0"), RING.replace("00/24", "05/24"), COMM.replace("0x15", "0x9"),
              "TARS:1467:1467 [0] NCCL INFO NET/IB : No device found."]
     first = [COMM, CONN, RING, "TARS:1467:1467 [0] NCCL INFO comm 0x1 rank 0 nRanks 2"]
     data = _one_process(*first, *later * 50)
     assert _fed_by_python(data) == len(first)
     _same(data)
+    echoes = parse_stream(io.BytesIO(data), engine="native").nccl
+    assert len(echoes) == 100 and {(v.key, v.value, v.rank, v.process) for v in echoes} == {
+        ("NCCL_PROTO", "LL", "0", "pid 1467"), ("NCCL_BUFFSIZE", "4194304", "0", "pid 1467")}
 
 
 def test_a_line_that_changes_the_readers_goes_to_python_every_time():
@@ -233,14 +264,16 @@ def test_native_reads_damaged_real_nccl_lines_as_the_lines_engine_does(data, bat
 def test_nccl_bind_checks_its_arguments():
     bare = _scan.Scanner.__new__(_scan.Scanner)
     with pytest.raises(RuntimeError, match="not initialised"):
-        bare.nccl_bind(records.ParseResult(), object(), 1, 1)
+        bare.nccl_bind(records.ParseResult(), object(), 1, 1, records.NcclValue, "nccl echo")
     from ingest.parsers import PARSERS
 
     scan, _ = native.standalone(PARSERS)
     with pytest.raises(ValueError):
-        scan.nccl_bind(records.ParseResult(), object(), -1, 1)
+        scan.nccl_bind(records.ParseResult(), object(), -1, 1, records.NcclValue, "nccl echo")
     with pytest.raises(TypeError):
-        scan.nccl_bind(records.ParseResult(), object(), "4096", 1)
+        scan.nccl_bind(records.ParseResult(), object(), "4096", 1, records.NcclValue, "nccl echo")
+    with pytest.raises(TypeError):
+        scan.nccl_bind(records.ParseResult(), object(), 1, 1, "not callable", "nccl echo")
 
 
 def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
@@ -251,7 +284,7 @@ def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
     line = "vm:1:1 [0] NCCL INFO Connected all rings"
     for parser in (object(), nccl_debug.Parser(result)):
         scan, state = native.standalone(PARSERS)
-        scan.nccl_bind(result, parser, processes.REPEATS, nccl_debug.REPEATS)
+        scan.nccl_bind(result, parser, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
         stop, _ = scan.scan([line], 0, 1, *state, native.F_MAIN)
         assert stop == 0  # no process "pid 1": the Tagger makes it, in Python
 
@@ -265,7 +298,7 @@ def test_each_threads_first_connection_is_read_in_python_for_its_echoes_rank():
     _same(data)
     result = parse_stream(io.BytesIO(data), engine="native")
     assert [(v.key, v.rank) for v in result.nccl] == [("NCCL_PROTO", "1")]
-    assert _fed_by_python(data) == 3  # the process's first line, thread 9's first connection, the echo
+    assert _fed_by_python(data) == 2  # the process's first line, thread 9's first connection (the echo is C's)
 
 
 def test_the_bench_logs_of_nccl_lines_repeat_no_line_of_a_known_shape():

@@ -1108,7 +1108,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_NCCL_DEBUG)) {
         /* A line both nccl_debug and the Tagger have read before: neither does anything with it. */
         if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
-        int info = nccl_info(self, s, n, line, nccl_lines, channel_lines);  /* a line of a known process */
+        int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
         if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);

@@ -55,11 +55,14 @@ typedef struct {
 
 struct nccl_fast {
     PyObject *result, *parser;  /* bound by nccl_bind() */
+    PyObject *record, *source;  /* records.NcclValue and nccl_debug.SOURCE: what an echo makes */
     Py_ssize_t tag_repeats, channel_repeats;  /* processes.REPEATS, nccl_debug.REPEATS */
     PyObject *k_pid, *k_host, *k_rank, *format;  /* "pid", "host", "rank", "nccl_debug" */
     PyObject *k_network, *k_coll, *k_p2p;  /* the settings "Using network" and "N coll channels" set */
+    PyObject *k_effective, *k_empty;  /* "effective", "" */
     /* per scan call: 0 not read yet, 1 read, -1 off for this call */
     int fetched;
+    PyObject *nccl, *pending, *offer;  /* result.nccl, the parser's pending echoes, result.offer */
     PyObject *processes, *thread_rank, *process_rank, *device_ranks, *thread_peer, *process_peer, *transports;
     long long nranks, nnodes;  /* the largest held, -1: none yet */
     int ring_set;
@@ -96,7 +99,8 @@ static void nccl_fast_free(Scanner *self) {
     if (!f) return;
     nccl_heads_clear(f);
     nccl_mirror_clear(f);
-    PyObject **refs[] = {&f->result, &f->parser, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
+    PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
+                         &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
                          &f->k_coll, &f->k_p2p, &f->processes,
                          &f->thread_rank, &f->process_rank, &f->device_ranks, &f->thread_peer, &f->process_peer,
                          &f->transports};
@@ -113,12 +117,18 @@ static void nccl_fast_enter(Scanner *self) {
     nccl_heads_clear(f);
 }
 
-/* nccl_bind(result, parser, tag_repeats, channel_repeats): read NCCL INFO lines for this result's
- * Tagger and nccl_debug parser (the scanner reads none without it). */
+/* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source): read NCCL INFO lines for
+ * this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
+ * record(key, value, "effective", line, source, "", None, process). */
 static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
-    PyObject *result, *parser;
+    PyObject *result, *parser, *record, *source;
     Py_ssize_t tag_repeats, channel_repeats;
-    if (!PyArg_ParseTuple(args, "OOnn", &result, &parser, &tag_repeats, &channel_repeats)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOnnOU", &result, &parser, &tag_repeats, &channel_repeats, &record, &source))
+        return NULL;
+    if (!PyCallable_Check(record)) {
+        PyErr_SetString(PyExc_TypeError, "record must be callable");
+        return NULL;
+    }
     if (not_ready(self)) return NULL;
     if (tag_repeats < 0 || channel_repeats < 0) {
         PyErr_SetString(PyExc_ValueError, "the repeats held are counts");
@@ -135,13 +145,18 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
     f->k_network = PyUnicode_InternFromString("nccl.network");
     f->k_coll = PyUnicode_InternFromString("nccl.coll_channels");
     f->k_p2p = PyUnicode_InternFromString("nccl.p2p_channels");
-    if (!f->k_pid || !f->k_host || !f->k_rank || !f->format || !f->k_network || !f->k_coll || !f->k_p2p) {
+    f->k_effective = PyUnicode_InternFromString("effective");
+    f->k_empty = PyUnicode_InternFromString("");
+    if (!f->k_pid || !f->k_host || !f->k_rank || !f->format || !f->k_network || !f->k_coll || !f->k_p2p
+        || !f->k_effective || !f->k_empty) {
         nccl_fast_free(self);
         return NULL;
     }
     Py_INCREF(result);
     Py_INCREF(parser);
-    f->result = result, f->parser = parser;
+    Py_INCREF(record);
+    Py_INCREF(source);
+    f->result = result, f->parser = parser, f->record = record, f->source = source;
     f->tag_repeats = tag_repeats, f->channel_repeats = channel_repeats;
     Py_RETURN_NONE;
 }
@@ -206,6 +221,13 @@ static int nccl_fetch(struct nccl_fast *f) {
     Py_DECREF(settings);
     if (net < 0 || coll < 0 || p2p < 0) { PyErr_Clear(); return 0; }
     f->has_network = net, f->has_channels = coll && p2p;
+    Py_XSETREF(f->nccl, PyObject_GetAttrString(f->result, "nccl"));
+    Py_XSETREF(f->pending, PyObject_GetAttrString(f->parser, "pending"));
+    Py_XSETREF(f->offer, PyObject_GetAttrString(f->result, "offer"));
+    if (!f->nccl || !f->pending || !f->offer || !PyList_CheckExact(f->nccl) || !PyList_CheckExact(f->pending)) {
+        PyErr_Clear();
+        return 0;
+    }
     f->fetched = 1;
     return 1;
 }
@@ -251,20 +273,24 @@ static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
     return 1;
 }
 
-/* Whether launch_env, the one other reader a line concerns, does nothing with it: a line that
- * names it by its first letter only (STARTS: an upper-case host, `TARS:829507:829550 [0] NCCL
- * ...`), no "NCCL_" in it. Its feed() then reads it as a command: no prompt (`user@host:...$`
- * needs an '@') and no `export`/`NAME=` start (the host runs to a ':') -- nothing. */
+/* Whether launch_env, the one other reader a line concerns, does nothing with it: a line whose
+ * host is plain ([A-Za-z0-9_.-], up to its ':') that names launch_env by its first letter
+ * (STARTS: an upper-case host, `TARS:829507:829550 [0] NCCL ...`) or by "NCCL_" in an echo
+ * (`... NCCL INFO NCCL_PROTO set by environment to LL`) with no env dump's "pid=" and no
+ * -x/-e/--env flag. Its feed() then reads it as a command: no prompt (`user@host:...$` needs an '@') and no
+ * `export`/`NAME=` start (the host runs to a ':') -- nothing. */
 static int nccl_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned by_literal) {
     if (rd != (rd & (BIT(R_TAGGER) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV)))
-        || !(rd & BIT(R_NCCL_DEBUG)) || by_literal & BIT(R_LAUNCH_ENV) || n == 0 || s[0] < 'A' || s[0] > 'Z')
+        || !(rd & BIT(R_NCCL_DEBUG)) || n == 0 || is_digit(s[0]))
         return 0;
-    for (Py_ssize_t i = 1; i < n; i++) {
-        char c = s[i];
-        if (c == ':') return 1;
-        if (!(is_word(c) || c == '.' || c == '-')) return 0;
-    }
-    return 0;
+    Py_ssize_t i = 0;
+    while (i < n && (is_word(s[i]) || s[i] == '.' || s[i] == '-')) i++;
+    if (i == 0 || i == n || s[i] != ':') return 0;
+    if (!(by_literal & BIT(R_LAUNCH_ENV))) return 1;
+    nccl_line_head h;
+    /* "environ" (an echo's "environment") makes feed() try _DUMP, `pid=(\d+) environ`: no "pid=", no dump */
+    return nccl_head_of(s, n, &h) && starts_len(s + h.msg, n - h.msg, "NCCL_", 5) && !find(s, n, "pid=", 4)
+        && !find(s, n, " -x", 3) && !find(s, n, " -e", 3) && !find(s, n, "--env", 5);
 }
 
 /* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. */
@@ -575,18 +601,76 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject 
     return OK;
 }
 
+/* An echo, `NCCL_X set by environment to V` (_ECHO), of a process the Tagger knows: what
+ * nccl_debug._effective() does (the record, stamped with its process as Tagger.stamp() would,
+ * and its pending entry for the rank finish() gives it), then the line offered to the context
+ * watcher (result.offer, called: a candidate line). PYTHON, untouched, for any other shape. */
+static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
+                     PyObject *tag, int64_t lineno) {
+    const char *m = s + h->msg;
+    Py_ssize_t mn = n - h->msg, k = 5;
+    while (k < mn && (is_digit(m[k]) || (m[k] >= 'A' && m[k] <= 'Z') || m[k] == '_')) k++;
+    if (k == 5 || !starts_len(m + k, mn - k, " set by environment to ", 23)) return PYTHON;
+    if (k == 14 && memeq(m, "NCCL_CONF_FILE", 14)) return PYTHON;  /* a setting as well */
+    Py_ssize_t a = k + 23, b = mn;
+    /* offer(): _SKIP would find a later `NCCL INFO` not followed by an echo's words (Python's call) */
+    if (find(m + a, mn - a, "NCCL ", 5)) return PYTHON;
+    while (a < b && is_space(m[a])) a++;  /* .strip() */
+    while (b > a && is_space(m[b - 1])) b--;
+    Py_ssize_t d = a + (a < b && m[a] == '-');  /* _INTEGER, `-?\d+\.`: the period off */
+    if (b - d >= 2 && m[b - 1] == '.') {
+        Py_ssize_t j = d;
+        while (j < b - 1 && is_digit(m[j])) j++;
+        if (j == b - 1) b--;
+    }
+    PyObject *key = PyUnicode_DecodeASCII(m, k, NULL);
+    PyObject *value = PyUnicode_DecodeASCII(m + a, b - a, NULL);
+    PyObject *at = PyLong_FromLongLong((long long)lineno);
+    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *rec = NULL, *entry = NULL, *text = NULL, *r = NULL;
+    int status = ERROR;
+    if (!key || !value || !at || !host || !pid || !tid) goto done;
+    rec = PyObject_CallFunctionObjArgs(f->record, key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag,
+                                       NULL);
+    if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
+    entry = PyTuple_Pack(4, rec, host, pid, tid);
+    if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
+    if (f->offer != Py_None) {
+        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+        if (!text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL))) goto done;
+    }
+    status = OK;
+done:
+    Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(at); Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
+    Py_XDECREF(rec); Py_XDECREF(entry); Py_XDECREF(text); Py_XDECREF(r);
+    return status;
+}
+
 /* An NCCL INFO line of a process the readers know, read here when doing so changes nothing but
  * the lines they remember (see the top): OK, PYTHON (untouched), or ERROR. */
-static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, PyObject *nccl_lines,
-                     PyObject *channel_lines) {
+static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
+                     PyObject *nccl_lines, PyObject *channel_lines) {
     struct nccl_fast *f = self->nccl;
     nccl_line_head h;
     if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
-    if (starts_len(m, mn, "NCCL_", 5) || nccl_acted_on(m, mn)) return PYTHON;
+    int echo = starts_len(m, mn, "NCCL_", 5);
+    /* "NCCL_" elsewhere (launch_env's, offer's `NCCL_X set to `), or a branch's words: Python's */
+    if (!echo && (by_literal & BIT(R_LAUNCH_ENV) || nccl_acted_on(m, mn))) return PYTHON;
     Py_ssize_t ra = 0, re = 0, na = -1, ne = -1;
     int rank = nccl_rank_search(m, mn, &ra, &re, &na, &ne);
+    if (echo) {  /* _debug's first branch; _tag sets a missing rank its message names */
+        unsigned fl;
+        PyObject *tag;
+        if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
+        int status = nccl_head_flags(f, s, &h, &fl, &tag);
+        if (status != OK) return status;
+        if (!(fl & NP_TAG) || (rank && !(fl & NP_RANK))) return PYTHON;
+        return nccl_echo(f, s, n, &h, line, tag, lineno);
+    }
     int channel = !rank && starts_len(m, mn, "Channel ", 8);
     int network = 0, coll = 0;  /* _debug's branches that set a setting: no-ops once it is set */
     if (!rank && !channel) {

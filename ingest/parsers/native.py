@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text
+from . import records
 from .records import Grouped, ParseResult
 
 try:
@@ -249,7 +250,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
     # NCCL INFO lines of processes both readers know are read in C (_scan_nccl.h) against their state.
-    scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS)
+    scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
     others = [r for r in readers if r is not eagle and r is not tagger]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
                    nccl.channel_lines, bool(getattr(sink, "takes_groups", False)))
