@@ -23,8 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text
-from . import records
+from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, records, serving, sglang, text
 from .records import Grouped, ParseResult
 
 try:
