@@ -11,8 +11,10 @@
  * listing once the ring channels are set, a `rank R nranks N` line whose ranks are set and whose
  * counts are no larger than those held. Such a line is read here: what Tagger._tag and
  * nccl_debug.Parser.feed would do with it is only to remember its text (Tagger.nccl_lines,
- * Parser.channel_lines, while they hold fewer than REPEATS), and that is done here too. Every
- * other line, and every line whose state this cannot prove unchanged, goes back to Python.
+ * Parser.channel_lines, while they hold fewer than REPEATS), and that is done here too. An echo
+ * (`NCCL_X set by environment to V`) of a known process makes its record here as nccl_debug
+ * does (nccl_echo). Every other line, and every line whose state this cannot prove unchanged,
+ * goes back to Python.
  *
  * Only a line that starts with `host:pid:tid [dev] NCCL INFO ` is taken (a Ray or vLLM prefix,
  * a `file.cc:line` field, WARN/TRACE: Python's). The state read from the readers (their dicts,
