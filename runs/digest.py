@@ -23,6 +23,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
@@ -262,6 +263,24 @@ class CollectiveTally:
                 n, peak = self.busbw.get((c.logfile, c.process, c.line), (0, c.busbw_gbs))
                 self.busbw[(c.logfile, c.process, c.line)] = (n + 1, max(peak, c.busbw_gbs))
 
+    def add_frame(self, frame: pl.DataFrame) -> None:
+        """add() of collectives held as columns (records.COLLECTIVE_SCHEMA, the native scanner's:
+        no logfile yet), counted per line by polars, not a record at a time."""
+        if not frame.height:
+            return
+        room = COLLECTIVES_KEPT - len(self.kept)
+        if room > 0:
+            # Rows a name can no longer come for (the scanner reads only rows of a named op): plain
+            # values, not records (runs does not load ingest).
+            self.kept.extend(SimpleNamespace(**row) for row in frame.head(room).iter_rows(named=True))
+        self.total += frame.height
+        counted = (frame.lazy().filter(pl.col("busbw_gbs").is_not_null())
+                   .group_by("process", "line").agg(n=pl.len(), peak=pl.col("busbw_gbs").max()).collect())
+        busbw = self.busbw
+        for process, line, n, peak in counted.iter_rows():
+            old = busbw.get((None, process, line))
+            busbw[(None, process, line)] = (n, peak) if old is None else (old[0] + n, max(old[1], peak))
+
     def into(self, rows: Rows) -> None:
         rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
                             for c in self.kept]
@@ -292,7 +311,11 @@ class ParseDigest:
             self.digest.phase_batch(batch)
         for batch in metrics:
             self.digest.metric_batch(batch)
-        self.collectives.add(collectives)
+        for batch in collectives:
+            if isinstance(batch, pl.DataFrame):
+                self.collectives.add_frame(batch)
+            else:
+                self.collectives.add(batch)
         # The same objects: the nccl_debug parser sets a held echo's rank at its end.
         self.nccl.extend(nccl)
 

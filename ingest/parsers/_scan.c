@@ -133,6 +133,7 @@ typedef struct {
     /* metrics: name, value, window, line, source, rank, process */
     ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
     dbuf m_value;
+    struct tests_state *tests;  /* nccl-tests rows and their columns (_scan_tests.h) */
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1057,6 +1058,8 @@ static void nccl_remember(Scanner *self, const char *s, Py_ssize_t n, PyObject *
     self->nccl_seen[k].text = copy, self->nccl_seen[k].len = n;
 }
 
+#include "_scan_tests.h"
+
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
@@ -1077,6 +1080,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
     unsigned rd = *mask;
+    if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
     if (rd & BIT(R_EAGLE)) {
         /* A profile line: no other parser's, and tagged "main". */
@@ -1207,7 +1211,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(lines), i = start;
     if (start < 0 || start > n) { PyErr_SetString(PyExc_IndexError, "start outside the lines"); return NULL; }
     State st;
-    if (state_in(&st, eagle, sglang) < 0) return NULL;
+    if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
     unsigned mask = 0;
     int status = OK;
     for (; i < n; i++) {
@@ -1246,7 +1250,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         return NULL;
     }
     State st;
-    if (state_in(&st, eagle, sglang) < 0) return NULL;
+    if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
     unsigned mask = 0;
     int status = OK;
     Py_ssize_t end = len;
@@ -1357,7 +1361,7 @@ struct ArrowArray {
 };
 
 #define ARROW_FLAG_NULLABLE 2
-#define MAX_COLUMNS 8
+#define MAX_COLUMNS 16
 
 typedef struct {  /* what an array owns: its buffers, and (a struct) its children */
     void *buffers[3];
@@ -1854,7 +1858,7 @@ static PyObject *Scanner_add_records(Scanner *self, PyObject *args) {
 }
 
 static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
-    return PyLong_FromSsize_t(self->p_name.n + self->m_name.n);
+    return PyLong_FromSsize_t(self->p_name.n + self->m_name.n + tests_pending(self->tests));
 }
 
 static int load_map(Scanner *self, PyObject *dict, keymap **out, int *count) {
@@ -1950,6 +1954,7 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
         || (self->s_graph = intern_str(self, "graph", 5)) < 0) return -1;
     if (load_map(self, decode, &self->decode, &self->ndecode) < 0) return -1;
     if (load_map(self, prefill, &self->prefill, &self->nprefill) < 0) return -1;
+    if (!(self->tests = calloc(1, sizeof(*self->tests)))) { PyErr_NoMemory(); return -1; }
     self->ready = 1;
     return 0;
 }
@@ -1979,6 +1984,7 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->p_pct.v);
     free(self->m_value.v);
     nccl_forget(self);
+    tests_free(self->tests);
     Py_XDECREF(self->strings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -2241,6 +2247,12 @@ static PyMethodDef Scanner_methods[] = {
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
+    {"watch_tests", (PyCFunction)Scanner_watch_tests, METH_VARARGS,
+     "watch_tests(parser, result, words): the nccl_tests reader whose table rows the scan reads"},
+    {"take_collectives", (PyCFunction)Scanner_take_collectives, METH_NOARGS,
+     "take_collectives() -> the collectives read so far as a Frame, or None"},
+    {"add_collectives", (PyCFunction)Scanner_add_collectives, METH_O,
+     "add_collectives(collectives): records.Collective objects, after the scanner's own"},
     {"add_records", (PyCFunction)Scanner_add_records, METH_VARARGS,
      "add_records(phases, metrics): records.Phase and records.Metric objects, after the scanner's own"},
     {"take_groups", (PyCFunction)Scanner_take_groups, METH_NOARGS,

@@ -179,6 +179,8 @@ class Watcher:
                 else:
                     lines = batch.get_column("line").to_list() if batch.height else []
                 self.used.update(x for x in lines if x in open_)
+        for frame in result.collective_frames:
+            self.used.update(x for x in frame.get_column("line").to_list() if x in open_)
 
     def finish(self, result: ParseResult) -> None:
         """Topology, versions, unread lines and, for a file of no log format, its context."""

@@ -1,0 +1,460 @@
+/* nccl-tests lines read in C (#included by _scan.c): what nccl_tests.Parser.feed does with a
+ * table's data rows and with the comment lines it ignores, pushed into the scanner's collective
+ * columns (records.Collective's fields) as SGLang batch lines push metrics.
+ *
+ *            8             2     float     sum      -1    15.78    0.00    0.00       0    13.87 ...
+ *   #        (B)    (elements)                               (us)  (GB/s)  (GB/s)  ...
+ *
+ * The parser's state is read at each scan's start (tests_in) and never changed here: a row is
+ * read only where reading it changes nothing but the records (a table is open and its op named,
+ * no row held for a late name, no footer just read, no wrong count to warn about first, no
+ * Python-made collective pending, which native.py moves in first), and every cell is one this
+ * file reads exactly: an integer of at most MAX_INT_DIGITS characters, a plain decimal, `N/A`, or
+ * one of the type and op names the parser knows (`float`, `sum`, ...). Anything else (a huge or
+ * odd number, `inf`, a word the context watcher could take for a format's) goes back to Python.
+ * The column layout is the table's own (Table.lead and Table.sides, read from the parser's
+ * Table object and kept while it is the same object). */
+
+/* The Arrow helpers of _scan.c, defined after the scan (take_collectives uses them). */
+struct ArrowArray;
+static struct ArrowArray *leaf(int64_t n, int64_t nulls, void *validity, void *b1, void *b2, int nbuf);
+static void *steal(void **v, Py_ssize_t *n, Py_ssize_t *cap);
+static struct ArrowArray *int_column(ibuf *b);
+static struct ArrowArray *float_column(dbuf *b, int nan_is_null);
+static struct ArrowArray *text_column(Scanner *self, ibuf *idx, int64_t n, int one);
+static PyObject *frame(int64_t n, struct ArrowArray **columns, const char **names, const char **formats, int k);
+static int str_index(Scanner *self, PyObject *o);
+
+#define TESTS_MAX_TOKENS 64
+#define TESTS_MAX_SIDES 4
+#define TESTS_MAX_WORDS 64
+#define TESTS_INT_DIGITS 18  /* records.MAX_INT_DIGITS: a longer cell goes through float() in Python */
+
+typedef struct tests_state {
+    PyObject *parser, *result;  /* nccl_tests.Parser and its ParseResult (watch_tests) */
+    PyObject *table;  /* the Table whose layout is below (a strong reference) */
+    int lead_size, lead_count, lead_type, lead_redop, lead_root;  /* -1: no such column */
+    int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
+        side_wrong[TESTS_MAX_SIDES];
+    int layout_ok;  /* the layout fits the arrays above */
+    /* what this scan may read (tests_in) */
+    int rows_ok, comments_ok, wrong_warned, op;
+    /* the type and op names a row may hold (nccl_tests._DTYPES | _REDOPS) */
+    char *word[TESTS_MAX_WORDS];
+    Py_ssize_t word_len[TESTS_MAX_WORDS];
+    int nwords;
+    /* the columns: records.Collective's fields (wrong_valid: 0 where wrong is None) */
+    ibuf c_op, c_size, c_count, c_dtype, c_redop, c_root, c_wrong, c_wrong_valid, c_in_place, c_line, c_process;
+    dbuf c_time, c_algbw, c_busbw;
+} Tests;
+
+static void tests_free(Tests *t) {
+    if (!t) return;
+    Py_XDECREF(t->parser);
+    Py_XDECREF(t->result);
+    Py_XDECREF(t->table);
+    for (int i = 0; i < t->nwords; i++) free(t->word[i]);
+    ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
+                  &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
+    for (size_t i = 0; i < sizeof(ib) / sizeof(*ib); i++) free(ib[i]->v);
+    free(t->c_time.v);
+    free(t->c_algbw.v);
+    free(t->c_busbw.v);
+    free(t);
+}
+
+static Py_ssize_t tests_pending(const Tests *t) { return t ? t->c_line.n : 0; }
+
+/* A column index from a Table dict ({name: index}); -1 when absent. */
+static int tests_index(PyObject *dict, const char *key, int *out) {
+    if (!PyDict_Check(dict)) { PyErr_SetString(PyExc_TypeError, "a Table's columns are dicts"); return -1; }
+    PyObject *k = PyUnicode_FromString(key);
+    if (!k) return -1;
+    PyObject *v = PyDict_GetItemWithError(dict, k);
+    Py_DECREF(k);
+    if (!v) { *out = -1; return PyErr_Occurred() ? -1 : 0; }
+    long x = PyLong_AsLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x < 0 ? -1 : x > 100000 ? 100000 : (int)x;  /* past any row's tokens: absent from every row read here */
+    return 0;
+}
+
+/* The layout of the parser's Table (lead: size count type redop root; each side: time algbw busbw wrong). */
+static int tests_layout(Tests *t, PyObject *table) {
+    t->layout_ok = 0;
+    Py_INCREF(table);
+    Py_XSETREF(t->table, table);
+    PyObject *lead = PyObject_GetAttrString(table, "lead");
+    if (!lead) return -1;
+    int bad = tests_index(lead, "size", &t->lead_size) < 0 || tests_index(lead, "count", &t->lead_count) < 0
+        || tests_index(lead, "type", &t->lead_type) < 0 || tests_index(lead, "redop", &t->lead_redop) < 0
+        || tests_index(lead, "root", &t->lead_root) < 0;
+    Py_DECREF(lead);
+    if (bad) return -1;
+    PyObject *sides = PyObject_GetAttrString(table, "sides");
+    if (!sides) return -1;
+    if (!PyList_Check(sides)) { Py_DECREF(sides); PyErr_SetString(PyExc_TypeError, "Table.sides is a list"); return -1; }
+    Py_ssize_t ns = PyList_GET_SIZE(sides);
+    if (ns > TESTS_MAX_SIDES) { Py_DECREF(sides); return 0; }  /* rows of such a table are Python's */
+    for (Py_ssize_t k = 0; k < ns; k++) {
+        PyObject *side = PyList_GET_ITEM(sides, k);
+        if (tests_index(side, "time", &t->side_time[k]) < 0 || tests_index(side, "algbw", &t->side_algbw[k]) < 0
+            || tests_index(side, "busbw", &t->side_busbw[k]) < 0 || tests_index(side, "wrong", &t->side_wrong[k]) < 0) {
+            Py_DECREF(sides);
+            return -1;
+        }
+    }
+    Py_DECREF(sides);
+    t->nsides = (int)ns;
+    t->layout_ok = 1;
+    return 0;
+}
+
+/* A list's length from an attribute, -1 on error (not a list). */
+static Py_ssize_t tests_len(PyObject *obj, const char *name) {
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    if (!v) return -1;
+    Py_ssize_t n = PyList_Check(v) ? PyList_GET_SIZE(v) : -1;
+    Py_DECREF(v);
+    if (n < 0) PyErr_Format(PyExc_TypeError, "%s must be a list", name);
+    return n;
+}
+
+/* What the parser's state lets this scan read. */
+static int tests_in(Scanner *self) {
+    Tests *t = self->tests;
+    t->rows_ok = t->comments_ok = 0;
+    if (!t->parser) return 0;
+    /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
+    Py_ssize_t held = tests_len(t->parser, "held");
+    if (held < 0) return -1;
+    if (held) return 0;
+    t->comments_ok = 1;
+    PyObject *table = PyObject_GetAttrString(t->parser, "table");
+    if (!table) return -1;
+    PyObject *op = table == Py_None ? NULL : PyObject_GetAttrString(t->parser, "op");
+    PyObject *ended = op ? PyObject_GetAttrString(t->parser, "test_ended") : NULL;
+    PyObject *warned = ended ? PyObject_GetAttrString(t->parser, "wrong_warned") : NULL;
+    int status = 0;
+    if (table == Py_None) goto done;
+    if (!warned) { status = -1; goto done; }
+    if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
+    int ended_now = PyObject_IsTrue(ended), warned_now = PyObject_IsTrue(warned);
+    if (ended_now < 0 || warned_now < 0) { status = -1; goto done; }
+    /* An op named after the table renames its rows (held or not): only rows of a named op here. */
+    if (ended_now || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
+    Py_ssize_t pending = tests_len(t->result, "collectives");  /* Python's rows come first: native.py moves them in */
+    if (pending < 0) { status = -1; goto done; }
+    if (pending) goto done;
+    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(op, &len);
+    if (!text || (t->op = intern_str(self, text, len)) < 0) { status = -1; goto done; }
+    t->wrong_warned = warned_now;
+    t->rows_ok = t->layout_ok;
+done:
+    Py_DECREF(table);
+    Py_XDECREF(op);
+    Py_XDECREF(ended);
+    Py_XDECREF(warned);
+    return status;
+}
+
+enum { TK_INT, TK_DEC, TK_NONE };  /* a cell: an integer, a plain decimal, or what float() refuses (None) */
+
+/* The kind of a row's token, -1 when Python must read it. */
+static int tests_token(const Tests *t, const char *s, Py_ssize_t n) {
+    Py_ssize_t i = s[0] == '-' ? 1 : 0, d = i;
+    while (d < n && is_digit(s[d])) d++;
+    if (d > i && d == n) return n <= TESTS_INT_DIGITS ? TK_INT : -1;
+    if (d > i && s[d] == '.' && d + 1 < n) {
+        Py_ssize_t f = d + 1;
+        while (f < n && is_digit(s[f])) f++;
+        return f == n ? TK_DEC : -1;
+    }
+    if (n == 3 && memeq(s, "N/A", 3)) return TK_NONE;
+    for (int w = 0; w < t->nwords; w++)
+        if (t->word_len[w] == n && memeq(t->word[w], s, (size_t)n)) return TK_NONE;  /* a name: no number */
+    return -1;
+}
+
+/* nccl_tests._int of a token: OK with *v (or *none), PYTHON for a decimal (float() then int()). */
+static int tests_int(const char *s, Py_ssize_t n, int kind, int64_t *v, int *none) {
+    *none = kind == TK_NONE;
+    if (kind == TK_DEC) return PYTHON;
+    if (kind == TK_INT) {
+        int neg = s[0] == '-';
+        int64_t x = 0;
+        for (Py_ssize_t i = neg; i < n; i++) x = x * 10 + (s[i] - '0');  /* at most 18 digits: no overflow */
+        *v = neg ? -x : x;
+    }
+    return OK;
+}
+
+/* A data row (nccl_tests.Parser._row with the parser's table). */
+static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    Tests *t = self->tests;
+    if (!t->rows_ok) return PYTHON;
+    Py_ssize_t at[TESTS_MAX_TOKENS], len[TESTS_MAX_TOKENS];
+    int kind[TESTS_MAX_TOKENS], nt = 0;
+    for (Py_ssize_t i = 0; i < n;) {  /* str.split() */
+        while (i < n && is_space(s[i])) i++;
+        if (i >= n) break;
+        if (nt == TESTS_MAX_TOKENS) return PYTHON;
+        Py_ssize_t start = i;
+        while (i < n && !is_space(s[i])) i++;
+        at[nt] = start, len[nt] = i - start;
+        /* Every token, used or not: one the context watcher could take for a format's words is Python's. */
+        if ((kind[nt] = tests_token(t, s + start, i - start)) < 0) return PYTHON;
+        nt++;
+    }
+#define HAS(idx) ((idx) >= 0 && (idx) < nt)
+#define TOK(idx) s + at[idx], len[idx], kind[idx]
+    int64_t size = 0, count = 0, root = -1;
+    int none = 1, count_none = 1, root_none = 0;
+    if (!HAS(t->lead_size) || tests_int(TOK(t->lead_size), &size, &none) != OK) return HAS(t->lead_size) ? PYTHON : OK;
+    if (none) return OK;
+    if (HAS(t->lead_count) && tests_int(TOK(t->lead_count), &count, &count_none) != OK) return PYTHON;
+    if (HAS(t->lead_root) && tests_int(TOK(t->lead_root), &root, &root_none) != OK) return PYTHON;
+    /* dtype.isidentifier(): of the tokens read here only the names are identifiers */
+    int dtype_ok = HAS(t->lead_type) && kind[t->lead_type] == TK_NONE && !(len[t->lead_type] == 3
+                   && memeq(s + at[t->lead_type], "N/A", 3));
+    if (count_none || root_none || !dtype_ok) return OK;
+    int dtype = intern_str(self, s + at[t->lead_type], len[t->lead_type]);
+    int redop = HAS(t->lead_redop) ? intern_str(self, s + at[t->lead_redop], len[t->lead_redop])
+                                   : intern_str(self, "", 0);
+    if (dtype < 0 || redop < 0) return ERROR;
+    double time[TESTS_MAX_SIDES], algbw[TESTS_MAX_SIDES], busbw[TESTS_MAX_SIDES];
+    int64_t wrong[TESTS_MAX_SIDES];
+    int wrong_valid[TESTS_MAX_SIDES], side[TESTS_MAX_SIDES], rows = 0;
+    for (int k = 0; k < t->nsides; k++) {
+        if (!HAS(t->side_busbw[k])) break;  /* a row cut short keeps the sides it has */
+        int idx[3] = {t->side_time[k], t->side_algbw[k], t->side_busbw[k]};
+        double v[3];
+        for (int j = 0; j < 3; j++)  /* _float: None (NaN here) for N/A, a name or no cell */
+            v[j] = HAS(idx[j]) && kind[idx[j]] != TK_NONE ? to_double(s + at[idx[j]], len[idx[j]]) : NAN;
+        if (isnan(v[0]) && isnan(v[1]) && isnan(v[2])) continue;
+        int wrong_none = 1;
+        wrong[rows] = 0;
+        if (HAS(t->side_wrong[k]) && tests_int(TOK(t->side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
+        /* The first wrong count of a table is warned about (the parser's one warning): Python's. */
+        if (!wrong_none && wrong[rows] != 0 && !t->wrong_warned) return PYTHON;
+        time[rows] = v[0], algbw[rows] = v[1], busbw[rows] = v[2], wrong_valid[rows] = !wrong_none, side[rows] = k;
+        rows++;
+    }
+#undef HAS
+#undef TOK
+    for (int r = 0; r < rows; r++) {
+        if (ipush(&t->c_op, t->op) < 0 || ipush(&t->c_size, size) < 0 || ipush(&t->c_count, count) < 0
+            || ipush(&t->c_dtype, dtype) < 0 || ipush(&t->c_redop, redop) < 0 || ipush(&t->c_root, root) < 0
+            || dpush(&t->c_time, time[r]) < 0 || dpush(&t->c_algbw, algbw[r]) < 0 || dpush(&t->c_busbw, busbw[r]) < 0
+            || ipush(&t->c_wrong, wrong[r]) < 0 || ipush(&t->c_wrong_valid, wrong_valid[r]) < 0
+            || ipush(&t->c_in_place, side[r] == 1) < 0 || ipush(&t->c_line, lineno) < 0
+            || ipush(&t->c_process, self->s_main) < 0) return ERROR;
+    }
+    return OK;
+}
+
+/* The words of the `#` lines the parser passes over (the table's title and units lines, `# Using
+ * devices`): none of its keywords, none of the context watcher's words. */
+static const char *TESTS_COMMENT_WORDS[] = {"Using", "devices", "out-of-place", "in-place", "(B)", "(elements)",
+                                            "(us)", "(GB/s)"};
+
+/* A `#` line nccl_tests.Parser._comment does nothing with (s[i] is its `#`). */
+static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, Py_ssize_t i) {
+    if (!self->tests->comments_ok) return PYTHON;
+    for (i++; i < n;) {
+        while (i < n && is_space(s[i])) i++;
+        if (i >= n) break;
+        Py_ssize_t start = i;
+        while (i < n && !is_space(s[i])) i++;
+        int known = 0;
+        for (size_t w = 0; w < sizeof(TESTS_COMMENT_WORDS) / sizeof(*TESTS_COMMENT_WORDS) && !known; w++) {
+            Py_ssize_t m = (Py_ssize_t)strlen(TESTS_COMMENT_WORDS[w]);
+            known = m == i - start && memeq(s + start, TESTS_COMMENT_WORDS[w], (size_t)m);
+        }
+        if (!known) return PYTHON;
+    }
+    return OK;
+}
+
+/* A line whose readers are the Tagger and nccl_tests (its STARTS) alone. */
+static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, Eagle *e, PyObject *labels,
+                      int flags, unsigned rd, unsigned by_literal) {
+    if (!self->tests || by_literal || (rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))) || e->in_block) return PYTHON;
+    int label;
+    int tag = tagger_tag(self, s, n, labels, &label);  /* `#` with "Pid": a device row, Python's */
+    if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+    if (!(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
+    Py_ssize_t i = 0;
+    if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
+        while (i < n && is_space(s[i])) i++;
+    if (i < n && s[i] == '#') return tests_comment(self, s, n, i);
+    if (i < n && is_digit(s[i])) return tests_row(self, s, n, lineno);
+    return PYTHON;
+}
+
+/* watch_tests(parser, result, words): the nccl_tests reader whose rows the scanner reads, its
+ * result, and the type and op names a row's cells may hold. */
+static PyObject *Scanner_watch_tests(Scanner *self, PyObject *args) {
+    PyObject *parser, *result, *words;
+    if (!PyArg_ParseTuple(args, "OOO", &parser, &result, &words)) return NULL;
+    if (not_ready(self)) return NULL;
+    PyObject *seq = PySequence_Fast(words, "words: a sequence of str");
+    if (!seq) return NULL;
+    Py_ssize_t nw = PySequence_Fast_GET_SIZE(seq);
+    if (nw > TESTS_MAX_WORDS) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "too many words"); return NULL; }
+    Tests *t = self->tests;
+    for (int i = 0; i < t->nwords; i++) free(t->word[i]);
+    t->nwords = 0;
+    for (Py_ssize_t i = 0; i < nw; i++) {
+        PyObject *w = PySequence_Fast_GET_ITEM(seq, i);
+        Py_ssize_t len;
+        const char *text = PyUnicode_Check(w) ? PyUnicode_AsUTF8AndSize(w, &len) : NULL;
+        if (!text) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "words: a sequence of str");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        /* An identifier of ASCII letters, digits and _ (what dtype.isidentifier() asks of it) */
+        int ident = len > 0 && !is_digit(text[0]) && len < 64;
+        for (Py_ssize_t k = 0; k < len && ident; k++) ident = is_word(text[k]);
+        if (!ident) { Py_DECREF(seq); PyErr_Format(PyExc_ValueError, "%R is not a plain identifier", w); return NULL; }
+        if (!(t->word[t->nwords] = malloc((size_t)len + 1))) { Py_DECREF(seq); return PyErr_NoMemory(); }
+        memcpy(t->word[t->nwords], text, (size_t)len + 1);
+        t->word_len[t->nwords++] = len;
+    }
+    Py_DECREF(seq);
+    Py_INCREF(parser);
+    Py_INCREF(result);
+    Py_XSETREF(t->parser, parser);
+    Py_XSETREF(t->result, result);
+    Py_CLEAR(t->table);
+    Py_RETURN_NONE;
+}
+
+/* Booleans (0/1 ints) as an Arrow bit-packed boolean array ("b"). */
+static struct ArrowArray *tests_bool_column(ibuf *b) {
+    int64_t n = b->n;
+    uint8_t *bits = calloc((size_t)(n + 7) / 8 + 1, 1);
+    if (!bits) { PyErr_NoMemory(); return NULL; }
+    for (int64_t i = 0; i < n; i++)
+        if (b->v[i]) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    b->n = 0;
+    return leaf(n, 0, NULL, bits, NULL, 2);
+}
+
+/* Ints with a validity column (0: None) as a nullable int64 array. */
+static struct ArrowArray *tests_nullable_ints(ibuf *b, ibuf *valid) {
+    int64_t n = b->n, nulls = 0;
+    uint8_t *bits = NULL;
+    for (int64_t i = 0; i < n; i++) nulls += !valid->v[i];
+    if (nulls) {
+        bits = calloc((size_t)(n + 7) / 8 + 1, 1);
+        if (!bits) { PyErr_NoMemory(); return NULL; }
+        for (int64_t i = 0; i < n; i++)
+            if (valid->v[i]) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    }
+    valid->n = 0;
+    return leaf(n, nulls, bits, steal((void **)&b->v, &b->n, &b->cap), NULL, 2);
+}
+
+static const char *TESTS_COLUMNS[] = {"op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs",
+                                      "busbw_gbs", "wrong", "in_place", "line", "process"};
+static const char *TESTS_FORMATS[] = {"vu", "l", "l", "vu", "vu", "l", "g", "g", "g", "l", "b", "l", "vu"};
+
+/* take_collectives() -> the collectives read so far as a Frame (records.Collective's fields but
+ * logfile, in their order), or None. */
+static PyObject *Scanner_take_collectives(Scanner *self, PyObject *Py_UNUSED(ignored)) {
+    if (not_ready(self)) return NULL;
+    Tests *t = self->tests;
+    int64_t n = t->c_line.n;
+    if (!n) Py_RETURN_NONE;
+    struct ArrowArray *cols[] = {
+        text_column(self, &t->c_op, n, 0), int_column(&t->c_size), int_column(&t->c_count),
+        text_column(self, &t->c_dtype, n, 0), text_column(self, &t->c_redop, n, 0), int_column(&t->c_root),
+        float_column(&t->c_time, 1), float_column(&t->c_algbw, 1), float_column(&t->c_busbw, 1),
+        tests_nullable_ints(&t->c_wrong, &t->c_wrong_valid), tests_bool_column(&t->c_in_place),
+        int_column(&t->c_line), text_column(self, &t->c_process, n, 0)};
+    /* Every column taken (or freed with the frame that failed): the scanner starts them empty. */
+    t->c_op.n = t->c_dtype.n = t->c_redop.n = t->c_process.n = t->c_wrong_valid.n = t->c_in_place.n = 0;
+    return frame(n, cols, TESTS_COLUMNS, TESTS_FORMATS, 13);
+}
+
+/* add_collectives(collectives): records.Collective objects Python's reader made, after the
+ * scanner's own (all or none; a logfile set is refused: the columns hold none). */
+static PyObject *Scanner_add_collectives(Scanner *self, PyObject *arg) {
+    if (not_ready(self)) return NULL;
+    if (!PyList_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a list of Collective"); return NULL; }
+    Tests *t = self->tests;
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    typedef struct { int64_t op, size, count, dtype, redop, root, wrong, wrong_valid, in_place, line, process;
+                     double time, algbw, busbw; } row;
+    row *rs = malloc((size_t)(n + 1) * sizeof(row));
+    if (!rs) return PyErr_NoMemory();
+    static const char *INTS[] = {"size_bytes", "count", "root", "line"};
+    static const char *STRS[] = {"op", "dtype", "redop", "process"};
+    static const char *FLOATS[] = {"time_us", "algbw_gbs", "busbw_gbs"};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *c = PyList_GET_ITEM(arg, i);
+        row *r = rs + i;
+        int64_t *ints[] = {&r->size, &r->count, &r->root, &r->line};
+        int64_t *strs[] = {&r->op, &r->dtype, &r->redop, &r->process};
+        double *floats[] = {&r->time, &r->algbw, &r->busbw};
+        int bad = 0;
+        for (int k = 0; k < 4 && !bad; k++) {
+            PyObject *v = PyObject_GetAttrString(c, INTS[k]);
+            long long x = v ? PyLong_AsLongLong(v) : -1;
+            bad = !v || (x == -1 && PyErr_Occurred());
+            Py_XDECREF(v);
+            *ints[k] = x;
+        }
+        for (int k = 0; k < 4 && !bad; k++) {
+            PyObject *v = PyObject_GetAttrString(c, STRS[k]);
+            int s = v ? str_index(self, v) : -1;
+            bad = s < 0;
+            Py_XDECREF(v);
+            *strs[k] = s;
+        }
+        for (int k = 0; k < 3 && !bad; k++) {
+            PyObject *v = PyObject_GetAttrString(c, FLOATS[k]);
+            double d = !v ? -1.0 : v == Py_None ? NAN : PyFloat_AsDouble(v);
+            bad = !v || (d == -1.0 && PyErr_Occurred()) || (v != Py_None && isnan(d));
+            if (!bad && v != Py_None && isnan(d)) PyErr_SetString(PyExc_ValueError, "a NaN is not None");
+            Py_XDECREF(v);
+            *floats[k] = d;
+        }
+        if (!bad) {
+            PyObject *w = PyObject_GetAttrString(c, "wrong");
+            r->wrong_valid = w && w != Py_None;
+            r->wrong = r->wrong_valid ? PyLong_AsLongLong(w) : 0;
+            bad = !w || (r->wrong == -1 && PyErr_Occurred());
+            Py_XDECREF(w);
+        }
+        if (!bad) {
+            PyObject *p = PyObject_GetAttrString(c, "in_place");
+            int b = p ? PyObject_IsTrue(p) : -1;
+            Py_XDECREF(p);
+            r->in_place = b;
+            bad = b < 0;
+        }
+        if (!bad) {
+            PyObject *lf = PyObject_GetAttrString(c, "logfile");
+            bad = !lf || lf != Py_None;
+            if (lf && lf != Py_None) PyErr_SetString(PyExc_ValueError, "a collective with a logfile");
+            Py_XDECREF(lf);
+        }
+        if (bad) { free(rs); return NULL; }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const row *r = rs + i;
+        if (ipush(&t->c_op, r->op) < 0 || ipush(&t->c_size, r->size) < 0 || ipush(&t->c_count, r->count) < 0
+            || ipush(&t->c_dtype, r->dtype) < 0 || ipush(&t->c_redop, r->redop) < 0 || ipush(&t->c_root, r->root) < 0
+            || dpush(&t->c_time, r->time) < 0 || dpush(&t->c_algbw, r->algbw) < 0 || dpush(&t->c_busbw, r->busbw) < 0
+            || ipush(&t->c_wrong, r->wrong) < 0 || ipush(&t->c_wrong_valid, r->wrong_valid) < 0
+            || ipush(&t->c_in_place, r->in_place) < 0 || ipush(&t->c_line, r->line) < 0
+            || ipush(&t->c_process, r->process) < 0) { free(rs); return NULL; }
+    }
+    free(rs);
+    Py_RETURN_NONE;
+}
