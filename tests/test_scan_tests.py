@@ -8,12 +8,13 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bench import mixes
-from ingest.parsers import nccl_tests, parse_stream
+from ingest.parsers import nccl_tests, parse_stream, processes
 from runs import digest
 from runs.summary import summarize
 from tests.samples import PROJECT_ROOT
@@ -149,3 +150,64 @@ def test_a_digest_of_rows_read_in_c_summarizes_as_the_records_do(monkeypatch):
     got = summarize(result, sink.rows(result))
     assert got == summarize(parse_stream(io.BytesIO(data), engine="lines"))
     assert got["collectives_total"] > 500 and len(got["collectives"]) == 50
+
+
+DEVICES = [line for data in OUTPUTS for line in data.split(b"\n") if b"Pid" in line and b"Rank" in line]
+
+
+def _device_variant(row: bytes, kind: int) -> bytes:
+    """A real device row changed as copies and other runs change it."""
+    cells = row.split(b" ")
+    if kind == 0:  # another rank or pid
+        return row.replace(b"Rank  0", b"Rank 99").replace(b"Rank  1", b"Rank  2")
+    if kind == 1:
+        return row.replace(b"Pid ", b"Pid 7")
+    if kind == 2:  # odd spacing
+        return b"\t".join(c for c in cells if c) if not row.startswith(b"[") else row
+    if kind == 3:  # a GPU name with words the context watcher looks for
+        return row + draw_suffix[len(row) % len(draw_suffix)]
+    if kind == 4:  # cut
+        return row[: len(row) * 2 // 3]
+    if kind == 5:  # an empty name, a bus id without its bracket
+        return row[: row.rfind(b"]") + 1] + b"   " if b"]" in row else row
+    if kind == 6:
+        return row.replace(b"[", b"(")
+    if kind == 7:
+        return row + b" \xc3\xa9"
+    return row + b" Throughput NCCL version"
+
+
+draw_suffix = [b" (Avg bus bandwidth)", b" Speculative", b" statistics x:"]
+
+
+def _devices_fed_by_python(data: bytes) -> int:
+    """Device rows the Tagger was fed in Python (it sees every line the scanner hands back)."""
+    feed = processes.Tagger.feed
+    with mock.patch.object(processes.Tagger, "feed", autospec=True, side_effect=feed) as fed:
+        parse_stream(io.BytesIO(data), engine="native")
+    # (Rows of builds that print no `Group` are no device rows to either reader: left to Python.)
+    return sum(1 for call in fed.call_args_list if nccl_tests._DEVICE.match(call.args[2]))
+
+
+def test_device_rows_of_known_processes_are_read_in_c():
+    data = b"\n".join(OUTPUTS) + b"\n"
+    assert len(DEVICES) > 30
+    _same(data * 8, 1 << 13, 1 << 13)
+    # Past the first copy, each row names a process the Tagger knows and a rank the reader knows: C's.
+    assert _devices_fed_by_python(data * 8) == _devices_fed_by_python(data) > 0
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(OUTPUTS), st.lists(st.tuples(st.sampled_from(DEVICES), st.integers(0, 8)),
+                                                             max_size=6)), min_size=1, max_size=4),
+       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
+def test_device_rows_changed_give_the_records_lines_give(parts, batch):
+    out = []
+    for output, devices in parts:
+        lines = output.split(b"\n")
+        at = next((i for i, line in enumerate(lines) if b"Pid" in line), len(lines) // 2)
+        extra = [_device_variant(row, kind) for row, kind in devices]
+        out.append(b"\n".join(lines[:at] + extra + lines[at:]))
+    data = b"\n".join(out) + b"\n"
+    _same(data, batch, batch)
+    _same(data * 2, batch, batch)

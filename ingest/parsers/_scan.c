@@ -134,6 +134,7 @@ typedef struct {
     ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
     dbuf m_value;
     struct tests_state *tests;  /* nccl-tests rows and their columns (_scan_tests.h) */
+    PyObject *tests_gpu_key, *tests_hint;  /* "nccl_tests.gpu", "nccl-tests" */
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1955,6 +1956,8 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
     if (load_map(self, decode, &self->decode, &self->ndecode) < 0) return -1;
     if (load_map(self, prefill, &self->prefill, &self->nprefill) < 0) return -1;
     if (!(self->tests = calloc(1, sizeof(*self->tests)))) { PyErr_NoMemory(); return -1; }
+    if (!(self->tests_gpu_key = PyUnicode_InternFromString("nccl_tests.gpu"))
+        || !(self->tests_hint = PyUnicode_InternFromString("nccl-tests"))) return -1;
     self->ready = 1;
     return 0;
 }
@@ -1985,6 +1988,8 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->m_value.v);
     nccl_forget(self);
     tests_free(self->tests);
+    Py_XDECREF(self->tests_gpu_key);
+    Py_XDECREF(self->tests_hint);
     Py_XDECREF(self->strings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

@@ -39,6 +39,8 @@ typedef struct tests_state {
     int layout_ok;  /* the layout fits the arrays above */
     /* what this scan may read (tests_in) */
     int rows_ok, comments_ok, wrong_warned, op;
+    long long ranks;  /* the parser's ranks[0] (-1: None) */
+    int gpu_set;  /* the setting nccl_tests.gpu is there (a device row's set() changes nothing) */
     /* the type and op names a row may hold (nccl_tests._DTYPES | _REDOPS) */
     char *word[TESTS_MAX_WORDS];
     Py_ssize_t word_len[TESTS_MAX_WORDS];
@@ -130,6 +132,20 @@ static int tests_in(Scanner *self) {
     if (held < 0) return -1;
     if (held) return 0;
     t->comments_ok = 1;
+    PyObject *ranks = PyObject_GetAttrString(t->parser, "ranks");
+    if (!ranks) return -1;
+    t->ranks = -1;
+    if (PyTuple_Check(ranks) && PyTuple_GET_SIZE(ranks) == 2 && PyLong_Check(PyTuple_GET_ITEM(ranks, 0))) {
+        int overflow;
+        t->ranks = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(ranks, 0), &overflow);
+        if (overflow || t->ranks < 0) t->ranks = -1;  /* (then every device row is Python's) */
+    }
+    Py_DECREF(ranks);
+    PyObject *settings = PyObject_GetAttrString(t->result, "settings");
+    if (!settings) return -1;
+    t->gpu_set = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_gpu_key) : 0;
+    Py_DECREF(settings);
+    if (t->gpu_set < 0) return -1;
     PyObject *table = PyObject_GetAttrString(t->parser, "table");
     if (!table) return -1;
     PyObject *op = table == Py_None ? NULL : PyObject_GetAttrString(t->parser, "op");
@@ -278,12 +294,113 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, Py_ssize_t 
     return OK;
 }
 
+/* Whether a line holds, in any case, a word the context watcher looks for (context.WORDS, read
+ * wider: a line the scanner reads is never offered to it). */
+static int tests_wordy(const char *s, Py_ssize_t n) {
+    static const char *WORDY[] = {"throughput", "acceptanc", "accept length", "avg bus bandwidth", "specdecod",
+                                  "set by environment", "ccl version", "statistics", "speculative", "nccl_"};
+    char low[1024];
+    if (n > (Py_ssize_t)sizeof(low)) return 1;
+    for (Py_ssize_t i = 0; i < n; i++) low[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] + 32 : s[i]);
+    for (size_t w = 0; w < sizeof(WORDY) / sizeof(*WORDY); w++)
+        if (find(low, n, WORDY[w], (Py_ssize_t)strlen(WORDY[w]))) return 1;
+    return 0;
+}
+
+/* `\s+WORD` at s[*i]: whitespace then the word; *i past it. */
+static int tests_expect(const char *s, Py_ssize_t n, Py_ssize_t *i, const char *word) {
+    Py_ssize_t j = *i, k = (Py_ssize_t)strlen(word);
+    if (j >= n || !is_space(s[j])) return 0;
+    while (j < n && is_space(s[j])) j++;
+    if (!starts_len(s + j, n - j, word, k)) return 0;
+    *i = j + k;
+    return 1;
+}
+
+/* `\s+\d+` at s[*i]: its digits' place and length (at most TESTS_INT_DIGITS), *i past them. */
+static int tests_digits(const char *s, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t *at, Py_ssize_t *len) {
+    Py_ssize_t j = *i;
+    if (j >= n || !is_space(s[j])) return 0;
+    while (j < n && is_space(s[j])) j++;
+    Py_ssize_t d = j;
+    while (d < n && is_digit(s[d])) d++;
+    if (d == j || d - j > TESTS_INT_DIGITS) return 0;
+    *at = j, *len = d - j, *i = d;
+    return 1;
+}
+
+static int64_t tests_value(const char *s, Py_ssize_t n) {
+    int64_t x = 0;
+    for (Py_ssize_t i = 0; i < n; i++) x = x * 10 + (s[i] - '0');
+    return x;
+}
+
+/* A device row, `#  Rank  0 Group  0 Pid   1377 on vm device  0 [0000:00:06] NVIDIA H200`, that
+ * changes nothing: its process is known to the Tagger as it would make it again (same pid, a
+ * host, the nccl-tests hint), the reader knows as many ranks or more and has its GPU name. What the
+ * Tagger (processes._TESTS_DEVICE) and the reader (nccl_tests._DEVICE) match, read as one. */
+static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
+    Tests *t = self->tests;
+    if (!t->comments_ok || !t->gpu_set || t->ranks < 0 || s[0] != '#' || tests_wordy(s, n)) return PYTHON;
+    static const char *KEYWORDS[] = {"busbw", "Avg bus bandwidth", "Out of bounds", "Collective test", "nThread",
+                                     "nccl-tests version"};  /* _comment's tests before "Rank" */
+    for (size_t k = 0; k < sizeof(KEYWORDS) / sizeof(*KEYWORDS); k++)
+        if (find(s, n, KEYWORDS[k], (Py_ssize_t)strlen(KEYWORDS[k]))) return PYTHON;
+    Py_ssize_t i = 1, rank_at, rank_len, pid_at, pid_len, x, xl;
+    if (!tests_expect(s, n, &i, "Rank") || !tests_digits(s, n, &i, &rank_at, &rank_len)
+        || !tests_expect(s, n, &i, "Group") || !tests_digits(s, n, &i, &x, &xl)
+        || !tests_expect(s, n, &i, "Pid") || !tests_digits(s, n, &i, &pid_at, &pid_len)
+        || !tests_expect(s, n, &i, "on") || i >= n || !is_space(s[i])) return PYTHON;
+    while (i < n && is_space(s[i])) i++;
+    Py_ssize_t host_at = i;
+    while (i < n && !is_space(s[i])) i++;
+    if (i == host_at || !tests_expect(s, n, &i, "device") || !tests_digits(s, n, &i, &x, &xl)
+        || i >= n || !is_space(s[i])) return PYTHON;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || s[i] != '[') return PYTHON;
+    const char *close = memchr(s + i, ']', (size_t)(n - i));
+    if (!close) return PYTHON;
+    i = close - s + 1;
+    if (i >= n || !is_space(s[i])) return PYTHON;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n) return PYTHON;  /* a name of whitespace alone (`.+?` takes one): Python's */
+    /* The reader: rank + 1 no more than the ranks it knows (then it changes nothing). */
+    if (tests_value(s + rank_at, rank_len) + 1 > t->ranks) return PYTHON;
+    /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. */
+    PyObject *processes = PyObject_GetAttrString(t->result, "processes");
+    if (!processes) return ERROR;
+    char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
+    memcpy(name, "pid ", 4);
+    memcpy(name + 4, s + pid_at, (size_t)pid_len);
+    PyObject *tag = PyUnicode_FromStringAndSize(name, 4 + pid_len);
+    PyObject *p = tag && PyDict_Check(processes) ? PyDict_GetItemWithError(processes, tag) : NULL;
+    Py_XDECREF(tag);
+    int status = PYTHON;
+    if (!p) { status = PyErr_Occurred() ? ERROR : PYTHON; goto done; }
+    if (!PyDict_Check(p)) goto done;
+    PyObject *pid = PyDict_GetItemString(p, "pid"), *host = PyDict_GetItemString(p, "host");
+    PyObject *hints = PyDict_GetItemString(p, "hints");
+    if (!pid || !host || !hints || !PyLong_Check(pid) || !PyList_Check(hints)) goto done;
+    int overflow;
+    long long known = PyLong_AsLongLongAndOverflow(pid, &overflow);
+    if (overflow || known != tests_value(s + pid_at, pid_len)) goto done;
+    int has_host = PyObject_IsTrue(host);
+    if (has_host <= 0) { status = has_host < 0 ? ERROR : PYTHON; goto done; }
+    int hinted = PySequence_Contains(hints, self->tests_hint);
+    if (hinted <= 0) { status = hinted < 0 ? ERROR : PYTHON; goto done; }
+    status = OK;
+done:
+    Py_DECREF(processes);
+    return status;
+}
+
 /* A line whose readers are the Tagger and nccl_tests (its STARTS) alone. */
 static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, Eagle *e, PyObject *labels,
                       int flags, unsigned rd, unsigned by_literal) {
     if (!self->tests || by_literal || (rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))) || e->in_block) return PYTHON;
+    if (s[0] == '#' && find(s, n, "Pid", 3)) return flags & F_MAIN ? tests_device(self, s, n) : PYTHON;
     int label;
-    int tag = tagger_tag(self, s, n, labels, &label);  /* `#` with "Pid": a device row, Python's */
+    int tag = tagger_tag(self, s, n, labels, &label);
     if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
     if (!(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
     Py_ssize_t i = 0;
