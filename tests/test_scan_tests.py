@@ -211,3 +211,45 @@ def test_device_rows_changed_give_the_records_lines_give(parts, batch):
     data = b"\n".join(out) + b"\n"
     _same(data, batch, batch)
     _same(data * 2, batch, batch)
+
+
+COMMENTS = [line for data in OUTPUTS for line in data.split(b"\n") if line.lstrip().startswith(b"#")]
+# Comment lines as other builds, copies and people write them.
+ODD_COMMENTS = [
+    b"# Collective test starting: /opt/nccl-tests/build/all_gather_perf_mpi", b"# Collective test starting: sendrecv",
+    b"# Collective test concluded: all_reduce_perf", b"# Collective test starting:  two_spaces_perf",
+    b"# Collective test starting: a_perf # Collective test concluded: b_perf", b"# Collective test starting:",
+    b"# Collective test begun: x  Collective test starting: y_perf", b"# Collective test starting: throughput_perf",
+    b"# Collective test starting: r\xc3\xa9duire_perf", b"  # Collective test starting: indented_perf",
+    b"# nccl-tests version 2.20.0 nccl-headers=22907 nccl-library=22907", b"# nccl-tests version x",
+    b"# nccl-tests version 9.9.9 nccl-headers=1 nccl-library=99999999999999999999",
+    b"# a note on throughput", b"# NCCL version 2.21.5", b"# rccl version 2.20", b"# Rank 3 is slow",
+    b"#  Rank  9 Group  0 Pid   9 on h device  0 [0x1] GPU", b"   #  Rank  0 Group  0 Pid   1377 on vm device  0 [0x1] X",
+    b"# nThread 1 nGpus 1 minBytes 8", b"#\tUsing devices", b"#", b"# speculative", b"# _perf in a comment",
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(OUTPUTS), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(COMMENTS + ODD_COMMENTS)), max_size=12),
+       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
+def test_comment_lines_anywhere_give_the_records_lines_give(outputs, comments, batch):
+    lines = b"\n".join(outputs).split(b"\n")
+    for at, comment in comments:
+        lines.insert(at % (len(lines) + 1), comment)
+    data = b"\n".join(lines) + b"\n"
+    _same(data, batch, batch)
+    _same(data * 2, batch, batch, spill_at=5, grouped=True)
+
+
+def test_the_named_op_of_a_collective_test_line_read_in_c_names_the_next_table():
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    data = b"".join(
+        b"# nccl-tests version 2.18.0 nccl-headers=22907 nccl-library=22907\n"
+        b"# Collective test starting: /bin/" + op + b"_perf_mpi\n" + header + b"\n" + row + b"\n"
+        b"# Avg bus bandwidth    : 1.5 \n# Collective test concluded: " + op + b"_perf\n"
+        for op in (b"all_reduce", b"broadcast", b"reduce_scatter") * 3)
+    result = parse_stream(io.BytesIO(data))
+    assert [c.op for c in result.collectives[::2]] == ["all_reduce", "broadcast", "reduce_scatter"] * 3
+    _same(data, 1 << 8, 1 << 8)

@@ -135,6 +135,7 @@ typedef struct {
     dbuf m_value;
     struct tests_state *tests;  /* nccl-tests rows and their columns (_scan_tests.h) */
     PyObject *tests_gpu_key, *tests_hint;  /* "nccl_tests.gpu", "nccl-tests" */
+    PyObject *tests_version_key, *nccl_version_key, *tests_name;  /* "nccl_tests.version", "nccl.version", "nccl_tests" */
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1957,7 +1958,10 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
     if (load_map(self, prefill, &self->prefill, &self->nprefill) < 0) return -1;
     if (!(self->tests = calloc(1, sizeof(*self->tests)))) { PyErr_NoMemory(); return -1; }
     if (!(self->tests_gpu_key = PyUnicode_InternFromString("nccl_tests.gpu"))
-        || !(self->tests_hint = PyUnicode_InternFromString("nccl-tests"))) return -1;
+        || !(self->tests_hint = PyUnicode_InternFromString("nccl-tests"))
+        || !(self->tests_version_key = PyUnicode_InternFromString("nccl_tests.version"))
+        || !(self->nccl_version_key = PyUnicode_InternFromString("nccl.version"))
+        || !(self->tests_name = PyUnicode_InternFromString("nccl_tests"))) return -1;
     self->ready = 1;
     return 0;
 }
@@ -1990,6 +1994,9 @@ static void Scanner_dealloc(Scanner *self) {
     tests_free(self->tests);
     Py_XDECREF(self->tests_gpu_key);
     Py_XDECREF(self->tests_hint);
+    Py_XDECREF(self->tests_version_key);
+    Py_XDECREF(self->nccl_version_key);
+    Py_XDECREF(self->tests_name);
     Py_XDECREF(self->strings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

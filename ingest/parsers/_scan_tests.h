@@ -41,6 +41,9 @@ typedef struct tests_state {
     int rows_ok, comments_ok, wrong_warned, op;
     long long ranks;  /* the parser's ranks[0] (-1: None) */
     int gpu_set;  /* the setting nccl_tests.gpu is there (a device row's set() changes nothing) */
+    int format_set;  /* "nccl_tests" is among the result's formats */
+    int versions_set;  /* the format and nccl_tests.version and nccl.version are there (a version line's) */
+    int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
     /* the type and op names a row may hold (nccl_tests._DTYPES | _REDOPS) */
     char *word[TESTS_MAX_WORDS];
     Py_ssize_t word_len[TESTS_MAX_WORDS];
@@ -144,8 +147,21 @@ static int tests_in(Scanner *self) {
     PyObject *settings = PyObject_GetAttrString(t->result, "settings");
     if (!settings) return -1;
     t->gpu_set = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_gpu_key) : 0;
+    int has_tests = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_version_key) : 0;
+    int has_nccl = PyDict_Check(settings) ? PyDict_Contains(settings, self->nccl_version_key) : 0;
     Py_DECREF(settings);
-    if (t->gpu_set < 0) return -1;
+    if (t->gpu_set < 0 || has_tests < 0 || has_nccl < 0) return -1;
+    PyObject *formats = PyObject_GetAttrString(t->result, "formats");
+    if (!formats) return -1;
+    int has_format = PyList_Check(formats) ? PySequence_Contains(formats, self->tests_name) : 0;
+    Py_DECREF(formats);
+    if (has_format < 0) return -1;
+    t->format_set = has_format;
+    t->versions_set = has_tests && has_nccl && has_format;
+    PyObject *op_now = PyObject_GetAttrString(t->parser, "op");
+    if (!op_now) return -1;
+    t->op_known = PyUnicode_Check(op_now) && PyUnicode_CompareWithASCIIString(op_now, "unknown") != 0 && has_format;
+    Py_DECREF(op_now);
     PyObject *table = PyObject_GetAttrString(t->parser, "table");
     if (!table) return -1;
     PyObject *op = table == Py_None ? NULL : PyObject_GetAttrString(t->parser, "op");
@@ -271,28 +287,58 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
     return OK;
 }
 
-/* The words of the `#` lines the parser passes over (the table's title and units lines, `# Using
- * devices`): none of its keywords, none of the context watcher's words. */
-static const char *TESTS_COMMENT_WORDS[] = {"Using", "devices", "out-of-place", "in-place", "(B)", "(elements)",
-                                            "(us)", "(GB/s)"};
 
-/* A `#` line nccl_tests.Parser._comment does nothing with (s[i] is its `#`). */
-static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, Py_ssize_t i) {
-    if (!self->tests->comments_ok) return PYTHON;
-    for (i++; i < n;) {
-        while (i < n && is_space(s[i])) i++;
-        if (i >= n) break;
-        Py_ssize_t start = i;
-        while (i < n && !is_space(s[i])) i++;
-        int known = 0;
-        for (size_t w = 0; w < sizeof(TESTS_COMMENT_WORDS) / sizeof(*TESTS_COMMENT_WORDS) && !known; w++) {
-            Py_ssize_t m = (Py_ssize_t)strlen(TESTS_COMMENT_WORDS[w]);
-            known = m == i - start && memeq(s + start, TESTS_COMMENT_WORDS[w], (size_t)m);
-        }
-        if (!known) return PYTHON;
+static int tests_wordy(const char *s, Py_ssize_t n);
+
+/* `# Collective test starting: all_reduce_perf` (or `concluded`): the op started, or none. */
+static int tests_collective(Scanner *self, const char *s, Py_ssize_t n, const char *at) {
+    Tests *t = self->tests;
+    if (!t->format_set) return PYTHON;  /* (the format is added by the line) */
+    /* _TEST.search: the first `Collective test` followed by its pattern, or a later one: Python's */
+    Py_ssize_t j = at - s + 15, k;
+    int starting = starts(s + j, n - j, " starting: "), concluded = starts(s + j, n - j, " concluded: ");
+    if (!starting && !concluded) return find(s + j, n - j, "Collective test", 15) ? PYTHON : OK;
+    j += starting ? 11 : 12;
+    for (k = j; k < n && !is_space(s[k]); k++) {}
+    if (k == j) return find(s + j, n - j, "Collective test", 15) ? PYTHON : OK;
+    if (concluded) {
+        /* Rows of a named table are never renamed; nothing is held (comments_ok): op_started = None */
+        if (!t->op_known) return PYTHON;
+        return PyObject_SetAttrString(t->parser, "op_started", Py_None) < 0 ? ERROR : OK;
     }
+    /* op_name(): the program's base name without _mpi, then without _perf */
+    Py_ssize_t base = j;  /* past the last '/' (rsplit("/", 1)[-1]) */
+    for (Py_ssize_t q = j; q < k; q++)
+        if (s[q] == '/') base = q + 1;
+    const char *name = s + base;
+    Py_ssize_t len = k - base;
+    if (len >= 4 && memeq(name + len - 4, "_mpi", 4)) len -= 4;
+    if (len >= 5 && memeq(name + len - 5, "_perf", 5)) len -= 5;
+    PyObject *op = PyUnicode_DecodeASCII(name, len, NULL);
+    int bad = !op || PyObject_SetAttrString(t->parser, "op_started", op) < 0;
+    Py_XDECREF(op);
+    return bad ? ERROR : OK;
+}
+
+/* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
+ * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
+ * a version line whose settings are set, any other comment. */
+static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, unsigned by_literal) {
+    Tests *t = self->tests;
+    if (!t->comments_ok) return PYTHON;
+    if (tests_wordy(s, n)) return PYTHON;  /* never offered to the context watcher here */
+    static const char *FOOTERS[] = {"busbw", "Avg bus bandwidth", "Out of bounds"};  /* _comment's order */
+    for (size_t k = 0; k < sizeof(FOOTERS) / sizeof(*FOOTERS); k++)
+        if (find(s, n, FOOTERS[k], (Py_ssize_t)strlen(FOOTERS[k]))) return PYTHON;
+    const char *at = find(s, n, "Collective test", 15);
+    if (at) return tests_collective(self, s, n, at);
+    if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
+    if (find(s, n, "nThread", 7)) return PYTHON;  /* the run's settings */
+    if (find(s, n, "nccl-tests version", 18)) return t->versions_set ? OK : PYTHON;
+    if (find(s, n, "Rank", 4) && find(s, n, "Pid", 3)) return PYTHON;  /* an indented device row */
     return OK;
 }
+
 
 /* Whether a line holds, in any case, a word the context watcher looks for (context.WORDS, read
  * wider: a line the scanner reads is never offered to it). */
@@ -397,8 +443,11 @@ done:
 /* A line whose readers are the Tagger and nccl_tests (its STARTS) alone. */
 static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, Eagle *e, PyObject *labels,
                       int flags, unsigned rd, unsigned by_literal) {
-    if (!self->tests || by_literal || (rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))) || e->in_block) return PYTHON;
-    if (s[0] == '#' && find(s, n, "Pid", 3)) return flags & F_MAIN ? tests_device(self, s, n) : PYTHON;
+    /* (its own trigger, `_perf`, only in a `Collective test` line: tests_comment) */
+    if (!self->tests || (by_literal & ~BIT(R_NCCL_TESTS)) || (rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))) || e->in_block)
+        return PYTHON;
+    if (s[0] == '#' && find(s, n, "Pid", 3))
+        return flags & F_MAIN && !by_literal ? tests_device(self, s, n) : PYTHON;
     int label;
     int tag = tagger_tag(self, s, n, labels, &label);
     if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
@@ -406,8 +455,8 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     Py_ssize_t i = 0;
     if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
         while (i < n && is_space(s[i])) i++;
-    if (i < n && s[i] == '#') return tests_comment(self, s, n, i);
-    if (i < n && is_digit(s[i])) return tests_row(self, s, n, lineno);
+    if (i < n && s[i] == '#') return tests_comment(self, s, n, by_literal);
+    if (i < n && is_digit(s[i]) && !by_literal) return tests_row(self, s, n, lineno);
     return PYTHON;
 }
 
