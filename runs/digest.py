@@ -311,11 +311,11 @@ class ParseDigest:
             self.digest.phase_batch(batch)
         for batch in metrics:
             self.digest.metric_batch(batch)
-        for batch in collectives:
-            if isinstance(batch, pl.DataFrame):
-                self.collectives.add_frame(batch)
+        for held in collectives:
+            if isinstance(held, pl.DataFrame):
+                self.collectives.add_frame(held)
             else:
-                self.collectives.add(batch)
+                self.collectives.add(held)
         # The same objects: the nccl_debug parser sets a held echo's rank at its end.
         self.nccl.extend(nccl)
 

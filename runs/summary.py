@@ -700,7 +700,7 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict
             tests_role = role_of[(lf, process)] = lay.role(lf, process) == NCCL_TESTS
         if tests_role:
             counted[lf].append((line, n, peak))
-    panels = []
+    panels: list[dict] = []
     for logfile in sorted(tests_procs, key=lambda f: (f is None, f or 0)):
         own_rows = sorted(counted.get(logfile, []))
         lines = [line for line, _, _ in own_rows]
