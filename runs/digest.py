@@ -253,6 +253,7 @@ class CollectiveTally:
         self.kept: list = []
         self.total = 0
         self.busbw: dict[tuple[int | None, str, int], tuple[int, float]] = {}
+        self.names: dict[str, str] = {}
 
     def add(self, collectives: Iterable) -> None:
         for c in collectives:
@@ -276,8 +277,9 @@ class CollectiveTally:
         self.total += frame.height
         counted = (frame.lazy().filter(pl.col("busbw_gbs").is_not_null())
                    .group_by("process", "line").agg(n=pl.len(), peak=pl.col("busbw_gbs").max()).collect())
-        busbw = self.busbw
+        busbw, names = self.busbw, self.names
         for process, line, n, peak in counted.iter_rows():
+            process = names.setdefault(process, process)  # one str a process, not one a line
             old = busbw.get((None, process, line))
             busbw[(None, process, line)] = (n, peak) if old is None else (old[0] + n, max(old[1], peak))
 
