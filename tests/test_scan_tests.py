@@ -253,3 +253,4 @@ def test_the_named_op_of_a_collective_test_line_read_in_c_names_the_next_table()
     result = parse_stream(io.BytesIO(data))
     assert [c.op for c in result.collectives[::2]] == ["all_reduce", "broadcast", "reduce_scatter"] * 3
     _same(data, 1 << 8, 1 << 8)
+
