@@ -226,6 +226,9 @@ ODD_COMMENTS = [
     b"# a note on throughput", b"# NCCL version 2.21.5", b"# rccl version 2.20", b"# Rank 3 is slow",
     b"#  Rank  9 Group  0 Pid   9 on h device  0 [0x1] GPU", b"   #  Rank  0 Group  0 Pid   1377 on vm device  0 [0x1] X",
     b"# nThread 1 nGpus 1 minBytes 8", b"#\tUsing devices", b"#", b"# speculative", b"# _perf in a comment",
+    b"# nThread 1 nGpus 1 minBytes 8 maxBytes 99999999999999999999", b"# nThread 1 newKey: 5", b"#nThread:1",
+    b"# nThread  1 iters  : 5 x 7(a.b) c", b"## nThread 1 nGpus 2 Extra Field 3 graph: 0", b"# nThread 1 n Gpus 2",
+    b"  # nThread 1 nGpus 1", b"# nThread 1 nGpus 1 minBytes 00000000000000000000008", b"# nThread 1 1 2 a:b: 3",
 ]
 
 

@@ -115,9 +115,24 @@ static int tests_layout(Tests *t, PyObject *table) {
     return 0;
 }
 
+/* getattr(obj, name) by an interned name made once (tests_in reads a dozen a scan, and a scan
+ * stops at every line Python reads). name: a string literal (its address is the cache key). */
+static PyObject *tests_attr(PyObject *obj, const char *name) {
+    static struct { const char *name; PyObject *key; } cache[24];
+    static int used;
+    for (int i = 0; i < used; i++)
+        if (cache[i].name == name) return PyObject_GetAttr(obj, cache[i].key);
+    if (used == 24) return PyObject_GetAttrString(obj, name);
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (!key) return NULL;
+    cache[used].name = name, cache[used].key = key;
+    used++;
+    return PyObject_GetAttr(obj, key);
+}
+
 /* A list's length from an attribute, -1 on error (not a list). */
 static Py_ssize_t tests_len(PyObject *obj, const char *name) {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tests_attr(obj, name);
     if (!v) return -1;
     Py_ssize_t n = PyList_Check(v) ? PyList_GET_SIZE(v) : -1;
     Py_DECREF(v);
@@ -135,7 +150,7 @@ static int tests_in(Scanner *self) {
     if (held < 0) return -1;
     if (held) return 0;
     t->comments_ok = 1;
-    PyObject *ranks = PyObject_GetAttrString(t->parser, "ranks");
+    PyObject *ranks = tests_attr(t->parser, "ranks");
     if (!ranks) return -1;
     t->ranks = -1;
     if (PyTuple_Check(ranks) && PyTuple_GET_SIZE(ranks) == 2 && PyLong_Check(PyTuple_GET_ITEM(ranks, 0))) {
@@ -144,29 +159,29 @@ static int tests_in(Scanner *self) {
         if (overflow || t->ranks < 0) t->ranks = -1;  /* (then every device row is Python's) */
     }
     Py_DECREF(ranks);
-    PyObject *settings = PyObject_GetAttrString(t->result, "settings");
+    PyObject *settings = tests_attr(t->result, "settings");
     if (!settings) return -1;
     t->gpu_set = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_gpu_key) : 0;
     int has_tests = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_version_key) : 0;
     int has_nccl = PyDict_Check(settings) ? PyDict_Contains(settings, self->nccl_version_key) : 0;
     Py_DECREF(settings);
     if (t->gpu_set < 0 || has_tests < 0 || has_nccl < 0) return -1;
-    PyObject *formats = PyObject_GetAttrString(t->result, "formats");
+    PyObject *formats = tests_attr(t->result, "formats");
     if (!formats) return -1;
     int has_format = PyList_Check(formats) ? PySequence_Contains(formats, self->tests_name) : 0;
     Py_DECREF(formats);
     if (has_format < 0) return -1;
     t->format_set = has_format;
     t->versions_set = has_tests && has_nccl && has_format;
-    PyObject *op_now = PyObject_GetAttrString(t->parser, "op");
+    PyObject *op_now = tests_attr(t->parser, "op");
     if (!op_now) return -1;
     t->op_known = PyUnicode_Check(op_now) && PyUnicode_CompareWithASCIIString(op_now, "unknown") != 0 && has_format;
     Py_DECREF(op_now);
-    PyObject *table = PyObject_GetAttrString(t->parser, "table");
+    PyObject *table = tests_attr(t->parser, "table");
     if (!table) return -1;
-    PyObject *op = table == Py_None ? NULL : PyObject_GetAttrString(t->parser, "op");
-    PyObject *ended = op ? PyObject_GetAttrString(t->parser, "test_ended") : NULL;
-    PyObject *warned = ended ? PyObject_GetAttrString(t->parser, "wrong_warned") : NULL;
+    PyObject *op = table == Py_None ? NULL : tests_attr(t->parser, "op");
+    PyObject *ended = op ? tests_attr(t->parser, "test_ended") : NULL;
+    PyObject *warned = ended ? tests_attr(t->parser, "wrong_warned") : NULL;
     int status = 0;
     if (table == Py_None) goto done;
     if (!warned) { status = -1; goto done; }
@@ -320,6 +335,65 @@ static int tests_collective(Scanner *self, const char *s, Py_ssize_t n, const ch
     return bad ? ERROR : OK;
 }
 
+static int is_alpha(char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'); }
+
+/* The run's settings line, `# nThread 1 nGpus 2 minBytes 8 ... iters: 20`, where every setting it
+ * names is set already (Parser._run_fields: `set()` keeps the first; no value of more than
+ * TESTS_INT_DIGITS digits, whose read warns). _RUN_FIELD's findall, read by hand:
+ * `([A-Za-z][A-Za-z ]*?):?\s+(\d[\w().]*)`, the shortest key that a value follows. */
+static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
+    Tests *t = self->tests;
+    if (!t->format_set || s[0] != '#') return PYTHON;
+    PyObject *settings = tests_attr(t->result, "settings");
+    if (!settings) return ERROR;
+    int status = PyDict_Check(settings) ? OK : PYTHON;
+    Py_ssize_t pos = 0;
+    while (pos < n && s[pos] == '#') pos++;  /* text.lstrip("#") */
+    while (status == OK && pos < n) {
+        Py_ssize_t end = -1, vat = 0, vend = 0;
+        if (is_alpha(s[pos])) {
+            for (Py_ssize_t e = pos + 1; e <= n && end < 0; e++) {  /* the key s[pos:e], shortest first */
+                for (int colon = 1; colon >= 0 && end < 0; colon--) {  /* `:?` tries the colon first */
+                    Py_ssize_t j = e;
+                    if (colon) { if (j >= n || s[j] != ':') continue; j++; }
+                    if (j >= n || !is_space(s[j])) continue;
+                    while (j < n && is_space(s[j])) j++;
+                    if (j >= n || !is_digit(s[j])) continue;
+                    vat = j;
+                    for (vend = j + 1; vend < n && (is_word(s[vend]) || s[vend] == '(' || s[vend] == ')' || s[vend] == '.');)
+                        vend++;
+                    end = e;
+                }
+                if (end < 0 && (e >= n || !(is_alpha(s[e]) || s[e] == ' '))) break;  /* the key can grow no more */
+            }
+        }
+        if (end < 0) { pos++; continue; }
+        /* "nccl_tests." + "_".join(key.lower().split()) */
+        char name[256];
+        Py_ssize_t len = 11;
+        memcpy(name, "nccl_tests.", 11);
+        int gap = 0;
+        for (Py_ssize_t k = pos; k < end && status == OK; k++) {
+            if (s[k] == ' ') { gap = 1; continue; }
+            if (len + 2 > (Py_ssize_t)sizeof(name)) { status = PYTHON; break; }
+            if (gap && len > 11) name[len++] = '_';
+            gap = 0;
+            name[len++] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+        }
+        if (status != OK) break;
+        int digits = 1;
+        for (Py_ssize_t k = vat; k < vend; k++) digits &= is_digit(s[k]);
+        if (digits && vend - vat > TESTS_INT_DIGITS) { status = PYTHON; break; }  /* read_int may warn */
+        PyObject *key = PyUnicode_FromStringAndSize(name, len);
+        int known = key ? PyDict_Contains(settings, key) : -1;
+        Py_XDECREF(key);
+        if (known <= 0) status = known < 0 ? ERROR : PYTHON;
+        pos = vend;
+    }
+    Py_DECREF(settings);
+    return status;
+}
+
 /* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
  * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
  * a version line whose settings are set, any other comment. */
@@ -333,7 +407,7 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, unsigned by
     const char *at = find(s, n, "Collective test", 15);
     if (at) return tests_collective(self, s, n, at);
     if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
-    if (find(s, n, "nThread", 7)) return PYTHON;  /* the run's settings */
+    if (find(s, n, "nThread", 7)) return tests_run_fields(self, s, n);  /* the run's settings */
     if (find(s, n, "nccl-tests version", 18)) return t->versions_set ? OK : PYTHON;
     if (find(s, n, "Rank", 4) && find(s, n, "Pid", 3)) return PYTHON;  /* an indented device row */
     return OK;
@@ -413,7 +487,7 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     /* The reader: rank + 1 no more than the ranks it knows (then it changes nothing). */
     if (tests_value(s + rank_at, rank_len) + 1 > t->ranks) return PYTHON;
     /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. */
-    PyObject *processes = PyObject_GetAttrString(t->result, "processes");
+    PyObject *processes = tests_attr(t->result, "processes");
     if (!processes) return ERROR;
     char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
     memcpy(name, "pid ", 4);
