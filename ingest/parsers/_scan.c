@@ -10,6 +10,8 @@
  *   - an SGLang `Decode batch` / `Prefill batch` line under a `[date time TPn]` prefix whose
  *     label the Tagger knows already;
  *   - an NCCL line that both the Tagger and nccl_debug have seen before (a repeated channel line);
+ *   - an nccl-tests table row of a named op, a device row of a known process, a comment line that
+ *     changes nothing but the op it names (_scan_tests.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
