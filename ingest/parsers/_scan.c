@@ -133,6 +133,7 @@ typedef struct {
     /* metrics: name, value, window, line, source, rank, process */
     ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
     dbuf m_value;
+    struct vllm_state *vllm;  /* serving bench blocks (_scan_vllm.h), made by its first bench() */
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1016,6 +1017,8 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
     return OK;
 }
 
+#include "_scan_vllm.h"
+
 /* ---- the scan ----------------------------------------------------------------------------- */
 
 /* One line, s[0:n] (ASCII), with its str when the caller has one (`line`, else NULL: made
@@ -1074,6 +1077,7 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
+    if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
     unsigned rd = *mask;
@@ -1962,6 +1966,7 @@ static int not_ready(Scanner *self) {
 }
 
 static void Scanner_dealloc(Scanner *self) {
+    vllm_release(self);
     for (int i = 0; i < self->nlit; i++) free(self->lit[i]);
     for (int i = 0; i < self->nstr; i++) free(self->str_text[i]);
     free(self->str_text);
@@ -2240,6 +2245,8 @@ static PyMethodDef Scanner_methods[] = {
      " -> (index, pos, end, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
+    {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
+     "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
     {"add_records", (PyCFunction)Scanner_add_records, METH_VARARGS,
      "add_records(phases, metrics): records.Phase and records.Metric objects, after the scanner's own"},
