@@ -32,7 +32,9 @@ struct vllm_state {
     PyObject *row_type;  /* serving.Row */
     PyObject *keys;  /* serving.KEYS: label -> serving_key(label) */
     PyObject *offer;  /* result.offer (context.Watcher.offer) or None */
-    uint64_t dash_lits;  /* the trigger literals whose text is `---` */
+    char prefix[4]; Py_ssize_t prefix_len, prefix_need;  /* a copied block's mark (`# `), and its rstrip() */
+    int nccl_idle;  /* nccl_tests holds no rows: a `#` line that names none of its words changes nothing */
+    uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
     /* labels met before, with their str and key: they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key; } seen[BENCH_LABELS];
 };
@@ -63,8 +65,16 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
         Py_RETURN_NONE;
     }
     PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb, &PyList_Type,
-                          &sb, &PyType_Type, &row_type, &PyDict_Type, &keys, &offer)) return NULL;
+    const char *prefix;
+    Py_ssize_t prefix_len;
+    int nccl_idle;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
+                          &PyList_Type, &sb, &PyType_Type, &row_type, &PyDict_Type, &keys, &offer, &prefix,
+                          &prefix_len, &nccl_idle)) return NULL;
+    if (prefix_len >= (Py_ssize_t)sizeof(v->prefix)) {
+        PyErr_SetString(PyExc_ValueError, "a block's prefix is a mark and a space at most");
+        return NULL;
+    }
     if (offer != Py_None && !PyCallable_Check(offer)) {
         PyErr_SetString(PyExc_TypeError, "offer must be callable or None");
         return NULL;
@@ -73,7 +83,8 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
         v = self->vllm = calloc(1, sizeof(*v));
         if (!v) return PyErr_NoMemory();
         for (int k = 0; k < self->nlit; k++)
-            if (self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) v->dash_lits |= 1ull << k;
+            if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
+                v->dash_lits |= 1ull << k;
     }
     if (v->keys != keys || v->row_type != row_type) {  /* labels looked up in another table: forgotten */
         for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); v->seen[i].len = 0; }
@@ -90,6 +101,10 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     Py_XSETREF(v->sections[1], sb);
     Py_INCREF(offer);
     Py_XSETREF(v->offer, offer);
+    memcpy(v->prefix, prefix, (size_t)prefix_len);
+    v->prefix_len = v->prefix_need = prefix_len;
+    while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;
+    v->nccl_idle = nccl_idle;
     Py_RETURN_NONE;
 }
 
@@ -264,25 +279,52 @@ static int bench_offer(struct vllm_state *v, const char *s, Py_ssize_t n, PyObje
     return got ? 0 : -1;
 }
 
+/* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests). */
+static int nccl_words(const char *s, Py_ssize_t n) {
+    return find(s, n, "busbw", 5) || find(s, n, "bandwidth", 9) || find(s, n, "Out of", 6)
+        || find(s, n, "Collective", 10) || find(s, n, "nThread", 7) || find(s, n, "nccl-tests", 10)
+        || find(s, n, "Rank", 4);
+}
+
 /* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
- * launch_env and the Watcher would do with it, or PYTHON. */
+ * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
 static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
                       int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
     struct vllm_state *v = self->vllm;
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
     if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
-    if (blank_line(s, n)) return *mask ? PYTHON : OK;
-    /* Tagger: these lines start with a letter, a space or `-`, "main"'s; it has its main process */
-    if (!(flags & F_MAIN)) return PYTHON;
-    int r;
-    if (by_literal == 0 && !(by_start & ~(BIT(R_LAUNCH_ENV) | BIT(R_SGLANG) | BIT(R_VLLM))))
-        r = bench_row(self, s, n, lineno);
-    else if (by_start == 0 && by_literal == (BIT(R_SGLANG) | BIT(R_VLLM)) && !(lits & ~v->dash_lits))
-        r = bench_section(self, s, n);
-    else
+    /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
+    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~v->dash_lits)) return PYTHON;
+    if (by_start & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS) | BIT(R_LAUNCH_ENV) | BIT(R_SGLANG) | BIT(R_VLLM)))
         return PYTHON;
-    /* offered after the readers, as the engines do (a line the readers took is no candidate later) */
-    if (r == OK && *mask && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
-    return r;
+    int blank = blank_line(s, n);
+    int label;
+    if (n && s[0] == '[') return PYTHON;  /* a label the Tagger may know: read_line's */
+    int tag = tagger_tag(self, s, n, NULL, &label);  /* no labels read past a `[` */
+    if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+    if (!blank && !(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
+    /* launch_env: an assignment needs a `=` */
+    if (by_start & BIT(R_LAUNCH_ENV) && memchr(s, '=', (size_t)n)) return PYTHON;
+    if (by_start & BIT(R_NCCL_TESTS)) {  /* only a `#` comment that names none of _comment's words */
+        Py_ssize_t i = 0;
+        while (i < n && is_blank(s[i])) i++;
+        if (!v->nccl_idle || i >= n || s[i] != '#' || nccl_words(s, n)) return PYTHON;
+    }
+    const char *b = s;
+    Py_ssize_t bn = n;
+    if (v->prefix_len) {  /* BlockReader.feed: a copied block's lines carry its mark */
+        if (n < v->prefix_need || !memeq(s, v->prefix, (size_t)v->prefix_need)) return PYTHON;
+        Py_ssize_t k = v->prefix_len < n ? v->prefix_len : n;
+        b = s + k, bn = n - k;
+    }
+    int r;
+    if (blank_line(b, bn))
+        r = OK;
+    else if ((r = bench_row(self, b, bn, lineno)) == PYTHON && by_literal)
+        r = bench_section(self, b, bn);
+    if (r != OK) return r;
+    /* offered after the readers, as the engines do */
+    if (*mask && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+    return OK;
 }

@@ -150,6 +150,7 @@ class _Parse:
     eagle: Any
     sglang: Any
     vllm: Any
+    nccl_tests: Any
     labels: set[str]
     nccl_lines: dict[str, str]
     channel_lines: set[str]
@@ -186,15 +187,15 @@ class _Parse:
         sg, vl = self.sglang, self.vllm
         a, b = sg.bench, vl.bench
         x, y = a.block, b.block
-        return (x is not None and y is not None and sg.args is None and sg.launch is None and not x.prefix
-                and not y.prefix and x.tool is not None and y.tool is not None and not a.subsection
-                and not b.subsection)
+        return (x is not None and y is not None and sg.args is None and sg.launch is None and x.prefix == y.prefix
+                and x.tool is not None and y.tool is not None and not a.subsection and not b.subsection)
 
     def arm(self, mode: int) -> int:
         """The flags of a scan in `mode` (ready()); with F_BENCH, the blocks handed to the scanner."""
         if mode == F_BENCH:
             x, y = self.sglang.bench.block, self.vllm.bench.block
-            self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer)
+            self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer,
+                            x.prefix, not self.nccl_tests.held)
         return _flags(self.result) | (mode & F_BENCH)
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
@@ -281,9 +282,9 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
     others = [r for r in readers if r is not eagle and r is not tagger]
-    parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], tagger.sglang_labels,
-                   tagger.nccl_lines,
-                   nccl.channel_lines, bool(getattr(sink, "takes_groups", False)))
+    parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
+                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
+                   bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)
