@@ -1,0 +1,156 @@
+"""The native scanner reads serving bench result blocks (_scan_vllm.h) exactly as the readers do:
+the blocks are real ones (tests/corpus, the shared public samples), whole, cut, repeated, damaged,
+copied as comments, and the native engine's records, settings and processes equal the line
+engine's; the scanner does read a block's rows itself once its tool is known."""
+
+import io
+import random
+from unittest import mock
+
+import pytest
+
+from ingest.parsers import native, parse_stream, serving
+from tests.samples import PROJECT_ROOT
+from tests.test_parsers_native import _same
+
+CORPUS = PROJECT_ROOT / "tests" / "corpus"
+SHARED = PROJECT_ROOT.parent / "shared" / "samples" / "public"
+BLOCK_FILES = [
+    CORPUS / "serving" / name for name in (
+        "sglang_bench_serving_dsv3_v0.4.1_pr2643.txt", "sglang_bench_serving_rate_sweep_dlora.md",
+        "vllm_bench_serve_baseline_block_pr35714.txt", "vllm_bench_serve_hf_dataset_pr18566.txt",
+        "vllm_bench_serve_mtp_rps_issue43295.txt", "vllm_bench_serve_rps100_cut_pr31739.txt",
+        "vllm_bench_serve_two_runs_commented_vllm_fork.sh")
+] + [
+    CORPUS / "shared" / name for name in (
+        "sglang_bench_serving_2024_issue2097_partial.txt", "sglang_bench_serving_eagle_dsv3_cookbook.txt",
+        "sglang_bench_serving_nextn_dsv3_early2025_doc.txt", "sglang_bench_serving_ngram_pr13376_partial.txt",
+        "vllm_bench_serve_specdecode_eagle3.txt", "vllm_bench_serve_overflow_columns.txt")
+] + (sorted(SHARED.glob("*bench_serv*")) if SHARED.is_dir() else [])
+
+
+def _real_lines() -> list[str]:
+    lines = []
+    for path in BLOCK_FILES:
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return lines
+
+
+REAL = _real_lines()
+
+# What a row or a section can look like when a copy was damaged or a tool printed it oddly.
+DAMAGED = [
+    lambda s: s.replace(":", ":\t", 1),  # a tab after the colon
+    lambda s: "\t" + s,
+    lambda s: s.replace(":", " :", 1),
+    lambda s: s[: len(s) // 2],  # cut
+    lambda s: s + " ms",  # a second token: no row, the block ends
+    lambda s: s.rstrip() + "9" * 30,  # more digits than an int holds
+    lambda s: s.rstrip() + "e5",
+    lambda s: s.rstrip() + ".",
+    lambda s: s.replace("Mean", "Méan"),  # non-ASCII
+    lambda s: s.split(":")[0] + ":   nan",
+    lambda s: s.split(":")[0] + ":   not set",
+    lambda s: s.split(":")[0] + ":",  # valueless: a subsection
+    lambda s: s.split(":")[0] + "=x:   1.0",  # `=`: launch_env's to judge
+    lambda s: "  Position 3:    12.5",
+    lambda s: "Position 0:    12.5",
+    lambda s: s.replace("-", "=", 3),
+    lambda s: "# " + s,
+    lambda s: "#" + s,
+    lambda s: "> " + s,
+    lambda s: "(APIServer pid=7) " + s,
+    lambda s: "# Rank  0 Group  0 " + s,  # an nccl-tests word on a `#` line
+    lambda s: "NCCL_PROTO=LL " + s,
+    lambda s: s.replace("(", "\x1c("),  # a separator Python's \s takes
+    lambda s: "---Speculative-Decoding---",
+    lambda s: "---x--y---",
+    lambda s: "------",
+    lambda s: "-----Time per Output Token (excl. 1st token)-----  ",
+    lambda s: "",
+    lambda s: "   ",
+]
+
+
+def _blocks_log(seed: int) -> bytes:
+    """Runs of real block lines (each from a file's start or from a title), some damaged."""
+    rng = random.Random(seed)
+    titles = [i for i, line in enumerate(REAL) if serving._TITLE in line]
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 8)):
+        start = rng.choice(titles) if rng.random() < 0.8 else rng.randrange(len(REAL))
+        for line in REAL[start:start + rng.randint(1, 60)]:
+            if rng.random() < 0.08:
+                line = rng.choice(DAMAGED)(line)
+            lines.append(line)
+    return "\n".join(lines).encode() + rng.choice([b"\n", b""])
+
+
+def test_the_corpus_holds_real_blocks_of_both_tools_and_copied_ones():
+    text = "\n".join(REAL)
+    assert text.count(serving._TITLE) >= 12
+    assert "Backend:" in text and "Failed requests:" in text and "# ============ Serving" in text
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_real_blocks_mixed_and_damaged_give_the_records_lines_give(seed):
+    data = _blocks_log(seed)
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def test_each_real_file_gives_the_records_lines_give_read_whole_and_repeated():
+    for path in BLOCK_FILES:
+        data = path.read_bytes()
+        _same(data)
+        _same(data * 3, 1 << 12, 1 << 12)
+
+
+def _python_lines(data: bytes) -> list[str]:
+    fed: list[str] = []
+    for name in ("feed", "feed_stopped"):
+        orig = getattr(native._Parse, name)
+
+        def wrap(self, line, lineno, mask, _orig=orig):
+            fed.append(line)
+            return _orig(self, line, lineno, mask)
+        mock.patch.object(native._Parse, name, wrap).start()
+    try:
+        parse_stream(io.BytesIO(data))
+    finally:
+        mock.patch.stopall()
+    return fed
+
+
+def test_the_scanner_reads_the_rows_and_sections_of_a_block_whose_tool_is_known():
+    """A vLLM block repeated: Python reads its title and its first row (which names the tool), the
+    scanner its 20-odd rows and sections."""
+    block = (CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt").read_text()
+    assert block.count(serving._TITLE) == 1
+    data = (block.rstrip("\n") + "\n") * 40
+    fed = _python_lines(data.encode())
+    rows = sum(1 for line in data.splitlines() if ":" in line)
+    assert rows >= 40 * 20
+    # the first copy is Python's (serving.KEYS learns its labels); of each later one, the title
+    # and the first row, which names the tool
+    assert len(fed) <= len(block.splitlines()) + 2 * 39, fed[-10:]
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_a_copied_block_under_comment_marks_is_read_by_the_scanner_too():
+    text = (CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh").read_text()
+    data = (text.rstrip("\n") + "\n") * 20
+    fed = _python_lines(data.encode())
+    copied_rows = sum(1 for line in data.splitlines() if line.startswith("# ") and "):" in line)
+    assert copied_rows >= 20 * 10
+    assert sum(1 for line in fed if line.startswith("# ") and "):" in line) < copied_rows // 4
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_serving_keys_are_remembered_up_to_a_bound():
+    with mock.patch.dict(serving.KEYS, clear=True), mock.patch.object(serving, "KEYS_MAX", 3):
+        for i in range(10):
+            assert serving.serving_key(f"Mean X{i} (ms)") == f"mean_x{i}_ms"
+        assert len(serving.KEYS) == 3
+        assert serving.serving_key("Maximum reqeuest concurrency") == "max_request_concurrency"
+        assert serving.serving_key("Output token throughput (tok/s)") == "output_throughput_tok_s"
