@@ -1090,6 +1090,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
+    int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
+    if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
     if (rd & BIT(R_EAGLE)) {
@@ -2257,6 +2259,9 @@ static PyMethodDef Scanner_methods[] = {
      " -> (index, pos, end, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
+    {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
+     "vllm_arm(engine_windows, launch_lines, processes, engine_fields, launchers, workers, (launcher, worker),"
+     " offer)"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
      "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},

@@ -22,6 +22,41 @@
  * with text, a valueless row) goes back to Python, which reads it as the line engine does.
  */
 
+/* ---- vLLM process tags and engine throughput lines ------------------------------------------
+ *
+ * native.py arms this part once a parse (vllm_arm) with the vLLM parser's engine_windows dict, the
+ * Tagger's launch_lines list, the result's processes, and the parser's field and tag tables. Then a
+ * line is read here when it is
+ *   - `(Name[_n][ rank=r][ TPn] pid=N) ...` (processes._VLLM) of a process the Tagger knows with
+ *     every field that line would set set already (its label, its rank where the tag names one,
+ *     the hint its name gives; an APIServer line is a launch line, appended to launch_lines), or
+ *     an untagged line once the Tagger has its main process;
+ *   - and the rest holds no reader's literal but vLLM's `throughput:` (and STARTS none but the
+ *     Tagger's and launch_env's, for which it holds no assignment and no prompt): nothing, or
+ *     vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s, Avg generation
+ *     throughput: Y tokens/s, Running: ...` with Y > 0, once its format's first record was set.
+ * Anything else is declined: read_line reads it as before (or hands it to Python). */
+
+#define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
+#define DECLINE 2
+#define ENGINE_FIELDS 16
+#define TAG_MAX 96
+
+enum { NAME_OTHER, NAME_LAUNCHER, NAME_WORKER };
+
+typedef struct {
+    int armed;
+    PyObject *windows, *launch_lines, *processes, *launchers, *workers;
+    PyObject *k_label, *k_rank, *k_hints, *k_pid, *hint[3];  /* dict keys, the hints (by NAME_*) */
+    int lit_throughput;  /* vLLM's `throughput:` literal, -1 when it is none */
+    int s_source, s_prompt;
+    struct { char key[32]; Py_ssize_t len; int metric; } field[ENGINE_FIELDS];
+    int nfield;
+    /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
+    char tag_text[TAG_MAX]; Py_ssize_t tag_len;
+    PyObject *tag; int tag_idx, tag_kind, tag_ranked; long long tag_pid;
+} VllmLines;
+
 #define F_BENCH 4096  /* native.F_BENCH: both bench readers' blocks are open and handed over (bench()) */
 
 #define BENCH_LABELS 64
@@ -37,11 +72,36 @@ struct vllm_state {
     uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
     /* labels met before, with their str and key: they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key; } seen[BENCH_LABELS];
+    VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
 };
+
+/* The state, made at its first use (NULL: no memory, the error set). */
+static struct vllm_state *vllm_state_of(Scanner *self) {
+    struct vllm_state *v = self->vllm;
+    if (v) return v;
+    v = self->vllm = calloc(1, sizeof(*v));
+    if (!v) { PyErr_NoMemory(); return NULL; }
+    v->lines.lit_throughput = -1;
+    for (int k = 0; k < self->nlit; k++) {
+        if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
+            v->dash_lits |= 1ull << k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "throughput:", 11))
+            v->lines.lit_throughput = k;
+    }
+    return v;
+}
+
+static void vllm_lines_release(VllmLines *l) {
+    PyObject **refs[] = {&l->windows, &l->launch_lines, &l->processes, &l->launchers, &l->workers, &l->k_label,
+                         &l->k_rank, &l->k_hints, &l->k_pid, &l->hint[0], &l->hint[1], &l->hint[2], &l->tag};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
+    l->armed = 0, l->tag_len = 0;
+}
 
 static void vllm_release(Scanner *self) {
     struct vllm_state *v = self->vllm;
     if (!v) return;
+    vllm_lines_release(&v->lines);
     for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
@@ -60,7 +120,6 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     if (n == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
         if (v) {
             for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
-            Py_CLEAR(v->offer);
         }
         Py_RETURN_NONE;
     }
@@ -79,13 +138,7 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "offer must be callable or None");
         return NULL;
     }
-    if (!v) {
-        v = self->vllm = calloc(1, sizeof(*v));
-        if (!v) return PyErr_NoMemory();
-        for (int k = 0; k < self->nlit; k++)
-            if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
-                v->dash_lits |= 1ull << k;
-    }
+    if (!v && !(v = vllm_state_of(self))) return NULL;
     if (v->keys != keys || v->row_type != row_type) {  /* labels looked up in another table: forgotten */
         for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); v->seen[i].len = 0; }
         Py_INCREF(keys);
@@ -326,5 +379,375 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     if (r != OK) return r;
     /* offered after the readers, as the engines do */
     if (*mask && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+    return OK;
+}
+
+
+/* vllm_arm(engine_windows, launch_lines, processes, engine_fields, launchers, workers, hints, offer):
+ * once a parse, before its first scan (native.parse_chunks). hints: the Tagger's (launcher,
+ * worker); offer: result.offer or None. */
+static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
+    if (not_ready(self)) return NULL;
+    PyObject *windows, *launch_lines, *processes, *fields, *launchers, *workers, *launcher, *worker, *offer;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!(UU)O", &PyDict_Type, &windows, &PyList_Type, &launch_lines,
+                          &PyDict_Type, &processes, &PyDict_Type, &fields, &PyFrozenSet_Type, &launchers,
+                          &PyFrozenSet_Type, &workers, &launcher, &worker, &offer)) return NULL;
+    if (offer != Py_None && !PyCallable_Check(offer)) {
+        PyErr_SetString(PyExc_TypeError, "offer must be callable or None");
+        return NULL;
+    }
+    struct vllm_state *v = vllm_state_of(self);
+    if (!v) return NULL;
+    VllmLines *l = &v->lines;
+    vllm_lines_release(l);
+    if (PyDict_GET_SIZE(fields) > ENGINE_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "too many engine fields");
+        return NULL;
+    }
+    l->nfield = 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *name;
+    while (PyDict_Next(fields, &pos, &key, &name)) {
+        Py_ssize_t kl, nl;
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &kl) : NULL;
+        const char *nm = k && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &nl) : NULL;
+        if (!nm) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "engine fields map str to str");
+            return NULL;
+        }
+        if (kl >= (Py_ssize_t)sizeof(l->field[0].key)) {
+            PyErr_SetString(PyExc_ValueError, "an engine field key is too long");
+            return NULL;
+        }
+        int metric = intern_str(self, nm, nl);
+        if (metric < 0) return NULL;
+        memcpy(l->field[l->nfield].key, k, (size_t)kl);
+        l->field[l->nfield].len = kl;
+        l->field[l->nfield].metric = metric;
+        l->nfield++;
+    }
+    if ((l->s_source = intern_str(self, "vllm_engine", 11)) < 0
+        || (l->s_prompt = intern_str(self, "prompt_throughput_tok_s", 23)) < 0) return NULL;
+    l->k_label = PyUnicode_InternFromString("label");
+    l->k_rank = PyUnicode_InternFromString("rank");
+    l->k_hints = PyUnicode_InternFromString("hints");
+    l->k_pid = PyUnicode_InternFromString("pid");
+    if (!l->k_label || !l->k_rank || !l->k_hints || !l->k_pid) { vllm_lines_release(l); return NULL; }
+    PyObject *keep[] = {windows, launch_lines, processes, launchers, workers, launcher, worker};
+    for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++) Py_INCREF(keep[i]);
+    l->windows = windows, l->launch_lines = launch_lines, l->processes = processes;
+    l->launchers = launchers, l->workers = workers;
+    l->hint[NAME_LAUNCHER] = launcher, l->hint[NAME_WORKER] = worker;
+    Py_INCREF(offer);
+    Py_XSETREF(v->offer, offer);
+    l->armed = 1;
+    Py_RETURN_NONE;
+}
+
+/* processes._VLLM at s[0]: `^\((\w+?)(?:_\d+)?(?: rank=(\d+))?(?: (TP\d+))? pid=(\d+)\)`. The end
+ * (past `)`), 0 when the line is not so; the name, whether a rank or TP was named, the pid. */
+static Py_ssize_t vllm_tag(const char *s, Py_ssize_t n, Py_ssize_t *name_len, int *ranked, Py_ssize_t *pid0,
+                           Py_ssize_t *pid1) {
+    if (n < 2 || s[0] != '(') return 0;
+    Py_ssize_t i = 1;
+    while (i < n && is_word(s[i])) i++;
+    Py_ssize_t w = i - 1;
+    if (w == 0) return 0;
+    /* \w+? then (?:_\d+)?: the name ends at the last `_` of the word when digits alone follow it */
+    *name_len = w;
+    Py_ssize_t us = i - 1;
+    while (us > 1 && is_digit(s[us])) us--;
+    if (us > 1 && s[us] == '_' && us < i - 1) *name_len = us - 1;
+    *ranked = 0;
+    if (i + 6 < n && memeq(s + i, " rank=", 6) && is_digit(s[i + 6])) {
+        i += 6;
+        while (i < n && is_digit(s[i])) i++;
+        *ranked = 1;
+    }
+    if (i + 3 < n && memeq(s + i, " TP", 3) && is_digit(s[i + 3])) {
+        i += 3;
+        while (i < n && is_digit(s[i])) i++;
+        *ranked = 1;
+    }
+    if (!(i + 5 < n && memeq(s + i, " pid=", 5) && is_digit(s[i + 5]))) return 0;
+    i += 5;
+    *pid0 = i;
+    while (i < n && is_digit(s[i])) i++;
+    *pid1 = i;
+    if (i >= n || s[i] != ')') return 0;
+    return i + 1;
+}
+
+/* Whether the Tagger knows the tag's process with every field this line would set already set
+ * (Tagger._tag on a `(Name pid=N)` line): 1 (*kind: the name's NAME_*), 0, -1 on error. The last
+ * tag's text is kept with its process tag and name; the process is looked at every line. */
+static int vllm_known(Scanner *self, VllmLines *l, const char *s, Py_ssize_t end, Py_ssize_t name_len, int ranked,
+                      Py_ssize_t pid0, Py_ssize_t pid1) {
+    if (pid1 - pid0 > 18) return 0;  /* read_int's bound (MAX_INT_DIGITS is more): Python's */
+    if (!(l->tag && l->tag_len == end && memeq(l->tag_text, s, (size_t)end))) {
+        Py_CLEAR(l->tag);
+        l->tag_len = 0;
+        if (end > TAG_MAX) return 0;
+        char buf[TAG_MAX + 8];
+        int k = snprintf(buf, sizeof(buf), "pid %.*s", (int)(pid1 - pid0), s + pid0);
+        if (k < 0 || k >= (int)sizeof(buf)) return 0;
+        PyObject *name = PyUnicode_DecodeASCII(s + 1, name_len, NULL);
+        if (!name) return -1;
+        int launcher = PySet_Contains(l->launchers, name);
+        int worker = launcher == 0 ? PySet_Contains(l->workers, name) : 0;
+        Py_DECREF(name);
+        if (launcher < 0 || worker < 0) return -1;
+        if ((l->tag_idx = intern_str(self, buf, k)) < 0) return -1;
+        l->tag = PyUnicode_DecodeASCII(buf, k, NULL);
+        if (!l->tag) return -1;
+        long long pid = 0;
+        for (Py_ssize_t i = pid0; i < pid1; i++) pid = pid * 10 + (s[i] - '0');
+        l->tag_pid = pid, l->tag_kind = launcher ? NAME_LAUNCHER : worker ? NAME_WORKER : NAME_OTHER;
+        l->tag_ranked = ranked;
+        memcpy(l->tag_text, s, (size_t)end);
+        l->tag_len = end;
+    }
+    PyObject *p = PyDict_GetItemWithError(l->processes, l->tag);
+    if (!p) return PyErr_Occurred() ? -1 : 0;
+    if (!PyDict_CheckExact(p)) return 0;
+    PyObject *label = PyDict_GetItemWithError(p, l->k_label);
+    PyObject *pid = label ? PyDict_GetItemWithError(p, l->k_pid) : NULL;
+    if (!pid) return PyErr_Occurred() ? -1 : 0;
+    int has_label = PyObject_IsTrue(label);
+    if (has_label <= 0 || !PyLong_CheckExact(pid)) return has_label < 0 ? -1 : 0;
+    int overflow;
+    long long have = PyLong_AsLongLongAndOverflow(pid, &overflow);
+    if (have == -1 && PyErr_Occurred()) return -1;
+    if (overflow || have != l->tag_pid) return 0;
+    if (l->tag_ranked) {
+        PyObject *rank = PyDict_GetItemWithError(p, l->k_rank);
+        if (!rank) return PyErr_Occurred() ? -1 : 0;
+        int has = PyObject_IsTrue(rank);
+        if (has <= 0) return has;
+    }
+    if (l->tag_kind != NAME_OTHER) {
+        PyObject *hints = PyDict_GetItemWithError(p, l->k_hints);
+        if (!hints) return PyErr_Occurred() ? -1 : 0;
+        if (!PyList_CheckExact(hints)) return 0;
+        int has = PySequence_Contains(hints, l->hint[l->tag_kind]);
+        if (has <= 0) return has;
+    }
+    return 1;
+}
+
+/* launch_env.Parser.feed does nothing with a line holding no `NCCL_` (a literal: not here): no
+ * prompt can start it (no `@`, no `$` or `+`), and after an untagged start no assignment (no `=`;
+ * a `(` start is no assignment's). */
+static int launch_env_idle(const char *s, Py_ssize_t n) {
+    if (memchr(s, '@', (size_t)n) || memchr(s, '$', (size_t)n) || memchr(s, '+', (size_t)n)) return 0;
+    if (s[0] == '(') return 1;
+    return !memchr(s, '=', (size_t)n) && !starts(s, n, "export") && !starts(s, n, "declare") && !starts(s, n, "env");
+}
+
+/* vllm._NUMBER's first match in t[0:n] without an exponent (one: Python's), its length <= 40:
+ * float() of it in *out; 1 found, 0 none, 2 one this does not read. */
+static int first_number(const char *t, Py_ssize_t n, double *out) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t j = i;
+        if (t[j] == '+' || t[j] == '-') j++;
+        Py_ssize_t d = j;
+        while (d < n && is_digit(t[d])) d++;
+        Py_ssize_t end;
+        if (d > j) {  /* \d+(?:\.\d*)? */
+            end = d;
+            if (end < n && t[end] == '.') {
+                end++;
+                while (end < n && is_digit(t[end])) end++;
+            }
+        } else if (j < n && t[j] == '.' && j + 1 < n && is_digit(t[j + 1])) {  /* \.\d+ */
+            end = j + 1;
+            while (end < n && is_digit(t[end])) end++;
+        } else {
+            continue;
+        }
+        if (end < n && (t[end] == 'e' || t[end] == 'E')) {
+            Py_ssize_t x = end + 1;
+            if (x < n && (t[x] == '+' || t[x] == '-')) x++;
+            if (x < n && is_digit(t[x])) return 2;
+        }
+        if (end - i > 40) return 2;
+        char buf[48];
+        memcpy(buf, t + i, (size_t)(end - i));
+        buf[end - i] = 0;
+        *out = PyOS_string_to_double(buf, NULL, NULL);
+        if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 2; }
+        return 1;
+    }
+    return 0;
+}
+
+/* `\d+(?:\.\d+)?` at t[0:n]: its length (0: none), float() of it in *out (<= 40 characters). */
+static Py_ssize_t engine_number(const char *t, Py_ssize_t n, double *out) {
+    Py_ssize_t i = 0;
+    while (i < n && is_digit(t[i])) i++;
+    if (i == 0) return 0;
+    if (i + 1 < n && t[i] == '.' && is_digit(t[i + 1])) {
+        i++;
+        while (i < n && is_digit(t[i])) i++;
+    }
+    if (i > 40) return 0;
+    char buf[48];
+    memcpy(buf, t, (size_t)i);
+    buf[i] = 0;
+    *out = PyOS_string_to_double(buf, NULL, NULL);
+    if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return i;
+}
+
+#define ENGINE_MAX 48  /* metrics of one line at most: more is Python's */
+
+#define ENGINE_READ 3  /* engine_read's: not OK, PYTHON or ERROR */
+
+/* vllm.Parser._engine on s[0:n]: 0 when _ENGINE finds nothing (the line does nothing), ENGINE_READ with the
+ * metrics in *count/metric/value and the DP engine in *dp (-1: none), PYTHON for what Python reads
+ * (an idle interval, a number out of the plain grammar, too many fields). */
+static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, int *metric, double *value,
+                       long long *dp, int64_t self_throughput) {
+    static const char A[] = "Avg prompt throughput: ", B[] = " tokens/s, Avg generation throughput: ";
+    const char *at = find(s, n, A, (Py_ssize_t)sizeof(A) - 1);
+    if (!at) return 0;
+    Py_ssize_t i = at - s;
+    /* the leftmost match: at `Engine N: ` when it leads the first `Avg prompt throughput: `; a later
+     * one is Python's (the first did not match whole) */
+    *dp = -1;
+    if (i >= 2 && s[i - 1] == ' ' && s[i - 2] == ':') {
+        Py_ssize_t d = i - 2;
+        while (d > 0 && is_digit(s[d - 1])) d--;
+        if (d < i - 2 && d >= 7 && memeq(s + d - 7, "Engine ", 7)) {
+            if (i - 2 - d > 18) return PYTHON;
+            long long x = 0;
+            for (Py_ssize_t k = d; k < i - 2; k++) x = x * 10 + (s[k] - '0');
+            *dp = x;
+        }
+    }
+    i += (Py_ssize_t)sizeof(A) - 1;
+    double prompt, generation;
+    Py_ssize_t k = engine_number(s + i, n - i, &prompt);
+    if (!k) return PYTHON;
+    i += k;
+    if (!starts_len(s + i, n - i, B, (Py_ssize_t)sizeof(B) - 1)) return PYTHON;
+    i += (Py_ssize_t)sizeof(B) - 1;
+    if (!(k = engine_number(s + i, n - i, &generation))) return PYTHON;
+    i += k;
+    if (!starts_len(s + i, n - i, " tokens/s", 9)) return PYTHON;
+    i += 9;
+    if (i < n && s[i] == ',') i++;
+    while (i < n && is_space(s[i])) i++;
+    if (!(generation > 0)) return PYTHON;  /* an idle interval: `used`, Python's */
+    int c = 0;
+    metric[c] = (int)self_throughput, value[c++] = generation;
+    metric[c] = l->s_prompt, value[c++] = prompt;
+    /* line[m.end():].rstrip(".").split(","), each piece partition(":") */
+    Py_ssize_t e = n;
+    while (e > i && s[e - 1] == '.') e--;
+    while (i <= e) {
+        const char *comma = memchr(s + i, ',', (size_t)(e - i));
+        Py_ssize_t pe = comma ? comma - s : e;
+        const char *colon = memchr(s + i, ':', (size_t)(pe - i));
+        if (colon) {
+            const char *key = s + i;
+            Py_ssize_t kl = colon - key;
+            strip(&key, &kl);
+            for (int f = 0; f < l->nfield; f++) {
+                if (l->field[f].len != kl) continue;
+                Py_ssize_t q = 0;
+                while (q < kl && (key[q] >= 'A' && key[q] <= 'Z' ? key[q] | 0x20 : key[q]) == l->field[f].key[q]) q++;
+                if (q < kl) continue;
+                double x;
+                int got = first_number(colon + 1, s + pe - (colon + 1), &x);
+                if (got == 2) return PYTHON;
+                if (got == 1 && isfinite(x)) {
+                    if (c == ENGINE_MAX) return PYTHON;
+                    metric[c] = l->field[f].metric, value[c++] = x;
+                }
+                break;
+            }
+        }
+        i = pe + 1;
+    }
+    *count = c;
+    return ENGINE_READ;
+}
+
+/* The next window of a DP engine (vllm.Parser.engine_windows[rank] + 1), stored: -1 on error. */
+static long engine_window(VllmLines *l, PyObject *rank) {
+    PyObject *w = PyDict_GetItemWithError(l->windows, rank);
+    if (!w && PyErr_Occurred()) return -1;
+    long window = 1;
+    if (w) {
+        if (!PyLong_CheckExact(w)) { PyErr_SetString(PyExc_TypeError, "engine windows must be ints"); return -1; }
+        window = PyLong_AsLong(w);
+        if (window == -1 && PyErr_Occurred()) return -1;
+        if (window >= LONG_MAX - 1) { PyErr_SetString(PyExc_OverflowError, "engine window"); return -1; }
+        window++;
+    }
+    PyObject *nw = PyLong_FromLong(window);
+    if (!nw) return -1;
+    int bad = PyDict_SetItem(l->windows, rank, nw);
+    Py_DECREF(nw);
+    return bad < 0 ? -1 : window;
+}
+
+/* A line read_line has found the literals and STARTS of: OK, PYTHON, ERROR, or DECLINE (not a
+ * line of this part's: read_line goes on as before). */
+static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags, int64_t lineno,
+                     uint64_t lits, unsigned by_literal, unsigned by_start) {
+    struct vllm_state *v = self->vllm;
+    if (!v || !v->lines.armed || n == 0 || e->in_block) return DECLINE;
+    VllmLines *l = &v->lines;
+    /* literals: vLLM's `throughput:` alone (and the scanner's own); STARTS: the Tagger's, launch_env's */
+    int throughput = l->lit_throughput >= 0 && (lits >> l->lit_throughput & 1);
+    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0);
+    for (uint64_t o = other; o; o &= o - 1)
+        if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
+    if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
+    int process = self->s_main, kind = NAME_OTHER;
+    Py_ssize_t name_len, pid0, pid1;
+    int ranked;
+    Py_ssize_t end = s[0] == '(' ? vllm_tag(s, n, &name_len, &ranked, &pid0, &pid1) : 0;
+    if (end) {
+        int known = vllm_known(self, l, s, end, name_len, ranked, pid0, pid1);
+        if (known <= 0) return known < 0 ? ERROR : PYTHON;
+        process = l->tag_idx, kind = l->tag_kind;
+    } else {
+        /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
+        char c = s[0];
+        if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
+        if (!throughput) return DECLINE;  /* read_line reads it as before */
+        if (!(flags & F_MAIN)) return PYTHON;
+    }
+    if (by_start & BIT(R_LAUNCH_ENV) && !launch_env_idle(s, n)) return PYTHON;
+    int count = 0, metric[ENGINE_MAX];
+    double value[ENGINE_MAX];
+    long long dp = -1;
+    if (throughput && find(s, n, "Avg prompt throughput", 21)) {
+        int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
+        if (got == PYTHON) return PYTHON;
+        if (got == ENGINE_READ && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE))) return PYTHON;  /* first records */
+    }
+    /* read: the Tagger's launch line, the records, the Watcher's offer */
+    if (kind == NAME_LAUNCHER) {
+        PyObject *ln = PyLong_FromLongLong(lineno);
+        int bad = !ln || PyList_Append(l->launch_lines, ln) < 0;
+        Py_XDECREF(ln);
+        if (bad) return ERROR;
+    }
+    if (count) {
+        char rank[32];
+        int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
+        int rank_idx = intern_str(self, rank, rl);
+        if (rank_idx < 0) return ERROR;
+        PyObject *rank_str = str_obj(self, rank_idx);
+        long window = engine_window(l, rank_str);
+        if (window < 0) return ERROR;
+        for (int i = 0; i < count; i++)
+            if (add_metric(self, metric[i], value[i], window, lineno, l->s_source, rank_idx, process) < 0) return ERROR;
+    }
+    if ((by_literal | by_start) && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
     return OK;
 }

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text
+from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text, vllm
 from .records import Grouped, ParseResult
 
 try:
@@ -46,6 +46,7 @@ C_READERS = ("tagger", "eagle_profile", "sglang", "vllm", "llamacpp", "nccl_debu
 _FLAGS = (  # settings the scanner must find set (first records are Python's): bit, formats, settings
     (1, "eagle_profile", None), (2, None, "spec.algorithm"), (4, None, "spec.steps"),
     (8, "sglang_decode", None), (16, "sglang_prefill", None), (32, None, "engine"),
+    (8192, "vllm_engine", None),  # F_VLLM_ENGINE (_scan_vllm.h)
 )
 
 Sink = Callable[[ParseResult], None]
@@ -281,6 +282,10 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
+    # vLLM's process tags and engine lines (_scan_vllm.h): the state those lines move on
+    scan.vllm_arm(by_name["vllm"].engine_windows, tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
+                  processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, (processes.LAUNCHER, processes.WORKER),
+                  result.offer)
     others = [r for r in readers if r is not eagle and r is not tagger]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
