@@ -2260,7 +2260,7 @@ static PyMethodDef Scanner_methods[] = {
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
-     "vllm_arm(engine_windows, launch_lines, processes, engine_fields, launchers, workers, (launcher, worker),"
+     "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
      "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},

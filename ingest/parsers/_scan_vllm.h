@@ -38,6 +38,8 @@
  * Anything else is declined: read_line reads it as before (or hands it to Python). */
 
 #define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
+#define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
+#define F_LAUNCH_USED 32768  /* vllm.Parser.launch_used: a spec line sets it, and it is set */
 #define DECLINE 2
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
@@ -48,8 +50,12 @@ typedef struct {
     int armed;
     PyObject *windows, *launch_lines, *processes, *launchers, *workers;
     PyObject *k_label, *k_rank, *k_hints, *k_pid, *hint[3];  /* dict keys, the hints (by NAME_*) */
-    int lit_throughput;  /* vLLM's `throughput:` literal, -1 when it is none */
+    int lit_throughput, lit_metrics;  /* vLLM's `throughput:` and `metrics:` literals, -1 when none */
+    struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
+    int nspec_key;
     int s_source, s_prompt;
+    PyObject *parser;  /* the vllm.Parser: its spec_window */
+    int s_spec, s_spec_names[8], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
     struct { char key[32]; Py_ssize_t len; int metric; } field[ENGINE_FIELDS];
     int nfield;
     /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
@@ -81,18 +87,20 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (v) return v;
     v = self->vllm = calloc(1, sizeof(*v));
     if (!v) { PyErr_NoMemory(); return NULL; }
-    v->lines.lit_throughput = -1;
+    v->lines.lit_throughput = v->lines.lit_metrics = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
             v->dash_lits |= 1ull << k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "throughput:", 11))
             v->lines.lit_throughput = k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 8 && memeq(self->lit[k], "metrics:", 8))
+            v->lines.lit_metrics = k;
     }
     return v;
 }
 
 static void vllm_lines_release(VllmLines *l) {
-    PyObject **refs[] = {&l->windows, &l->launch_lines, &l->processes, &l->launchers, &l->workers, &l->k_label,
+    PyObject **refs[] = {&l->parser, &l->windows, &l->launch_lines, &l->processes, &l->launchers, &l->workers, &l->k_label,
                          &l->k_rank, &l->k_hints, &l->k_pid, &l->hint[0], &l->hint[1], &l->hint[2], &l->tag};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
     l->armed = 0, l->tag_len = 0;
@@ -383,14 +391,60 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
 }
 
 
-/* vllm_arm(engine_windows, launch_lines, processes, engine_fields, launchers, workers, hints, offer):
+enum { SK_RATE, SK_EFFICIENCY, SK_K, SK_ACCEPTED, SK_DRAFTED, SK_EMITTED, SK_MEAN, SK_ACCEPTED_TPS, SK_DRAFTED_TPS,
+       SK_POSITIONS, SK_COUNT };
+static const char *SPEC_IDS[] = {"rate", "efficiency", "k", "accepted", "drafted", "emitted", "mean_len",
+                                 "accepted_tps", "drafted_tps", "positions"};
+static const char *SPEC_METRICS[] = {"draft_acceptance_rate", "accepted_tokens", "draft_tokens",
+                                     "accepted_throughput_tok_s", "drafted_throughput_tok_s", "accept_len_raw",
+                                     "tokens_per_cycle"};
+#define SPEC_POSITIONS 16
+
+/* vllm._SPEC_KEYS (label -> field) into the table, and the names of the records. */
+static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
+    l->nspec_key = 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *name;
+    while (PyDict_Next(keys, &pos, &key, &name)) {
+        Py_ssize_t kl, nl;
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &kl) : NULL;
+        const char *nm = k && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &nl) : NULL;
+        if (!nm) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "spec keys map str to str");
+            return -1;
+        }
+        int id = -1;
+        for (int i = 0; i < SK_COUNT; i++)
+            if (strcmp(nm, SPEC_IDS[i]) == 0) id = i;
+        if (id < 0 || kl >= (Py_ssize_t)sizeof(l->spec_key[0].key) || l->nspec_key == 24) {
+            PyErr_Format(PyExc_ValueError, "spec key %R: a field _scan_vllm.h knows, 24 keys at most", key);
+            return -1;
+        }
+        memcpy(l->spec_key[l->nspec_key].key, k, (size_t)kl);
+        l->spec_key[l->nspec_key].len = kl;
+        l->spec_key[l->nspec_key].id = id;
+        l->nspec_key++;
+    }
+    if ((l->s_spec = intern_str(self, "vllm_spec", 9)) < 0) return -1;
+    for (int i = 0; i < 7; i++)
+        if ((l->s_spec_names[i] = intern_str(self, SPEC_METRICS[i], (Py_ssize_t)strlen(SPEC_METRICS[i]))) < 0) return -1;
+    for (int i = 0; i < SPEC_POSITIONS; i++) {
+        char buf[32];
+        int k = snprintf(buf, sizeof(buf), "acceptance_pos_%d", i + 1);
+        if ((l->s_pos[i] = intern_str(self, buf, k)) < 0) return -1;
+    }
+    return 0;
+}
+
+/* vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, hints, offer):
  * once a parse, before its first scan (native.parse_chunks). hints: the Tagger's (launcher,
  * worker); offer: result.offer or None. */
 static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
     if (not_ready(self)) return NULL;
-    PyObject *windows, *launch_lines, *processes, *fields, *launchers, *workers, *launcher, *worker, *offer;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!(UU)O", &PyDict_Type, &windows, &PyList_Type, &launch_lines,
-                          &PyDict_Type, &processes, &PyDict_Type, &fields, &PyFrozenSet_Type, &launchers,
+    PyObject *parser, *windows, *launch_lines, *processes, *fields, *spec_keys, *launchers, *workers, *launcher,
+        *worker, *offer;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!O!(UU)O", &parser, &PyList_Type, &launch_lines, &PyDict_Type, &processes,
+                          &PyDict_Type, &fields, &PyDict_Type, &spec_keys, &PyFrozenSet_Type, &launchers,
                           &PyFrozenSet_Type, &workers, &launcher, &worker, &offer)) return NULL;
     if (offer != Py_None && !PyCallable_Check(offer)) {
         PyErr_SetString(PyExc_TypeError, "offer must be callable or None");
@@ -400,6 +454,14 @@ static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
     if (!v) return NULL;
     VllmLines *l = &v->lines;
     vllm_lines_release(l);
+    windows = PyObject_GetAttrString(parser, "engine_windows");
+    if (!windows) return NULL;
+    Py_DECREF(windows);  /* the parser holds it; held here below */
+    if (!PyDict_CheckExact(windows)) {
+        PyErr_SetString(PyExc_TypeError, "engine_windows must be a dict");
+        return NULL;
+    }
+    if (spec_load(self, l, spec_keys) < 0) return NULL;
     if (PyDict_GET_SIZE(fields) > ENGINE_FIELDS) {
         PyErr_SetString(PyExc_ValueError, "too many engine fields");
         return NULL;
@@ -433,8 +495,9 @@ static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
     l->k_hints = PyUnicode_InternFromString("hints");
     l->k_pid = PyUnicode_InternFromString("pid");
     if (!l->k_label || !l->k_rank || !l->k_hints || !l->k_pid) { vllm_lines_release(l); return NULL; }
-    PyObject *keep[] = {windows, launch_lines, processes, launchers, workers, launcher, worker};
+    PyObject *keep[] = {parser, windows, launch_lines, processes, launchers, workers, launcher, worker};
     for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++) Py_INCREF(keep[i]);
+    l->parser = parser;
     l->windows = windows, l->launch_lines = launch_lines, l->processes = processes;
     l->launchers = launchers, l->workers = workers;
     l->hint[NAME_LAUNCHER] = launcher, l->hint[NAME_WORKER] = worker;
@@ -546,7 +609,7 @@ static int launch_env_idle(const char *s, Py_ssize_t n) {
 
 /* vllm._NUMBER's first match in t[0:n] without an exponent (one: Python's), its length <= 40:
  * float() of it in *out; 1 found, 0 none, 2 one this does not read. */
-static int first_number(const char *t, Py_ssize_t n, double *out) {
+static int first_number(const char *t, Py_ssize_t n, double *out, Py_ssize_t *stop) {
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t j = i;
         if (t[j] == '+' || t[j] == '-') j++;
@@ -576,6 +639,7 @@ static int first_number(const char *t, Py_ssize_t n, double *out) {
         buf[end - i] = 0;
         *out = PyOS_string_to_double(buf, NULL, NULL);
         if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 2; }
+        *stop = end;
         return 1;
     }
     return 0;
@@ -626,7 +690,7 @@ static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, in
         }
     }
     i += (Py_ssize_t)sizeof(A) - 1;
-    double prompt, generation;
+    double prompt = 0, generation = 0;
     Py_ssize_t k = engine_number(s + i, n - i, &prompt);
     if (!k) return PYTHON;
     i += k;
@@ -658,8 +722,9 @@ static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, in
                 Py_ssize_t q = 0;
                 while (q < kl && (key[q] >= 'A' && key[q] <= 'Z' ? key[q] | 0x20 : key[q]) == l->field[f].key[q]) q++;
                 if (q < kl) continue;
-                double x;
-                int got = first_number(colon + 1, s + pe - (colon + 1), &x);
+                double x = 0;
+                Py_ssize_t stop = 0;
+                int got = first_number(colon + 1, s + pe - (colon + 1), &x, &stop);
                 if (got == 2) return PYTHON;
                 if (got == 1 && isfinite(x)) {
                     if (c == ENGINE_MAX) return PYTHON;
@@ -672,6 +737,153 @@ static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, in
     }
     *count = c;
     return ENGINE_READ;
+}
+
+/* vllm._value of t[0:n]: 1 with *out, 0 for None, 2 for a number this does not read. */
+static int spec_value(const char *t, Py_ssize_t n, double *out) {
+    double x = 0;
+    Py_ssize_t stop = 0;
+    int got = first_number(t, n, &x, &stop);
+    if (got != 1) return got;
+    if (!isfinite(x)) return 0;
+    if ((stop < n && t[stop] == '%') || (stop + 1 < n && t[stop + 1] == '%')) x = x / 100;
+    *out = x;
+    return 1;
+}
+
+/* A `Key: ` of vllm._KEY at body[pos] (`^` or `,\s*`, then `[A-Za-z][A-Za-z \-]*?:\s*`): the end,
+ * the label in [*k0, *k1); 0 when none starts there. */
+static Py_ssize_t spec_key_at(const char *b, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *k0, Py_ssize_t *k1) {
+    for (int alt = pos == 0 ? 0 : 1; alt < 2; alt++) {
+        Py_ssize_t j = pos;
+        if (alt == 1) {
+            if (j >= n || b[j] != ',') return 0;
+            j++;
+            while (j < n && is_space(b[j])) j++;
+        }
+        if (j >= n || !is_alpha(b[j])) continue;
+        Py_ssize_t k = j + 1;
+        while (k < n && (is_alpha(b[k]) || b[k] == ' ' || b[k] == '-')) k++;
+        if (k >= n || b[k] != ':') continue;
+        *k0 = j, *k1 = k;
+        k++;
+        while (k < n && is_space(b[k])) k++;
+        return k;
+    }
+    return 0;
+}
+
+typedef struct {
+    int has[SK_COUNT];
+    double v[SK_COUNT];
+    int npos;
+    double pos[SPEC_POSITIONS];
+} SpecFields;
+
+/* vllm.spec_fields(body): 1, or 2 for what Python reads (a label it rewrites, a number out of the
+ * plain grammar, more positions than kept). */
+static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *f) {
+    memset(f, 0, sizeof(*f));
+    Py_ssize_t starts[64], ends[64], l0[64], l1[64];
+    int nk = 0;
+    for (Py_ssize_t pos = 0; pos < n;) {
+        Py_ssize_t k0, k1, end = spec_key_at(b, n, pos, &k0, &k1);
+        if (!end) { pos++; continue; }
+        if (nk == 64) return 2;
+        starts[nk] = pos, ends[nk] = end, l0[nk] = k0, l1[nk] = k1;
+        nk++;
+        pos = end;
+    }
+    for (int i = 0; i < nk; i++) {
+        const char *lab = b + l0[i];
+        Py_ssize_t ll = l1[i] - l0[i];
+        strip(&lab, &ll);
+        char low[40];
+        if (ll >= (Py_ssize_t)sizeof(low)) continue;  /* no key is so long */
+        for (Py_ssize_t q = 0; q < ll; q++) low[q] = (char)(lab[q] >= 'A' && lab[q] <= 'Z' ? lab[q] | 0x20 : lab[q]);
+        if (find(low, ll, "tokens tokens", 13)) return 2;
+        int id = -1;
+        for (int k = 0; k < l->nspec_key; k++)
+            if (l->spec_key[k].len == ll && memeq(l->spec_key[k].key, low, (size_t)ll)) { id = l->spec_key[k].id; break; }
+        if (id < 0) continue;
+        /* text = body[end:next].strip().rstrip(".,").strip() */
+        const char *t = b + ends[i];
+        Py_ssize_t tn = (i + 1 < nk ? starts[i + 1] : n) - ends[i];
+        strip(&t, &tn);
+        while (tn > 0 && (t[tn - 1] == '.' || t[tn - 1] == ',')) tn--;
+        strip(&t, &tn);
+        if (id == SK_POSITIONS) {
+            double vals[SPEC_POSITIONS];
+            int c = 0, all = 1;
+            for (Py_ssize_t a = 0; a <= tn;) {
+                const char *comma = memchr(t + a, ',', (size_t)(tn - a));
+                Py_ssize_t e = comma ? comma - t : tn;
+                if (!blank_line(t + a, e - a)) {  /* `if v.strip()` */
+                    double x = 0;
+                    int got = spec_value(t + a, e - a, &x);
+                    if (got == 2) return 2;
+                    if (got == 0) all = 0;
+                    else if (c == SPEC_POSITIONS) return 2;
+                    else vals[c++] = x;
+                }
+                a = e + 1;
+            }
+            if (c && all) {
+                memcpy(f->pos, vals, sizeof(double) * (size_t)c);
+                f->npos = c, f->has[SK_POSITIONS] = 1;
+            }
+            continue;
+        }
+        double x = 0;
+        int got = spec_value(t, tn, &x);
+        if (got == 2) return 2;
+        if (got == 1) f->has[id] = 1, f->v[id] = x;
+    }
+    return 1;
+}
+
+/* vllm.Parser._spec of a V1 line (the body after `SpecDecoding metrics:`): 0 nothing, ENGINE_READ
+ * with the records' metric and value, PYTHON for the rest (V0 fields, a draft length, an interval
+ * without drafts, a first record). */
+static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *count, int *metric, double *value) {
+    SpecFields f;
+    if (spec_fields_c(l, b, n, &f) != 1) return PYTHON;
+    if (!f.has[SK_ACCEPTED] && !f.has[SK_MEAN] && !f.has[SK_RATE]) return 0;
+    if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
+    if (f.has[SK_K] || f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return PYTHON;
+    if (f.has[SK_POSITIONS] && !(flags & F_STEPS)) return PYTHON;
+    if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return PYTHON;
+    if (!f.has[SK_MEAN]) return PYTHON;  /* tokens per cycle from the draft length: Python's */
+    int c = 0;
+    double rate = f.v[SK_RATE];
+    int has_rate = f.has[SK_RATE];
+    if (!has_rate && f.has[SK_ACCEPTED] && f.has[SK_DRAFTED] && f.v[SK_DRAFTED] != 0)
+        rate = f.v[SK_ACCEPTED] / f.v[SK_DRAFTED], has_rate = 1;
+    int ids[] = {-1, SK_ACCEPTED, SK_DRAFTED, SK_ACCEPTED_TPS, SK_DRAFTED_TPS, SK_MEAN, SK_MEAN};
+    for (int i = 0; i < 7; i++) {
+        int has = i == 0 ? has_rate : f.has[ids[i]];
+        if (!has) continue;
+        metric[c] = l->s_spec_names[i], value[c++] = round6(i == 0 ? rate : f.v[ids[i]]);
+    }
+    for (int i = 0; i < f.npos; i++) metric[c] = l->s_pos[i], value[c++] = round6(f.pos[i]);
+    *count = c;
+    return ENGINE_READ;
+}
+
+/* The next spec window of the vllm parser (spec_window + 1), stored: -1 on error. */
+static long spec_window(VllmLines *l) {
+    PyObject *w = PyObject_GetAttrString(l->parser, "spec_window");
+    if (!w) return -1;
+    long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
+    Py_DECREF(w);
+    if (window < 0 || window >= LONG_MAX - 1) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "spec_window must be an int");
+        return -1;
+    }
+    PyObject *nw = PyLong_FromLong(window + 1);
+    int bad = !nw || PyObject_SetAttrString(l->parser, "spec_window", nw) < 0;
+    Py_XDECREF(nw);
+    return bad ? -1 : window + 1;
 }
 
 /* The next window of a DP engine (vllm.Parser.engine_windows[rank] + 1), stored: -1 on error. */
@@ -702,7 +914,8 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     VllmLines *l = &v->lines;
     /* literals: vLLM's `throughput:` alone (and the scanner's own); STARTS: the Tagger's, launch_env's */
     int throughput = l->lit_throughput >= 0 && (lits >> l->lit_throughput & 1);
-    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0);
+    int metrics = l->lit_metrics >= 0 && (lits >> l->lit_metrics & 1);
+    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0);
     for (uint64_t o = other; o; o &= o - 1)
         if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
     if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
@@ -718,14 +931,25 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
         char c = s[0];
         if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
-        if (!throughput) return DECLINE;  /* read_line reads it as before */
+        if (!throughput && !metrics) return DECLINE;  /* read_line reads it as before */
         if (!(flags & F_MAIN)) return PYTHON;
     }
     if (by_start & BIT(R_LAUNCH_ENV) && !launch_env_idle(s, n)) return PYTHON;
     int count = 0, metric[ENGINE_MAX];
     double value[ENGINE_MAX];
     long long dp = -1;
-    if (throughput && find(s, n, "Avg prompt throughput", 21)) {
+    int spec = 0;
+    if (metrics) {  /* vllm.Parser.feed: `metrics:` first, and then not `throughput:` */
+        const char *a = find(s, n, "SpecDecoding metrics:", 21), *b = find(s, n, "Speculative metrics:", 20);
+        const char *m = a && (!b || a < b) ? a : b;
+        if (m) {
+            Py_ssize_t i = m - s + (m == a ? 21 : 20);
+            while (i < n && is_space(s[i])) i++;
+            int got = spec_read(l, s + i, n - i, flags, &count, metric, value);
+            if (got == PYTHON) return PYTHON;
+            spec = got == ENGINE_READ;
+        }
+    } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
         int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
         if (got == PYTHON) return PYTHON;
         if (got == ENGINE_READ && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE))) return PYTHON;  /* first records */
@@ -737,7 +961,13 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         Py_XDECREF(ln);
         if (bad) return ERROR;
     }
-    if (count) {
+    if (spec && count) {
+        long window = spec_window(l);
+        if (window < 0) return ERROR;
+        for (int i = 0; i < count; i++)
+            if (add_metric(self, metric[i], value[i], window, lineno, l->s_spec, self->s_empty, process) < 0)
+                return ERROR;
+    } else if (count) {
         char rank[32];
         int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
         int rank_idx = intern_str(self, rank, rl);

@@ -46,8 +46,9 @@ C_READERS = ("tagger", "eagle_profile", "sglang", "vllm", "llamacpp", "nccl_debu
 _FLAGS = (  # settings the scanner must find set (first records are Python's): bit, formats, settings
     (1, "eagle_profile", None), (2, None, "spec.algorithm"), (4, None, "spec.steps"),
     (8, "sglang_decode", None), (16, "sglang_prefill", None), (32, None, "engine"),
-    (8192, "vllm_engine", None),  # F_VLLM_ENGINE (_scan_vllm.h)
+    (8192, "vllm_engine", None), (16384, "vllm_spec", None),  # F_VLLM_ENGINE, F_VLLM_SPEC (_scan_vllm.h)
 )
+F_LAUNCH_USED = 32768  # vllm.Parser.launch_used (_scan_vllm.h: a spec line read in C leaves it set)
 
 Sink = Callable[[ParseResult], None]
 
@@ -197,7 +198,7 @@ class _Parse:
             x, y = self.sglang.bench.block, self.vllm.bench.block
             self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer,
                             x.prefix, not self.nccl_tests.held)
-        return _flags(self.result) | (mode & F_BENCH)
+        return _flags(self.result) | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
         """A line Python reads, as the line engine does: to the readers it concerns and the busy ones."""
@@ -283,9 +284,9 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
     # vLLM's process tags and engine lines (_scan_vllm.h): the state those lines move on
-    scan.vllm_arm(by_name["vllm"].engine_windows, tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
-                  processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, (processes.LAUNCHER, processes.WORKER),
-                  result.offer)
+    scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
+                  dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,
+                  (processes.LAUNCHER, processes.WORKER), result.offer)
     others = [r for r in readers if r is not eagle and r is not tagger]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
