@@ -154,3 +154,114 @@ def test_serving_keys_are_remembered_up_to_a_bound():
         assert len(serving.KEYS) == 3
         assert serving.serving_key("Maximum reqeuest concurrency") == "max_request_concurrency"
         assert serving.serving_key("Output token throughput (tok/s)") == "output_throughput_tok_s"
+
+
+VLLM_FILES = sorted((CORPUS / "serving").glob("vllm_*.log")) + sorted((CORPUS / "shared").glob("vllm_*.log")) + (
+    sorted(SHARED.glob("vllm_*")) if SHARED.is_dir() else [])
+
+
+def _vllm_lines() -> list[str]:
+    lines = []
+    for path in VLLM_FILES:
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return lines
+
+
+VLLM = _vllm_lines()
+ENGINE = [line for line in VLLM if "Avg prompt throughput" in line]
+SPEC = [line for line in VLLM if "SpecDecoding metrics:" in line or "Speculative metrics:" in line]
+TAGGED = [line for line in VLLM if line.startswith("(") and " pid=" in line[:60]]
+
+# Damage a vLLM line the scanner reads could come with: each must be read as Python reads it.
+VLLM_DAMAGED = [
+    lambda s: s.replace("pid=", "pid=0", 1),  # the same pid, other text: another process tag
+    lambda s: s.replace(" pid=", " rank=3 pid=", 1),
+    lambda s: s.replace(" pid=", " TP1 pid=", 1),
+    lambda s: s.replace("APIServer", "APIServer_2", 1),
+    lambda s: s.replace("APIServer", "Worker_x", 1),
+    lambda s: s.replace("(", "(Mystery ", 1),
+    lambda s: s + " user@host",
+    lambda s: s + " NCCL_PROTO=LL",
+    lambda s: s + " a=b",
+    lambda s: "+ " + s,
+    lambda s: s.replace("Engine 000", "Engine " + "9" * 25, 1),
+    lambda s: s.replace("Engine 000", "Engine 7", 1),
+    lambda s: s.replace("Engine 000: ", "Engine: ", 1),
+    lambda s: s.replace("throughput: ", "throughput: 1e3", 1),
+    lambda s: s.replace("throughput: ", "throughput: " + "9" * 60, 1),
+    lambda s: s.replace("generation throughput: ", "generation throughput: 0.0 tokens/s, x: ", 1),
+    lambda s: s.replace(" tokens/s, Avg generation", " tokens/s,  Avg generation", 1),
+    lambda s: s.replace("Running: ", "Running: -", 1),
+    lambda s: s.replace("Running: ", "running :  +.5e", 1),
+    lambda s: s.replace("Running: ", "Running: nan, Waiting: inf, Swapped: 1E5, Pending: ", 1),
+    lambda s: s.replace("GPU KV cache usage: ", "GPU  KV cache usage:\t", 1),
+    lambda s: s.rstrip(".") + "...",
+    lambda s: s + ", Running: 4 reqs, Running: 5 reqs",
+    lambda s: s.replace("metrics: ", "metrics:  metrics: ", 1),
+    lambda s: s.replace("Mean acceptance length: ", "Mean acceptance length: nan, x: ", 1),
+    lambda s: s.replace("Mean acceptance length", "mean Acceptance LENGTH", 1),
+    lambda s: s.replace("Accepted: ", "Accepted tokens tokens: ", 1),
+    lambda s: s.replace("Accepted: ", "Number of accepted tokens: ", 1),
+    lambda s: s.replace("Drafted: ", "Drafted: 0 tokens, Drafted: ", 1),
+    lambda s: s.replace("Drafted: ", "Drafted: -", 1),
+    lambda s: s.replace("acceptance rate: ", "acceptance rate: 1.5e2", 1),
+    lambda s: s.replace("acceptance rate: ", "acceptance rate: nan, ", 1),
+    lambda s: s.replace("Per-position acceptance rate: ", "Per-position acceptance rate: nan, ", 1),
+    lambda s: s.replace("Per-position acceptance rate: ", "Per-position acceptance rate: " + "0.5, " * 20, 1),
+    lambda s: s.replace("Per-position acceptance rate: ", "Per-position acceptance rate: , ,", 1),
+    lambda s: s.replace(", ", ",", 2),
+    lambda s: s + ", Number of speculative tokens: 3",
+    lambda s: s + ", System efficiency: 0.5",
+    lambda s: s.replace("%", " %", 1),
+    lambda s: s.replace("SpecDecoding metrics:", "Speculative metrics:", 1),
+    lambda s: s.replace("metrics:", "metrics", 1),
+    lambda s: s.replace("INFO", "INFØ", 1),
+    lambda s: s[: len(s) * 2 // 3],
+    lambda s: s + " Serving Benchmark Result",
+]
+
+
+def _vllm_log(seed: int) -> bytes:
+    """Runs of real vLLM files' lines, and their engine, spec and tagged lines alone, some damaged."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 10)):
+        pool = rng.choice([VLLM, ENGINE, SPEC, TAGGED])
+        start = rng.randrange(len(pool))
+        for line in pool[start:start + rng.randint(1, 40)]:
+            if rng.random() < 0.15:
+                line = rng.choice(VLLM_DAMAGED)(line)
+            lines.append(line)
+    return "\n".join(lines).encode() + b"\n"
+
+
+def test_the_corpus_holds_vllm_engine_spec_and_tagged_lines():
+    assert len(ENGINE) >= 10 and len(SPEC) >= 20 and len(TAGGED) >= 20
+    assert any(line.startswith("(APIServer pid=") for line in TAGGED)
+    assert any("Engine 000: Avg prompt" in line for line in ENGINE)
+    assert any("Per-position acceptance rate" in line for line in SPEC)
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_real_vllm_lines_mixed_and_damaged_give_the_records_lines_give(seed):
+    data = _vllm_log(seed)
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def test_each_real_vllm_file_gives_the_records_lines_give_read_whole_and_repeated():
+    for path in VLLM_FILES:
+        data = path.read_bytes()
+        _same(data)
+        _same(data * 4, 1 << 12, 1 << 12)
+
+
+def test_the_scanner_reads_vllm_engine_spec_and_known_tagged_lines_itself():
+    """Repeated real lines: after the first records (formats and settings are Python's), the
+    scanner reads the engine lines, the V1 SpecDecoding lines and the lines of known processes."""
+    picked = [line for line in VLLM if line.startswith("(APIServer pid=1) INFO 05-06")]
+    assert any("SpecDecoding" in line for line in picked) and any("Engine 000" in line for line in picked)
+    data = ("\n".join(picked) + "\n") * 50
+    fed = _python_lines(data.encode())
+    assert len(fed) <= 2 * len(picked), fed[-5:]
+    _same(data.encode(), 1 << 12, 1 << 12)
