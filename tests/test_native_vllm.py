@@ -265,3 +265,32 @@ def test_the_scanner_reads_vllm_engine_spec_and_known_tagged_lines_itself():
     fed = _python_lines(data.encode())
     assert len(fed) <= 2 * len(picked), fed[-5:]
     _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
+    from ingest.parsers import PARSERS, _scan, processes, vllm
+    from ingest.parsers.records import ParseResult
+
+    result = ParseResult()
+    formats = [p(result) for p in PARSERS.values()]
+    tagger = processes.Tagger(result)
+    scan = native.scanner([tagger, *formats])
+    parser = next(p for p in formats if p.name == "vllm")
+    hints = (processes.LAUNCHER, processes.WORKER)
+    with pytest.raises(TypeError):
+        scan.bench([], [], [], [], serving.Row, serving.KEYS, "not callable", "", True)
+    with pytest.raises(ValueError):
+        scan.bench([], [], [], [], serving.Row, serving.KEYS, None, "#### ", True)
+    with pytest.raises(TypeError):
+        scan.bench({}, [], [], [], serving.Row, serving.KEYS, None, "", True)
+    scan.bench(None)
+    with pytest.raises(TypeError):
+        scan.vllm_arm(parser, [], {}, {"running": 1}, {}, frozenset(), frozenset(), hints, None)
+    with pytest.raises(ValueError):
+        scan.vllm_arm(parser, [], {}, {}, {"accepted": "no such field"}, frozenset(), frozenset(), hints, None)
+    with pytest.raises(AttributeError):
+        scan.vllm_arm(object(), [], {}, {}, {}, frozenset(), frozenset(), hints, None)
+    scan.vllm_arm(parser, tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS), dict(vllm._SPEC_KEYS),
+                  processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, hints, None)
+    with pytest.raises(RuntimeError):
+        _scan.Scanner.__new__(_scan.Scanner).bench(None)

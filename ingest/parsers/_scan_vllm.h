@@ -454,13 +454,6 @@ static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
     if (!v) return NULL;
     VllmLines *l = &v->lines;
     vllm_lines_release(l);
-    windows = PyObject_GetAttrString(parser, "engine_windows");
-    if (!windows) return NULL;
-    Py_DECREF(windows);  /* the parser holds it; held here below */
-    if (!PyDict_CheckExact(windows)) {
-        PyErr_SetString(PyExc_TypeError, "engine_windows must be a dict");
-        return NULL;
-    }
     if (spec_load(self, l, spec_keys) < 0) return NULL;
     if (PyDict_GET_SIZE(fields) > ENGINE_FIELDS) {
         PyErr_SetString(PyExc_ValueError, "too many engine fields");
@@ -495,7 +488,15 @@ static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
     l->k_hints = PyUnicode_InternFromString("hints");
     l->k_pid = PyUnicode_InternFromString("pid");
     if (!l->k_label || !l->k_rank || !l->k_hints || !l->k_pid) { vllm_lines_release(l); return NULL; }
-    PyObject *keep[] = {parser, windows, launch_lines, processes, launchers, workers, launcher, worker};
+    windows = PyObject_GetAttrString(parser, "engine_windows");  /* a new reference, held below */
+    if (!windows) { vllm_lines_release(l); return NULL; }
+    if (!PyDict_CheckExact(windows)) {
+        Py_DECREF(windows);
+        vllm_lines_release(l);
+        PyErr_SetString(PyExc_TypeError, "engine_windows must be a dict");
+        return NULL;
+    }
+    PyObject *keep[] = {parser, launch_lines, processes, launchers, workers, launcher, worker};
     for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++) Py_INCREF(keep[i]);
     l->parser = parser;
     l->windows = windows, l->launch_lines = launch_lines, l->processes = processes;
