@@ -294,3 +294,33 @@ def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
                   processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, hints, None)
     with pytest.raises(RuntimeError):
         _scan.Scanner.__new__(_scan.Scanner).bench(None)
+
+
+CAPITAL = [line for line in VLLM + REAL if line[:1].isupper() and line.isascii()]
+CAPITAL_DAMAGED = [
+    lambda s: s + " X=1", lambda s: "export " + s, lambda s: "env " + s, lambda s: "declare -x " + s,
+    lambda s: "NCCL_ALGO=Ring " + s, lambda s: s + " root@host:~$ ls", lambda s: s + " $ x", lambda s: s + " + y",
+    lambda s: "A=b " + s, lambda s: s.replace(" ", "=", 1), lambda s: "Successful requests: 5",
+]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lines_only_launch_env_starts_give_the_records_lines_give(seed):
+    """Real lines with a capital first (launch_env's STARTS), some made into assignments, prompts
+    and NCCL declarations that launch_env reads, among real vLLM lines."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(rng.randint(5, 120)):
+        line = rng.choice(CAPITAL if rng.random() < 0.7 else VLLM)
+        if rng.random() < 0.2:
+            line = rng.choice(CAPITAL_DAMAGED)(line)
+        lines.append(line)
+    data = "\n".join(lines).encode() + b"\n"
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def test_a_capital_line_no_reader_acts_on_is_read_by_the_scanner():
+    data = ("INFO:     ::1:50352 - \"POST /v1/completions HTTP/1.1\" 200 OK\n" * 200).encode()
+    assert len(_python_lines(data)) == 1  # the first: the Tagger makes the main process of it
+    _same(data)

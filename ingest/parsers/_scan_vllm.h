@@ -34,7 +34,11 @@
  *   - and the rest holds no reader's literal but vLLM's `throughput:` (and STARTS none but the
  *     Tagger's and launch_env's, for which it holds no assignment and no prompt): nothing, or
  *     vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s, Avg generation
- *     throughput: Y tokens/s, Running: ...` with Y > 0, once its format's first record was set.
+ *     throughput: Y tokens/s, Running: ...` with Y > 0, or a V1 `SpecDecoding metrics: ...` line
+ *     (_spec, _spec_v1) with a mean acceptance length and drafts, once their formats' first records
+ *     were set;
+ *   - or untagged, a line only launch_env's STARTS names (a capital first) holding no assignment,
+ *     prompt or literal: launch_env does nothing with it (read_line hands all of those back).
  * Anything else is declined: read_line reads it as before (or hands it to Python). */
 
 #define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
@@ -932,7 +936,15 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
         char c = s[0];
         if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
-        if (!throughput && !metrics) return DECLINE;  /* read_line reads it as before */
+        if (!throughput && !metrics) {
+            /* A line only launch_env's STARTS names (a capital first: `INFO: ...`, a table's row)
+             * with no assignment, prompt or NCCL_ on it: launch_env does nothing with it, the
+             * Tagger makes it "main"'s. read_line would hand every such line back. */
+            if (by_literal || by_start != BIT(R_LAUNCH_ENV) || !(flags & F_MAIN) || memchr(s, '=', (size_t)n)
+                || !launch_env_idle(s, n)) return DECLINE;
+            if (bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+            return OK;
+        }
         if (!(flags & F_MAIN)) return PYTHON;
     }
     if (by_start & BIT(R_LAUNCH_ENV) && !launch_env_idle(s, n)) return PYTHON;
