@@ -10,6 +10,9 @@
  *   - an SGLang `Decode batch` / `Prefill batch` line under a `[date time TPn]` prefix whose
  *     label the Tagger knows already;
  *   - an NCCL line that both the Tagger and nccl_debug have seen before (a repeated channel line);
+ *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
+ *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
+ *     (_scan_vllm.h says which exactly);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
