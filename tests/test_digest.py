@@ -242,3 +242,27 @@ def test_the_migration_cuts_stored_digests_into_parts_that_join_back_to_them(ali
         assert bytes(Digest.objects.get(logfile_id=big.id).data) == blob
     finally:
         MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def test_a_profile_of_thousands_of_distinct_phase_names_lists_each_with_its_own_figures(monkeypatch):
+    # Window 1 and 3 print the same 2000 names (0.25 and 0.75 ms), window 2 2000 others (0.5 ms):
+    # per window the phases add up to 500, 1000 and 1500 ms; every name's median is 0.5 ms.
+    n = 2000
+
+    def block(names: range, ms: str) -> str:
+        return "[EAGLE3_PROFILE] window=100 cycles, steps=2\n" + "".join(f"  Phase {k}: {ms} ms/cyc\n" for k in names)
+
+    data = (block(range(n), "0.25") + block(range(n, 2 * n), "0.5") + block(range(n), "0.75")).encode()
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 999)  # groups parked over several flushes
+    monkeypatch.setattr(parsers, "SPILL_AT", 700)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 700)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    parsed = summarize(result, sink.rows(result))
+    assert parsed["summary"]["cycle_ms"] == 1000.0 and parsed["summary"]["windows"] == 3
+    assert [p["name"] for p in parsed["phases"]] == [f"Phase {k}" for k in range(2 * n)]
+    assert parsed["phases"][0] == {"name": "Phase 0", "ms": 0.5, "pct": 0.05, "windows": 2, "spread": None}
+    assert parsed["phases"][-1] == {"name": f"Phase {2 * n - 1}", "ms": 0.5, "pct": 0.05, "windows": 1,
+                                    "spread": None}
+    assert {(p["ms"], p["pct"]) for p in parsed["phases"]} == {(0.5, 0.05)}
+    assert parsed == summarize(parse_stream(io.BytesIO(data)))  # as the records summarise, held in memory
