@@ -18,7 +18,6 @@ Pure: no Django (the summary is tested without a database).
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import tempfile
 from array import array
@@ -65,7 +64,6 @@ class Spill:
         self._file: IO[bytes] | None = None  # opened at the first put: a small parse never spills
         self._end = 0
         self._size = 0  # the file's length, ahead of _end
-        self._map: mmap.mmap | None = None  # the file, read-only, while nothing is written
 
     def put(self, column: array) -> Piece:
         return self.put_many([column])[0]
@@ -84,9 +82,6 @@ class Spill:
             end += len(column) * column.itemsize
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self.directory)
-        if self._map is not None:  # mapped before this write: mapped again at the next take
-            self._map.close()
-            self._map = None
         if end > self._size:
             self._size = max(end, 2 * self._size, self.GROW)
             os.ftruncate(self._file.fileno(), self._size)
@@ -99,24 +94,20 @@ class Spill:
 
     def take(self, pieces: Sequence[Piece], typecode: str) -> array:
         """The pieces' numbers in order, as one array of `typecode` (4-byte pieces widen to 8).
-        Read through a map of the file, not a system call a piece: a summary of many small
-        groups reads a million small pieces."""
-        if self._map is None:
-            assert self._file is not None
-            self._map = mmap.mmap(self._file.fileno(), self._size, access=mmap.ACCESS_READ)
+        One pread a piece (not seek and read). Not a map of the file: the pages a map touches
+        count in the process's RSS, and a summary reads the whole spill, once a launch."""
+        assert self._file is not None
+        fd = self._file.fileno()
         out = array(typecode)
         for offset, n, code in pieces:
             part = array(code)
-            part.frombytes(self._map[offset:offset + n * part.itemsize])
+            part.frombytes(os.pread(fd, n * part.itemsize, offset))
             if len(pieces) == 1 and code == typecode:
                 return part
             out.extend(part if code == typecode else array(typecode, part))
         return out
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
         if self._file is not None:
             self._file.close()
 
@@ -207,8 +198,19 @@ class Group:
             return out
 
         pcts = self.pcts
-        return Group(self.logfile, self.process, self.source, self.name, self.rank, take(self.windows),
-                     take(self.lines), take(self.values), take(self.order), None if pcts is None else take(pcts))
+        taken = [take(self.windows), take(self.lines), take(self.values), take(self.order)]
+        if pcts is not None:
+            taken.append(take(pcts))
+        first = self._columns[0]
+        if isinstance(first, Parked):
+            # Parked again, as the group was: a run of several launches splits every group, and
+            # the parts held in memory were all its rows at once (a 512 MB log: +600 MB).
+            pieces = first.spill.put_many(taken)
+            columns: list[Column] = [Parked.of(first.spill, [piece]) for piece in pieces]
+        else:
+            columns = list(taken)
+        return Group(self.logfile, self.process, self.source, self.name, self.rank, columns[0], columns[1],
+                     columns[2], columns[3], columns[4] if pcts is not None else None)
 
 
 @dataclass

@@ -266,3 +266,20 @@ def test_a_profile_of_thousands_of_distinct_phase_names_lists_each_with_its_own_
                                     "spread": None}
     assert {(p["ms"], p["pct"]) for p in parsed["phases"]} == {(0.5, 0.05)}
     assert parsed == summarize(parse_stream(io.BytesIO(data)))  # as the records summarise, held in memory
+
+
+def test_a_parked_groups_share_of_a_launch_is_parked_too(monkeypatch):
+    """A run of several launches splits its groups: each share waits on disk as the group did,
+    not in memory (a 512 MB log's shares were all its rows at once)."""
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 3000)
+    (tput,), (draft,) = d.rows().metrics, d.rows().phases
+    share = tput.part([0, 2, 1500, 3000])
+    assert all(isinstance(c, digest.Parked) for c in share._columns[:4]) and len(share) == 4
+    assert list(share.windows) == [1, 3, 1500, 3000] and list(share.lines) == [2, 6, 2**40, 6000]
+    assert list(share.values) == [1 / 7, 3 / 7, 1.0, 3000 / 7] and list(share.order) == [0, 4, 3000, 5999]
+    drafted = draft.part([1, 2])
+    assert isinstance(drafted._columns[4], digest.Parked) and drafted.pcts is not None
+    assert drafted.pcts[0] != drafted.pcts[0] and drafted.pcts[1] == 1.5  # none printed (NaN), then 1.5
+    assert list(drafted.values) == [2 / 3, 1.0]
