@@ -58,6 +58,7 @@ class Spill:
     # The file is made longer ahead of the writes (sparse: no disk until written), GROW at least:
     # a write past a file's end costs ext4 several times one inside it.
     GROW = 64 << 20
+    WRITE = 1 << 20
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = directory
@@ -85,12 +86,34 @@ class Spill:
         if end > self._size:
             self._size = max(end, 2 * self._size, self.GROW)
             os.ftruncate(self._file.fileno(), self._size)
-        data = b"".join(parts) if len(parts) > 1 else memoryview(parts[0]).cast("B") if parts else b""
-        written = 0
-        while written < len(data):  # a regular file writes all at once; a short write is resumed
-            written += os.pwrite(self._file.fileno(), data[written:], self._end + written)
+        # Small columns joined into writes of about WRITE bytes, a large one written as it is
+        # (a copy of it would double the memory of a large group's flush).
+        at, held = self._end, 0
+        small: list[memoryview] = []
+        for column in parts:
+            view = memoryview(column).cast("B")
+            if len(view) >= self.WRITE:
+                at = self._write(at, b"".join(small))
+                at = self._write(at, view)
+                small, held = [], 0
+                continue
+            small.append(view)
+            held += len(view)
+            if held >= self.WRITE:
+                at = self._write(at, b"".join(small))
+                small, held = [], 0
+        at = self._write(at, b"".join(small))
+        assert at == end
         self._end = end
         return pieces
+
+    def _write(self, at: int, data: bytes | memoryview) -> int:
+        """`data` written at `at`; where the next bytes go."""
+        assert self._file is not None
+        written = 0
+        while written < len(data):  # a regular file writes all at once; a short write is resumed
+            written += os.pwrite(self._file.fileno(), data[written:], at + written)
+        return at + written
 
     def take(self, pieces: Sequence[Piece], typecode: str) -> array:
         """The pieces' numbers in order, as one array of `typecode` (4-byte pieces widen to 8).
@@ -197,20 +220,21 @@ class Group:
             out.frombytes(np.frombuffer(column, dtype=np.dtype(column.typecode))[at].tobytes())
             return out
 
-        pcts = self.pcts
-        taken = [take(self.windows), take(self.lines), take(self.values), take(self.order)]
-        if pcts is not None:
-            taken.append(take(pcts))
         first = self._columns[0]
-        if isinstance(first, Parked):
-            # Parked again, as the group was: a run of several launches splits every group, and
-            # the parts held in memory were all its rows at once (a 512 MB log: +600 MB).
-            pieces = first.spill.put_many(taken)
-            columns: list[Column] = [Parked.of(first.spill, [piece]) for piece in pieces]
-        else:
-            columns = list(taken)
-        return Group(self.logfile, self.process, self.source, self.name, self.rank, columns[0], columns[1],
-                     columns[2], columns[3], columns[4] if pcts is not None else None)
+        spill = first.spill if isinstance(first, Parked) else None
+        columns: list[Column | None] = []
+        for column in self._columns:
+            if column is None:
+                columns.append(None)
+                continue
+            part = take(_load(column))
+            # Parked again, as the group was, a column at a time: a run of several launches
+            # splits every group, and shares held in memory were all its rows at once (a 512 MB
+            # log: +600 MB); a large group's five columns at once were twice the largest column.
+            columns.append(part if spill is None else Parked.of(spill, spill.put_many([part])))
+        windows, lines, values, order, pcts = columns
+        assert windows is not None and lines is not None and values is not None and order is not None
+        return Group(self.logfile, self.process, self.source, self.name, self.rank, windows, lines, values, order, pcts)
 
 
 @dataclass
