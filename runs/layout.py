@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 LAUNCHER, WORKER, BENCH, NCCL_TESTS, UNKNOWN = (
     "serving launcher", "serving worker", "benchmark client", "nccl-tests", "unknown",
@@ -97,13 +98,19 @@ def layout(files: dict[int | None, dict]) -> Layout:
                 seen.add(target)
                 target = table[target]["alias"]
             canonical[tag] = target
+        # Each process's aliases, found in one pass: a file of thousands of pids (an NCCL log of many
+        # jobs) made a scan of every tag per process quadratic.
+        aliases: dict[str, list[str]] = {}
+        for t, c in canonical.items():
+            if c != t:
+                aliases.setdefault(c, []).append(t)
         events: list[tuple[int, int, str]] = [(line, 0, "") for line in info.get("launch_lines") or []]
         for tag, p in table.items():
             if canonical[tag] != tag:
                 continue
             pid = f"{logfile}:{tag}" if logfile is not None else tag
             role = _file_role(p.get("role") or UNKNOWN, override)
-            labels = [t for t, c in canonical.items() if c == tag and t != tag]
+            labels = aliases.get(tag, [])
             rank = p.get("rank") or next((table[t].get("rank") for t in labels if table[t].get("rank")), None)
             processes.append({
                 "id": pid, "logfile": logfile, "file": info.get("name"), "tag": tag,
@@ -142,8 +149,16 @@ def layout(files: dict[int | None, dict]) -> Layout:
 
 def _merge_same_pids(lay: Layout) -> None:
     """Two launches holding the same (host, pid) are one launch seen in two files."""
+    while _merge_one_pair(lay):
+        pass
+
+
+def _merge_one_pair(lay: Layout) -> bool:
+    """Merge the first two launches holding the same (host, pid), or one's pid with no host: True
+    when two were merged (the launches are numbered again, so the caller looks again)."""
     info = {p["id"]: p for p in lay.processes}
     owner: dict[tuple, int] = {}
+    keys_of_pid: dict[Any, list[tuple]] = {}  # each pid's keys in the order owner took them
     for i, launch in enumerate(lay.launches):
         for pid in launch.processes:
             p = info[pid]
@@ -152,11 +167,14 @@ def _merge_same_pids(lay: Layout) -> None:
             key = (p["host"] or "", p["pid"])
             j = owner.get(key)
             if j is None:
-                j = next((owner[k] for k in owner if k[1] == p["pid"] and (not k[0] or not key[0])), None)
+                j = next((owner[k] for k in keys_of_pid.get(p["pid"], ()) if not k[0] or not key[0]), None)
             if j is not None and j != i:
                 merge(lay, j, i)
-                return _merge_same_pids(lay)
+                return True
+            if key not in owner:
+                keys_of_pid.setdefault(p["pid"], []).append(key)
             owner[key] = i
+    return False
 
 
 def merge(lay: Layout, into: int, other: int) -> None:

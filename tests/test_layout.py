@@ -240,3 +240,29 @@ def test_a_role_change_is_recorded_with_the_figures_it_moved(bob, client, bearer
     assert "bob: server.log: detected → nccl-tests; throughput 472.8 → — tok/s" in page
     assert "NCCL ok → unknown" in page
     assert "event-roles" in client.get("/").content.decode()
+
+
+def test_thousands_of_launches_in_two_files_pair_up_by_pid_and_keep_their_aliases():
+    """Two files of the same 1,100 launches (a launcher and a worker each, the worker's pid also
+    named by a `[TPn]` alias; the second file without hosts) give 1,100 launches of four processes,
+    each worker with its alias. More merges than Python's recursion limit (each merge recursed, and
+    1,100 of them raised RecursionError), and aliases found without a scan of every tag per process."""
+    from runs.layout import LAUNCHER, WORKER, layout
+
+    def table(host: str | None) -> dict:
+        procs: dict[str, dict] = {}
+        for n in range(1100):
+            launcher, worker = 10_000 + 2 * n, 10_001 + 2 * n
+            procs[f"pid {launcher}"] = {"pid": launcher, "host": host, "role": LAUNCHER, "first_line": 10 * n + 1}
+            procs[f"pid {worker}"] = {"pid": worker, "host": host, "role": WORKER, "first_line": 10 * n + 2,
+                                      "rank": "0"}
+            procs[f"TP0 #{n}"] = {"pid": None, "host": None, "role": WORKER, "first_line": 10 * n + 3,
+                                  "alias": f"pid {worker}", "label": f"TP0 #{n}"}
+        return procs
+
+    lay = layout({1: {"name": "a.log", "processes": table("vm")}, 2: {"name": "b.log", "processes": table(None)}})
+    assert len(lay.launches) == 1100
+    assert all(len(launch.processes) == 4 for launch in lay.launches)
+    assert lay.launches[7].processes == ["1:pid 10014", "1:pid 10015", "2:pid 10014", "2:pid 10015"]
+    workers = {p["id"]: p for p in lay.processes if p["role"] == WORKER}
+    assert workers["2:pid 10015"]["aliases"] == ["TP0 #7"] and workers["1:pid 12199"]["aliases"] == ["TP0 #1099"]
