@@ -54,7 +54,17 @@ def _shell_value(value: str) -> str:
     return re.sub(r"\\(.)", r"\1", value)
 
 
+# What makes shlex.split differ from str.split: quotes, escapes, and whitespace one splits on and
+# the other not (str.split also splits on \v \f \x1c-\x1f and non-ASCII spaces, shlex only on
+# space, \t, \r, \n): a text without any is split by str.split, word for word as shlex would.
+_SHELL_SPECIAL = re.compile(r"['\"\\\x0b\x0c\x1c-\x1f]")
+
+
 def _words(text: str) -> list[str]:
+    # shlex reads a character at a time in Python: a launch line of a few hundred arguments cost
+    # more than the rest of its reading. Most have no quote or escape.
+    if text.isascii() and not _SHELL_SPECIAL.search(text):
+        return text.split()
     try:
         return shlex.split(text)
     except ValueError:  # an unbalanced quote in a cut-off line
@@ -65,9 +75,16 @@ class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = ("NCCL_",)
-    # feed()'s first-character test: `$`, `+`, `(`, an upper-case letter (any non-ASCII
-    # character, as str.isupper() takes some), `export`, `env `.
-    STARTS: re.Pattern | None = re.compile(r"\n(?:[$+(A-Z\x80-\U0010ffff]|export|env )")
+    # Without "NCCL_", feed() acts only where its first-character test passes AND _command finds,
+    # past any _PROMPT, an assignment or `export`/`env` (_START). So: a `$ `/`+ ` prompt; `(...)`
+    # tags then a prompt's start (`[`, `$ `, `user@`); an upper-case letter (or any non-ASCII
+    # character, as str.isupper() takes some) then a name and `=` (or a `User@host` prompt's `@`);
+    # `export` then a space, `=` or `@`; `env `. Not the bulk of a serving log that merely starts
+    # upper-case (`INFO 11-29 ...`, `Mean TTFT (ms): ...`) or with a vLLM tag (`(EngineCore pid=1)`):
+    # the native scanner reads those on (_scan_launch.h reads this pattern by hand).
+    STARTS: re.Pattern | None = re.compile(
+        r"\n(?:[$+][^\S\n]|(?:\((?:[^()\n]|\([^()\n]*\))*\)[^\S\n]*)+(?:\[|[$+][^\S\n]|[\w.-]+@)"
+        r"|[A-Z\x80-\U0010ffff][\w.-]*[=@]|export(?:[^\S\n]|[\w.-]*[=@])|env )")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
