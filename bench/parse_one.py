@@ -1,6 +1,7 @@
 """Parse one log as `manage.py parselog` does (its own parse_file: the parse, the digest, the
-summary) and print the seconds that took, start-up left out: what bench/run.py's mixes section
-times, in a process of its own (its peak RSS is the parse's)."""
+summary) and print the seconds that took, start-up left out, and the CPU seconds it used: what
+bench/run.py's mixes section times, in a process of its own (its peak RSS is the parse's). The CPU
+seconds say what the parse costs where other work shares the cores (wall time then grows, CPU does not)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,6 @@ from ingest.parsers import native  # noqa: E402
 
 if __name__ == "__main__":
     native.hold_heap()  # as parselog does
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     parse_file(Path(sys.argv[1]))
-    print(f"{time.perf_counter() - start:.6f}")
+    print(f"{time.perf_counter() - start:.6f} {time.process_time() - cpu:.6f}")

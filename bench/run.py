@@ -183,12 +183,16 @@ GREP = {"nccl_startup": "NCCL", "decode": "Decode batch", "vllm": "throughput", 
         "generator": "EAGLE3_PROFILE", "blank_lines": "Decode", "tagged_decode": "Decode", "distinct_names": "Phase"}
 
 
-def parse_one(log: Path, env, timeout: float) -> tuple[float, int]:
-    """parselog's own parse of `log` (bench/parse_one.py), timed inside its process: (seconds,
-    peak RSS). Start-up is not in the time (on this loaded VM it varied 1.5-15 s, more than a parse)."""
+def parse_one(log: Path, env, timeout: float) -> tuple[float, float, int]:
+    """parselog's own parse of `log` (bench/parse_one.py), timed inside its process: (seconds, CPU
+    seconds, peak RSS). Start-up is not in the time (on this loaded VM it varied 1.5-15 s, more than
+    a parse)."""
     out: list[bytes] = []
     seconds, rss = wall([PY, str(ROOT / "bench" / "parse_one.py"), str(log)], env, timeout=timeout, out=out)
-    return (seconds if math.isinf(seconds) else float(b"".join(out).split()[-1])), rss
+    if math.isinf(seconds):
+        return seconds, seconds, rss
+    took, cpu = b"".join(out).split()[-2:]
+    return float(took), float(cpu), rss
 
 
 def section_mixes(a, mix_rows: list, refs, env) -> None:
@@ -214,9 +218,10 @@ def section_mixes(a, mix_rows: list, refs, env) -> None:
             continue
         if runs[0][0] < a.parse_timeout / 4:  # the best of two where a second is cheap
             runs.append(parse_one(log, env, a.parse_timeout))
-        seconds, rss = min(r[0] for r in runs), max(r[1] for r in runs)
-        row = report.judge_mix(mix, mixes.describe(mix, roots), size=size, seconds=seconds, startup=0.0,
-                               rss=rss, grep_seconds=grep, wc_seconds=wc, loop_seconds=loop, timeout=a.parse_timeout)
+        seconds, cpu, rss = min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
+        row = report.judge_mix(mix, mixes.describe(mix, roots), size=size, seconds=seconds, cpu_seconds=cpu,
+                               startup=0.0, rss=rss, grep_seconds=grep, wc_seconds=wc, loop_seconds=loop,
+                               timeout=a.parse_timeout)
         mix_rows.append(row)
         say(f"mix {mix}: {row['measured']}")
 

@@ -185,14 +185,15 @@ def test_a_file_is_sorted_into_a_mix_by_its_content_not_its_name(tmp_path):
 def test_mix_rows_say_rate_rss_and_the_references_or_that_a_parse_did_not_finish():
     row = report.judge_mix("vllm", {"real": True, "files": ["x", "y"]}, size=64 * report.MB, seconds=3.0,
                            startup=1.0, rss=120 * report.MB, grep_seconds=0.05, wc_seconds=0.03, loop_seconds=0.2,
-                           timeout=600)
+                           timeout=600, cpu_seconds=1.6)
     assert row["mb_per_s"] == 32.0 and row["met"] is False and row["startup_excluded"]
+    assert row["mb_per_cpu_s"] == 40.0 and "40.0 MB per CPU second" in row["measured"]
     slow = report.judge_mix("nccl_tests", {"real": True, "files": ["x"]}, size=64 * report.MB, seconds=float("inf"),
                             startup=1.0, rss=400 * report.MB, grep_seconds=0.05, wc_seconds=0.03, loop_seconds=0.2,
                             timeout=600)
     assert slow["mb_per_s"] is None and "did not finish in 600 s" in slow["measured"]
     table = report.mix_table([row, slow]).splitlines()
-    assert table[2].startswith("| vllm | real (2 files) | 64 MB | 32.0 MB/s | 120 MB | 10.0x | 1280 MB/s |")
+    assert table[2].startswith("| vllm | real (2 files) | 64 MB | 32.0 MB/s | 40.0 MB/s | 120 MB | 10.0x | 1280 MB/s |")
     assert "| did not finish |" in table[3]
 
 

@@ -3,6 +3,7 @@ records of the line-at-a-time one, whatever the mix of logs, the chunk sizes and
 its C scanner does read the bulk of a serving log itself."""
 
 import io
+import random
 import re
 import time
 from contextlib import ExitStack
@@ -307,6 +308,32 @@ def test_decode_lines_whose_keys_change_from_line_to_line_give_the_records_lines
     lines = [prefix + bodies[i % len(bodies)] for i in range(3 * len(bodies))]
     lines += [prefix + bodies[0]] * 5 + [prefix + b for b in bodies[::-1]]
     _same(HEAD_SAMPLE.read_bytes() + "\n".join(lines).encode() + b"\n", 1 << 12, 1 << 12)
+
+
+def test_decode_lines_behind_any_prefix_give_the_records_lines_give_and_are_read_in_c():
+    """Real decode lines of other shapes than `[date TPn]`: newer SGLang's `date LEVEL pid
+    [file:line]` prefix with a trailing ', ' (fastrl PR 4), a bare `Decode batch.` (issue 938), and
+    prefixes whose text could name a rank (`DPn TPn`, a `[date ...]` after other text), which
+    sglang._rank reads and so go to Python. Each shape is read by the scanner from its second line."""
+    corpus = PROJECT_ROOT / "tests" / "corpus"
+    real = [line for name in ("shared/sglang_decode_altlogfmt_fastrl_pr4.log", "serving/sglang_decode_2024_a100_issue938.log")
+            for line in (corpus / name).read_text().splitlines() if "Decode batch" in line or "Prefill batch" in line]
+    assert len(real) >= 4
+    body = "#running-req: 48, #token: 3894, token usage: 0.00, gen throughput (token/s): 5452.63, #queue-req: 0, "
+    made = [f"scheduler: Decode batch. {body}", f"x DP3 TP3 Decode batch. {body}",
+            f"x [2026-11-29 21:06:21 DP1 TP1] Decode batch. {body}", f"  Decode batch. {body}",
+            "[EAGLE3_PROFILE] window=100 cycles, steps=2", "  Draft: 1.0 ms/cyc (10%)", "  Accept len: 2.0",
+            f"info 151 [s.py:1] Decode batch [3], {body}", "z Prefill batch. #new-seq: 1, #new-token: 158, token usage: 0.08"]
+    for seed in range(40):
+        rng = random.Random(seed)
+        lines = [rng.choice(real + made) for _ in range(rng.randint(1, 80))]
+        _same("\n".join(lines).encode(), 1 << 10, 1 << 10)
+    stopped: list[str] = []
+    feed = native._Parse.feed_stopped
+    with mock.patch.object(native._Parse, "feed_stopped",
+                           lambda self, line, *a: (stopped.append(line), feed(self, line, *a))):
+        parse_stream(io.BytesIO("\n".join(["scheduler: " + body.join(("Decode batch. ", ""))] * 50).encode()))
+    assert len(stopped) == 1, stopped[:3]
 
 
 def test_every_line_to_clean_in_a_text_chunk_is_cleaned_before_it_is_read():

@@ -937,12 +937,22 @@ static int windows_out(Scanner *self, Windows *w) {
 static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize_t n, int decode, int flags,
                         int64_t lineno, int process) {
     if (!(flags & F_ENGINE) || !(flags & (decode ? F_DECODE_FORMAT : F_PREFILL_FORMAT))) return PYTHON;
-    Py_ssize_t t0, t1, end = sglang_prefix(s, n, &t0, &t1);
-    if (!end || end >= n || s[end] != ' ') return PYTHON;
     const char *word = decode ? "Decode batch" : "Prefill batch";
-    Py_ssize_t j = end + 1;
     Py_ssize_t wl = decode ? 12 : 13;
-    if (!starts_len(s + j, n - j, word, wl)) return PYTHON;
+    Py_ssize_t t0 = 0, t1 = 0, end = sglang_prefix(s, n, &t0, &t1), j;
+    if (end && end < n && s[end] == ' ' && starts_len(s + end + 1, n - end - 1, word, wl)) {
+        j = end + 1;  /* `[date time TAGS] Decode batch`: the rank is the prefix's first DP tag */
+    } else {
+        /* Any other prefix (none; `date LEVEL pid [file:line] ` of newer SGLang): the batch is the
+         * first one in the line (_DECODE.search), and its rank "" unless the text before it could
+         * hold a `[date ...] ` prefix or a `DPn TPn` tag (sglang._rank): those go to Python. */
+        const char *at = find(s, n, word, wl);
+        if (!at) return PYTHON;
+        j = at - s;
+        for (Py_ssize_t i = 0; i < j; i++)
+            if ((s[i] == '[' && is_digit(s[i + 1])) || (s[i] == 'D' && s[i + 1] == 'P')) return PYTHON;
+        t0 = t1 = 0;
+    }
     j += wl;
     /* (?: \[\d+\])?[.,]?\s* */
     if (j + 2 < n && s[j] == ' ' && s[j + 1] == '[' && is_digit(s[j + 2])) {
@@ -1121,7 +1131,9 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                 return PYTHON;
         if ((lits & decode) && (lits & prefill)) return PYTHON;
         int in_block = e->in_block;
-        if (in_block) e->in_block = 0;  /* eagle_busy on a `[` line: the block is over */
+        /* eagle_busy on a line led by no blank: the block is over (an indented one is Python's). */
+        if (in_block && n && is_space(s[0])) return PYTHON;
+        if (in_block) e->in_block = 0;
         int r = sglang_batch(self, windows, s, n, (lits & decode) != 0, flags, lineno,
                              process);
         if (r == PYTHON) e->in_block = in_block;  /* a line handed back has changed nothing */
