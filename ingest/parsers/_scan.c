@@ -1086,6 +1086,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
     unsigned by_start = starts_of(s, n);
+    /* launch_env's trigger on a line it can do nothing with (_scan_launch.h) */
+    if ((by_literal & ~by_start & BIT(R_LAUNCH_ENV)) && launch_idle(s, n)) by_literal &= ~BIT(R_LAUNCH_ENV);
     *mask = by_literal | by_start;
     unsigned rd = *mask;
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
