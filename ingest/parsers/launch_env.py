@@ -46,12 +46,17 @@ def _unquote(value: str) -> str:
     return value
 
 
+_ESCAPED = re.compile(r"\\(.)")
+
+
 def _shell_value(value: str) -> str:
     """A word as the shell hands it to the program: quotes off, `\\,` -> `,` outside quotes
     (mpirun command lines echoed by scripts escape commas and spaces)."""
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[1:-1]
-    return re.sub(r"\\(.)", r"\1", value)
+    if "\\" not in value:  # most values: re.sub would give them back as they are
+        return value
+    return _ESCAPED.sub(r"\1", value)
 
 
 # What makes shlex.split differ from str.split: quotes, escapes, and whitespace one splits on and
