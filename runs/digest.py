@@ -23,6 +23,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
@@ -252,6 +253,7 @@ class CollectiveTally:
         self.kept: list = []
         self.total = 0
         self.busbw: dict[tuple[int | None, str, int], tuple[int, float]] = {}
+        self.names: dict[str, str] = {}
 
     def add(self, collectives: Iterable) -> None:
         for c in collectives:
@@ -261,6 +263,25 @@ class CollectiveTally:
             if c.busbw_gbs is not None:
                 n, peak = self.busbw.get((c.logfile, c.process, c.line), (0, c.busbw_gbs))
                 self.busbw[(c.logfile, c.process, c.line)] = (n + 1, max(peak, c.busbw_gbs))
+
+    def add_frame(self, frame: pl.DataFrame) -> None:
+        """add() of collectives held as columns (records.COLLECTIVE_SCHEMA, the native scanner's:
+        no logfile yet), counted per line by polars, not a record at a time."""
+        if not frame.height:
+            return
+        room = COLLECTIVES_KEPT - len(self.kept)
+        if room > 0:
+            # Rows a name can no longer come for (the scanner reads only rows of a named op): plain
+            # values, not records (runs does not load ingest).
+            self.kept.extend(SimpleNamespace(**row) for row in frame.head(room).iter_rows(named=True))
+        self.total += frame.height
+        counted = (frame.lazy().filter(pl.col("busbw_gbs").is_not_null())
+                   .group_by("process", "line").agg(n=pl.len(), peak=pl.col("busbw_gbs").max()).collect())
+        busbw, names = self.busbw, self.names
+        for process, line, n, peak in counted.iter_rows():
+            process = names.setdefault(process, process)  # one str a process, not one a line
+            old = busbw.get((None, process, line))
+            busbw[(None, process, line)] = (n, peak) if old is None else (old[0] + n, max(old[1], peak))
 
     def into(self, rows: Rows) -> None:
         rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
@@ -292,7 +313,11 @@ class ParseDigest:
             self.digest.phase_batch(batch)
         for batch in metrics:
             self.digest.metric_batch(batch)
-        self.collectives.add(collectives)
+        for held in collectives:
+            if isinstance(held, pl.DataFrame):
+                self.collectives.add_frame(held)
+            else:
+                self.collectives.add(held)
         # The same objects: the nccl_debug parser sets a held echo's rank at its end.
         self.nccl.extend(nccl)
 

@@ -7,6 +7,7 @@ the first tiny `gen throughput` after idle) and would drag a mean.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -680,30 +681,47 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict
     (renew_nccl adds their NCCL settings' verdict). A footer ends a test (the parser windows its
     values by the test's number): a test's rows are the file's rows after the previous test's
     footer and up to its own; rows after the last footer are one more test, cut short."""
-    files = {p["logfile"] for p in lay.processes if p["role"] == NCCL_TESTS}
+    tests_procs: dict[int | None, list[str]] = defaultdict(list)
+    for p in lay.processes:
+        if p["role"] == NCCL_TESTS:
+            tests_procs[p["logfile"]].append(p["id"])
     footers = _nccl_tests_footers(rows.metrics)
-    panels = []
-    for logfile in sorted(files, key=lambda f: (f is None, f or 0)):
-        counted = sorted((line, n, peak) for (lf, process, line), (n, peak) in rows.busbw.items()
-                         if lf == logfile and lay.role(logfile, process) == NCCL_TESTS)
+    names = process_files(result)
+    # One pass over the counted lines (a row each: hundreds of thousands in a long run), each
+    # (file, process) asked its role once; a test's rows are then a slice of its file's sorted
+    # lines, found by bisection (a scan of every line per test was quadratic in the tests).
+    role_of: dict[tuple[int | None, str], bool] = {}
+    counted: dict[int | None, list[tuple[int, int, float]]] = defaultdict(list)
+    for (lf, process, line), (n, peak) in rows.busbw.items():
+        if lf not in tests_procs:
+            continue
+        tests_role = role_of.get((lf, process))
+        if tests_role is None:
+            tests_role = role_of[(lf, process)] = lay.role(lf, process) == NCCL_TESTS
+        if tests_role:
+            counted[lf].append((line, n, peak))
+    panels: list[dict] = []
+    for logfile in sorted(tests_procs, key=lambda f: (f is None, f or 0)):
+        own_rows = sorted(counted.get(logfile, []))
+        lines = [line for line, _, _ in own_rows]
         tests = footers.get(logfile, [])  # (last footer line, average bus bandwidth)
-        last = counted[-1][0] if counted else 0
+        last = lines[-1] if lines else 0
         if not tests or last > tests[-1][0]:
             tests = [*tests, (last, None)]  # rows after the last footer: a test cut short (or none at all)
         start = 0
         for number, (end, avg) in enumerate(tests, 1):
-            own = [(n, peak) for line, n, peak in counted if start < line <= end]
+            own = own_rows[bisect_right(lines, start):bisect_right(lines, end)]  # start < line <= end
             start = end
             panels.append({
                 "logfile": logfile,
-                "file": (process_files(result).get(logfile) or {}).get("name"),
+                "file": (names.get(logfile) or {}).get("name"),
                 "test": number,
                 "tests": len(tests),
-                "processes": [p["id"] for p in lay.processes if p["logfile"] == logfile and p["role"] == NCCL_TESTS],
+                "processes": list(tests_procs[logfile]),
                 "nccl": {},
                 "avg_busbw_gbs": avg,
-                "peak_busbw_gbs": max(peak for _, peak in own) if own else None,
-                "rows": sum(n for n, _ in own),
+                "peak_busbw_gbs": max(peak for _, _, peak in own) if own else None,
+                "rows": sum(n for _, n, _ in own),
             })
     return panels
 

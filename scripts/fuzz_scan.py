@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ingest.parsers import PARSERS, ParseError, _scan, native, parse_stream  # noqa: E402
+from ingest.parsers import PARSERS, ParseError, _scan, native, nccl_tests, parse_stream  # noqa: E402
+from ingest.parsers.records import ParseResult  # noqa: E402
 
 
 def sources() -> list[bytes]:
@@ -95,8 +96,34 @@ def direct_calls(rng: random.Random) -> int:
             scan.scan(text.split("\n"), rng.randint(-3, 9), 1, *state, rng.choice([0, native.F_MAIN]))
         except IndexError:
             raised += 1
+    # The nccl-tests reader's state as the scanner reads it: wrong types and odd tables refused.
+    tests = nccl_tests.Parser(ParseResult())
+    tests.result.formats.append(nccl_tests.NAME)
+    tests.op, tests.table = "all_reduce", nccl_tests.Table("size count type redop root time busbw".split())
+    row = ["         8    2  float  sum  -1  1.5  2.5  3.5 N/A 9"]
+    for held, lead in ((None, {"size": 0}), ([], {"size": -5, "count": 10**30}), ([], {"size": "x"}),
+                       ([], {"size": 2**40, "count": 1}), ([], None)):
+        tests.held, tests.table.lead = held, lead  # type: ignore[assignment]
+        scan.watch_tests(tests, tests.result, ["float", "sum"])
+        try:
+            scan.scan(row, 0, 1, *state, native.F_MAIN)
+        except (TypeError, OverflowError):
+            raised += 1
+    for bad in ([object()], [nccl_tests.Collective("x", 1, 1, "f", "s", -1, None, None, None, None, False, 1,
+                                                   "main", logfile=3)], "not a list"):
+        try:
+            scan.add_collectives(bad)
+        except (TypeError, ValueError, AttributeError):
+            raised += 1
+    for words in ([1], ["not an identifier"], ["x"] * 65):
+        try:
+            scan.watch_tests(tests, tests.result, words)
+        except (TypeError, ValueError):
+            raised += 1
+    scan.take_collectives()
     bare = _scan.Scanner.__new__(_scan.Scanner)
-    for call in (bare.take, bare.take_groups, lambda: bare.mask("x"), lambda: bare.masks("x")):
+    for call in (bare.take, bare.take_groups, lambda: bare.mask("x"), lambda: bare.masks("x"), bare.take_collectives,
+                 lambda: bare.add_collectives([]), lambda: bare.watch_tests(None, None, [])):
         try:
             call()
         except RuntimeError:

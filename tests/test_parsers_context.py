@@ -5,8 +5,11 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ingest.parsers import parse_stream
+from ingest.parsers import context, parse_stream
+from tests.test_parsers_engine import SETTINGS
 
 CORPUS = Path(__file__).parent / "corpus" / "nccl"
 
@@ -84,3 +87,16 @@ def test_every_engine_reads_the_same_context(path):
         got = [{k: setting(r, k) for k in ("topology", "versions", "unread", "context")} | {"warnings": [
             (w.line, w.message) for w in r.warnings]} for r in (parse(content, e) for e in ("lines", "chunks", "native"))]
         assert got[0] == got[1] == got[2], path.name
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([b"Throughput", b"throughput", b"acceptance len", b"Acceptance Rate", b"Accept length",
+                                 b"AVG bus Bandwidth", b"SpecDecoding", b"set BY environment", b"RCCL Version",
+                                 b"statistics  x:", b"Speculative", b"NCCL_ALGO=Ring", b"NCCL_PROTO set to x",
+                                 b"x", b" ", b":", b"\xc5\xbf", b"\xe2\x84\xaa", b"\xc4\xb1", b"_", b"=", b"NCCL",
+                                 b"ccl version", b"bandwidth", b"spec"]), max_size=8))
+def test_the_context_watchers_quick_look_passes_every_line_its_words_find(parts):
+    line = b"".join(parts).decode()
+    watcher = context.Watcher()
+    watcher.offer(1, line)
+    assert (1 in watcher.candidates) == bool(context.WORDS.search(line) and not context._SKIP.search(line))

@@ -209,3 +209,35 @@ def test_vllm_acceptance_rate_and_per_position_rates_have_their_place():
 
 def test_a_log_without_acceptance_figures_has_no_acceptance_key():
     assert "acceptance" not in _parse([_decode("28", "100.0"), _decode("29", "101.0")])
+
+
+def _nccl_test(k: int) -> list[str]:
+    """One all_reduce test whose figures say which test it is: busbw k.1/k.2 (out-of-place) and
+    k.3/k.4 (in-place) on two rows, an average of k.5 in its footer."""
+    return [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        f"           8             2     float     sum      -1    15.78    0.00    {k}.1       0    13.87    0.00    {k}.3       0",
+        f"          16             4     float     sum      -1    15.80    0.00    {k}.2       0    13.90    0.00    {k}.4       0",
+        "# Out of bounds values : 0 OK",
+        f"# Avg bus bandwidth    : {k}.5 ",
+        "#",
+    ]
+
+
+def test_a_file_of_many_nccl_tests_gives_each_test_its_own_rows_and_figures():
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20"]
+    for k in range(1, 301):
+        lines += _nccl_test(k)
+    # A test cut short after the last footer: its rows alone, no average.
+    lines += _nccl_test(301)[:3]
+    panels = summarize(parse_lines(lines))["nccl_tests"]
+    assert [p["test"] for p in panels] == list(range(1, 302))
+    assert {p["tests"] for p in panels} == {301}
+    for k, panel in enumerate(panels[:300], 1):
+        assert panel["avg_busbw_gbs"] == float(f"{k}.5")
+        assert panel["peak_busbw_gbs"] == float(f"{k}.4")
+        assert panel["rows"] == 4
+    assert panels[-1]["avg_busbw_gbs"] is None
+    assert panels[-1]["peak_busbw_gbs"] == 301.3 and panels[-1]["rows"] == 2
+    assert all(p["processes"] == panels[0]["processes"] and p["processes"] for p in panels)

@@ -10,6 +10,8 @@
  *   - an SGLang `Decode batch` / `Prefill batch` line under a `[date time TPn]` prefix whose
  *     label the Tagger knows already;
  *   - an NCCL line that both the Tagger and nccl_debug have seen before (a repeated channel line);
+ *   - an nccl-tests table row of a named op, a device row of a known process, a comment line that
+ *     changes nothing but the op it names (_scan_tests.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
@@ -133,6 +135,9 @@ typedef struct {
     /* metrics: name, value, window, line, source, rank, process */
     ibuf m_name, m_window, m_line, m_source, m_rank, m_process;
     dbuf m_value;
+    struct tests_state *tests;  /* nccl-tests rows and their columns (_scan_tests.h) */
+    PyObject *tests_gpu_key, *tests_hint;  /* "nccl_tests.gpu", "nccl-tests" */
+    PyObject *tests_version_key, *nccl_version_key, *tests_name;  /* "nccl_tests.version", "nccl.version", "nccl_tests" */
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1068,6 +1073,8 @@ static void nccl_remember(Scanner *self, const char *s, Py_ssize_t n, PyObject *
     self->nccl_seen[k].text = copy, self->nccl_seen[k].len = n;
 }
 
+#include "_scan_tests.h"
+
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
@@ -1090,6 +1097,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if ((by_literal & ~by_start & BIT(R_LAUNCH_ENV)) && launch_idle(s, n)) by_literal &= ~BIT(R_LAUNCH_ENV);
     *mask = by_literal | by_start;
     unsigned rd = *mask;
+    if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
     if (rd & BIT(R_EAGLE)) {
         /* A profile line: no other parser's, and tagged "main". */
@@ -1222,7 +1230,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(lines), i = start;
     if (start < 0 || start > n) { PyErr_SetString(PyExc_IndexError, "start outside the lines"); return NULL; }
     State st;
-    if (state_in(&st, eagle, sglang) < 0) return NULL;
+    if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
     unsigned mask = 0;
     int status = OK;
     for (; i < n; i++) {
@@ -1261,7 +1269,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         return NULL;
     }
     State st;
-    if (state_in(&st, eagle, sglang) < 0) return NULL;
+    if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
     unsigned mask = 0;
     int status = OK;
     Py_ssize_t end = len;
@@ -1372,7 +1380,7 @@ struct ArrowArray {
 };
 
 #define ARROW_FLAG_NULLABLE 2
-#define MAX_COLUMNS 8
+#define MAX_COLUMNS 16
 
 typedef struct {  /* what an array owns: its buffers, and (a struct) its children */
     void *buffers[3];
@@ -1869,7 +1877,7 @@ static PyObject *Scanner_add_records(Scanner *self, PyObject *args) {
 }
 
 static PyObject *Scanner_pending(Scanner *self, void *Py_UNUSED(closure)) {
-    return PyLong_FromSsize_t(self->p_name.n + self->m_name.n);
+    return PyLong_FromSsize_t(self->p_name.n + self->m_name.n + tests_pending(self->tests));
 }
 
 static int load_map(Scanner *self, PyObject *dict, keymap **out, int *count) {
@@ -1965,6 +1973,12 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
         || (self->s_graph = intern_str(self, "graph", 5)) < 0) return -1;
     if (load_map(self, decode, &self->decode, &self->ndecode) < 0) return -1;
     if (load_map(self, prefill, &self->prefill, &self->nprefill) < 0) return -1;
+    if (!(self->tests = calloc(1, sizeof(*self->tests)))) { PyErr_NoMemory(); return -1; }
+    if (!(self->tests_gpu_key = PyUnicode_InternFromString("nccl_tests.gpu"))
+        || !(self->tests_hint = PyUnicode_InternFromString("nccl-tests"))
+        || !(self->tests_version_key = PyUnicode_InternFromString("nccl_tests.version"))
+        || !(self->nccl_version_key = PyUnicode_InternFromString("nccl.version"))
+        || !(self->tests_name = PyUnicode_InternFromString("nccl_tests"))) return -1;
     self->ready = 1;
     return 0;
 }
@@ -1994,6 +2008,12 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->p_pct.v);
     free(self->m_value.v);
     nccl_forget(self);
+    tests_free(self->tests);
+    Py_XDECREF(self->tests_gpu_key);
+    Py_XDECREF(self->tests_hint);
+    Py_XDECREF(self->tests_version_key);
+    Py_XDECREF(self->nccl_version_key);
+    Py_XDECREF(self->tests_name);
     Py_XDECREF(self->strings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -2256,6 +2276,12 @@ static PyMethodDef Scanner_methods[] = {
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
+    {"watch_tests", (PyCFunction)Scanner_watch_tests, METH_VARARGS,
+     "watch_tests(parser, result, words): the nccl_tests reader whose table rows the scan reads"},
+    {"take_collectives", (PyCFunction)Scanner_take_collectives, METH_NOARGS,
+     "take_collectives() -> the collectives read so far as a Frame, or None"},
+    {"add_collectives", (PyCFunction)Scanner_add_collectives, METH_O,
+     "add_collectives(collectives): records.Collective objects, after the scanner's own"},
     {"add_records", (PyCFunction)Scanner_add_records, METH_VARARGS,
      "add_records(phases, metrics): records.Phase and records.Metric objects, after the scanner's own"},
     {"take_groups", (PyCFunction)Scanner_take_groups, METH_NOARGS,

@@ -32,6 +32,10 @@ WORDS = re.compile(
     r"throughput|acceptance? (?:len|rate)|Accept length|(?i:avg bus bandwidth|specdecod|set by environment|"
     r"[NR]CCL version)|statistics +\S+:|Speculative|NCCL_[A-Z0-9_]+ set to |(?<![\w.])NCCL_[A-Z0-9_]+="
 )
+# What an ASCII line holding WORDS holds, lowered: one of these (a quick look before the regex,
+# which costs 15-30 us a line; a non-ASCII line is searched whole, since its case folds differ).
+_HINTS = ("throughput", "acceptanc", "accept length", "avg bus bandwidth", "specdecod", "set by environment",
+          "ccl version", "statistics", "speculative", "nccl_")
 # Lines a reader always takes whole (the native scanner's own shapes) and benchmark section titles
 # (`----Speculative Decoding----`, a block's structure): never candidates.
 _SKIP = re.compile(r"Decode batch|Prefill batch|^-{3,}[\w ]+-{3,}\s*$|"
@@ -118,7 +122,13 @@ class Watcher:
         """A line an engine hands a reader (every engine hands the same ones: those holding a format
         reader's trigger or start, plus any line while a reader is busy): a candidate when it holds
         a format's words and a reader's trigger or start, so the engines agree whatever was busy."""
-        if lineno in self.candidates or not WORDS.search(line) or _SKIP.search(line):
+        if lineno in self.candidates:
+            return
+        if line.isascii():
+            low = line.lower()
+            if not any(hint in low for hint in _HINTS):
+                return
+        if not WORDS.search(line) or _SKIP.search(line):
             return
         if self.wanted is not None and not self.wanted(line):
             return
@@ -179,6 +189,8 @@ class Watcher:
                 else:
                     lines = batch.get_column("line").to_list() if batch.height else []
                 self.used.update(x for x in lines if x in open_)
+        for frame in result.collective_frames:
+            self.used.update(x for x in frame.get_column("line").to_list() if x in open_)
 
     def finish(self, result: ParseResult) -> None:
         """Topology, versions, unread lines and, for a file of no log format, its context."""

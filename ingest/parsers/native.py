@@ -92,7 +92,13 @@ def trim_heap() -> bool:
 
 def scanner(readers: list) -> _scan.Scanner:
     literals = [(t, bit) for bit, reader in enumerate(readers) for t in reader.TRIGGERS]
-    return _scan.Scanner(literals, dict(sglang._DECODE_METRICS), dict(sglang._PREFILL_METRICS))
+    scan = _scan.Scanner(literals, dict(sglang._DECODE_METRICS), dict(sglang._PREFILL_METRICS))
+    tests = [r for r in readers if isinstance(r, nccl_tests.Parser)]
+    if tests:  # (a scanner without the reader leaves every nccl-tests line to Python)
+        # The type and op names a table row's cells may hold where the scanner reads it (any other
+        # word is Python's: one the context watcher could take for a format's words, say).
+        scan.watch_tests(tests[0], tests[0].result, sorted(nccl_tests._DTYPES | nccl_tests._REDOPS))
+    return scan
 
 
 F_MAIN = 64  # the Tagger has its "main" process (processes.MAIN): its busy() is over
@@ -122,6 +128,9 @@ def _flush(scan: _scan.Scanner, result: ParseResult, grouped: bool = False) -> N
     them by group (runs.digest.ParseDigest): no string column a record, no group_by."""
     if not scan.pending:
         return
+    collectives = scan.take_collectives()
+    if collectives is not None:
+        result.collective_frames.append(pl.Series(collectives).struct.unnest())
     if grouped:
         for kind, frames in zip(scan.take_groups(), (result.phase_frames, result.metric_frames), strict=True):
             if kind is not None:
@@ -150,6 +159,7 @@ class _Parse:
     labels: set[str]
     nccl_lines: dict[str, str]
     channel_lines: set[str]
+    tests: Any  # the nccl_tests reader
     grouped: bool  # the sink takes the scanner's records as Grouped batches
     by_mask: dict[int, list] = field(default_factory=dict)  # feed_stopped's readers past the first two
 
@@ -168,6 +178,12 @@ class _Parse:
                 result.freeze()
             else:
                 result.phases, result.metrics = [], []  # new lists, as take_rows() gives (Tagger.stamp)
+        # nccl-tests rows Python read join the scanner's columns too, once no name can come for
+        # them any more: the op of the table being read is named (a late name renames the table's
+        # rows in place, the objects themselves; nccl_tests.Parser._comment).
+        if result.collectives and self.tests.op != "unknown":
+            self.scan.add_collectives(result.collectives)
+            result.collectives = []  # a new list, as take_rows() gives (Tagger.stamp)
         return True
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
@@ -251,7 +267,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     scan = scanner(readers)
     others = [r for r in readers if r is not eagle and r is not tagger]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
-                   nccl.channel_lines, bool(getattr(sink, "takes_groups", False)))
+                   nccl.channel_lines, by_name[nccl_tests.NAME], bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)

@@ -116,6 +116,18 @@ METRIC_SCHEMA = pl.Schema({"name": pl.String, "value": pl.Float64, "window": pl.
                            "source": pl.String, "rank": pl.String, "process": pl.String})
 
 
+# nccl-tests rows as columns (the native scanner's): Collective's fields but logfile (none at parse time).
+COLLECTIVE_SCHEMA = pl.Schema({"op": pl.String, "size_bytes": pl.Int64, "count": pl.Int64, "dtype": pl.String,
+                               "redop": pl.String, "root": pl.Int64, "time_us": pl.Float64, "algbw_gbs": pl.Float64,
+                               "busbw_gbs": pl.Float64, "wrong": pl.Int64, "in_place": pl.Boolean,
+                               "line": pl.Int64, "process": pl.String})
+
+
+def collectives_of(frames: list[pl.DataFrame]) -> list[Collective]:
+    """Collectives held as columns, as records (in their order)."""
+    return [Collective(*row) for f in frames for row in f.iter_rows()]
+
+
 def phases_frame(phases: list[Phase]) -> pl.DataFrame:
     return pl.DataFrame([(p.name, p.ms, p.pct, p.window, p.line, p.source, p.process) for p in phases],
                         schema=PHASE_SCHEMA, orient="row")
@@ -205,6 +217,8 @@ class ParseResult:
     # `metrics`. Grouped where the native engine's sink takes them so (`takes_groups`).
     phase_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
     metric_frames: list[Batch] = field(default_factory=list, compare=False, repr=False)
+    # nccl-tests rows held as columns (COLLECTIVE_SCHEMA, the native scanner's): all before `collectives`.
+    collective_frames: list[pl.DataFrame] = field(default_factory=list, compare=False, repr=False)
     # Fields over MAX_INT_DIGITS: {what: [its warning, lines after the first]} (read_int()).
     _bounded: dict[str, list] = field(default_factory=dict, compare=False, repr=False)
 
@@ -250,19 +264,24 @@ class ParseResult:
     def take_columns(self) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[Collective], list[NcclValue]]:
         """take_rows() with phases and metrics as one frame each (None: none), in their order."""
         self.freeze()
+        self.thaw_collectives()
         phases, metrics = _one(self.phase_frames), _one(self.metric_frames)
         collectives, nccl = self.collectives, self.nccl
         self.phase_frames, self.metric_frames, self.collectives, self.nccl = [], [], [], []
         self.spilled += sum(0 if f is None else f.height for f in (phases, metrics)) + len(collectives) + len(nccl)
         return phases, metrics, collectives, nccl
 
-    def take_batches(self) -> tuple[list[Batch], list[Batch], list[Collective], list[NcclValue]]:
+    def take_batches(self) -> tuple[list[Batch], list[Batch], list[pl.DataFrame | list[Collective]],
+                                    list[NcclValue]]:
         """take_columns() with phases and metrics as the batches held, in their order: frames, and
-        the native scanner's Grouped as they came (for a sink with `takes_groups`)."""
+        the native scanner's Grouped as they came (for a sink with `takes_groups`); collectives as
+        their frames (COLLECTIVE_SCHEMA), then the list of records, in their order."""
         self.freeze()
-        phases, metrics, collectives, nccl = self.phase_frames, self.metric_frames, self.collectives, self.nccl
-        self.phase_frames, self.metric_frames, self.collectives, self.nccl = [], [], [], []
-        self.spilled += sum(f.height for f in (*phases, *metrics)) + len(collectives) + len(nccl)
+        phases, metrics, nccl = self.phase_frames, self.metric_frames, self.nccl
+        collectives: list[pl.DataFrame | list[Collective]] = [*self.collective_frames, self.collectives]
+        held = sum(f.height for f in self.collective_frames) + len(self.collectives)
+        self.phase_frames, self.metric_frames, self.collective_frames, self.collectives, self.nccl = [], [], [], [], []
+        self.spilled += sum(f.height for f in (*phases, *metrics)) + held + len(nccl)
         return phases, metrics, collectives, nccl
 
     def freeze(self) -> None:
@@ -274,8 +293,15 @@ class ParseResult:
             self.metric_frames.append(metrics_frame(self.metrics))
             self.metrics = []
 
+    def thaw_collectives(self) -> None:
+        """The collectives held as columns back in front of `collectives`, as records."""
+        if self.collective_frames:
+            self.collectives = collectives_of(self.collective_frames) + self.collectives
+            self.collective_frames = []
+
     def thaw(self) -> None:
-        """The rows held as columns back in front of `phases` / `metrics`, as records."""
+        """The rows held as columns back in front of `phases` / `metrics` / `collectives`, as records."""
+        self.thaw_collectives()
         if self.phase_frames:
             self.phases = [Phase(*row) for f in self.phase_frames for row in _frame(f).iter_rows()] + self.phases
             self.phase_frames = []
@@ -286,7 +312,8 @@ class ParseResult:
     @property
     def pending(self) -> int:
         return (len(self.phases) + len(self.metrics) + len(self.collectives) + len(self.nccl)
-                + sum(f.height for f in self.phase_frames) + sum(f.height for f in self.metric_frames))
+                + sum(f.height for f in self.phase_frames) + sum(f.height for f in self.metric_frames)
+                + sum(f.height for f in self.collective_frames))
 
     @property
     def record_count(self) -> int:

@@ -1,0 +1,700 @@
+/* nccl-tests lines read in C (#included by _scan.c): what nccl_tests.Parser.feed does with a
+ * table's data rows and with the comment lines it ignores, pushed into the scanner's collective
+ * columns (records.Collective's fields) as SGLang batch lines push metrics.
+ *
+ *            8             2     float     sum      -1    15.78    0.00    0.00       0    13.87 ...
+ *   #        (B)    (elements)                               (us)  (GB/s)  (GB/s)  ...
+ *
+ * The parser's state is read at each scan's start (tests_in) and never changed here: a row is
+ * read only where reading it changes nothing but the records (a table is open and its op named,
+ * no row held for a late name, no footer just read, no wrong count to warn about first, no
+ * Python-made collective pending, which native.py moves in first), and every cell is one this
+ * file reads exactly: an integer of at most MAX_INT_DIGITS characters, a plain decimal, `N/A`, or
+ * one of the type and op names the parser knows (`float`, `sum`, ...). Anything else (a huge or
+ * odd number, `inf`, a word the context watcher could take for a format's) goes back to Python.
+ * The column layout is the table's own (Table.lead and Table.sides, read from the parser's
+ * Table object and kept while it is the same object). */
+
+/* The Arrow helpers of _scan.c, defined after the scan (take_collectives uses them). */
+struct ArrowArray;
+static struct ArrowArray *leaf(int64_t n, int64_t nulls, void *validity, void *b1, void *b2, int nbuf);
+static void *steal(void **v, Py_ssize_t *n, Py_ssize_t *cap);
+static struct ArrowArray *int_column(ibuf *b);
+static struct ArrowArray *float_column(dbuf *b, int nan_is_null);
+static struct ArrowArray *text_column(Scanner *self, ibuf *idx, int64_t n, int one);
+static PyObject *frame(int64_t n, struct ArrowArray **columns, const char **names, const char **formats, int k);
+static int str_index(Scanner *self, PyObject *o);
+
+#define TESTS_MAX_TOKENS 64
+#define TESTS_MAX_SIDES 4
+#define TESTS_MAX_WORDS 64
+#define TESTS_INT_DIGITS 18  /* records.MAX_INT_DIGITS: a longer cell goes through float() in Python */
+
+typedef struct tests_state {
+    PyObject *parser, *result;  /* nccl_tests.Parser and its ParseResult (watch_tests) */
+    PyObject *table;  /* the Table whose layout is below (a strong reference) */
+    int lead_size, lead_count, lead_type, lead_redop, lead_root;  /* -1: no such column */
+    int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
+        side_wrong[TESTS_MAX_SIDES];
+    int layout_ok;  /* the layout fits the arrays above */
+    /* what this scan may read (tests_in) */
+    int rows_ok, comments_ok, wrong_warned, op;
+    long long ranks;  /* the parser's ranks[0] (-1: None) */
+    int gpu_set;  /* the setting nccl_tests.gpu is there (a device row's set() changes nothing) */
+    int format_set;  /* "nccl_tests" is among the result's formats */
+    int versions_set;  /* the format and nccl_tests.version and nccl.version are there (a version line's) */
+    int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
+    /* the type and op names a row may hold (nccl_tests._DTYPES | _REDOPS) */
+    char *word[TESTS_MAX_WORDS];
+    Py_ssize_t word_len[TESTS_MAX_WORDS];
+    int nwords;
+    /* the columns: records.Collective's fields (wrong_valid: 0 where wrong is None) */
+    ibuf c_op, c_size, c_count, c_dtype, c_redop, c_root, c_wrong, c_wrong_valid, c_in_place, c_line, c_process;
+    dbuf c_time, c_algbw, c_busbw;
+} Tests;
+
+static void tests_free(Tests *t) {
+    if (!t) return;
+    Py_XDECREF(t->parser);
+    Py_XDECREF(t->result);
+    Py_XDECREF(t->table);
+    for (int i = 0; i < t->nwords; i++) free(t->word[i]);
+    ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
+                  &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
+    for (size_t i = 0; i < sizeof(ib) / sizeof(*ib); i++) free(ib[i]->v);
+    free(t->c_time.v);
+    free(t->c_algbw.v);
+    free(t->c_busbw.v);
+    free(t);
+}
+
+static Py_ssize_t tests_pending(const Tests *t) { return t ? t->c_line.n : 0; }
+
+/* A column index from a Table dict ({name: index}); -1 when absent. */
+static int tests_index(PyObject *dict, const char *key, int *out) {
+    if (!PyDict_Check(dict)) { PyErr_SetString(PyExc_TypeError, "a Table's columns are dicts"); return -1; }
+    PyObject *k = PyUnicode_FromString(key);
+    if (!k) return -1;
+    PyObject *v = PyDict_GetItemWithError(dict, k);
+    Py_DECREF(k);
+    if (!v) { *out = -1; return PyErr_Occurred() ? -1 : 0; }
+    long x = PyLong_AsLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x < 0 ? -1 : x > 100000 ? 100000 : (int)x;  /* past any row's tokens: absent from every row read here */
+    return 0;
+}
+
+/* The layout of the parser's Table (lead: size count type redop root; each side: time algbw busbw wrong). */
+static int tests_layout(Tests *t, PyObject *table) {
+    t->layout_ok = 0;
+    Py_INCREF(table);
+    Py_XSETREF(t->table, table);
+    PyObject *lead = PyObject_GetAttrString(table, "lead");
+    if (!lead) return -1;
+    int bad = tests_index(lead, "size", &t->lead_size) < 0 || tests_index(lead, "count", &t->lead_count) < 0
+        || tests_index(lead, "type", &t->lead_type) < 0 || tests_index(lead, "redop", &t->lead_redop) < 0
+        || tests_index(lead, "root", &t->lead_root) < 0;
+    Py_DECREF(lead);
+    if (bad) return -1;
+    PyObject *sides = PyObject_GetAttrString(table, "sides");
+    if (!sides) return -1;
+    if (!PyList_Check(sides)) { Py_DECREF(sides); PyErr_SetString(PyExc_TypeError, "Table.sides is a list"); return -1; }
+    Py_ssize_t ns = PyList_GET_SIZE(sides);
+    if (ns > TESTS_MAX_SIDES) { Py_DECREF(sides); return 0; }  /* rows of such a table are Python's */
+    for (Py_ssize_t k = 0; k < ns; k++) {
+        PyObject *side = PyList_GET_ITEM(sides, k);
+        if (tests_index(side, "time", &t->side_time[k]) < 0 || tests_index(side, "algbw", &t->side_algbw[k]) < 0
+            || tests_index(side, "busbw", &t->side_busbw[k]) < 0 || tests_index(side, "wrong", &t->side_wrong[k]) < 0) {
+            Py_DECREF(sides);
+            return -1;
+        }
+    }
+    Py_DECREF(sides);
+    t->nsides = (int)ns;
+    t->layout_ok = 1;
+    return 0;
+}
+
+/* getattr(obj, name) by an interned name made once (tests_in reads a dozen a scan, and a scan
+ * stops at every line Python reads). name: a string literal (its address is the cache key). */
+static PyObject *tests_attr(PyObject *obj, const char *name) {
+    static struct { const char *name; PyObject *key; } cache[24];
+    static int used;
+    for (int i = 0; i < used; i++)
+        if (cache[i].name == name) return PyObject_GetAttr(obj, cache[i].key);
+    if (used == 24) return PyObject_GetAttrString(obj, name);
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (!key) return NULL;
+    cache[used].name = name, cache[used].key = key;
+    used++;
+    return PyObject_GetAttr(obj, key);
+}
+
+/* A list's length from an attribute, -1 on error (not a list). */
+static Py_ssize_t tests_len(PyObject *obj, const char *name) {
+    PyObject *v = tests_attr(obj, name);
+    if (!v) return -1;
+    Py_ssize_t n = PyList_Check(v) ? PyList_GET_SIZE(v) : -1;
+    Py_DECREF(v);
+    if (n < 0) PyErr_Format(PyExc_TypeError, "%s must be a list", name);
+    return n;
+}
+
+/* What the parser's state lets this scan read. */
+static int tests_in(Scanner *self) {
+    Tests *t = self->tests;
+    t->rows_ok = t->comments_ok = 0;
+    if (!t->parser) return 0;
+    /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
+    Py_ssize_t held = tests_len(t->parser, "held");
+    if (held < 0) return -1;
+    if (held) return 0;
+    t->comments_ok = 1;
+    PyObject *ranks = tests_attr(t->parser, "ranks");
+    if (!ranks) return -1;
+    t->ranks = -1;
+    if (PyTuple_Check(ranks) && PyTuple_GET_SIZE(ranks) == 2 && PyLong_Check(PyTuple_GET_ITEM(ranks, 0))) {
+        int overflow;
+        t->ranks = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(ranks, 0), &overflow);
+        if (overflow || t->ranks < 0) t->ranks = -1;  /* (then every device row is Python's) */
+    }
+    Py_DECREF(ranks);
+    PyObject *settings = tests_attr(t->result, "settings");
+    if (!settings) return -1;
+    t->gpu_set = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_gpu_key) : 0;
+    int has_tests = PyDict_Check(settings) ? PyDict_Contains(settings, self->tests_version_key) : 0;
+    int has_nccl = PyDict_Check(settings) ? PyDict_Contains(settings, self->nccl_version_key) : 0;
+    Py_DECREF(settings);
+    if (t->gpu_set < 0 || has_tests < 0 || has_nccl < 0) return -1;
+    PyObject *formats = tests_attr(t->result, "formats");
+    if (!formats) return -1;
+    int has_format = PyList_Check(formats) ? PySequence_Contains(formats, self->tests_name) : 0;
+    Py_DECREF(formats);
+    if (has_format < 0) return -1;
+    t->format_set = has_format;
+    t->versions_set = has_tests && has_nccl && has_format;
+    PyObject *op_now = tests_attr(t->parser, "op");
+    if (!op_now) return -1;
+    t->op_known = PyUnicode_Check(op_now) && PyUnicode_CompareWithASCIIString(op_now, "unknown") != 0 && has_format;
+    Py_DECREF(op_now);
+    PyObject *table = tests_attr(t->parser, "table");
+    if (!table) return -1;
+    PyObject *op = table == Py_None ? NULL : tests_attr(t->parser, "op");
+    PyObject *ended = op ? tests_attr(t->parser, "test_ended") : NULL;
+    PyObject *warned = ended ? tests_attr(t->parser, "wrong_warned") : NULL;
+    int status = 0;
+    if (table == Py_None) goto done;
+    if (!warned) { status = -1; goto done; }
+    if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
+    int ended_now = PyObject_IsTrue(ended), warned_now = PyObject_IsTrue(warned);
+    if (ended_now < 0 || warned_now < 0) { status = -1; goto done; }
+    /* An op named after the table renames its rows (held or not): only rows of a named op here. */
+    if (ended_now || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
+    Py_ssize_t pending = tests_len(t->result, "collectives");  /* Python's rows come first: native.py moves them in */
+    if (pending < 0) { status = -1; goto done; }
+    if (pending) goto done;
+    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(op, &len);
+    if (!text || (t->op = intern_str(self, text, len)) < 0) { status = -1; goto done; }
+    t->wrong_warned = warned_now;
+    t->rows_ok = t->layout_ok;
+done:
+    Py_DECREF(table);
+    Py_XDECREF(op);
+    Py_XDECREF(ended);
+    Py_XDECREF(warned);
+    return status;
+}
+
+enum { TK_INT, TK_DEC, TK_NONE };  /* a cell: an integer, a plain decimal, or what float() refuses (None) */
+
+/* The kind of a row's token, -1 when Python must read it. */
+static int tests_token(const Tests *t, const char *s, Py_ssize_t n) {
+    Py_ssize_t i = s[0] == '-' ? 1 : 0, d = i;
+    while (d < n && is_digit(s[d])) d++;
+    if (d > i && d == n) return n <= TESTS_INT_DIGITS ? TK_INT : -1;
+    if (d > i && s[d] == '.' && d + 1 < n) {
+        Py_ssize_t f = d + 1;
+        while (f < n && is_digit(s[f])) f++;
+        return f == n ? TK_DEC : -1;
+    }
+    if (n == 3 && memeq(s, "N/A", 3)) return TK_NONE;
+    for (int w = 0; w < t->nwords; w++)
+        if (t->word_len[w] == n && memeq(t->word[w], s, (size_t)n)) return TK_NONE;  /* a name: no number */
+    return -1;
+}
+
+/* nccl_tests._int of a token: OK with *v (or *none), PYTHON for a decimal (float() then int()). */
+static int tests_int(const char *s, Py_ssize_t n, int kind, int64_t *v, int *none) {
+    *none = kind == TK_NONE;
+    if (kind == TK_DEC) return PYTHON;
+    if (kind == TK_INT) {
+        int neg = s[0] == '-';
+        int64_t x = 0;
+        for (Py_ssize_t i = neg; i < n; i++) x = x * 10 + (s[i] - '0');  /* at most 18 digits: no overflow */
+        *v = neg ? -x : x;
+    }
+    return OK;
+}
+
+/* A data row (nccl_tests.Parser._row with the parser's table). */
+static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    Tests *t = self->tests;
+    if (!t->rows_ok) return PYTHON;
+    Py_ssize_t at[TESTS_MAX_TOKENS], len[TESTS_MAX_TOKENS];
+    int kind[TESTS_MAX_TOKENS], nt = 0;
+    for (Py_ssize_t i = 0; i < n;) {  /* str.split() */
+        while (i < n && is_space(s[i])) i++;
+        if (i >= n) break;
+        if (nt == TESTS_MAX_TOKENS) return PYTHON;
+        Py_ssize_t start = i;
+        while (i < n && !is_space(s[i])) i++;
+        at[nt] = start, len[nt] = i - start;
+        /* Every token, used or not: one the context watcher could take for a format's words is Python's. */
+        if ((kind[nt] = tests_token(t, s + start, i - start)) < 0) return PYTHON;
+        nt++;
+    }
+#define HAS(idx) ((idx) >= 0 && (idx) < nt)
+#define TOK(idx) s + at[idx], len[idx], kind[idx]
+    int64_t size = 0, count = 0, root = -1;
+    int none = 1, count_none = 1, root_none = 0;
+    if (!HAS(t->lead_size) || tests_int(TOK(t->lead_size), &size, &none) != OK) return HAS(t->lead_size) ? PYTHON : OK;
+    if (none) return OK;
+    if (HAS(t->lead_count) && tests_int(TOK(t->lead_count), &count, &count_none) != OK) return PYTHON;
+    if (HAS(t->lead_root) && tests_int(TOK(t->lead_root), &root, &root_none) != OK) return PYTHON;
+    /* dtype.isidentifier(): of the tokens read here only the names are identifiers */
+    int dtype_ok = HAS(t->lead_type) && kind[t->lead_type] == TK_NONE && !(len[t->lead_type] == 3
+                   && memeq(s + at[t->lead_type], "N/A", 3));
+    if (count_none || root_none || !dtype_ok) return OK;
+    int dtype = intern_str(self, s + at[t->lead_type], len[t->lead_type]);
+    int redop = HAS(t->lead_redop) ? intern_str(self, s + at[t->lead_redop], len[t->lead_redop])
+                                   : intern_str(self, "", 0);
+    if (dtype < 0 || redop < 0) return ERROR;
+    double time[TESTS_MAX_SIDES], algbw[TESTS_MAX_SIDES], busbw[TESTS_MAX_SIDES];
+    int64_t wrong[TESTS_MAX_SIDES];
+    int wrong_valid[TESTS_MAX_SIDES], side[TESTS_MAX_SIDES], rows = 0;
+    for (int k = 0; k < t->nsides; k++) {
+        if (!HAS(t->side_busbw[k])) break;  /* a row cut short keeps the sides it has */
+        int idx[3] = {t->side_time[k], t->side_algbw[k], t->side_busbw[k]};
+        double v[3];
+        for (int j = 0; j < 3; j++)  /* _float: None (NaN here) for N/A, a name or no cell */
+            v[j] = HAS(idx[j]) && kind[idx[j]] != TK_NONE ? to_double(s + at[idx[j]], len[idx[j]]) : NAN;
+        if (isnan(v[0]) && isnan(v[1]) && isnan(v[2])) continue;
+        int wrong_none = 1;
+        wrong[rows] = 0;
+        if (HAS(t->side_wrong[k]) && tests_int(TOK(t->side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
+        /* The first wrong count of a table is warned about (the parser's one warning): Python's. */
+        if (!wrong_none && wrong[rows] != 0 && !t->wrong_warned) return PYTHON;
+        time[rows] = v[0], algbw[rows] = v[1], busbw[rows] = v[2], wrong_valid[rows] = !wrong_none, side[rows] = k;
+        rows++;
+    }
+#undef HAS
+#undef TOK
+    for (int r = 0; r < rows; r++) {
+        if (ipush(&t->c_op, t->op) < 0 || ipush(&t->c_size, size) < 0 || ipush(&t->c_count, count) < 0
+            || ipush(&t->c_dtype, dtype) < 0 || ipush(&t->c_redop, redop) < 0 || ipush(&t->c_root, root) < 0
+            || dpush(&t->c_time, time[r]) < 0 || dpush(&t->c_algbw, algbw[r]) < 0 || dpush(&t->c_busbw, busbw[r]) < 0
+            || ipush(&t->c_wrong, wrong[r]) < 0 || ipush(&t->c_wrong_valid, wrong_valid[r]) < 0
+            || ipush(&t->c_in_place, side[r] == 1) < 0 || ipush(&t->c_line, lineno) < 0
+            || ipush(&t->c_process, self->s_main) < 0) return ERROR;
+    }
+    return OK;
+}
+
+
+static int tests_wordy(const char *s, Py_ssize_t n);
+
+/* `# Collective test starting: all_reduce_perf` (or `concluded`): the op started, or none. */
+static int tests_collective(Scanner *self, const char *s, Py_ssize_t n, const char *at) {
+    Tests *t = self->tests;
+    if (!t->format_set) return PYTHON;  /* (the format is added by the line) */
+    /* _TEST.search: the first `Collective test` followed by its pattern, or a later one: Python's */
+    Py_ssize_t j = at - s + 15, k;
+    int starting = starts(s + j, n - j, " starting: "), concluded = starts(s + j, n - j, " concluded: ");
+    if (!starting && !concluded) return find(s + j, n - j, "Collective test", 15) ? PYTHON : OK;
+    j += starting ? 11 : 12;
+    for (k = j; k < n && !is_space(s[k]); k++) {}
+    if (k == j) return find(s + j, n - j, "Collective test", 15) ? PYTHON : OK;
+    if (concluded) {
+        /* Rows of a named table are never renamed; nothing is held (comments_ok): op_started = None */
+        if (!t->op_known) return PYTHON;
+        return PyObject_SetAttrString(t->parser, "op_started", Py_None) < 0 ? ERROR : OK;
+    }
+    /* op_name(): the program's base name without _mpi, then without _perf */
+    Py_ssize_t base = j;  /* past the last '/' (rsplit("/", 1)[-1]) */
+    for (Py_ssize_t q = j; q < k; q++)
+        if (s[q] == '/') base = q + 1;
+    const char *name = s + base;
+    Py_ssize_t len = k - base;
+    if (len >= 4 && memeq(name + len - 4, "_mpi", 4)) len -= 4;
+    if (len >= 5 && memeq(name + len - 5, "_perf", 5)) len -= 5;
+    PyObject *op = PyUnicode_DecodeASCII(name, len, NULL);
+    int bad = !op || PyObject_SetAttrString(t->parser, "op_started", op) < 0;
+    Py_XDECREF(op);
+    return bad ? ERROR : OK;
+}
+
+static int is_alpha(char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'); }
+
+/* The run's settings line, `# nThread 1 nGpus 2 minBytes 8 ... iters: 20`, where every setting it
+ * names is set already (Parser._run_fields: `set()` keeps the first; no value of more than
+ * TESTS_INT_DIGITS digits, whose read warns). _RUN_FIELD's findall, read by hand:
+ * `([A-Za-z][A-Za-z ]*?):?\s+(\d[\w().]*)`, the shortest key that a value follows. */
+static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
+    Tests *t = self->tests;
+    if (!t->format_set || s[0] != '#') return PYTHON;
+    PyObject *settings = tests_attr(t->result, "settings");
+    if (!settings) return ERROR;
+    int status = PyDict_Check(settings) ? OK : PYTHON;
+    Py_ssize_t pos = 0;
+    while (pos < n && s[pos] == '#') pos++;  /* text.lstrip("#") */
+    while (status == OK && pos < n) {
+        Py_ssize_t end = -1, vat = 0, vend = 0;
+        if (is_alpha(s[pos])) {
+            for (Py_ssize_t e = pos + 1; e <= n && end < 0; e++) {  /* the key s[pos:e], shortest first */
+                for (int colon = 1; colon >= 0 && end < 0; colon--) {  /* `:?` tries the colon first */
+                    Py_ssize_t j = e;
+                    if (colon) { if (j >= n || s[j] != ':') continue; j++; }
+                    if (j >= n || !is_space(s[j])) continue;
+                    while (j < n && is_space(s[j])) j++;
+                    if (j >= n || !is_digit(s[j])) continue;
+                    vat = j;
+                    for (vend = j + 1; vend < n && (is_word(s[vend]) || s[vend] == '(' || s[vend] == ')' || s[vend] == '.');)
+                        vend++;
+                    end = e;
+                }
+                if (end < 0 && (e >= n || !(is_alpha(s[e]) || s[e] == ' '))) break;  /* the key can grow no more */
+            }
+        }
+        if (end < 0) { pos++; continue; }
+        /* "nccl_tests." + "_".join(key.lower().split()) */
+        char name[256];
+        Py_ssize_t len = 11;
+        memcpy(name, "nccl_tests.", 11);
+        int gap = 0;
+        for (Py_ssize_t k = pos; k < end && status == OK; k++) {
+            if (s[k] == ' ') { gap = 1; continue; }
+            if (len + 2 > (Py_ssize_t)sizeof(name)) { status = PYTHON; break; }
+            if (gap && len > 11) name[len++] = '_';
+            gap = 0;
+            name[len++] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+        }
+        if (status != OK) break;
+        int digits = 1;
+        for (Py_ssize_t k = vat; k < vend; k++) digits &= is_digit(s[k]);
+        if (digits && vend - vat > TESTS_INT_DIGITS) { status = PYTHON; break; }  /* read_int may warn */
+        PyObject *key = PyUnicode_FromStringAndSize(name, len);
+        int known = key ? PyDict_Contains(settings, key) : -1;
+        Py_XDECREF(key);
+        if (known <= 0) status = known < 0 ? ERROR : PYTHON;
+        pos = vend;
+    }
+    Py_DECREF(settings);
+    return status;
+}
+
+/* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
+ * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
+ * a version line whose settings are set, any other comment. */
+static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, unsigned by_literal) {
+    Tests *t = self->tests;
+    if (!t->comments_ok) return PYTHON;
+    if (tests_wordy(s, n)) return PYTHON;  /* never offered to the context watcher here */
+    static const char *FOOTERS[] = {"busbw", "Avg bus bandwidth", "Out of bounds"};  /* _comment's order */
+    for (size_t k = 0; k < sizeof(FOOTERS) / sizeof(*FOOTERS); k++)
+        if (find(s, n, FOOTERS[k], (Py_ssize_t)strlen(FOOTERS[k]))) return PYTHON;
+    const char *at = find(s, n, "Collective test", 15);
+    if (at) return tests_collective(self, s, n, at);
+    if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
+    if (find(s, n, "nThread", 7)) return tests_run_fields(self, s, n);  /* the run's settings */
+    if (find(s, n, "nccl-tests version", 18)) return t->versions_set ? OK : PYTHON;
+    if (find(s, n, "Rank", 4) && find(s, n, "Pid", 3)) return PYTHON;  /* an indented device row */
+    return OK;
+}
+
+
+/* Whether a line holds, in any case, a word the context watcher looks for (context.WORDS, read
+ * wider: a line the scanner reads is never offered to it). */
+static int tests_wordy(const char *s, Py_ssize_t n) {
+    static const char *WORDY[] = {"throughput", "acceptanc", "accept length", "avg bus bandwidth", "specdecod",
+                                  "set by environment", "ccl version", "statistics", "speculative", "nccl_"};
+    char low[1024];
+    if (n > (Py_ssize_t)sizeof(low)) return 1;
+    for (Py_ssize_t i = 0; i < n; i++) low[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] + 32 : s[i]);
+    for (size_t w = 0; w < sizeof(WORDY) / sizeof(*WORDY); w++)
+        if (find(low, n, WORDY[w], (Py_ssize_t)strlen(WORDY[w]))) return 1;
+    return 0;
+}
+
+/* `\s+WORD` at s[*i]: whitespace then the word; *i past it. */
+static int tests_expect(const char *s, Py_ssize_t n, Py_ssize_t *i, const char *word) {
+    Py_ssize_t j = *i, k = (Py_ssize_t)strlen(word);
+    if (j >= n || !is_space(s[j])) return 0;
+    while (j < n && is_space(s[j])) j++;
+    if (!starts_len(s + j, n - j, word, k)) return 0;
+    *i = j + k;
+    return 1;
+}
+
+/* `\s+\d+` at s[*i]: its digits' place and length (at most TESTS_INT_DIGITS), *i past them. */
+static int tests_digits(const char *s, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t *at, Py_ssize_t *len) {
+    Py_ssize_t j = *i;
+    if (j >= n || !is_space(s[j])) return 0;
+    while (j < n && is_space(s[j])) j++;
+    Py_ssize_t d = j;
+    while (d < n && is_digit(s[d])) d++;
+    if (d == j || d - j > TESTS_INT_DIGITS) return 0;
+    *at = j, *len = d - j, *i = d;
+    return 1;
+}
+
+static int64_t tests_value(const char *s, Py_ssize_t n) {
+    int64_t x = 0;
+    for (Py_ssize_t i = 0; i < n; i++) x = x * 10 + (s[i] - '0');
+    return x;
+}
+
+/* A device row, `#  Rank  0 Group  0 Pid   1377 on vm device  0 [0000:00:06] NVIDIA H200`, that
+ * changes nothing: its process is known to the Tagger as it would make it again (same pid, a
+ * host, the nccl-tests hint), the reader knows as many ranks or more and has its GPU name. What the
+ * Tagger (processes._TESTS_DEVICE) and the reader (nccl_tests._DEVICE) match, read as one. */
+static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
+    Tests *t = self->tests;
+    if (!t->comments_ok || !t->gpu_set || t->ranks < 0 || s[0] != '#' || tests_wordy(s, n)) return PYTHON;
+    static const char *KEYWORDS[] = {"busbw", "Avg bus bandwidth", "Out of bounds", "Collective test", "nThread",
+                                     "nccl-tests version"};  /* _comment's tests before "Rank" */
+    for (size_t k = 0; k < sizeof(KEYWORDS) / sizeof(*KEYWORDS); k++)
+        if (find(s, n, KEYWORDS[k], (Py_ssize_t)strlen(KEYWORDS[k]))) return PYTHON;
+    Py_ssize_t i = 1, rank_at, rank_len, pid_at, pid_len, x, xl;
+    if (!tests_expect(s, n, &i, "Rank") || !tests_digits(s, n, &i, &rank_at, &rank_len)
+        || !tests_expect(s, n, &i, "Group") || !tests_digits(s, n, &i, &x, &xl)
+        || !tests_expect(s, n, &i, "Pid") || !tests_digits(s, n, &i, &pid_at, &pid_len)
+        || !tests_expect(s, n, &i, "on") || i >= n || !is_space(s[i])) return PYTHON;
+    while (i < n && is_space(s[i])) i++;
+    Py_ssize_t host_at = i;
+    while (i < n && !is_space(s[i])) i++;
+    if (i == host_at || !tests_expect(s, n, &i, "device") || !tests_digits(s, n, &i, &x, &xl)
+        || i >= n || !is_space(s[i])) return PYTHON;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || s[i] != '[') return PYTHON;
+    const char *close = memchr(s + i, ']', (size_t)(n - i));
+    if (!close) return PYTHON;
+    i = close - s + 1;
+    if (i >= n || !is_space(s[i])) return PYTHON;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n) return PYTHON;  /* a name of whitespace alone (`.+?` takes one): Python's */
+    /* The reader: rank + 1 no more than the ranks it knows (then it changes nothing). */
+    if (tests_value(s + rank_at, rank_len) + 1 > t->ranks) return PYTHON;
+    /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. */
+    PyObject *processes = tests_attr(t->result, "processes");
+    if (!processes) return ERROR;
+    char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
+    memcpy(name, "pid ", 4);
+    memcpy(name + 4, s + pid_at, (size_t)pid_len);
+    PyObject *tag = PyUnicode_FromStringAndSize(name, 4 + pid_len);
+    PyObject *p = tag && PyDict_Check(processes) ? PyDict_GetItemWithError(processes, tag) : NULL;
+    Py_XDECREF(tag);
+    int status = PYTHON;
+    if (!p) { status = PyErr_Occurred() ? ERROR : PYTHON; goto done; }
+    if (!PyDict_Check(p)) goto done;
+    PyObject *pid = PyDict_GetItemString(p, "pid"), *host = PyDict_GetItemString(p, "host");
+    PyObject *hints = PyDict_GetItemString(p, "hints");
+    if (!pid || !host || !hints || !PyLong_Check(pid) || !PyList_Check(hints)) goto done;
+    int overflow;
+    long long known = PyLong_AsLongLongAndOverflow(pid, &overflow);
+    if (overflow || known != tests_value(s + pid_at, pid_len)) goto done;
+    int has_host = PyObject_IsTrue(host);
+    if (has_host <= 0) { status = has_host < 0 ? ERROR : PYTHON; goto done; }
+    int hinted = PySequence_Contains(hints, self->tests_hint);
+    if (hinted <= 0) { status = hinted < 0 ? ERROR : PYTHON; goto done; }
+    status = OK;
+done:
+    Py_DECREF(processes);
+    return status;
+}
+
+/* A line whose readers are the Tagger and nccl_tests (its STARTS) alone. */
+static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, Eagle *e, PyObject *labels,
+                      int flags, unsigned rd, unsigned by_literal) {
+    /* (its own trigger, `_perf`, only in a `Collective test` line: tests_comment) */
+    if (!self->tests || (by_literal & ~BIT(R_NCCL_TESTS)) || (rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))) || e->in_block)
+        return PYTHON;
+    if (s[0] == '#' && find(s, n, "Pid", 3))
+        return flags & F_MAIN && !by_literal ? tests_device(self, s, n) : PYTHON;
+    int label;
+    int tag = tagger_tag(self, s, n, labels, &label);
+    if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+    if (!(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
+    Py_ssize_t i = 0;
+    if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
+        while (i < n && is_space(s[i])) i++;
+    if (i < n && s[i] == '#') return tests_comment(self, s, n, by_literal);
+    if (i < n && is_digit(s[i]) && !by_literal) return tests_row(self, s, n, lineno);
+    return PYTHON;
+}
+
+/* watch_tests(parser, result, words): the nccl_tests reader whose rows the scanner reads, its
+ * result, and the type and op names a row's cells may hold. */
+static PyObject *Scanner_watch_tests(Scanner *self, PyObject *args) {
+    PyObject *parser, *result, *words;
+    if (!PyArg_ParseTuple(args, "OOO", &parser, &result, &words)) return NULL;
+    if (not_ready(self)) return NULL;
+    PyObject *seq = PySequence_Fast(words, "words: a sequence of str");
+    if (!seq) return NULL;
+    Py_ssize_t nw = PySequence_Fast_GET_SIZE(seq);
+    if (nw > TESTS_MAX_WORDS) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "too many words"); return NULL; }
+    Tests *t = self->tests;
+    for (int i = 0; i < t->nwords; i++) free(t->word[i]);
+    t->nwords = 0;
+    for (Py_ssize_t i = 0; i < nw; i++) {
+        PyObject *w = PySequence_Fast_GET_ITEM(seq, i);
+        Py_ssize_t len;
+        const char *text = PyUnicode_Check(w) ? PyUnicode_AsUTF8AndSize(w, &len) : NULL;
+        if (!text) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "words: a sequence of str");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        /* An identifier of ASCII letters, digits and _ (what dtype.isidentifier() asks of it) */
+        int ident = len > 0 && !is_digit(text[0]) && len < 64;
+        for (Py_ssize_t k = 0; k < len && ident; k++) ident = is_word(text[k]);
+        if (!ident) { Py_DECREF(seq); PyErr_Format(PyExc_ValueError, "%R is not a plain identifier", w); return NULL; }
+        if (!(t->word[t->nwords] = malloc((size_t)len + 1))) { Py_DECREF(seq); return PyErr_NoMemory(); }
+        memcpy(t->word[t->nwords], text, (size_t)len + 1);
+        t->word_len[t->nwords++] = len;
+    }
+    Py_DECREF(seq);
+    Py_INCREF(parser);
+    Py_INCREF(result);
+    Py_XSETREF(t->parser, parser);
+    Py_XSETREF(t->result, result);
+    Py_CLEAR(t->table);
+    Py_RETURN_NONE;
+}
+
+/* Booleans (0/1 ints) as an Arrow bit-packed boolean array ("b"). */
+static struct ArrowArray *tests_bool_column(ibuf *b) {
+    int64_t n = b->n;
+    uint8_t *bits = calloc((size_t)(n + 7) / 8 + 1, 1);
+    if (!bits) { PyErr_NoMemory(); return NULL; }
+    for (int64_t i = 0; i < n; i++)
+        if (b->v[i]) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    b->n = 0;
+    return leaf(n, 0, NULL, bits, NULL, 2);
+}
+
+/* Ints with a validity column (0: None) as a nullable int64 array. */
+static struct ArrowArray *tests_nullable_ints(ibuf *b, ibuf *valid) {
+    int64_t n = b->n, nulls = 0;
+    uint8_t *bits = NULL;
+    for (int64_t i = 0; i < n; i++) nulls += !valid->v[i];
+    if (nulls) {
+        bits = calloc((size_t)(n + 7) / 8 + 1, 1);
+        if (!bits) { PyErr_NoMemory(); return NULL; }
+        for (int64_t i = 0; i < n; i++)
+            if (valid->v[i]) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    }
+    valid->n = 0;
+    return leaf(n, nulls, bits, steal((void **)&b->v, &b->n, &b->cap), NULL, 2);
+}
+
+static const char *TESTS_COLUMNS[] = {"op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs",
+                                      "busbw_gbs", "wrong", "in_place", "line", "process"};
+static const char *TESTS_FORMATS[] = {"vu", "l", "l", "vu", "vu", "l", "g", "g", "g", "l", "b", "l", "vu"};
+
+/* take_collectives() -> the collectives read so far as a Frame (records.Collective's fields but
+ * logfile, in their order), or None. */
+static PyObject *Scanner_take_collectives(Scanner *self, PyObject *Py_UNUSED(ignored)) {
+    if (not_ready(self)) return NULL;
+    Tests *t = self->tests;
+    int64_t n = t->c_line.n;
+    if (!n) Py_RETURN_NONE;
+    struct ArrowArray *cols[] = {
+        text_column(self, &t->c_op, n, 0), int_column(&t->c_size), int_column(&t->c_count),
+        text_column(self, &t->c_dtype, n, 0), text_column(self, &t->c_redop, n, 0), int_column(&t->c_root),
+        float_column(&t->c_time, 1), float_column(&t->c_algbw, 1), float_column(&t->c_busbw, 1),
+        tests_nullable_ints(&t->c_wrong, &t->c_wrong_valid), tests_bool_column(&t->c_in_place),
+        int_column(&t->c_line), text_column(self, &t->c_process, n, 0)};
+    /* Every column taken (or freed with the frame that failed): the scanner starts them empty. */
+    t->c_op.n = t->c_dtype.n = t->c_redop.n = t->c_process.n = t->c_wrong_valid.n = t->c_in_place.n = 0;
+    return frame(n, cols, TESTS_COLUMNS, TESTS_FORMATS, 13);
+}
+
+/* add_collectives(collectives): records.Collective objects Python's reader made, after the
+ * scanner's own (all or none; a logfile set is refused: the columns hold none). */
+static PyObject *Scanner_add_collectives(Scanner *self, PyObject *arg) {
+    if (not_ready(self)) return NULL;
+    if (!PyList_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a list of Collective"); return NULL; }
+    Tests *t = self->tests;
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    typedef struct { int64_t op, size, count, dtype, redop, root, wrong, wrong_valid, in_place, line, process;
+                     double time, algbw, busbw; } row;
+    row *rs = malloc((size_t)(n + 1) * sizeof(row));
+    if (!rs) return PyErr_NoMemory();
+    static const char *INTS[] = {"size_bytes", "count", "root", "line"};
+    static const char *STRS[] = {"op", "dtype", "redop", "process"};
+    static const char *FLOATS[] = {"time_us", "algbw_gbs", "busbw_gbs"};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *c = PyList_GET_ITEM(arg, i);
+        row *r = rs + i;
+        int64_t *ints[] = {&r->size, &r->count, &r->root, &r->line};
+        int64_t *strs[] = {&r->op, &r->dtype, &r->redop, &r->process};
+        double *floats[] = {&r->time, &r->algbw, &r->busbw};
+        int bad = 0;
+        for (int k = 0; k < 4 && !bad; k++) {
+            PyObject *v = PyObject_GetAttrString(c, INTS[k]);
+            long long x = v ? PyLong_AsLongLong(v) : -1;
+            bad = !v || (x == -1 && PyErr_Occurred());
+            Py_XDECREF(v);
+            *ints[k] = x;
+        }
+        for (int k = 0; k < 4 && !bad; k++) {
+            PyObject *v = PyObject_GetAttrString(c, STRS[k]);
+            int s = v ? str_index(self, v) : -1;
+            bad = s < 0;
+            Py_XDECREF(v);
+            *strs[k] = s;
+        }
+        for (int k = 0; k < 3 && !bad; k++) {
+            PyObject *v = PyObject_GetAttrString(c, FLOATS[k]);
+            double d = !v ? -1.0 : v == Py_None ? NAN : PyFloat_AsDouble(v);
+            bad = !v || (d == -1.0 && PyErr_Occurred()) || (v != Py_None && isnan(d));
+            if (!bad && v != Py_None && isnan(d)) PyErr_SetString(PyExc_ValueError, "a NaN is not None");
+            Py_XDECREF(v);
+            *floats[k] = d;
+        }
+        if (!bad) {
+            PyObject *w = PyObject_GetAttrString(c, "wrong");
+            r->wrong_valid = w && w != Py_None;
+            r->wrong = r->wrong_valid ? PyLong_AsLongLong(w) : 0;
+            bad = !w || (r->wrong == -1 && PyErr_Occurred());
+            Py_XDECREF(w);
+        }
+        if (!bad) {
+            PyObject *p = PyObject_GetAttrString(c, "in_place");
+            int b = p ? PyObject_IsTrue(p) : -1;
+            Py_XDECREF(p);
+            r->in_place = b;
+            bad = b < 0;
+        }
+        if (!bad) {
+            PyObject *lf = PyObject_GetAttrString(c, "logfile");
+            bad = !lf || lf != Py_None;
+            if (lf && lf != Py_None) PyErr_SetString(PyExc_ValueError, "a collective with a logfile");
+            Py_XDECREF(lf);
+        }
+        if (bad) { free(rs); return NULL; }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const row *r = rs + i;
+        if (ipush(&t->c_op, r->op) < 0 || ipush(&t->c_size, r->size) < 0 || ipush(&t->c_count, r->count) < 0
+            || ipush(&t->c_dtype, r->dtype) < 0 || ipush(&t->c_redop, r->redop) < 0 || ipush(&t->c_root, r->root) < 0
+            || dpush(&t->c_time, r->time) < 0 || dpush(&t->c_algbw, r->algbw) < 0 || dpush(&t->c_busbw, r->busbw) < 0
+            || ipush(&t->c_wrong, r->wrong) < 0 || ipush(&t->c_wrong_valid, r->wrong_valid) < 0
+            || ipush(&t->c_in_place, r->in_place) < 0 || ipush(&t->c_line, r->line) < 0
+            || ipush(&t->c_process, r->process) < 0) { free(rs); return NULL; }
+    }
+    free(rs);
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,259 @@
+"""The native scanner reads nccl-tests table rows (and the comment lines the reader passes over)
+in C (ingest/parsers/_scan_tests.h) exactly as nccl_tests.Parser reads them: real outputs of
+several nccl-tests versions and their column sets, then the same rows damaged (cut, huge or odd
+numbers, odd spacing, N/A, non-ASCII), give the line engine's records whichever engine reads."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from unittest import mock
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench import mixes
+from ingest.parsers import nccl_tests, parse_stream, processes
+from runs import digest
+from runs.summary import summarize
+from tests.samples import PROJECT_ROOT
+from tests.test_parsers_engine import SETTINGS
+from tests.test_parsers_native import _fed_by_python, _same
+
+
+def _real_outputs() -> list[bytes]:
+    """Every whole nccl-tests output among the real logs (the repository's samples and corpus, and
+    the shared samples where this machine has them), by content as the bench's mix picks them."""
+    roots = [PROJECT_ROOT / "samples", PROJECT_ROOT / "tests" / "corpus"]
+    shared = Path(os.environ.get("RUNLENS_SHARED_SAMPLES") or PROJECT_ROOT.parent / "shared" / "samples")
+    roots += [r for r in (shared / "gpu", shared / "public") if r.is_dir()]
+    out = []
+    for path in mixes.source_files(roots):
+        data = path.read_bytes()
+        if mixes.kind(data.decode("utf-8", errors="replace")) == "nccl_tests":
+            out.append(data)
+    return out
+
+
+OUTPUTS = _real_outputs()
+ROWS = [line for data in OUTPUTS for line in data.split(b"\n") if line.lstrip()[:1].isdigit()]
+HEADERS = [line for data in OUTPUTS for line in data.split(b"\n") if b"busbw" in line and b"size" in line]
+NAMED = b"# Collective test starting: all_reduce_perf\n"
+
+
+def test_the_real_outputs_are_several_versions_and_column_sets():
+    assert len(OUTPUTS) >= 8
+    widths = {len(line.split()) for line in HEADERS}
+    assert len(widths) >= 3  # with and without the in-place half, an #iters column, 2.18's spacing
+    assert len(ROWS) > 60
+
+
+def test_every_real_output_gives_the_records_lines_give_at_every_chunk_size():
+    for data in OUTPUTS:
+        for batch in (1 << 6, 1 << 10, 1 << 21):
+            _same(data, batch, batch)
+            _same(data, batch, batch, spill_at=3, grouped=True)
+
+
+def test_real_outputs_pasted_one_after_another_and_grown_long_give_their_records():
+    data = b"\n".join(OUTPUTS) + b"\n"
+    _same(data * 20, 1 << 14, 1 << 14)
+    _same(data * 5, 1 << 12, 1 << 12, spill_at=7, grouped=True)
+
+
+def test_the_rows_of_a_named_table_are_read_in_c():
+    """A test's rows and its blank `#` and units lines: none is fed to Python once its table is open."""
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    rows = [r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r][:20]
+    assert len(rows) == 20
+    footer = b"# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n"
+    few = NAMED + header + b"\n" + b"\n".join(rows) + b"\n" + footer
+    body = b"#\n# Using devices\n#        (B)    (elements)      (us)  (GB/s)  (GB/s)\n" * 100
+    many = NAMED + header + b"\n" + body + b"\n".join(rows * 500) + b"\n" + footer
+    assert _fed_by_python(many) == _fed_by_python(few)
+    _same(many, 1 << 12, 1 << 12)
+
+
+def _cells(row: bytes) -> list[bytes]:
+    return row.split()
+
+
+# What copies and odd builds do to a row's cells and spacing.
+ODD_CELLS = [b"N/A", b"n/a", b"1" * 19, b"9" * 18, b"-" + b"9" * 17, b"-" + b"9" * 18, b"1e3", b"+5", b"1_000",
+             b".5", b"5.", b"--5", b"-0", b"007", b"inf", b"nan", b"-inf", b"12.5", b"0.0000000000000000001",
+             b"123456789.123456789123", b"3*", b"float", b"sum", b"throughput", b"acceptance", b"len",
+             b"\xc2\xb5s", b"\xef\xbc\x95", b"\xd9\xa3", b"caf\xc3\xa9", b"-", b"", b"0x10", b"1e400"]
+SPACES = [b" ", b"  ", b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1f", b" \t "]
+
+
+@st.composite
+def damaged_tables(draw) -> bytes:
+    """A real header (named or not, some of them behind a footer), then real rows damaged."""
+    parts = []
+    if draw(st.booleans()):
+        parts.append(NAMED.rstrip(b"\n"))
+    parts.append(draw(st.sampled_from(HEADERS)))
+    for _ in range(draw(st.integers(1, 25))):
+        row = draw(st.sampled_from(ROWS))
+        kind = draw(st.integers(0, 9))
+        if kind == 0:  # cut
+            row = row[: draw(st.integers(0, len(row)))]
+        elif kind in (1, 2):  # a cell replaced
+            cells = _cells(row)
+            if cells:
+                cells[draw(st.integers(0, len(cells) - 1))] = draw(st.sampled_from(ODD_CELLS))
+            row = b" ".join(cells)
+        elif kind == 3:  # odd spacing
+            cells = _cells(row)
+            row = draw(st.sampled_from([b"", b" ", b"\t", b"    "])) + b"".join(
+                c + draw(st.sampled_from(SPACES)) for c in cells)
+        elif kind == 4:  # wrong elements (the table's first is warned about)
+            cells = _cells(row)
+            if len(cells) > 9:
+                cells[9] = draw(st.sampled_from([b"1", b"0", b"N/A", b"12"]))
+            row = b" ".join(cells)
+        elif kind == 5:  # a trailing word, or a non-ASCII one
+            row += draw(st.sampled_from([b" x", b" \xc3\xa9", b" N/A", b" 5", b"  throughput 1"]))
+        elif kind == 6:  # lines between rows: a footer, comments, an NCCL line, a new header
+            row = draw(st.sampled_from([
+                b"# Avg bus bandwidth    : 7.39538 ", b"# Out of bounds values : 0 OK", b"#", b"# Using devices",
+                b"#  Rank  0 Group  0 Pid   1377 on         vm device  0 [0000:00:06] NVIDIA H200",
+                b"vm:1377:1377 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Destroy COMPLETE",
+                b"# Collective test concluded: all_gather_perf", b"  # (us)  (GB/s)", b"# out-of-place weird",
+                draw(st.sampled_from(HEADERS)), NAMED.rstrip(b"\n")]))
+        parts.append(row)
+    return b"\n".join(parts) + b"\n"
+
+
+@SETTINGS
+@given(st.lists(damaged_tables(), min_size=1, max_size=4), st.sampled_from([1 << 8, 1 << 12, 1 << 21]),
+       st.integers(1, 40), st.booleans())
+def test_damaged_rows_give_the_records_lines_give(tables, batch, spill_at, grouped):
+    _same(b"".join(tables), batch, batch, spill_at, grouped)
+
+
+def test_the_names_a_row_may_hold_in_c_are_the_readers_own():
+    from ingest.parsers import native
+
+    scan = native.scanner([nccl_tests.Parser(nccl_tests.ParseResult())])
+    assert scan.take_collectives() is None
+    words = sorted(nccl_tests._DTYPES | nccl_tests._REDOPS)
+    assert all(w.isidentifier() and w.isascii() for w in words)
+
+
+def test_a_digest_of_rows_read_in_c_summarizes_as_the_records_do(monkeypatch):
+    data = (b"\n".join(OUTPUTS) + b"\n") * 6
+    monkeypatch.setattr(digest, "COLLECTIVES_KEPT", 50)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    got = summarize(result, sink.rows(result))
+    assert got == summarize(parse_stream(io.BytesIO(data), engine="lines"))
+    assert got["collectives_total"] > 500 and len(got["collectives"]) == 50
+
+
+DEVICES = [line for data in OUTPUTS for line in data.split(b"\n") if b"Pid" in line and b"Rank" in line]
+
+
+def _device_variant(row: bytes, kind: int) -> bytes:
+    """A real device row changed as copies and other runs change it."""
+    cells = row.split(b" ")
+    if kind == 0:  # another rank or pid
+        return row.replace(b"Rank  0", b"Rank 99").replace(b"Rank  1", b"Rank  2")
+    if kind == 1:
+        return row.replace(b"Pid ", b"Pid 7")
+    if kind == 2:  # odd spacing
+        return b"\t".join(c for c in cells if c) if not row.startswith(b"[") else row
+    if kind == 3:  # a GPU name with words the context watcher looks for
+        return row + draw_suffix[len(row) % len(draw_suffix)]
+    if kind == 4:  # cut
+        return row[: len(row) * 2 // 3]
+    if kind == 5:  # an empty name, a bus id without its bracket
+        return row[: row.rfind(b"]") + 1] + b"   " if b"]" in row else row
+    if kind == 6:
+        return row.replace(b"[", b"(")
+    if kind == 7:
+        return row + b" \xc3\xa9"
+    return row + b" Throughput NCCL version"
+
+
+draw_suffix = [b" (Avg bus bandwidth)", b" Speculative", b" statistics x:"]
+
+
+def _devices_fed_by_python(data: bytes) -> int:
+    """Device rows the Tagger was fed in Python (it sees every line the scanner hands back)."""
+    feed = processes.Tagger.feed
+    with mock.patch.object(processes.Tagger, "feed", autospec=True, side_effect=feed) as fed:
+        parse_stream(io.BytesIO(data), engine="native")
+    # (Rows of builds that print no `Group` are no device rows to either reader: left to Python.)
+    return sum(1 for call in fed.call_args_list if nccl_tests._DEVICE.match(call.args[2]))
+
+
+def test_device_rows_of_known_processes_are_read_in_c():
+    data = b"\n".join(OUTPUTS) + b"\n"
+    assert len(DEVICES) > 30
+    _same(data * 8, 1 << 13, 1 << 13)
+    # Past the first copy, each row names a process the Tagger knows and a rank the reader knows: C's.
+    assert _devices_fed_by_python(data * 8) == _devices_fed_by_python(data) > 0
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(OUTPUTS), st.lists(st.tuples(st.sampled_from(DEVICES), st.integers(0, 8)),
+                                                             max_size=6)), min_size=1, max_size=4),
+       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
+def test_device_rows_changed_give_the_records_lines_give(parts, batch):
+    out = []
+    for output, devices in parts:
+        lines = output.split(b"\n")
+        at = next((i for i, line in enumerate(lines) if b"Pid" in line), len(lines) // 2)
+        extra = [_device_variant(row, kind) for row, kind in devices]
+        out.append(b"\n".join(lines[:at] + extra + lines[at:]))
+    data = b"\n".join(out) + b"\n"
+    _same(data, batch, batch)
+    _same(data * 2, batch, batch)
+
+
+COMMENTS = [line for data in OUTPUTS for line in data.split(b"\n") if line.lstrip().startswith(b"#")]
+# Comment lines as other builds, copies and people write them.
+ODD_COMMENTS = [
+    b"# Collective test starting: /opt/nccl-tests/build/all_gather_perf_mpi", b"# Collective test starting: sendrecv",
+    b"# Collective test concluded: all_reduce_perf", b"# Collective test starting:  two_spaces_perf",
+    b"# Collective test starting: a_perf # Collective test concluded: b_perf", b"# Collective test starting:",
+    b"# Collective test begun: x  Collective test starting: y_perf", b"# Collective test starting: throughput_perf",
+    b"# Collective test starting: r\xc3\xa9duire_perf", b"  # Collective test starting: indented_perf",
+    b"# nccl-tests version 2.20.0 nccl-headers=22907 nccl-library=22907", b"# nccl-tests version x",
+    b"# nccl-tests version 9.9.9 nccl-headers=1 nccl-library=99999999999999999999",
+    b"# a note on throughput", b"# NCCL version 2.21.5", b"# rccl version 2.20", b"# Rank 3 is slow",
+    b"#  Rank  9 Group  0 Pid   9 on h device  0 [0x1] GPU", b"   #  Rank  0 Group  0 Pid   1377 on vm device  0 [0x1] X",
+    b"# nThread 1 nGpus 1 minBytes 8", b"#\tUsing devices", b"#", b"# speculative", b"# _perf in a comment",
+    b"# nThread 1 nGpus 1 minBytes 8 maxBytes 99999999999999999999", b"# nThread 1 newKey: 5", b"#nThread:1",
+    b"# nThread  1 iters  : 5 x 7(a.b) c", b"## nThread 1 nGpus 2 Extra Field 3 graph: 0", b"# nThread 1 n Gpus 2",
+    b"  # nThread 1 nGpus 1", b"# nThread 1 nGpus 1 minBytes 00000000000000000000008", b"# nThread 1 1 2 a:b: 3",
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(OUTPUTS), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(COMMENTS + ODD_COMMENTS)), max_size=12),
+       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
+def test_comment_lines_anywhere_give_the_records_lines_give(outputs, comments, batch):
+    lines = b"\n".join(outputs).split(b"\n")
+    for at, comment in comments:
+        lines.insert(at % (len(lines) + 1), comment)
+    data = b"\n".join(lines) + b"\n"
+    _same(data, batch, batch)
+    _same(data * 2, batch, batch, spill_at=5, grouped=True)
+
+
+def test_the_named_op_of_a_collective_test_line_read_in_c_names_the_next_table():
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    data = b"".join(
+        b"# nccl-tests version 2.18.0 nccl-headers=22907 nccl-library=22907\n"
+        b"# Collective test starting: /bin/" + op + b"_perf_mpi\n" + header + b"\n" + row + b"\n"
+        b"# Avg bus bandwidth    : 1.5 \n# Collective test concluded: " + op + b"_perf\n"
+        for op in (b"all_reduce", b"broadcast", b"reduce_scatter") * 3)
+    result = parse_stream(io.BytesIO(data))
+    assert [c.op for c in result.collectives[::2]] == ["all_reduce", "broadcast", "reduce_scatter"] * 3
+    _same(data, 1 << 8, 1 << 8)
+
