@@ -120,7 +120,7 @@ _PROMPTS = ["$ ", "+ ", "$", "+\t", "$\x0b", "[u@h dir]$ ", "[u@h]# ", "root@hos
 _BODY = ["export ", "export", "exportX=1 ", "export.a@h:~$ ", "env ", "env", "declare -x ", "NCCL_ALGO=Ring ", "FOO=1 ",
          "SGLANG_X=1", "Foo.bar=1", "a-b=1 ", "python -m x ", "INFO 11-29 ", "Mean TTFT (ms): 1", "x=1 ", "  ", "\t",
          "'a b'=1 ", 'F="a b" ', "É=1", "Ä ", "ÄB=1 ", "=", "@", "1A=2 ", "_X=1 ", "X=$HOME ", "-x NCCL_P=1 ",
-         "A=\\ b "]
+         "A=\\ b ", "Speculative ", "x THROUGHPUT", "Accep", "accept", "nccl_", "NCCL version", "cl versio", "\ntotal"]
 
 
 def test_made_launch_lines_start_as_starts_says_and_the_scanner_agrees():

@@ -5,7 +5,10 @@
  *       |(?:\((?:[^()\n]|\([^()\n]*\))*\)[^\S\n]*)+          `(venv) ` tags, then a prompt:
  *        (?:\[|[$+][^\S\n]|[\w.-]+@)                          `[u@h d]$`, `$ `, `u@h:d$`
  *       |[A-Z\x80-\U0010ffff][\w.-]*[=@]                      `NAME=`, `User@host:~$`
- *       |export(?:[^\S\n]|[\w.-]*[=@])|env )
+ *       |export(?:[^\S\n]|[\w.-]*[=@])|env
+ *       |(?=[$+(A-Z\x80-\U0010ffff]|export|env )                 feed()'s own first-character test
+ *        (?=[^\n]*(?i:throughput|accept|bandwidth|specdecod|environment|cl version|statistics
+ *                    |speculative|nccl_)))                     and a word of context.WORDS
  *
  * Only the lines launch_env.feed can act on without "NCCL_" (its trigger): its own first-character
  * test passes AND, the prompt taken off, an assignment or `export`/`env` follows (launch_env._START)
@@ -25,7 +28,43 @@ static inline Py_ssize_t launch_words(const char *s, Py_ssize_t n, Py_ssize_t i)
     return i;
 }
 
+/* The words of the pattern's last branch, lower-case, by first letter: found case-blind in the
+ * line (up to a newline). The unread watcher (context.py) counts a line with a word of WORDS that a
+ * reader is handed: these lines were handed to launch_env before, and still are, so its count of
+ * `Speculative decoding was on` stays what it was. */
+static const char *const LAUNCH_WORDS[] = {
+    "throughput", "accept", "bandwidth", "specdecod", "environment", "cl version", "statistics", "speculative",
+    "nccl_",
+};
+
+static inline char launch_lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }
+
+static int launch_has_word(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n && s[i] != '\n'; i++) {
+        char c = launch_lower(s[i]);
+        for (size_t k = 0; k < sizeof(LAUNCH_WORDS) / sizeof(*LAUNCH_WORDS); k++) {
+            const char *w = LAUNCH_WORDS[k];
+            if (w[0] != c) continue;
+            Py_ssize_t j = 1;
+            while (w[j] && i + j < n && launch_lower(s[i + j]) == w[j]) j++;
+            if (!w[j]) return 1;
+        }
+    }
+    return 0;
+}
+
+static int launch_start_strict(const char *s, Py_ssize_t n);
+
 static int launch_start(const char *s, Py_ssize_t n) {
+    if (launch_start_strict(s, n)) return 1;
+    if (n == 0) return 0;
+    char c = s[0];
+    int broad = c == '$' || c == '+' || c == '(' || (c >= 'A' && c <= 'Z') || (unsigned char)c >= 0x80
+        || starts(s, n, "export") || starts(s, n, "env ");
+    return broad && launch_has_word(s, n);
+}
+
+static int launch_start_strict(const char *s, Py_ssize_t n) {
     if (n == 0) return 0;
     char c = s[0];
     if ((unsigned char)c >= 0x80) return 1;  /* not read here (see above): every reader's anyway */

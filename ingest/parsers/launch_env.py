@@ -87,9 +87,14 @@ class Parser:
     # `export` then a space, `=` or `@`; `env `. Not the bulk of a serving log that merely starts
     # upper-case (`INFO 11-29 ...`, `Mean TTFT (ms): ...`) or with a vLLM tag (`(EngineCore pid=1)`):
     # the native scanner reads those on (_scan_launch.h reads this pattern by hand).
+    # Also, as before, any line feed()'s first-character test passes that holds a word of
+    # context.WORDS (these, case aside, are in every line WORDS finds): the unread watcher counts
+    # a line a reader is handed (`Speculative decoding was on`), and its count stays what it was.
     STARTS: re.Pattern | None = re.compile(
         r"\n(?:[$+][^\S\n]|(?:\((?:[^()\n]|\([^()\n]*\))*\)[^\S\n]*)+(?:\[|[$+][^\S\n]|[\w.-]+@)"
-        r"|[A-Z\x80-\U0010ffff][\w.-]*[=@]|export(?:[^\S\n]|[\w.-]*[=@])|env )")
+        r"|[A-Z\x80-\U0010ffff][\w.-]*[=@]|export(?:[^\S\n]|[\w.-]*[=@])|env "
+        r"|(?=[$+(A-Z\x80-\U0010ffff]|export|env )(?=[^\n]*(?i:throughput|accept|bandwidth|specdecod|environment"
+        r"|cl version|statistics|speculative|nccl_)))")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
