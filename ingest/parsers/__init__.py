@@ -99,11 +99,14 @@ Engine = Literal["native", "lines"]
 def _wanted(names: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a line holds one of these format readers' triggers or starts like their STARTS:
     the lines every engine hands them (context.Watcher.offer)."""
-    literals = tuple(sorted({t for n in names for t in PARSERS[n].TRIGGERS}))
-    starts = [re.compile("^" + starts.pattern[2:]) for n in names if (starts := PARSERS[n].STARTS) is not None]
+    literals = sorted({t for n in names for t in PARSERS[n].TRIGGERS}, key=lambda t: (-len(t), t))
+    # One search for every literal, one match for every STARTS: a line of the Watcher's is looked at once.
+    pattern = re.compile("|".join(map(re.escape, literals)) or "(?!)")
+    starts = [s.pattern[2:] for n in names if (s := PARSERS[n].STARTS) is not None]
+    start = re.compile("|".join(f"(?:{s})" for s in starts)) if starts else None
 
     def wanted(line: str) -> bool:
-        return any(t in line for t in literals) or any(p.match(line) for p in starts)
+        return pattern.search(line) is not None or (start is not None and start.match(line) is not None)
     return wanted
 
 

@@ -12,6 +12,9 @@
  *   - an NCCL line that both the Tagger and nccl_debug have seen before (a repeated channel line);
  *   - an nccl-tests table row of a named op, a device row of a known process, a comment line that
  *     changes nothing but the op it names (_scan_tests.h);
+ *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
+ *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
+ *     (_scan_vllm.h says which exactly);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
@@ -138,6 +141,7 @@ typedef struct {
     struct tests_state *tests;  /* nccl-tests rows and their columns (_scan_tests.h) */
     PyObject *tests_gpu_key, *tests_hint;  /* "nccl_tests.gpu", "nccl-tests" */
     PyObject *tests_version_key, *nccl_version_key, *tests_name;  /* "nccl_tests.version", "nccl.version", "nccl_tests" */
+    struct vllm_state *vllm;  /* serving bench blocks (_scan_vllm.h), made by its first bench() */
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1032,6 +1036,8 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
     return OK;
 }
 
+#include "_scan_vllm.h"
+
 /* ---- the scan ----------------------------------------------------------------------------- */
 
 /* One line, s[0:n] (ASCII), with its str when the caller has one (`line`, else NULL: made
@@ -1092,10 +1098,13 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
+    if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
     /* launch_env's trigger on a line it can do nothing with (_scan_launch.h) */
     if ((by_literal & ~by_start & BIT(R_LAUNCH_ENV)) && launch_idle(s, n)) by_literal &= ~BIT(R_LAUNCH_ENV);
     *mask = by_literal | by_start;
+    int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
+    if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
@@ -1991,6 +2000,7 @@ static int not_ready(Scanner *self) {
 }
 
 static void Scanner_dealloc(Scanner *self) {
+    vllm_release(self);
     for (int i = 0; i < self->nlit; i++) free(self->lit[i]);
     for (int i = 0; i < self->nstr; i++) free(self->str_text[i]);
     free(self->str_text);
@@ -2275,6 +2285,11 @@ static PyMethodDef Scanner_methods[] = {
      " -> (index, pos, end, mask)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
+    {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
+     "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
+     " offer)"},
+    {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
+     "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},
     {"watch_tests", (PyCFunction)Scanner_watch_tests, METH_VARARGS,
      "watch_tests(parser, result, words): the nccl_tests reader whose table rows the scan reads"},

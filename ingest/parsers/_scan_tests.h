@@ -335,7 +335,6 @@ static int tests_collective(Scanner *self, const char *s, Py_ssize_t n, const ch
     return bad ? ERROR : OK;
 }
 
-static int is_alpha(char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'); }
 
 /* The run's settings line, `# nThread 1 nGpus 2 minBytes 8 ... iters: 20`, where every setting it
  * names is set already (Parser._run_fields: `set()` keeps the first; no value of more than

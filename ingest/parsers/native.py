@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text
+from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text, vllm
 from .records import Grouped, ParseResult
 
 try:
@@ -49,7 +49,9 @@ C_READERS = ("tagger", "eagle_profile", "sglang", "vllm", "llamacpp", "nccl_debu
 _FLAGS = (  # settings the scanner must find set (first records are Python's): bit, formats, settings
     (1, "eagle_profile", None), (2, None, "spec.algorithm"), (4, None, "spec.steps"),
     (8, "sglang_decode", None), (16, "sglang_prefill", None), (32, None, "engine"),
+    (8192, "vllm_engine", None), (16384, "vllm_spec", None),  # F_VLLM_ENGINE, F_VLLM_SPEC (_scan_vllm.h)
 )
+F_LAUNCH_USED = 32768  # vllm.Parser.launch_used (_scan_vllm.h: a spec line read in C leaves it set)
 
 Sink = Callable[[ParseResult], None]
 
@@ -104,6 +106,9 @@ def scanner(readers: list) -> _scan.Scanner:
 
 
 F_MAIN = 64  # the Tagger has its "main" process (processes.MAIN): its busy() is over
+# Only the two bench readers are busy, each in an open result block whose rows the scanner reads
+# (_scan_vllm.h; the blocks' lists are handed to it by Scanner.bench).
+F_BENCH = 4096
 
 
 def standalone(parsers: dict) -> tuple[_scan.Scanner, tuple]:
@@ -158,19 +163,25 @@ class _Parse:
     others: list
     eagle: Any
     sglang: Any
+    vllm: Any
+    nccl_tests: Any
     labels: set[str]
     nccl_lines: dict[str, str]
     channel_lines: set[str]
-    tests: Any  # the nccl_tests reader
     grouped: bool  # the sink takes the scanner's records as Grouped batches
     by_mask: dict[int, list] = field(default_factory=dict)  # feed_stopped's readers past the first two
 
-    def ready(self) -> bool:
-        """Whether the scanner may read on: no reader but eagle_profile in a block of its own. The
-        records Python fed since the scanner's join its columns first, after its own (in order)."""
+    def ready(self) -> int:
+        """Whether the scanner may read on: 0 when a reader but eagle_profile is in a block of its
+        own, else 1, or F_BENCH when the only ones are the two bench readers in result blocks the
+        scanner reads rows of (bench_open). The records Python fed since the scanner's join its
+        columns first, after its own (in order)."""
+        mode = 1
         for r in self.others:
             if r.busy():
-                return False
+                if r is not self.sglang and r is not self.vllm or not self.bench_open():
+                    return 0
+                mode = F_BENCH
         result = self.result
         if result.phases or result.metrics:
             try:
@@ -183,10 +194,29 @@ class _Parse:
         # nccl-tests rows Python read join the scanner's columns too, once no name can come for
         # them any more: the op of the table being read is named (a late name renames the table's
         # rows in place, the objects themselves; nccl_tests.Parser._comment).
-        if result.collectives and self.tests.op != "unknown":
+        if result.collectives and self.nccl_tests.op != "unknown":
             self.scan.add_collectives(result.collectives)
             result.collectives = []  # a new list, as take_rows() gives (Tagger.stamp)
-        return True
+        return mode
+
+    def bench_open(self) -> bool:
+        """Both bench readers (SGLang's and vLLM's, fed the same lines) hold an open block that the
+        scanner can read rows into as BlockReader would: not a copied one (a `# ` prefix), its tool
+        known (note_row does nothing), no `Per-position acceptance` subsection open; and SGLang is
+        not joining a ServerArgs repr or a launch command."""
+        sg, vl = self.sglang, self.vllm
+        a, b = sg.bench, vl.bench
+        x, y = a.block, b.block
+        return (x is not None and y is not None and sg.args is None and sg.launch is None and x.prefix == y.prefix
+                and x.tool is not None and y.tool is not None and not a.subsection and not b.subsection)
+
+    def arm(self, mode: int) -> int:
+        """The flags of a scan in `mode` (ready()); with F_BENCH, the blocks handed to the scanner."""
+        if mode == F_BENCH:
+            x, y = self.sglang.bench.block, self.vllm.bench.block
+            self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer,
+                            x.prefix, not self.nccl_tests.held)
+        return _flags(self.result) | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
         """A line Python reads, as the line engine does: to the readers it concerns and the busy ones."""
@@ -218,14 +248,16 @@ class _Parse:
         """A chunk cut into lines (text.Lines): the scanner reads the str objects."""
         i, n = 0, len(lines)
         while i < n:
-            if stopped := self.ready():
+            if mode := self.ready():
                 i, mask = self.scan.scan(lines, i, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
-                                         self.channel_lines, _flags(self.result))
+                                         self.channel_lines, self.arm(mode))
+                if mode == F_BENCH:
+                    self.scan.bench(None)
                 if i == n:
                     break
             else:
                 mask = self.scan.mask(lines[i])
-            (self.feed_stopped if stopped else self.feed)(lines[i], first + i, mask)
+            (self.feed_stopped if mode == 1 else self.feed)(lines[i], first + i, mask)
             i += 1
 
     def text(self, chunk: text.Text, first: int) -> None:
@@ -236,10 +268,12 @@ class _Parse:
         while i < n:
             while d < len(dirty) and dirty[d] < i:  # past the dirty line fed last: the scan stops at the next
                 d += 1
-            if stopped := self.ready():
+            if mode := self.ready():
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
-                    self.channel_lines, _flags(self.result), dirty[d] if d < len(dirty) else -1)
+                    self.channel_lines, self.arm(mode), dirty[d] if d < len(dirty) else -1)
+                if mode == F_BENCH:
+                    self.scan.bench(None)
                 if i == n:
                     break
             else:
@@ -252,7 +286,7 @@ class _Parse:
                 line, mask = text.clean(line), ~0  # every reader, as the line engine feeds a cleaned line
             elif mask < 0:
                 mask = self.scan.mask(line)
-            (self.feed_stopped if stopped else self.feed)(line, first + i, mask)
+            (self.feed_stopped if mode == 1 else self.feed)(line, first + i, mask)
             i, pos = i + 1, end + 1
 
 
@@ -267,9 +301,14 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
+    # vLLM's process tags and engine lines (_scan_vllm.h): the state those lines move on
+    scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
+                  dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,
+                  (processes.LAUNCHER, processes.WORKER), result.offer)
     others = [r for r in readers if r is not eagle and r is not tagger]
-    parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], tagger.sglang_labels, tagger.nccl_lines,
-                   nccl.channel_lines, by_name[nccl_tests.NAME], bool(getattr(sink, "takes_groups", False)))
+    parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
+                   tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
+                   bool(getattr(sink, "takes_groups", False)))
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)

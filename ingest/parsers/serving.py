@@ -197,18 +197,36 @@ class BlockReader:
         block.rows.append(Row(lineno, label, key, value))
 
 
+# serving_key() of every label seen: a block's labels repeat block after block, and the native scanner
+# (_scan_vllm.h) reads a row's key here. Bounded, as a file can print any number of labels.
+KEYS: dict[str, str] = {}
+KEYS_MAX = 4096
+_UNIT = re.compile(r"\(([^)]*)\)\s*$")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+_INT = re.compile(r"[-+]?\d{1,18}")
+
+
 def serving_key(label: str) -> str:
     """`Output token throughput (tok/s)` -> `output_throughput_tok_s` (DESIGN, "Contract")."""
+    key = KEYS.get(label)
+    if key is None:
+        key = _serving_key(label)
+        if len(KEYS) < KEYS_MAX:
+            KEYS[label] = key
+    return key
+
+
+def _serving_key(label: str) -> str:
     text = label.strip().lower().replace("reqeuest", "request")
     if text.startswith("maximum "):
         text = "max " + text[len("maximum "):]
     unit = ""
-    m = re.search(r"\(([^)]*)\)\s*$", text)
+    m = _UNIT.search(text)
     if m and m.group(1).strip() in _UNITS:
         unit = _UNITS[m.group(1).strip()]
         text = text[:m.start()]
     text = text.replace("token throughput", "throughput")
-    words = re.sub(r"[^a-z0-9]+", "_", text).strip("_")
+    words = _NON_WORD.sub("_", text).strip("_")
     return f"{words}_{unit}" if unit and words else words or unit
 
 
@@ -217,7 +235,7 @@ def parse_value(text: str) -> object:
     text = text.strip()
     if not text or text.lower() in ("nan", "nan%", "n/a", "none"):
         return None
-    if re.fullmatch(r"[-+]?\d{1,18}", text):
+    if _INT.fullmatch(text):
         return int(text)
     try:
         value = float(text)

@@ -1,0 +1,996 @@
+/* Serving benchmark result blocks in the native scanner (serving.BlockReader, FORMATS §2.1, §2.3).
+ *
+ * A `Serving Benchmark Result` block is read by two readers at once, SGLang's and vLLM's (both
+ * hold a BlockReader, fed the same lines), and on a log of bench runs most lines are its rows:
+ * with a block open both readers are busy() and, before this, every row went through Python
+ * twice (the regex, serving_key, parse_value, a Row) plus the engine's per-line feed.
+ *
+ * native.py sets F_BENCH when the only readers busy are those two, each with a block open that is
+ * not a copied one (no `# ` prefix), whose tool is known (note_row and note_section change nothing
+ * then) and with no per-position subsection open; it hands over both blocks' rows and sections
+ * lists (bench()). Here a line is read only if it is one of:
+ *   - a plain row, `Label:   value` (serving._ROW) with a value parse_value() reads as an int or
+ *     a float, a label serving.KEYS knows and not a `Position i` row, holding no reader's literal:
+ *     the same Row joins both blocks' rows. Its STARTS may be launch_env's (a capital first: no
+ *     `=` on the line, so _command finds no assignment) or the bench readers' (fed anyway);
+ *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`: its header
+ *     joins both blocks' sections (the subsection is "" already);
+ *   - a blank line.
+ * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
+ * offered to it here (result.offer) when it may hold one of context.WORDS (a superset is looked
+ * for; offer() itself decides). Any other line (the title or footer that closes the block, a row
+ * with text, a valueless row) goes back to Python, which reads it as the line engine does.
+ */
+
+/* ---- vLLM process tags and engine throughput lines ------------------------------------------
+ *
+ * native.py arms this part once a parse (vllm_arm) with the vLLM parser's engine_windows dict, the
+ * Tagger's launch_lines list, the result's processes, and the parser's field and tag tables. Then a
+ * line is read here when it is
+ *   - `(Name[_n][ rank=r][ TPn] pid=N) ...` (processes._VLLM) of a process the Tagger knows with
+ *     every field that line would set set already (its label, its rank where the tag names one,
+ *     the hint its name gives; an APIServer line is a launch line, appended to launch_lines), or
+ *     an untagged line once the Tagger has its main process;
+ *   - and the rest holds no reader's literal but vLLM's `throughput:` (and STARTS none but the
+ *     Tagger's and launch_env's, for which it holds no assignment and no prompt): nothing, or
+ *     vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s, Avg generation
+ *     throughput: Y tokens/s, Running: ...` with Y > 0, or a V1 `SpecDecoding metrics: ...` line
+ *     (_spec, _spec_v1) with a mean acceptance length and drafts, once their formats' first records
+ *     were set;
+ *   - or untagged, a line only launch_env's STARTS names (a capital first) holding no assignment,
+ *     prompt or literal: launch_env does nothing with it (read_line hands all of those back).
+ * Anything else is declined: read_line reads it as before (or hands it to Python). */
+
+#define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
+#define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
+#define F_LAUNCH_USED 32768  /* vllm.Parser.launch_used: a spec line sets it, and it is set */
+#define DECLINE 2
+#define ENGINE_FIELDS 16
+#define TAG_MAX 96
+
+enum { NAME_OTHER, NAME_LAUNCHER, NAME_WORKER };
+
+typedef struct {
+    int armed;
+    PyObject *windows, *launch_lines, *processes, *launchers, *workers;
+    PyObject *k_label, *k_rank, *k_hints, *k_pid, *hint[3];  /* dict keys, the hints (by NAME_*) */
+    int lit_throughput, lit_metrics;  /* vLLM's `throughput:` and `metrics:` literals, -1 when none */
+    struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
+    int nspec_key;
+    int s_source, s_prompt;
+    PyObject *parser;  /* the vllm.Parser: its spec_window */
+    int s_spec, s_spec_names[8], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
+    struct { char key[32]; Py_ssize_t len; int metric; } field[ENGINE_FIELDS];
+    int nfield;
+    /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
+    char tag_text[TAG_MAX]; Py_ssize_t tag_len;
+    PyObject *tag; int tag_idx, tag_kind, tag_ranked; long long tag_pid;
+} VllmLines;
+
+#define F_BENCH 4096  /* native.F_BENCH: both bench readers' blocks are open and handed over (bench()) */
+
+#define BENCH_LABELS 64
+#define BENCH_LABEL_MAX 64
+
+struct vllm_state {
+    PyObject *rows[2], *sections[2];  /* the two open blocks' lists (SGLang's, vLLM's) */
+    PyObject *row_type;  /* serving.Row */
+    PyObject *keys;  /* serving.KEYS: label -> serving_key(label) */
+    PyObject *offer;  /* result.offer (context.Watcher.offer) or None */
+    char prefix[4]; Py_ssize_t prefix_len, prefix_need;  /* a copied block's mark (`# `), and its rstrip() */
+    int nccl_idle;  /* nccl_tests holds no rows: a `#` line that names none of its words changes nothing */
+    uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
+    /* labels met before, with their str and key: they repeat block after block */
+    struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key; } seen[BENCH_LABELS];
+    VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
+};
+
+/* The state, made at its first use (NULL: no memory, the error set). */
+static struct vllm_state *vllm_state_of(Scanner *self) {
+    struct vllm_state *v = self->vllm;
+    if (v) return v;
+    v = self->vllm = calloc(1, sizeof(*v));
+    if (!v) { PyErr_NoMemory(); return NULL; }
+    v->lines.lit_throughput = v->lines.lit_metrics = -1;
+    for (int k = 0; k < self->nlit; k++) {
+        if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
+            v->dash_lits |= 1ull << k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "throughput:", 11))
+            v->lines.lit_throughput = k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 8 && memeq(self->lit[k], "metrics:", 8))
+            v->lines.lit_metrics = k;
+    }
+    return v;
+}
+
+static void vllm_lines_release(VllmLines *l) {
+    PyObject **refs[] = {&l->parser, &l->windows, &l->launch_lines, &l->processes, &l->launchers, &l->workers, &l->k_label,
+                         &l->k_rank, &l->k_hints, &l->k_pid, &l->hint[0], &l->hint[1], &l->hint[2], &l->tag};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
+    l->armed = 0, l->tag_len = 0;
+}
+
+static void vllm_release(Scanner *self) {
+    struct vllm_state *v = self->vllm;
+    if (!v) return;
+    vllm_lines_release(&v->lines);
+    for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
+    Py_CLEAR(v->row_type);
+    Py_CLEAR(v->keys);
+    Py_CLEAR(v->offer);
+    for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); }
+    free(v);
+    self->vllm = NULL;
+}
+
+/* bench(rows_sglang, sections_sglang, rows_vllm, sections_vllm, Row, keys) before a scan with
+ * F_BENCH; bench(None) after it (the lists are let go). */
+static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
+    if (not_ready(self)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    struct vllm_state *v = self->vllm;
+    if (n == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
+        if (v) {
+            for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
+        }
+        Py_RETURN_NONE;
+    }
+    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer;
+    const char *prefix;
+    Py_ssize_t prefix_len;
+    int nccl_idle;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
+                          &PyList_Type, &sb, &PyType_Type, &row_type, &PyDict_Type, &keys, &offer, &prefix,
+                          &prefix_len, &nccl_idle)) return NULL;
+    if (prefix_len >= (Py_ssize_t)sizeof(v->prefix)) {
+        PyErr_SetString(PyExc_ValueError, "a block's prefix is a mark and a space at most");
+        return NULL;
+    }
+    if (offer != Py_None && !PyCallable_Check(offer)) {
+        PyErr_SetString(PyExc_TypeError, "offer must be callable or None");
+        return NULL;
+    }
+    if (!v && !(v = vllm_state_of(self))) return NULL;
+    if (v->keys != keys || v->row_type != row_type) {  /* labels looked up in another table: forgotten */
+        for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); v->seen[i].len = 0; }
+        Py_INCREF(keys);
+        Py_XSETREF(v->keys, keys);
+        Py_INCREF(row_type);
+        Py_XSETREF(v->row_type, row_type);
+    }
+    PyObject *lists[4] = {ra, sa, rb, sb};
+    for (int i = 0; i < 4; i++) Py_INCREF(lists[i]);
+    Py_XSETREF(v->rows[0], ra);
+    Py_XSETREF(v->sections[0], sa);
+    Py_XSETREF(v->rows[1], rb);
+    Py_XSETREF(v->sections[1], sb);
+    Py_INCREF(offer);
+    Py_XSETREF(v->offer, offer);
+    memcpy(v->prefix, prefix, (size_t)prefix_len);
+    v->prefix_len = v->prefix_need = prefix_len;
+    while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;
+    v->nccl_idle = nccl_idle;
+    Py_RETURN_NONE;
+}
+
+/* serving._ROW's label characters: [A-Za-z0-9 ()/%#.,\-] */
+static inline int label_char(char c) {
+    return (CLASS[(unsigned char)c] & C_WORD && c != '_') || c == ' ' || c == '(' || c == ')' || c == '/' || c == '%'
+        || c == '#' || c == '.' || c == ',' || c == '-';
+}
+
+static inline int is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+/* parse_value() of a row's value token t[0:len] when it gives an int or a float: *out a new
+ * reference; 0 when the text is another (text, nan, an exponent, 19 digits...): Python's. */
+static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
+    Py_ssize_t k = (t[0] == '+' || t[0] == '-') ? 1 : 0, d1 = 0, d2 = 0, dot = 0;
+    while (k + d1 < len && is_digit(t[k + d1])) d1++;
+    Py_ssize_t j = k + d1;
+    if (j < len && t[j] == '.') {
+        dot = 1;
+        while (j + 1 + d2 < len && is_digit(t[j + 1 + d2])) d2++;
+        j += 1 + d2;
+    }
+    if (j != len || d1 + d2 == 0) return 0;
+    if (!dot) {  /* [-+]?\d{1,18}: int(text) */
+        if (d1 > 18) return 0;
+        long long x = 0;
+        for (Py_ssize_t i = k; i < len; i++) x = x * 10 + (t[i] - '0');
+        *out = PyLong_FromLongLong(t[0] == '-' ? -x : x);
+        return *out ? 1 : -1;
+    }
+    if (len > 40) return 0;  /* float(text), finite at this length (no exponent) */
+    char buf[48];
+    memcpy(buf, t, (size_t)len);
+    buf[len] = 0;
+    double x = PyOS_string_to_double(buf, NULL, NULL);
+    if (x == -1.0 && PyErr_Occurred()) return -1;
+    *out = PyFloat_FromDouble(x);
+    return *out ? 1 : -1;
+}
+
+/* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. */
+static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject **label, PyObject **key) {
+    unsigned slot = fnv1a(s, n) & (BENCH_LABELS - 1);
+    if (v->seen[slot].label && v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
+        *label = v->seen[slot].label, *key = v->seen[slot].key;
+        return 1;
+    }
+    PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!u) return -1;
+    PyObject *k = PyDict_GetItemWithError(v->keys, u);
+    if (!k || !PyUnicode_CheckExact(k)) {
+        Py_DECREF(u);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_INCREF(k);
+    if (n <= BENCH_LABEL_MAX) {
+        Py_XSETREF(v->seen[slot].label, u);
+        Py_XSETREF(v->seen[slot].key, k);
+        memcpy(v->seen[slot].text, s, (size_t)n);
+        v->seen[slot].len = n;
+        *label = u, *key = k;
+        return 1;
+    }
+    /* a label too long to keep: made again each time (the Row holds its own references) */
+    *label = u, *key = k;
+    return 2;  /* the caller releases both */
+}
+
+/* A `Label:   value` row of an open block (BlockReader._row with a value): OK or PYTHON, ERROR. */
+static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    struct vllm_state *v = self->vllm;
+    Py_ssize_t i = 0;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || !is_alpha(s[i])) return PYTHON;
+    const char *c = memchr(s + i, ':', (size_t)(n - i));
+    if (!c) return PYTHON;
+    Py_ssize_t colon = c - s, le = colon;
+    while (le > i && is_space(s[le - 1])) le--;
+    for (Py_ssize_t k = i; k < le; k++)
+        if (!label_char(s[k])) return PYTHON;
+    /* `Position i` rows are keyed by the subsection above them: Python's */
+    if (le - i >= 9 && (s[i] | 0x20) == 'p' && memeq(s + i + 1, "osition ", 8)) return PYTHON;
+    Py_ssize_t j = colon + 1;
+    if (j >= n || !is_space(s[j])) return PYTHON;  /* valueless, or `:` glued to text */
+    while (j < n && is_space(s[j])) j++;
+    Py_ssize_t v0 = j;
+    while (j < n && !is_space(s[j])) j++;
+    Py_ssize_t v1 = j;
+    while (j < n && is_space(s[j])) j++;
+    if (j < n || v1 == v0) return PYTHON;  /* two tokens (no row: the block ends) or no value */
+    PyObject *value = NULL;
+    int got = bench_value(s + v0, v1 - v0, &value);
+    if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    PyObject *label, *key;
+    int known = bench_label(v, s + i, le - i, &label, &key);
+    if (known <= 0) {
+        Py_DECREF(value);
+        return known < 0 ? ERROR : PYTHON;
+    }
+    PyObject *ln = PyLong_FromLongLong(lineno);
+    PyObject *row = NULL;
+    if (ln) {
+        PyObject *argv[4] = {ln, label, key, value};
+        row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+    }
+    Py_XDECREF(ln);
+    Py_DECREF(value);
+    if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
+    if (!row) return ERROR;
+    int bad = PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
+    Py_DECREF(row);
+    return bad ? ERROR : OK;
+}
+
+/* A section title, serving._SECTION: `^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$`
+ * (BlockReader._section; note_section does nothing with the tool known, the subsection is ""). */
+static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
+    struct vllm_state *v = self->vllm;
+    Py_ssize_t a = 0, e = n;
+    while (a < n && is_space(s[a])) a++;
+    Py_ssize_t d = a;
+    while (d < n && s[d] == '-') d++;
+    if (d - a < 3) return PYTHON;
+    while (d < n && is_space(s[d])) d++;
+    if (d >= n || !is_alpha(s[d])) return PYTHON;
+    while (e > d && is_space(s[e - 1])) e--;
+    Py_ssize_t t = e;
+    while (t > d && s[t - 1] == '-') t--;
+    if (e - t < 3) return PYTHON;
+    Py_ssize_t h1 = t;
+    while (h1 > d && is_space(s[h1 - 1])) h1--;
+    for (Py_ssize_t k = d; k < h1; k++)  /* a `-` in the header is followed by a letter */
+        if (s[k] == '-' && (k + 1 >= h1 || !is_alpha(s[k + 1]))) return PYTHON;
+    PyObject *header = PyUnicode_DecodeASCII(s + d, h1 - d, NULL);
+    if (!header) return ERROR;
+    int bad = PyList_Append(v->sections[0], header) < 0 || PyList_Append(v->sections[1], header) < 0;
+    Py_DECREF(header);
+    return bad ? ERROR : OK;
+}
+
+/* Whether the line may hold one of context.WORDS: a case-blind search for a word of each. */
+static int maybe_words(const char *s, Py_ssize_t n) {
+    static const char *words[] = {"throughput", "accept", "bandwidth", "specdecod", "statistics", "speculative",
+                                  "environment", "cl version", "nccl_"};
+    static const Py_ssize_t lens[] = {10, 6, 9, 9, 10, 11, 11, 10, 5};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = s[i] | 0x20;
+        for (size_t w = 0; w < sizeof(words) / sizeof(*words); w++) {
+            Py_ssize_t k = lens[w];
+            if (c != words[w][0] || i + k > n) continue;
+            Py_ssize_t j = 1;
+            while (j < k && (s[i + j] | 0x20) == words[w][j]) j++;
+            if (j == k) return 1;
+        }
+    }
+    return 0;
+}
+
+/* result.offer(lineno, line) where it may do something (maybe_words): 0, or -1 on error. */
+static int bench_offer(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
+    if (v->offer == Py_None || !maybe_words(s, n)) return 0;
+    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+    PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
+    PyObject *got = NULL;
+    if (ln) {
+        PyObject *argv[2] = {ln, text};
+        got = PyObject_Vectorcall(v->offer, argv, 2, NULL);
+    }
+    Py_XDECREF(ln);
+    Py_XDECREF(text);
+    Py_XDECREF(got);
+    return got ? 0 : -1;
+}
+
+/* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests). */
+static int nccl_words(const char *s, Py_ssize_t n) {
+    return find(s, n, "busbw", 5) || find(s, n, "bandwidth", 9) || find(s, n, "Out of", 6)
+        || find(s, n, "Collective", 10) || find(s, n, "nThread", 7) || find(s, n, "nccl-tests", 10)
+        || find(s, n, "Rank", 4);
+}
+
+/* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
+ * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
+static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                      int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
+    struct vllm_state *v = self->vllm;
+    unsigned by_start = starts_of(s, n);
+    *mask = by_literal | by_start;
+    if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
+    /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
+    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~v->dash_lits)) return PYTHON;
+    if (by_start & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS) | BIT(R_LAUNCH_ENV) | BIT(R_SGLANG) | BIT(R_VLLM)))
+        return PYTHON;
+    int blank = blank_line(s, n);
+    int label;
+    if (n && s[0] == '[') return PYTHON;  /* a label the Tagger may know: read_line's */
+    int tag = tagger_tag(self, s, n, NULL, &label);  /* no labels read past a `[` */
+    if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+    if (!blank && !(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
+    /* launch_env: an assignment needs a `=` */
+    if (by_start & BIT(R_LAUNCH_ENV) && memchr(s, '=', (size_t)n)) return PYTHON;
+    if (by_start & BIT(R_NCCL_TESTS)) {  /* only a `#` comment that names none of _comment's words */
+        Py_ssize_t i = 0;
+        while (i < n && is_blank(s[i])) i++;
+        if (!v->nccl_idle || i >= n || s[i] != '#' || nccl_words(s, n)) return PYTHON;
+    }
+    const char *b = s;
+    Py_ssize_t bn = n;
+    if (v->prefix_len) {  /* BlockReader.feed: a copied block's lines carry its mark */
+        if (n < v->prefix_need || !memeq(s, v->prefix, (size_t)v->prefix_need)) return PYTHON;
+        Py_ssize_t k = v->prefix_len < n ? v->prefix_len : n;
+        b = s + k, bn = n - k;
+    }
+    int r;
+    if (blank_line(b, bn))
+        r = OK;
+    else if ((r = bench_row(self, b, bn, lineno)) == PYTHON && by_literal)
+        r = bench_section(self, b, bn);
+    if (r != OK) return r;
+    /* offered after the readers, as the engines do */
+    if (*mask && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+    return OK;
+}
+
+
+enum { SK_RATE, SK_EFFICIENCY, SK_K, SK_ACCEPTED, SK_DRAFTED, SK_EMITTED, SK_MEAN, SK_ACCEPTED_TPS, SK_DRAFTED_TPS,
+       SK_POSITIONS, SK_COUNT };
+static const char *SPEC_IDS[] = {"rate", "efficiency", "k", "accepted", "drafted", "emitted", "mean_len",
+                                 "accepted_tps", "drafted_tps", "positions"};
+static const char *SPEC_METRICS[] = {"draft_acceptance_rate", "accepted_tokens", "draft_tokens",
+                                     "accepted_throughput_tok_s", "drafted_throughput_tok_s", "accept_len_raw",
+                                     "tokens_per_cycle"};
+#define SPEC_POSITIONS 16
+
+/* vllm._SPEC_KEYS (label -> field) into the table, and the names of the records. */
+static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
+    l->nspec_key = 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *name;
+    while (PyDict_Next(keys, &pos, &key, &name)) {
+        Py_ssize_t kl, nl;
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &kl) : NULL;
+        const char *nm = k && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &nl) : NULL;
+        if (!nm) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "spec keys map str to str");
+            return -1;
+        }
+        int id = -1;
+        for (int i = 0; i < SK_COUNT; i++)
+            if (strcmp(nm, SPEC_IDS[i]) == 0) id = i;
+        if (id < 0 || kl >= (Py_ssize_t)sizeof(l->spec_key[0].key) || l->nspec_key == 24) {
+            PyErr_Format(PyExc_ValueError, "spec key %R: a field _scan_vllm.h knows, 24 keys at most", key);
+            return -1;
+        }
+        memcpy(l->spec_key[l->nspec_key].key, k, (size_t)kl);
+        l->spec_key[l->nspec_key].len = kl;
+        l->spec_key[l->nspec_key].id = id;
+        l->nspec_key++;
+    }
+    if ((l->s_spec = intern_str(self, "vllm_spec", 9)) < 0) return -1;
+    for (int i = 0; i < 7; i++)
+        if ((l->s_spec_names[i] = intern_str(self, SPEC_METRICS[i], (Py_ssize_t)strlen(SPEC_METRICS[i]))) < 0) return -1;
+    for (int i = 0; i < SPEC_POSITIONS; i++) {
+        char buf[32];
+        int k = snprintf(buf, sizeof(buf), "acceptance_pos_%d", i + 1);
+        if ((l->s_pos[i] = intern_str(self, buf, k)) < 0) return -1;
+    }
+    return 0;
+}
+
+/* vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, hints, offer):
+ * once a parse, before its first scan (native.parse_chunks). hints: the Tagger's (launcher,
+ * worker); offer: result.offer or None. */
+static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
+    if (not_ready(self)) return NULL;
+    PyObject *parser, *windows, *launch_lines, *processes, *fields, *spec_keys, *launchers, *workers, *launcher,
+        *worker, *offer;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!O!(UU)O", &parser, &PyList_Type, &launch_lines, &PyDict_Type, &processes,
+                          &PyDict_Type, &fields, &PyDict_Type, &spec_keys, &PyFrozenSet_Type, &launchers,
+                          &PyFrozenSet_Type, &workers, &launcher, &worker, &offer)) return NULL;
+    if (offer != Py_None && !PyCallable_Check(offer)) {
+        PyErr_SetString(PyExc_TypeError, "offer must be callable or None");
+        return NULL;
+    }
+    struct vllm_state *v = vllm_state_of(self);
+    if (!v) return NULL;
+    VllmLines *l = &v->lines;
+    vllm_lines_release(l);
+    if (spec_load(self, l, spec_keys) < 0) return NULL;
+    if (PyDict_GET_SIZE(fields) > ENGINE_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "too many engine fields");
+        return NULL;
+    }
+    l->nfield = 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *name;
+    while (PyDict_Next(fields, &pos, &key, &name)) {
+        Py_ssize_t kl, nl;
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &kl) : NULL;
+        const char *nm = k && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &nl) : NULL;
+        if (!nm) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "engine fields map str to str");
+            return NULL;
+        }
+        if (kl >= (Py_ssize_t)sizeof(l->field[0].key)) {
+            PyErr_SetString(PyExc_ValueError, "an engine field key is too long");
+            return NULL;
+        }
+        int metric = intern_str(self, nm, nl);
+        if (metric < 0) return NULL;
+        memcpy(l->field[l->nfield].key, k, (size_t)kl);
+        l->field[l->nfield].len = kl;
+        l->field[l->nfield].metric = metric;
+        l->nfield++;
+    }
+    if ((l->s_source = intern_str(self, "vllm_engine", 11)) < 0
+        || (l->s_prompt = intern_str(self, "prompt_throughput_tok_s", 23)) < 0) return NULL;
+    l->k_label = PyUnicode_InternFromString("label");
+    l->k_rank = PyUnicode_InternFromString("rank");
+    l->k_hints = PyUnicode_InternFromString("hints");
+    l->k_pid = PyUnicode_InternFromString("pid");
+    if (!l->k_label || !l->k_rank || !l->k_hints || !l->k_pid) { vllm_lines_release(l); return NULL; }
+    windows = PyObject_GetAttrString(parser, "engine_windows");  /* a new reference, held below */
+    if (!windows) { vllm_lines_release(l); return NULL; }
+    if (!PyDict_CheckExact(windows)) {
+        Py_DECREF(windows);
+        vllm_lines_release(l);
+        PyErr_SetString(PyExc_TypeError, "engine_windows must be a dict");
+        return NULL;
+    }
+    PyObject *keep[] = {parser, launch_lines, processes, launchers, workers, launcher, worker};
+    for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++) Py_INCREF(keep[i]);
+    l->parser = parser;
+    l->windows = windows, l->launch_lines = launch_lines, l->processes = processes;
+    l->launchers = launchers, l->workers = workers;
+    l->hint[NAME_LAUNCHER] = launcher, l->hint[NAME_WORKER] = worker;
+    Py_INCREF(offer);
+    Py_XSETREF(v->offer, offer);
+    l->armed = 1;
+    Py_RETURN_NONE;
+}
+
+/* processes._VLLM at s[0]: `^\((\w+?)(?:_\d+)?(?: rank=(\d+))?(?: (TP\d+))? pid=(\d+)\)`. The end
+ * (past `)`), 0 when the line is not so; the name, whether a rank or TP was named, the pid. */
+static Py_ssize_t vllm_tag(const char *s, Py_ssize_t n, Py_ssize_t *name_len, int *ranked, Py_ssize_t *pid0,
+                           Py_ssize_t *pid1) {
+    if (n < 2 || s[0] != '(') return 0;
+    Py_ssize_t i = 1;
+    while (i < n && is_word(s[i])) i++;
+    Py_ssize_t w = i - 1;
+    if (w == 0) return 0;
+    /* \w+? then (?:_\d+)?: the name ends at the last `_` of the word when digits alone follow it */
+    *name_len = w;
+    Py_ssize_t us = i - 1;
+    while (us > 1 && is_digit(s[us])) us--;
+    if (us > 1 && s[us] == '_' && us < i - 1) *name_len = us - 1;
+    *ranked = 0;
+    if (i + 6 < n && memeq(s + i, " rank=", 6) && is_digit(s[i + 6])) {
+        i += 6;
+        while (i < n && is_digit(s[i])) i++;
+        *ranked = 1;
+    }
+    if (i + 3 < n && memeq(s + i, " TP", 3) && is_digit(s[i + 3])) {
+        i += 3;
+        while (i < n && is_digit(s[i])) i++;
+        *ranked = 1;
+    }
+    if (!(i + 5 < n && memeq(s + i, " pid=", 5) && is_digit(s[i + 5]))) return 0;
+    i += 5;
+    *pid0 = i;
+    while (i < n && is_digit(s[i])) i++;
+    *pid1 = i;
+    if (i >= n || s[i] != ')') return 0;
+    return i + 1;
+}
+
+/* Whether the Tagger knows the tag's process with every field this line would set already set
+ * (Tagger._tag on a `(Name pid=N)` line): 1 (*kind: the name's NAME_*), 0, -1 on error. The last
+ * tag's text is kept with its process tag and name; the process is looked at every line. */
+static int vllm_known(Scanner *self, VllmLines *l, const char *s, Py_ssize_t end, Py_ssize_t name_len, int ranked,
+                      Py_ssize_t pid0, Py_ssize_t pid1) {
+    if (pid1 - pid0 > 18) return 0;  /* read_int's bound (MAX_INT_DIGITS is more): Python's */
+    if (!(l->tag && l->tag_len == end && memeq(l->tag_text, s, (size_t)end))) {
+        Py_CLEAR(l->tag);
+        l->tag_len = 0;
+        if (end > TAG_MAX) return 0;
+        char buf[TAG_MAX + 8];
+        int k = snprintf(buf, sizeof(buf), "pid %.*s", (int)(pid1 - pid0), s + pid0);
+        if (k < 0 || k >= (int)sizeof(buf)) return 0;
+        PyObject *name = PyUnicode_DecodeASCII(s + 1, name_len, NULL);
+        if (!name) return -1;
+        int launcher = PySet_Contains(l->launchers, name);
+        int worker = launcher == 0 ? PySet_Contains(l->workers, name) : 0;
+        Py_DECREF(name);
+        if (launcher < 0 || worker < 0) return -1;
+        if ((l->tag_idx = intern_str(self, buf, k)) < 0) return -1;
+        l->tag = PyUnicode_DecodeASCII(buf, k, NULL);
+        if (!l->tag) return -1;
+        long long pid = 0;
+        for (Py_ssize_t i = pid0; i < pid1; i++) pid = pid * 10 + (s[i] - '0');
+        l->tag_pid = pid, l->tag_kind = launcher ? NAME_LAUNCHER : worker ? NAME_WORKER : NAME_OTHER;
+        l->tag_ranked = ranked;
+        memcpy(l->tag_text, s, (size_t)end);
+        l->tag_len = end;
+    }
+    PyObject *p = PyDict_GetItemWithError(l->processes, l->tag);
+    if (!p) return PyErr_Occurred() ? -1 : 0;
+    if (!PyDict_CheckExact(p)) return 0;
+    PyObject *label = PyDict_GetItemWithError(p, l->k_label);
+    PyObject *pid = label ? PyDict_GetItemWithError(p, l->k_pid) : NULL;
+    if (!pid) return PyErr_Occurred() ? -1 : 0;
+    int has_label = PyObject_IsTrue(label);
+    if (has_label <= 0 || !PyLong_CheckExact(pid)) return has_label < 0 ? -1 : 0;
+    int overflow;
+    long long have = PyLong_AsLongLongAndOverflow(pid, &overflow);
+    if (have == -1 && PyErr_Occurred()) return -1;
+    if (overflow || have != l->tag_pid) return 0;
+    if (l->tag_ranked) {
+        PyObject *rank = PyDict_GetItemWithError(p, l->k_rank);
+        if (!rank) return PyErr_Occurred() ? -1 : 0;
+        int has = PyObject_IsTrue(rank);
+        if (has <= 0) return has;
+    }
+    if (l->tag_kind != NAME_OTHER) {
+        PyObject *hints = PyDict_GetItemWithError(p, l->k_hints);
+        if (!hints) return PyErr_Occurred() ? -1 : 0;
+        if (!PyList_CheckExact(hints)) return 0;
+        int has = PySequence_Contains(hints, l->hint[l->tag_kind]);
+        if (has <= 0) return has;
+    }
+    return 1;
+}
+
+/* launch_env.Parser.feed does nothing with a line holding no `NCCL_` (a literal: not here): no
+ * prompt can start it (no `@`, no `$` or `+`), and after an untagged start no assignment (no `=`;
+ * a `(` start is no assignment's). */
+static int launch_env_idle(const char *s, Py_ssize_t n) {
+    if (memchr(s, '@', (size_t)n) || memchr(s, '$', (size_t)n) || memchr(s, '+', (size_t)n)) return 0;
+    if (s[0] == '(') return 1;
+    return !memchr(s, '=', (size_t)n) && !starts(s, n, "export") && !starts(s, n, "declare") && !starts(s, n, "env");
+}
+
+/* vllm._NUMBER's first match in t[0:n] without an exponent (one: Python's), its length <= 40:
+ * float() of it in *out; 1 found, 0 none, 2 one this does not read. */
+static int first_number(const char *t, Py_ssize_t n, double *out, Py_ssize_t *stop) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t j = i;
+        if (t[j] == '+' || t[j] == '-') j++;
+        Py_ssize_t d = j;
+        while (d < n && is_digit(t[d])) d++;
+        Py_ssize_t end;
+        if (d > j) {  /* \d+(?:\.\d*)? */
+            end = d;
+            if (end < n && t[end] == '.') {
+                end++;
+                while (end < n && is_digit(t[end])) end++;
+            }
+        } else if (j < n && t[j] == '.' && j + 1 < n && is_digit(t[j + 1])) {  /* \.\d+ */
+            end = j + 1;
+            while (end < n && is_digit(t[end])) end++;
+        } else {
+            continue;
+        }
+        if (end < n && (t[end] == 'e' || t[end] == 'E')) {
+            Py_ssize_t x = end + 1;
+            if (x < n && (t[x] == '+' || t[x] == '-')) x++;
+            if (x < n && is_digit(t[x])) return 2;
+        }
+        if (end - i > 40) return 2;
+        char buf[48];
+        memcpy(buf, t + i, (size_t)(end - i));
+        buf[end - i] = 0;
+        *out = PyOS_string_to_double(buf, NULL, NULL);
+        if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 2; }
+        *stop = end;
+        return 1;
+    }
+    return 0;
+}
+
+/* `\d+(?:\.\d+)?` at t[0:n]: its length (0: none), float() of it in *out (<= 40 characters). */
+static Py_ssize_t engine_number(const char *t, Py_ssize_t n, double *out) {
+    Py_ssize_t i = 0;
+    while (i < n && is_digit(t[i])) i++;
+    if (i == 0) return 0;
+    if (i + 1 < n && t[i] == '.' && is_digit(t[i + 1])) {
+        i++;
+        while (i < n && is_digit(t[i])) i++;
+    }
+    if (i > 40) return 0;
+    char buf[48];
+    memcpy(buf, t, (size_t)i);
+    buf[i] = 0;
+    *out = PyOS_string_to_double(buf, NULL, NULL);
+    if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return i;
+}
+
+#define ENGINE_MAX 48  /* metrics of one line at most: more is Python's */
+
+#define ENGINE_READ 3  /* engine_read's: not OK, PYTHON or ERROR */
+
+/* vllm.Parser._engine on s[0:n]: 0 when _ENGINE finds nothing (the line does nothing), ENGINE_READ with the
+ * metrics in *count/metric/value and the DP engine in *dp (-1: none), PYTHON for what Python reads
+ * (an idle interval, a number out of the plain grammar, too many fields). */
+static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, int *metric, double *value,
+                       long long *dp, int64_t self_throughput) {
+    static const char A[] = "Avg prompt throughput: ", B[] = " tokens/s, Avg generation throughput: ";
+    const char *at = find(s, n, A, (Py_ssize_t)sizeof(A) - 1);
+    if (!at) return 0;
+    Py_ssize_t i = at - s;
+    /* the leftmost match: at `Engine N: ` when it leads the first `Avg prompt throughput: `; a later
+     * one is Python's (the first did not match whole) */
+    *dp = -1;
+    if (i >= 2 && s[i - 1] == ' ' && s[i - 2] == ':') {
+        Py_ssize_t d = i - 2;
+        while (d > 0 && is_digit(s[d - 1])) d--;
+        if (d < i - 2 && d >= 7 && memeq(s + d - 7, "Engine ", 7)) {
+            if (i - 2 - d > 18) return PYTHON;
+            long long x = 0;
+            for (Py_ssize_t k = d; k < i - 2; k++) x = x * 10 + (s[k] - '0');
+            *dp = x;
+        }
+    }
+    i += (Py_ssize_t)sizeof(A) - 1;
+    double prompt = 0, generation = 0;
+    Py_ssize_t k = engine_number(s + i, n - i, &prompt);
+    if (!k) return PYTHON;
+    i += k;
+    if (!starts_len(s + i, n - i, B, (Py_ssize_t)sizeof(B) - 1)) return PYTHON;
+    i += (Py_ssize_t)sizeof(B) - 1;
+    if (!(k = engine_number(s + i, n - i, &generation))) return PYTHON;
+    i += k;
+    if (!starts_len(s + i, n - i, " tokens/s", 9)) return PYTHON;
+    i += 9;
+    if (i < n && s[i] == ',') i++;
+    while (i < n && is_space(s[i])) i++;
+    if (!(generation > 0)) return PYTHON;  /* an idle interval: `used`, Python's */
+    int c = 0;
+    metric[c] = (int)self_throughput, value[c++] = generation;
+    metric[c] = l->s_prompt, value[c++] = prompt;
+    /* line[m.end():].rstrip(".").split(","), each piece partition(":") */
+    Py_ssize_t e = n;
+    while (e > i && s[e - 1] == '.') e--;
+    while (i <= e) {
+        const char *comma = memchr(s + i, ',', (size_t)(e - i));
+        Py_ssize_t pe = comma ? comma - s : e;
+        const char *colon = memchr(s + i, ':', (size_t)(pe - i));
+        if (colon) {
+            const char *key = s + i;
+            Py_ssize_t kl = colon - key;
+            strip(&key, &kl);
+            for (int f = 0; f < l->nfield; f++) {
+                if (l->field[f].len != kl) continue;
+                Py_ssize_t q = 0;
+                while (q < kl && (key[q] >= 'A' && key[q] <= 'Z' ? key[q] | 0x20 : key[q]) == l->field[f].key[q]) q++;
+                if (q < kl) continue;
+                double x = 0;
+                Py_ssize_t stop = 0;
+                int got = first_number(colon + 1, s + pe - (colon + 1), &x, &stop);
+                if (got == 2) return PYTHON;
+                if (got == 1 && isfinite(x)) {
+                    if (c == ENGINE_MAX) return PYTHON;
+                    metric[c] = l->field[f].metric, value[c++] = x;
+                }
+                break;
+            }
+        }
+        i = pe + 1;
+    }
+    *count = c;
+    return ENGINE_READ;
+}
+
+/* vllm._value of t[0:n]: 1 with *out, 0 for None, 2 for a number this does not read. */
+static int spec_value(const char *t, Py_ssize_t n, double *out) {
+    double x = 0;
+    Py_ssize_t stop = 0;
+    int got = first_number(t, n, &x, &stop);
+    if (got != 1) return got;
+    if (!isfinite(x)) return 0;
+    if ((stop < n && t[stop] == '%') || (stop + 1 < n && t[stop + 1] == '%')) x = x / 100;
+    *out = x;
+    return 1;
+}
+
+/* A `Key: ` of vllm._KEY at body[pos] (`^` or `,\s*`, then `[A-Za-z][A-Za-z \-]*?:\s*`): the end,
+ * the label in [*k0, *k1); 0 when none starts there. */
+static Py_ssize_t spec_key_at(const char *b, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *k0, Py_ssize_t *k1) {
+    for (int alt = pos == 0 ? 0 : 1; alt < 2; alt++) {
+        Py_ssize_t j = pos;
+        if (alt == 1) {
+            if (j >= n || b[j] != ',') return 0;
+            j++;
+            while (j < n && is_space(b[j])) j++;
+        }
+        if (j >= n || !is_alpha(b[j])) continue;
+        Py_ssize_t k = j + 1;
+        while (k < n && (is_alpha(b[k]) || b[k] == ' ' || b[k] == '-')) k++;
+        if (k >= n || b[k] != ':') continue;
+        *k0 = j, *k1 = k;
+        k++;
+        while (k < n && is_space(b[k])) k++;
+        return k;
+    }
+    return 0;
+}
+
+typedef struct {
+    int has[SK_COUNT];
+    double v[SK_COUNT];
+    int npos;
+    double pos[SPEC_POSITIONS];
+} SpecFields;
+
+/* vllm.spec_fields(body): 1, or 2 for what Python reads (a label it rewrites, a number out of the
+ * plain grammar, more positions than kept). */
+static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *f) {
+    memset(f, 0, sizeof(*f));
+    Py_ssize_t starts[64], ends[64], l0[64], l1[64];
+    int nk = 0;
+    for (Py_ssize_t pos = 0; pos < n;) {
+        Py_ssize_t k0, k1, end = spec_key_at(b, n, pos, &k0, &k1);
+        if (!end) { pos++; continue; }
+        if (nk == 64) return 2;
+        starts[nk] = pos, ends[nk] = end, l0[nk] = k0, l1[nk] = k1;
+        nk++;
+        pos = end;
+    }
+    for (int i = 0; i < nk; i++) {
+        const char *lab = b + l0[i];
+        Py_ssize_t ll = l1[i] - l0[i];
+        strip(&lab, &ll);
+        char low[40];
+        if (ll >= (Py_ssize_t)sizeof(low)) continue;  /* no key is so long */
+        for (Py_ssize_t q = 0; q < ll; q++) low[q] = (char)(lab[q] >= 'A' && lab[q] <= 'Z' ? lab[q] | 0x20 : lab[q]);
+        if (find(low, ll, "tokens tokens", 13)) return 2;
+        int id = -1;
+        for (int k = 0; k < l->nspec_key; k++)
+            if (l->spec_key[k].len == ll && memeq(l->spec_key[k].key, low, (size_t)ll)) { id = l->spec_key[k].id; break; }
+        if (id < 0) continue;
+        /* text = body[end:next].strip().rstrip(".,").strip() */
+        const char *t = b + ends[i];
+        Py_ssize_t tn = (i + 1 < nk ? starts[i + 1] : n) - ends[i];
+        strip(&t, &tn);
+        while (tn > 0 && (t[tn - 1] == '.' || t[tn - 1] == ',')) tn--;
+        strip(&t, &tn);
+        if (id == SK_POSITIONS) {
+            double vals[SPEC_POSITIONS];
+            int c = 0, all = 1;
+            for (Py_ssize_t a = 0; a <= tn;) {
+                const char *comma = memchr(t + a, ',', (size_t)(tn - a));
+                Py_ssize_t e = comma ? comma - t : tn;
+                if (!blank_line(t + a, e - a)) {  /* `if v.strip()` */
+                    double x = 0;
+                    int got = spec_value(t + a, e - a, &x);
+                    if (got == 2) return 2;
+                    if (got == 0) all = 0;
+                    else if (c == SPEC_POSITIONS) return 2;
+                    else vals[c++] = x;
+                }
+                a = e + 1;
+            }
+            if (c && all) {
+                memcpy(f->pos, vals, sizeof(double) * (size_t)c);
+                f->npos = c, f->has[SK_POSITIONS] = 1;
+            }
+            continue;
+        }
+        double x = 0;
+        int got = spec_value(t, tn, &x);
+        if (got == 2) return 2;
+        if (got == 1) f->has[id] = 1, f->v[id] = x;
+    }
+    return 1;
+}
+
+/* vllm.Parser._spec of a V1 line (the body after `SpecDecoding metrics:`): 0 nothing, ENGINE_READ
+ * with the records' metric and value, PYTHON for the rest (V0 fields, a draft length, an interval
+ * without drafts, a first record). */
+static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *count, int *metric, double *value) {
+    SpecFields f;
+    if (spec_fields_c(l, b, n, &f) != 1) return PYTHON;
+    if (!f.has[SK_ACCEPTED] && !f.has[SK_MEAN] && !f.has[SK_RATE]) return 0;
+    if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
+    if (f.has[SK_K] || f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return PYTHON;
+    if (f.has[SK_POSITIONS] && !(flags & F_STEPS)) return PYTHON;
+    if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return PYTHON;
+    if (!f.has[SK_MEAN]) return PYTHON;  /* tokens per cycle from the draft length: Python's */
+    int c = 0;
+    double rate = f.v[SK_RATE];
+    int has_rate = f.has[SK_RATE];
+    if (!has_rate && f.has[SK_ACCEPTED] && f.has[SK_DRAFTED] && f.v[SK_DRAFTED] != 0)
+        rate = f.v[SK_ACCEPTED] / f.v[SK_DRAFTED], has_rate = 1;
+    int ids[] = {-1, SK_ACCEPTED, SK_DRAFTED, SK_ACCEPTED_TPS, SK_DRAFTED_TPS, SK_MEAN, SK_MEAN};
+    for (int i = 0; i < 7; i++) {
+        int has = i == 0 ? has_rate : f.has[ids[i]];
+        if (!has) continue;
+        metric[c] = l->s_spec_names[i], value[c++] = round6(i == 0 ? rate : f.v[ids[i]]);
+    }
+    for (int i = 0; i < f.npos; i++) metric[c] = l->s_pos[i], value[c++] = round6(f.pos[i]);
+    *count = c;
+    return ENGINE_READ;
+}
+
+/* The next spec window of the vllm parser (spec_window + 1), stored: -1 on error. */
+static long spec_window(VllmLines *l) {
+    PyObject *w = PyObject_GetAttrString(l->parser, "spec_window");
+    if (!w) return -1;
+    long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
+    Py_DECREF(w);
+    if (window < 0 || window >= LONG_MAX - 1) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "spec_window must be an int");
+        return -1;
+    }
+    PyObject *nw = PyLong_FromLong(window + 1);
+    int bad = !nw || PyObject_SetAttrString(l->parser, "spec_window", nw) < 0;
+    Py_XDECREF(nw);
+    return bad ? -1 : window + 1;
+}
+
+/* The next window of a DP engine (vllm.Parser.engine_windows[rank] + 1), stored: -1 on error. */
+static long engine_window(VllmLines *l, PyObject *rank) {
+    PyObject *w = PyDict_GetItemWithError(l->windows, rank);
+    if (!w && PyErr_Occurred()) return -1;
+    long window = 1;
+    if (w) {
+        if (!PyLong_CheckExact(w)) { PyErr_SetString(PyExc_TypeError, "engine windows must be ints"); return -1; }
+        window = PyLong_AsLong(w);
+        if (window == -1 && PyErr_Occurred()) return -1;
+        if (window >= LONG_MAX - 1) { PyErr_SetString(PyExc_OverflowError, "engine window"); return -1; }
+        window++;
+    }
+    PyObject *nw = PyLong_FromLong(window);
+    if (!nw) return -1;
+    int bad = PyDict_SetItem(l->windows, rank, nw);
+    Py_DECREF(nw);
+    return bad < 0 ? -1 : window;
+}
+
+/* A line read_line has found the literals and STARTS of: OK, PYTHON, ERROR, or DECLINE (not a
+ * line of this part's: read_line goes on as before). */
+static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags, int64_t lineno,
+                     uint64_t lits, unsigned by_literal, unsigned by_start) {
+    struct vllm_state *v = self->vllm;
+    if (!v || !v->lines.armed || n == 0 || e->in_block) return DECLINE;
+    VllmLines *l = &v->lines;
+    /* literals: vLLM's `throughput:` alone (and the scanner's own); STARTS: the Tagger's, launch_env's */
+    int throughput = l->lit_throughput >= 0 && (lits >> l->lit_throughput & 1);
+    int metrics = l->lit_metrics >= 0 && (lits >> l->lit_metrics & 1);
+    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0);
+    for (uint64_t o = other; o; o &= o - 1)
+        if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
+    if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
+    int process = self->s_main, kind = NAME_OTHER;
+    Py_ssize_t name_len, pid0, pid1;
+    int ranked;
+    Py_ssize_t end = s[0] == '(' ? vllm_tag(s, n, &name_len, &ranked, &pid0, &pid1) : 0;
+    if (end) {
+        int known = vllm_known(self, l, s, end, name_len, ranked, pid0, pid1);
+        if (known <= 0) return known < 0 ? ERROR : PYTHON;
+        process = l->tag_idx, kind = l->tag_kind;
+    } else {
+        /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
+        char c = s[0];
+        if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
+        if (!throughput && !metrics) {
+            /* A line only launch_env's STARTS names (a capital first: `INFO: ...`, a table's row)
+             * with no assignment, prompt or NCCL_ on it: launch_env does nothing with it, the
+             * Tagger makes it "main"'s. read_line would hand every such line back. */
+            if (by_literal || by_start != BIT(R_LAUNCH_ENV) || !(flags & F_MAIN) || memchr(s, '=', (size_t)n)
+                || !launch_env_idle(s, n)) return DECLINE;
+            if (bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+            return OK;
+        }
+        if (!(flags & F_MAIN)) return PYTHON;
+    }
+    if (by_start & BIT(R_LAUNCH_ENV) && !launch_env_idle(s, n)) return PYTHON;
+    int count = 0, metric[ENGINE_MAX];
+    double value[ENGINE_MAX];
+    long long dp = -1;
+    int spec = 0;
+    if (metrics) {  /* vllm.Parser.feed: `metrics:` first, and then not `throughput:` */
+        const char *a = find(s, n, "SpecDecoding metrics:", 21), *b = find(s, n, "Speculative metrics:", 20);
+        const char *m = a && (!b || a < b) ? a : b;
+        if (m) {
+            Py_ssize_t i = m - s + (m == a ? 21 : 20);
+            while (i < n && is_space(s[i])) i++;
+            int got = spec_read(l, s + i, n - i, flags, &count, metric, value);
+            if (got == PYTHON) return PYTHON;
+            spec = got == ENGINE_READ;
+        }
+    } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
+        int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
+        if (got == PYTHON) return PYTHON;
+        if (got == ENGINE_READ && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE))) return PYTHON;  /* first records */
+    }
+    /* read: the Tagger's launch line, the records, the Watcher's offer */
+    if (kind == NAME_LAUNCHER) {
+        PyObject *ln = PyLong_FromLongLong(lineno);
+        int bad = !ln || PyList_Append(l->launch_lines, ln) < 0;
+        Py_XDECREF(ln);
+        if (bad) return ERROR;
+    }
+    if (spec && count) {
+        long window = spec_window(l);
+        if (window < 0) return ERROR;
+        for (int i = 0; i < count; i++)
+            if (add_metric(self, metric[i], value[i], window, lineno, l->s_spec, self->s_empty, process) < 0)
+                return ERROR;
+    } else if (count) {
+        char rank[32];
+        int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
+        int rank_idx = intern_str(self, rank, rl);
+        if (rank_idx < 0) return ERROR;
+        PyObject *rank_str = str_obj(self, rank_idx);
+        long window = engine_window(l, rank_str);
+        if (window < 0) return ERROR;
+        for (int i = 0; i < count; i++)
+            if (add_metric(self, metric[i], value[i], window, lineno, l->s_source, rank_idx, process) < 0) return ERROR;
+    }
+    if ((by_literal | by_start) && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+    return OK;
+}

@@ -1,0 +1,326 @@
+"""The native scanner reads serving bench result blocks (_scan_vllm.h) exactly as the readers do:
+the blocks are real ones (tests/corpus, the shared public samples), whole, cut, repeated, damaged,
+copied as comments, and the native engine's records, settings and processes equal the line
+engine's; the scanner does read a block's rows itself once its tool is known."""
+
+import io
+import random
+from unittest import mock
+
+import pytest
+
+from ingest.parsers import native, parse_stream, serving
+from tests.samples import PROJECT_ROOT
+from tests.test_parsers_native import _same
+
+CORPUS = PROJECT_ROOT / "tests" / "corpus"
+SHARED = PROJECT_ROOT.parent / "shared" / "samples" / "public"
+BLOCK_FILES = [
+    CORPUS / "serving" / name for name in (
+        "sglang_bench_serving_dsv3_v0.4.1_pr2643.txt", "sglang_bench_serving_rate_sweep_dlora.md",
+        "vllm_bench_serve_baseline_block_pr35714.txt", "vllm_bench_serve_hf_dataset_pr18566.txt",
+        "vllm_bench_serve_mtp_rps_issue43295.txt", "vllm_bench_serve_rps100_cut_pr31739.txt",
+        "vllm_bench_serve_two_runs_commented_vllm_fork.sh")
+] + [
+    CORPUS / "shared" / name for name in (
+        "sglang_bench_serving_2024_issue2097_partial.txt", "sglang_bench_serving_eagle_dsv3_cookbook.txt",
+        "sglang_bench_serving_nextn_dsv3_early2025_doc.txt", "sglang_bench_serving_ngram_pr13376_partial.txt",
+        "vllm_bench_serve_specdecode_eagle3.txt", "vllm_bench_serve_overflow_columns.txt")
+] + (sorted(SHARED.glob("*bench_serv*")) if SHARED.is_dir() else [])
+
+
+def _real_lines() -> list[str]:
+    lines = []
+    for path in BLOCK_FILES:
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return lines
+
+
+REAL = _real_lines()
+
+# What a row or a section can look like when a copy was damaged or a tool printed it oddly.
+DAMAGED = [
+    lambda s: s.replace(":", ":\t", 1),  # a tab after the colon
+    lambda s: "\t" + s,
+    lambda s: s.replace(":", " :", 1),
+    lambda s: s[: len(s) // 2],  # cut
+    lambda s: s + " ms",  # a second token: no row, the block ends
+    lambda s: s.rstrip() + "9" * 30,  # more digits than an int holds
+    lambda s: s.rstrip() + "e5",
+    lambda s: s.rstrip() + ".",
+    lambda s: s.replace("Mean", "Méan"),  # non-ASCII
+    lambda s: s.split(":")[0] + ":   nan",
+    lambda s: s.split(":")[0] + ":   not set",
+    lambda s: s.split(":")[0] + ":",  # valueless: a subsection
+    lambda s: s.split(":")[0] + "=x:   1.0",  # `=`: launch_env's to judge
+    lambda s: "  Position 3:    12.5",
+    lambda s: "Position 0:    12.5",
+    lambda s: s.replace("-", "=", 3),
+    lambda s: "# " + s,
+    lambda s: "#" + s,
+    lambda s: "> " + s,
+    lambda s: "(APIServer pid=7) " + s,
+    lambda s: "# Rank  0 Group  0 " + s,  # an nccl-tests word on a `#` line
+    lambda s: "NCCL_PROTO=LL " + s,
+    lambda s: s.replace("(", "\x1c("),  # a separator Python's \s takes
+    lambda s: "---Speculative-Decoding---",
+    lambda s: "---x--y---",
+    lambda s: "------",
+    lambda s: "-----Time per Output Token (excl. 1st token)-----  ",
+    lambda s: "",
+    lambda s: "   ",
+]
+
+
+def _blocks_log(seed: int) -> bytes:
+    """Runs of real block lines (each from a file's start or from a title), some damaged."""
+    rng = random.Random(seed)
+    titles = [i for i, line in enumerate(REAL) if serving._TITLE in line]
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 8)):
+        start = rng.choice(titles) if rng.random() < 0.8 else rng.randrange(len(REAL))
+        for line in REAL[start:start + rng.randint(1, 60)]:
+            if rng.random() < 0.08:
+                line = rng.choice(DAMAGED)(line)
+            lines.append(line)
+    return "\n".join(lines).encode() + rng.choice([b"\n", b""])
+
+
+def test_the_corpus_holds_real_blocks_of_both_tools_and_copied_ones():
+    text = "\n".join(REAL)
+    assert text.count(serving._TITLE) >= 12
+    assert "Backend:" in text and "Failed requests:" in text and "# ============ Serving" in text
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_real_blocks_mixed_and_damaged_give_the_records_lines_give(seed):
+    data = _blocks_log(seed)
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def test_each_real_file_gives_the_records_lines_give_read_whole_and_repeated():
+    for path in BLOCK_FILES:
+        data = path.read_bytes()
+        _same(data)
+        _same(data * 3, 1 << 12, 1 << 12)
+
+
+def _python_lines(data: bytes) -> list[str]:
+    fed: list[str] = []
+    for name in ("feed", "feed_stopped"):
+        orig = getattr(native._Parse, name)
+
+        def wrap(self, line, lineno, mask, _orig=orig):
+            fed.append(line)
+            return _orig(self, line, lineno, mask)
+        mock.patch.object(native._Parse, name, wrap).start()
+    try:
+        parse_stream(io.BytesIO(data))
+    finally:
+        mock.patch.stopall()
+    return fed
+
+
+def test_the_scanner_reads_the_rows_and_sections_of_a_block_whose_tool_is_known():
+    """A vLLM block repeated: Python reads its title and its first row (which names the tool), the
+    scanner its 20-odd rows and sections."""
+    block = (CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt").read_text()
+    assert block.count(serving._TITLE) == 1
+    data = (block.rstrip("\n") + "\n") * 40
+    fed = _python_lines(data.encode())
+    rows = sum(1 for line in data.splitlines() if ":" in line)
+    assert rows >= 40 * 20
+    # the first copy is Python's (serving.KEYS learns its labels); of each later one, the title
+    # and the first row, which names the tool
+    assert len(fed) <= len(block.splitlines()) + 2 * 39, fed[-10:]
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_a_copied_block_under_comment_marks_is_read_by_the_scanner_too():
+    text = (CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh").read_text()
+    data = (text.rstrip("\n") + "\n") * 20
+    fed = _python_lines(data.encode())
+    copied_rows = sum(1 for line in data.splitlines() if line.startswith("# ") and "):" in line)
+    assert copied_rows >= 20 * 10
+    assert sum(1 for line in fed if line.startswith("# ") and "):" in line) < copied_rows // 4
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_serving_keys_are_remembered_up_to_a_bound():
+    with mock.patch.dict(serving.KEYS, clear=True), mock.patch.object(serving, "KEYS_MAX", 3):
+        for i in range(10):
+            assert serving.serving_key(f"Mean X{i} (ms)") == f"mean_x{i}_ms"
+        assert len(serving.KEYS) == 3
+        assert serving.serving_key("Maximum reqeuest concurrency") == "max_request_concurrency"
+        assert serving.serving_key("Output token throughput (tok/s)") == "output_throughput_tok_s"
+
+
+VLLM_FILES = sorted((CORPUS / "serving").glob("vllm_*.log")) + sorted((CORPUS / "shared").glob("vllm_*.log")) + (
+    sorted(SHARED.glob("vllm_*")) if SHARED.is_dir() else [])
+
+
+def _vllm_lines() -> list[str]:
+    lines = []
+    for path in VLLM_FILES:
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return lines
+
+
+VLLM = _vllm_lines()
+ENGINE = [line for line in VLLM if "Avg prompt throughput" in line]
+SPEC = [line for line in VLLM if "SpecDecoding metrics:" in line or "Speculative metrics:" in line]
+TAGGED = [line for line in VLLM if line.startswith("(") and " pid=" in line[:60]]
+
+# Damage a vLLM line the scanner reads could come with: each must be read as Python reads it.
+VLLM_DAMAGED = [
+    lambda s: s.replace("pid=", "pid=0", 1),  # the same pid, other text: another process tag
+    lambda s: s.replace(" pid=", " rank=3 pid=", 1),
+    lambda s: s.replace(" pid=", " TP1 pid=", 1),
+    lambda s: s.replace("APIServer", "APIServer_2", 1),
+    lambda s: s.replace("APIServer", "Worker_x", 1),
+    lambda s: s.replace("(", "(Mystery ", 1),
+    lambda s: s + " user@host",
+    lambda s: s + " NCCL_PROTO=LL",
+    lambda s: s + " a=b",
+    lambda s: "+ " + s,
+    lambda s: s.replace("Engine 000", "Engine " + "9" * 25, 1),
+    lambda s: s.replace("Engine 000", "Engine 7", 1),
+    lambda s: s.replace("Engine 000: ", "Engine: ", 1),
+    lambda s: s.replace("throughput: ", "throughput: 1e3", 1),
+    lambda s: s.replace("throughput: ", "throughput: " + "9" * 60, 1),
+    lambda s: s.replace("generation throughput: ", "generation throughput: 0.0 tokens/s, x: ", 1),
+    lambda s: s.replace(" tokens/s, Avg generation", " tokens/s,  Avg generation", 1),
+    lambda s: s.replace("Running: ", "Running: -", 1),
+    lambda s: s.replace("Running: ", "running :  +.5e", 1),
+    lambda s: s.replace("Running: ", "Running: nan, Waiting: inf, Swapped: 1E5, Pending: ", 1),
+    lambda s: s.replace("GPU KV cache usage: ", "GPU  KV cache usage:\t", 1),
+    lambda s: s.rstrip(".") + "...",
+    lambda s: s + ", Running: 4 reqs, Running: 5 reqs",
+    lambda s: s.replace("metrics: ", "metrics:  metrics: ", 1),
+    lambda s: s.replace("Mean acceptance length: ", "Mean acceptance length: nan, x: ", 1),
+    lambda s: s.replace("Mean acceptance length", "mean Acceptance LENGTH", 1),
+    lambda s: s.replace("Accepted: ", "Accepted tokens tokens: ", 1),
+    lambda s: s.replace("Accepted: ", "Number of accepted tokens: ", 1),
+    lambda s: s.replace("Drafted: ", "Drafted: 0 tokens, Drafted: ", 1),
+    lambda s: s.replace("Drafted: ", "Drafted: -", 1),
+    lambda s: s.replace("acceptance rate: ", "acceptance rate: 1.5e2", 1),
+    lambda s: s.replace("acceptance rate: ", "acceptance rate: nan, ", 1),
+    lambda s: s.replace("Per-position acceptance rate: ", "Per-position acceptance rate: nan, ", 1),
+    lambda s: s.replace("Per-position acceptance rate: ", "Per-position acceptance rate: " + "0.5, " * 20, 1),
+    lambda s: s.replace("Per-position acceptance rate: ", "Per-position acceptance rate: , ,", 1),
+    lambda s: s.replace(", ", ",", 2),
+    lambda s: s + ", Number of speculative tokens: 3",
+    lambda s: s + ", System efficiency: 0.5",
+    lambda s: s.replace("%", " %", 1),
+    lambda s: s.replace("SpecDecoding metrics:", "Speculative metrics:", 1),
+    lambda s: s.replace("metrics:", "metrics", 1),
+    lambda s: s.replace("INFO", "INFØ", 1),
+    lambda s: s[: len(s) * 2 // 3],
+    lambda s: s + " Serving Benchmark Result",
+]
+
+
+def _vllm_log(seed: int) -> bytes:
+    """Runs of real vLLM files' lines, and their engine, spec and tagged lines alone, some damaged."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 10)):
+        pool = rng.choice([VLLM, ENGINE, SPEC, TAGGED])
+        start = rng.randrange(len(pool))
+        for line in pool[start:start + rng.randint(1, 40)]:
+            if rng.random() < 0.15:
+                line = rng.choice(VLLM_DAMAGED)(line)
+            lines.append(line)
+    return "\n".join(lines).encode() + b"\n"
+
+
+def test_the_corpus_holds_vllm_engine_spec_and_tagged_lines():
+    assert len(ENGINE) >= 10 and len(SPEC) >= 20 and len(TAGGED) >= 20
+    assert any(line.startswith("(APIServer pid=") for line in TAGGED)
+    assert any("Engine 000: Avg prompt" in line for line in ENGINE)
+    assert any("Per-position acceptance rate" in line for line in SPEC)
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_real_vllm_lines_mixed_and_damaged_give_the_records_lines_give(seed):
+    data = _vllm_log(seed)
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def test_each_real_vllm_file_gives_the_records_lines_give_read_whole_and_repeated():
+    for path in VLLM_FILES:
+        data = path.read_bytes()
+        _same(data)
+        _same(data * 4, 1 << 12, 1 << 12)
+
+
+def test_the_scanner_reads_vllm_engine_spec_and_known_tagged_lines_itself():
+    """Repeated real lines: after the first records (formats and settings are Python's), the
+    scanner reads the engine lines, the V1 SpecDecoding lines and the lines of known processes."""
+    picked = [line for line in VLLM if line.startswith("(APIServer pid=1) INFO 05-06")]
+    assert any("SpecDecoding" in line for line in picked) and any("Engine 000" in line for line in picked)
+    data = ("\n".join(picked) + "\n") * 50
+    fed = _python_lines(data.encode())
+    assert len(fed) <= 2 * len(picked), fed[-5:]
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
+    from ingest.parsers import PARSERS, _scan, processes, vllm
+    from ingest.parsers.records import ParseResult
+
+    result = ParseResult()
+    formats = [p(result) for p in PARSERS.values()]
+    tagger = processes.Tagger(result)
+    scan = native.scanner([tagger, *formats])
+    parser = next(p for p in formats if p.name == "vllm")
+    hints = (processes.LAUNCHER, processes.WORKER)
+    with pytest.raises(TypeError):
+        scan.bench([], [], [], [], serving.Row, serving.KEYS, "not callable", "", True)
+    with pytest.raises(ValueError):
+        scan.bench([], [], [], [], serving.Row, serving.KEYS, None, "#### ", True)
+    with pytest.raises(TypeError):
+        scan.bench({}, [], [], [], serving.Row, serving.KEYS, None, "", True)
+    scan.bench(None)
+    with pytest.raises(TypeError):
+        scan.vllm_arm(parser, [], {}, {"running": 1}, {}, frozenset(), frozenset(), hints, None)
+    with pytest.raises(ValueError):
+        scan.vllm_arm(parser, [], {}, {}, {"accepted": "no such field"}, frozenset(), frozenset(), hints, None)
+    with pytest.raises(AttributeError):
+        scan.vllm_arm(object(), [], {}, {}, {}, frozenset(), frozenset(), hints, None)
+    scan.vllm_arm(parser, tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS), dict(vllm._SPEC_KEYS),
+                  processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, hints, None)
+    with pytest.raises(RuntimeError):
+        _scan.Scanner.__new__(_scan.Scanner).bench(None)
+
+
+CAPITAL = [line for line in VLLM + REAL if line[:1].isupper() and line.isascii()]
+CAPITAL_DAMAGED = [
+    lambda s: s + " X=1", lambda s: "export " + s, lambda s: "env " + s, lambda s: "declare -x " + s,
+    lambda s: "NCCL_ALGO=Ring " + s, lambda s: s + " root@host:~$ ls", lambda s: s + " $ x", lambda s: s + " + y",
+    lambda s: "A=b " + s, lambda s: s.replace(" ", "=", 1), lambda s: "Successful requests: 5",
+]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lines_only_launch_env_starts_give_the_records_lines_give(seed):
+    """Real lines with a capital first (launch_env's STARTS), some made into assignments, prompts
+    and NCCL declarations that launch_env reads, among real vLLM lines."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(rng.randint(5, 120)):
+        line = rng.choice(CAPITAL if rng.random() < 0.7 else VLLM)
+        if rng.random() < 0.2:
+            line = rng.choice(CAPITAL_DAMAGED)(line)
+        lines.append(line)
+    data = "\n".join(lines).encode() + b"\n"
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def test_a_capital_line_no_reader_acts_on_is_read_by_the_scanner():
+    data = ("INFO:     ::1:50352 - \"POST /v1/completions HTTP/1.1\" 200 OK\n" * 200).encode()
+    assert len(_python_lines(data)) == 1  # the first: the Tagger makes the main process of it
+    _same(data)
