@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ingest import storage
 from ingest.parsers import trace as trace_parser
-from ingest.services import enqueue_run, requeue_run
+from ingest.services import enqueue_run, lock_stores, requeue_run
 from runs.layout import ROLES
 from runs.models import LogFile, Membership, Project, Run, Status
 from runs.names import clean_name, name_key
@@ -335,8 +335,10 @@ def delete_run(user: User, run: Run) -> None:
         raise ServiceError(403, "not_allowed", "only a project admin, or its creator as an editor, may delete a run")
     stored = list(run.logfiles.filter(registered=False).values_list("path", flat=True))
     with transaction.atomic():
-        # A parse storing rows holds its log file's row locked: wait for it, then its rows are
-        # deleted too (the bulk row tables have no database FK to refuse them, see runs.models).
+        # A parse storing rows holds its log file's store lock (ingest.services.lock_stores, not
+        # the row, which its heartbeat updates): wait for it, then its rows are deleted too (the
+        # bulk row tables have no database FK to refuse them, see runs.models).
+        lock_stores(list(LogFile.objects.filter(run=run).values_list("id", flat=True)))
         list(LogFile.objects.select_for_update().filter(run=run).values_list("id", flat=True))
         run.delete()
         transaction.on_commit(lambda: storage.remove_stored(stored))

@@ -118,6 +118,11 @@ class _ClaimLost(Exception):
     """The run was deleted, or the file given to another worker, while this one parsed."""
 
 
+# How long a heartbeat waits for the log file's row (ms), and PostgreSQL's code for giving up.
+HEARTBEAT_LOCK_TIMEOUT_MS = 1000
+LOCK_NOT_AVAILABLE = "55P03"
+
+
 class Heartbeat:
     """Proves to the reconciler that this worker still parses `lf` (a thread with its own
     database connection), and notices when the claim is gone (the run was deleted): `lost`."""
@@ -140,15 +145,34 @@ class Heartbeat:
         if self._thread.is_alive():
             self._thread.join()
 
+    def beat(self) -> bool | None:
+        """One beat: True written, False the claim is gone (`lost` set), None not written now.
+
+        Never waits on the log file's row for long: a store finishing this very parse holds it
+        (its last statements: the file marked ready, the run's summary) and commits soon; the
+        beat is skipped then (the row lock itself proves the worker alive: reconcile() skips a
+        locked row). Waiting there was a beat stuck behind its own worker's COMMIT."""
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"SET LOCAL lock_timeout = {HEARTBEAT_LOCK_TIMEOUT_MS}")
+                if not self.mine.update(heartbeat_at=timezone.now()):
+                    self.lost.set()
+                    return False
+            return True
+        except OperationalError as e:
+            if getattr(e.__cause__, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                log.debug("heartbeat skipped: the log file's row is held by its store")
+            else:  # a busy database: try again at the next beat
+                log.warning("heartbeat not written: %s", e)
+            return None
+
     def _beat(self) -> None:
         try:
             while not self._stop.wait(settings.HEARTBEAT_SECONDS):
-                try:
-                    if not self.mine.update(heartbeat_at=timezone.now()):
-                        self.lost.set()
-                        return
-                except OperationalError as e:  # a busy database: try again at the next beat
-                    log.warning("heartbeat not written: %s", e)
+                if self.beat() is False:
+                    return
         finally:
             connection.close()
 
@@ -314,17 +338,42 @@ def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: Parse
     Phases and metrics were cut into the file's stored columns while parsing (parse_logfile's
     spill): here they are written as they are (runs.columns.write), NCCL values and
     collectives as rows (COPY on PostgreSQL).
+
+    The log file's row is left alone until the end (_finish_logfile marks it ready if the claim
+    is still this parse's, else the whole store rolls back): the heartbeat keeps updating it
+    while the rows are written (minutes for a 512 MB log), and a run deleted meanwhile is
+    deleted at once, its file's claim gone at the end.
     """
     with transaction.atomic():
-        # Serialise with any other writer of this file: its rows are replaced, never doubled.
-        if not LogFile.objects.select_for_update().filter(
-                id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).exists():
+        # Serialise with any other writer of this file (a stale claim's worker still storing):
+        # its rows are replaced, never doubled. A lock of its own, not the row's (see above).
+        _lock_store(lf)
+        if not LogFile.objects.filter(id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).exists():
             raise _ClaimLost()
         _delete_rows(lf)
         columns.write(lf, cut)
         for rows in _unspool(spool):
             _insert_rows(lf, *rows)
         _finish_logfile(lf, result)
+
+
+# The first key of the store's advisory lock (the second is the log file's id): "runlens store".
+STORE_LOCK = 0x726C7374
+
+
+def _lock_store(lf: LogFile) -> None:
+    lock_stores([lf.id])
+
+
+def lock_stores(logfile_ids: list[int]) -> None:
+    """Wait for any other transaction storing these log files' rows, and keep them from starting
+    until this one ends (PostgreSQL; SQLite has one writer at a time anyway). Taken first, in id
+    order, by whoever deletes or replaces a file's rows: no two such writers wait on each other."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for logfile_id in sorted(logfile_ids):
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [STORE_LOCK, logfile_id % (1 << 31)])
 
 
 def _parse_trace(lf: LogFile) -> str:
@@ -439,13 +488,16 @@ def _finish_logfile(lf: LogFile, result: ParseResult) -> None:
     # The parse's freed memory back to the system before the summary's own peak (glibc keeps it
     # in its arenas otherwise): the 512 MB ingest's worker peaked at 468-518 MB, 418-431 now.
     native.trim_heap()
-    LogFile.objects.filter(id=lf.id).update(
+    # Conditional on the claim: a file re-queued or a run deleted while the rows were written
+    # rolls the store back (_store_rows locked nothing of the file's row before this).
+    if not LogFile.objects.filter(id=lf.id, status=Status.PARSING, claimed_at=lf.claimed_at).update(
         status=Status.READY, error="", error_line=None, parsed_at=timezone.now(), lines=result.lines,
         formats=result.formats,
         processes={"processes": result.processes, "launch_lines": result.launch_lines[:1000]},
         settings={k: {"value": s.value, "line": s.line, "source": s.source} for k, s in result.settings.items()},
         warnings=[{"line": w.line, "message": w.message} for w in result.warnings][:200],
-    )
+    ):
+        raise _ClaimLost()
     refresh_run(lf.run_id)
 
 
@@ -476,6 +528,10 @@ def reconcile(now=None) -> int:
         unchanged = LogFile.objects.filter(id=lf.id, status=lf.status, updated_at=lf.updated_at,
                                            heartbeat_at=lf.heartbeat_at)
         with transaction.atomic():
+            # A row held by another transaction is a live worker's store finishing (its heartbeat
+            # skipped meanwhile: Heartbeat.beat): left alone, not waited for.
+            if not unchanged.select_for_update(skip_locked=True).values_list("id", flat=True):
+                continue
             if lf.attempts >= settings.MAX_PARSE_ATTEMPTS:
                 if not unchanged.update(
                     status=Status.FAILED, updated_at=now,

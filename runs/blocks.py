@@ -63,6 +63,15 @@ def decode(data: bytes | memoryview, columns: Iterable[str] | None = None) -> pl
     return pl.read_ipc(io.BytesIO(bytes(data)), columns=None if columns is None else list(columns))
 
 
+def _owned(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows in buffers of their own, the same values to the bit (x * 1 is x, a NaN, a -0.0
+    and a null too): a slice or a group_by's part shares its parent's buffers (strings too:
+    views), and keeps all of them alive for as long as it is kept."""
+    return rows.with_columns([
+        pl.col(c).cast(pl.Categorical).cast(pl.String) if t == pl.String else (pl.col(c) * 1).cast(t)
+        for c, t in rows.schema.items()])
+
+
 class BlockWriter:
     """A file's rows, fed as parser frames (records.PHASE_SCHEMA / METRIC_SCHEMA, in emission
     order), cut into blocks of one (kind, name, source). Rows of a key wait until BLOCK_ROWS of
@@ -84,8 +93,11 @@ class BlockWriter:
         frame = frame.with_columns(i=pl.int_range(start, start + frame.height, dtype=pl.Int64))
         for (name, source), part in frame.group_by(["name", "source"], maintain_order=True):
             key = (kind, str(name), str(source))
-            self.held.setdefault(key, []).append(part.select(list(COLUMNS[kind])))
+            part = part.select(list(COLUMNS[kind]))
             self.held_rows[key] = self.held_rows.get(key, 0) + part.height
+            # A part that waits is copied (_owned): the parts of a group_by are slices of the whole
+            # batch, so a rare name's rows kept every batch alive (a 128 MB log's fold: +350 MB).
+            self.held.setdefault(key, []).append(part if self.held_rows[key] >= BLOCK_ROWS else _owned(part))
             if self.held_rows[key] >= BLOCK_ROWS:
                 self._cut(key, whole_only=True)
         while sum(self.held_rows.values()) > HELD_ROWS:
@@ -101,8 +113,8 @@ class BlockWriter:
         while rows.height and (rows.height >= BLOCK_ROWS or not whole_only):
             block, rows = rows.head(BLOCK_ROWS), rows.slice(BLOCK_ROWS)
             self._write(key, block)
-        if rows.height:
-            self.held[key], self.held_rows[key] = [rows], rows.height
+        if rows.height:  # a slice of the concatenation: copied, as it waits
+            self.held[key], self.held_rows[key] = [_owned(rows)], rows.height
 
     def _write(self, key: tuple[str, str, str], block: pl.DataFrame) -> None:
         kind, name, source = key

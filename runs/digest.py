@@ -59,6 +59,7 @@ class Spill:
     # The file is made longer ahead of the writes (sparse: no disk until written), GROW at least:
     # a write past a file's end costs ext4 several times one inside it.
     GROW = 64 << 20
+    WRITE = 1 << 20
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = directory
@@ -67,28 +68,66 @@ class Spill:
         self._size = 0  # the file's length, ahead of _end
 
     def put(self, column: array) -> Piece:
-        if column.typecode == "q":
-            column = _narrow(column)  # widened beside another column: back to 4 bytes if they fit
+        return self.put_many([column])[0]
+
+    def put_many(self, columns: Sequence[array]) -> list[Piece]:
+        """Park several columns with one write: a flush of many small groups (a profile of
+        thousands of distinct phase names) costs a system call, not one a column."""
+        pieces: list[Piece] = []
+        parts = []
+        end = self._end
+        for column in columns:
+            if column.typecode == "q":
+                column = _narrow(column)  # widened beside another column: back to 4 bytes if they fit
+            pieces.append((end, len(column), column.typecode))
+            parts.append(column)
+            end += len(column) * column.itemsize
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self.directory)
-        end = self._end + len(column) * column.itemsize
         if end > self._size:
             self._size = max(end, 2 * self._size, self.GROW)
             os.ftruncate(self._file.fileno(), self._size)
-        self._file.seek(self._end)
-        self._file.write(memoryview(column).cast("B"))
-        piece = (self._end, len(column), column.typecode)
+        # Small columns joined into writes of about WRITE bytes, a large one written as it is
+        # (a copy of it would double the memory of a large group's flush).
+        at, held = self._end, 0
+        small: list[memoryview] = []
+        for column in parts:
+            view = memoryview(column).cast("B")
+            if len(view) >= self.WRITE:
+                at = self._write(at, b"".join(small))
+                at = self._write(at, view)
+                small, held = [], 0
+                continue
+            small.append(view)
+            held += len(view)
+            if held >= self.WRITE:
+                at = self._write(at, b"".join(small))
+                small, held = [], 0
+        at = self._write(at, b"".join(small))
+        assert at == end
         self._end = end
-        return piece
+        return pieces
+
+    def _write(self, at: int, data: bytes | memoryview) -> int:
+        """`data` written at `at`; where the next bytes go."""
+        assert self._file is not None
+        written = 0
+        while written < len(data):  # a regular file writes all at once; a short write is resumed
+            written += os.pwrite(self._file.fileno(), data[written:], at + written)
+        return at + written
 
     def take(self, pieces: Sequence[Piece], typecode: str) -> array:
-        """The pieces' numbers in order, as one array of `typecode` (4-byte pieces widen to 8)."""
+        """The pieces' numbers in order, as one array of `typecode` (4-byte pieces widen to 8).
+        One pread a piece (not seek and read). Not a map of the file: the pages a map touches
+        count in the process's RSS, and a summary reads the whole spill, once a launch."""
+        assert self._file is not None
+        fd = self._file.fileno()
         out = array(typecode)
         for offset, n, code in pieces:
-            assert self._file is not None
-            self._file.seek(offset)
             part = array(code)
-            part.frombytes(self._file.read(n * part.itemsize))
+            part.frombytes(os.pread(fd, n * part.itemsize, offset))
+            if len(pieces) == 1 and code == typecode:
+                return part
             out.extend(part if code == typecode else array(typecode, part))
         return out
 
@@ -103,11 +142,16 @@ class Parked:
 
     spill: Spill
     pieces: tuple[Piece, ...]
+    typecode: str
+    n: int  # the numbers of all the pieces
 
-    @property
-    def typecode(self) -> str:
-        codes = {code for _, _, code in self.pieces}
-        return "q" if "q" in codes else (codes.pop() if codes else "i")
+    @classmethod
+    def of(cls, spill: Spill, pieces: Sequence[Piece]) -> Parked:
+        if len(pieces) == 1:  # the most (a group of a few rows), without a set
+            return cls(spill, tuple(pieces), pieces[0][2], pieces[0][1])
+        codes = {code for _, _, code in pieces}
+        return cls(spill, tuple(pieces), "q" if "q" in codes else (codes.pop() if codes else "i"),
+                   sum(n for _, n, _ in pieces))
 
     def load(self) -> array:
         return self.spill.take(self.pieces, self.typecode)
@@ -136,7 +180,7 @@ class Group:
                  lines: Column, values: Column, order: Column, pcts: Column | None = None) -> None:
         self.logfile, self.process, self.source, self.name, self.rank = logfile, process, source, name, rank
         self._columns = (windows, lines, values, order, pcts)
-        self._n = len(windows) if isinstance(windows, array) else sum(n for _, n, _ in windows.pieces)
+        self._n = len(windows) if isinstance(windows, array) else windows.n
 
     def __len__(self) -> int:
         return self._n
@@ -177,9 +221,21 @@ class Group:
             out.frombytes(np.frombuffer(column, dtype=np.dtype(column.typecode))[at].tobytes())
             return out
 
-        pcts = self.pcts
-        return Group(self.logfile, self.process, self.source, self.name, self.rank, take(self.windows),
-                     take(self.lines), take(self.values), take(self.order), None if pcts is None else take(pcts))
+        first = self._columns[0]
+        spill = first.spill if isinstance(first, Parked) else None
+        columns: list[Column | None] = []
+        for column in self._columns:
+            if column is None:
+                columns.append(None)
+                continue
+            part = take(_load(column))
+            # Parked again, as the group was, a column at a time: a run of several launches
+            # splits every group, and shares held in memory were all its rows at once (a 512 MB
+            # log: +600 MB); a large group's five columns at once were twice the largest column.
+            columns.append(part if spill is None else Parked.of(spill, spill.put_many([part])))
+        windows, lines, values, order, pcts = columns
+        assert windows is not None and lines is not None and values is not None and order is not None
+        return Group(self.logfile, self.process, self.source, self.name, self.rank, windows, lines, values, order, pcts)
 
 
 @dataclass
@@ -395,7 +451,9 @@ class _Grouper:
     def __init__(self, spill: Spill | None = None) -> None:
         self.spill = spill
         self._groups: dict[tuple, list[array]] = {}
-        self._parked: dict[tuple, list[list[Piece]]] = {}
+        # Per group, a tuple of its five columns' pieces a flush (one container a group, not
+        # five: a profile of a million distinct names makes a million groups for the GC to walk).
+        self._parked: dict[tuple, list[tuple[Piece | None, ...]]] = {}
         self._held = 0
 
     def _cols(self, key: tuple) -> list[array]:
@@ -453,31 +511,44 @@ class _Grouper:
     def add_grouped(self, logfile: int | None, batch: Grouped, order: int) -> None:
         """add_frame() of the native scanner's grouped records (ingest.parsers.records.Grouped):
         their columns appended as they come, a group at a time, no group_by."""
+        # Per group only what a group needs: a profile of many distinct phase names hands
+        # batches of thousands of one-row groups. 4-byte windows and lines (batch.wide) fit as
+        # they are; the places fit 4 bytes when the batch's last one does.
+        narrow_order = order + batch.height < 1 << 31
         for group in batch.groups:
-            name, source, process, rank = group[:4]
-            windows, lines, values, places, pcts = batch.arrays(group)
+            name, source, process, rank, windows, lines, values, places, pcts = group
             cols = self._cols((batch.phase, logfile, process, source, name, rank))
-            _append_array(cols, 0, windows)
-            _append_array(cols, 1, lines)
-            # int32 + a Python int stays int32 in numpy 2: widened first when the sum may not fit.
-            _append_array(cols, 3, (places if order + batch.height < 1 << 31 else places.astype(np.int64)) + order)
-            cols[2].frombytes(_view(values))
+            for i, column, wide in ((0, windows, batch.wide & 1), (1, lines, batch.wide & 2)):
+                if not wide and cols[i].typecode == "i":
+                    cols[i].frombytes(column)
+                else:
+                    _append_array(cols, i, np.frombuffer(column, np.int64 if wide else np.int32))
+            at = np.frombuffer(places, np.int32)
+            if narrow_order and cols[3].typecode == "i":
+                cols[3].frombytes(_view(at + np.int32(order)))
+            else:
+                _append_array(cols, 3, at.astype(np.int64) + order)
+            cols[2].frombytes(values)
             if pcts is not None:
-                cols[4].frombytes(_view(pcts))
+                cols[4].frombytes(pcts)
         self.added(batch.height)
 
     def flush(self) -> None:
         """The columns held, to the spill (none: they stay in memory)."""
         if self.spill is None:
             return
-        for key, cols in self._groups.items():
-            if not len(cols[2]):
-                continue
-            parked = self._parked.setdefault(key, [[], [], [], [], []])
-            for i, column in enumerate(cols):
-                if len(column):
-                    parked[i].append(self.spill.put(column))
-            self._groups[key] = _columns()
+        held = [(key, cols) for key, cols in self._groups.items() if len(cols[2])]
+        # One write for all of them (Spill.put_many); the emptied groups are dropped, not kept
+        # as empty columns (made again at their next row): a flush costs the groups it holds.
+        pieces = iter(self.spill.put_many([column for _, cols in held for column in cols if len(column)]))
+        for key, cols in held:
+            flushed = tuple(next(pieces) if len(column) else None for column in cols)
+            parked = self._parked.get(key)
+            if parked is None:
+                self._parked[key] = [flushed]
+            else:
+                parked.append(flushed)
+        self._groups = {}
         self._held = 0
 
     def groups(self, phase: bool) -> list[Group]:
@@ -487,9 +558,12 @@ class _Grouper:
                     for k, c in self._groups.items() if k[0] == phase]
         self.flush()
         spill = self.spill
-        return [Group(k[1], k[2], k[3], k[4], k[5], Parked(spill, tuple(parked[0])), Parked(spill, tuple(parked[1])),
-                      Parked(spill, tuple(parked[2])), Parked(spill, tuple(parked[3])),
-                      Parked(spill, tuple(parked[4])) if phase else None)
+
+        def column(parked: list[tuple[Piece | None, ...]], i: int) -> Parked:
+            return Parked.of(spill, [f[i] for f in parked if f[i] is not None])  # type: ignore[misc]
+
+        return [Group(k[1], k[2], k[3], k[4], k[5], column(parked, 0), column(parked, 1), column(parked, 2),
+                      column(parked, 3), column(parked, 4) if phase else None)
                 for k, parked in self._parked.items() if k[0] == phase]
 
 

@@ -426,14 +426,25 @@ def set_trace_phases(user: User, run: Run, mapping: Mapping[str, str]) -> RunEdi
                                       edited_by=user)
 
 
+BATCH_ROWS = 10_000  # rows a database read fetches at a time where it reads them all
+
+
 def _add_nccl(run: Run, result: rec.ParseResult) -> None:
     # NCCL values include annotations (no log file): the analysis sees every declaration.
     # Rows without a log file (annotations, upload metadata) last on every database: the last
     # declaration wins in the analysis, and a person's word wins over the logs.
-    for n in NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id"):
+    # Tuples read a batch at a time, not model instances all cached by the queryset: a 128 MB
+    # log of NCCL start-up lines has millions of these rows (the worker's refresh peaked on them).
+    found = NcclSetting.objects.filter(run=run).order_by(F("logfile_id").asc(nulls_last=True), "line", "id")
+    # Their texts repeat (a few keys, values and processes): one string object each, not one a row.
+    texts: dict[str, str] = {}
+    one = texts.setdefault
+    for key, value, kind, line, source, rank, logfile_id, process in found.values_list(
+            "key", "value", "kind", "line", "source", "rank", "logfile_id", "process").iterator(chunk_size=BATCH_ROWS):
         # A person's values (no log file) count for every launch of the run (runs.nccl).
-        result.nccl.append(rec.NcclValue(n.key, n.value, n.kind, n.line or 0, n.source, n.rank, n.logfile_id,
-                                         n.process if n.logfile_id else PERSON))
+        result.nccl.append(rec.NcclValue(one(key, key), one(value, value), one(kind, kind), line or 0,
+                                         one(source, source), one(rank, rank), logfile_id,
+                                         one(process, process) if logfile_id else PERSON))
 
 
 def run_result(run: Run) -> rec.ParseResult:

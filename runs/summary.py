@@ -66,7 +66,8 @@ def metric_values(metrics: list[Group], *names: str, exclude: tuple[str, ...] = 
         if _strictly_increasing(windows):  # the usual case: one writer, windows in order
             return _concat([g.values for g in groups])
         values = _concat([g.values for g in groups])
-        return array("d", (values[k] for k in _row_order(groups, [g.rank for g in groups])))
+        at = _row_order(groups, [g.rank for g in groups], windows)
+        return array("d", np.frombuffer(values, dtype=np.float64)[at].tobytes())
     return _combine_ranks(groups, metrics, source, name)
 
 
@@ -89,28 +90,41 @@ def _strictly_increasing(values: array) -> bool:
     return bool(np.all(np.greater(a[1:], a[:-1])))
 
 
+def _numbers(column: array) -> np.ndarray:
+    """An int array's numbers as a numpy view (no copy)."""
+    return np.frombuffer(column, dtype=np.int32 if column.itemsize == 4 else np.int64)
+
+
 def _ints(column: array) -> pl.Series:
     """An int array (4 or 8 bytes a number) as an Int64 column, read through numpy's view of it."""
     return pl.Series(np.frombuffer(column, dtype=np.int32 if column.itemsize == 4 else np.int64)).cast(pl.Int64)
 
 
-def _row_order(groups: list[Group], labels: list[str]) -> pl.Series:
+def _row_order(groups: list[Group], labels: list[str], windows: array | None = None) -> np.ndarray:
     """Where the groups' rows (concatenated in list order) stand when sorted by window, line and
     label (one a group: its rank or name), ties in list order: the order a stable sort of
-    (window, line, label) tuples gives, in ~20 bytes a row instead of ~100 with tuples."""
+    (window, line, label) tuples gives, in ~20 bytes a row instead of ~100 with tuples.
+    `windows`: the groups' windows concatenated, when the caller has them already.
+
+    The key columns are built once over all the groups (not a frame a group: a profile of
+    300k distinct phase names is 300k groups of a row)."""
     rank = {label: i for i, label in enumerate(sorted(set(labels)))}  # str order, as tuples compare
-    keys = pl.concat([pl.DataFrame({"w": _ints(g.windows), "line": _ints(g.lines),
-                                    "label": pl.Series([rank[label]], dtype=pl.UInt32).new_from_index(0, len(g))})
-                      for g, label in zip(groups, labels, strict=True) if len(g)])
-    return keys.select(pl.arg_sort_by(["w", "line", "label"], maintain_order=True)).to_series()
+    kept = [(g, label) for g, label in zip(groups, labels, strict=True) if len(g)]
+    if windows is None:
+        windows = _concat([g.windows for g, _ in kept])
+    keys = pl.DataFrame({
+        "w": _ints(windows), "line": _ints(_concat([g.lines for g, _ in kept])),
+        "label": np.repeat(np.array([rank[label] for _, label in kept], dtype=np.uint32),
+                           np.array([len(g) for g, _ in kept], dtype=np.int64))})
+    return keys.select(pl.arg_sort_by(["w", "line", "label"], maintain_order=True)).to_series().to_numpy()
 
 
 def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
     """(window, rank, value) sorted by window, line and rank, ties in the groups' (file) order."""
-    at = _row_order(groups, [g.rank for g in groups])
     windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    at = _row_order(groups, [g.rank for g in groups], windows)
     ranks = [g.rank for g in groups for _ in range(len(g))]
-    return [(windows[k], ranks[k], values[k]) for k in at]
+    return [(windows[k], ranks[k], values[k]) for k in at.tolist()]
 
 
 def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name: str) -> list[float]:
@@ -288,6 +302,8 @@ def _printed(pcts: list[array]) -> array:
     """The percentages of these columns that were printed (NaN: none), in order, in one array."""
     if not pcts:
         return array("d")
+    if len(pcts) == 1 and len(pcts[0]) < 16:  # a few rows (most names): not worth numpy's calls
+        return array("d", [v for v in pcts[0] if v == v])
     values = np.concatenate([np.frombuffer(p, dtype=np.float64) for p in pcts])
     return array("d", values[~np.isnan(values)].tobytes())
 
@@ -303,16 +319,17 @@ def _cycle_from_phases(phases: list[Group]) -> array:
     sums = array("d")
     if not groups:
         return sums
-    at = _row_order(groups, [g.name for g in groups])
     windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    at = _row_order(groups, [g.name for g in groups], windows)
+    # Summed one after another in that order, as before (not numpy's pairwise sums: the same bits).
+    in_order = zip(_numbers(windows)[at].tolist(), np.frombuffer(values, dtype=np.float64)[at].tolist(), strict=True)
     last, acc = None, 0.0
-    for k in at:
-        w = windows[k]
+    for w, value in in_order:
         if w != last:
             if last is not None:
                 sums.append(acc)
             last, acc = w, 0.0
-        acc += values[k]
+        acc += value
     sums.append(acc)
     return sums
 
@@ -605,9 +622,10 @@ def launch_groups(result: ParseResult, rows: Rows) -> tuple[Layout, list[tuple[l
 
     def assign() -> list[tuple[list[Group], list[Group]]]:
         out: list[tuple[list[Group], list[Group]]] = [([], []) for _ in lay.launches]
+        probed: dict[tuple, set] = {}
         for k, groups in enumerate((rows.metrics, rows.phases)):
             for g in groups:
-                for i, part in _split(lay, g):
+                for i, part in _split(lay, g, probed):
                     out[i][k].append(part)
         return out
 
@@ -622,15 +640,21 @@ def launch_groups(result: ParseResult, rows: Rows) -> tuple[Layout, list[tuple[l
     return lay, records, figured
 
 
-def _split(lay: Layout, g: Group) -> list[tuple[int, Group]]:
-    """The launches a group's rows belong to, with their share (most groups: one launch, all rows)."""
+def _split(lay: Layout, g: Group, probed: dict[tuple, set] | None = None) -> list[tuple[int, Group]]:
+    """The launches a group's rows belong to, with their share (most groups: one launch, all rows).
+    `probed`: the probes per (log file, process) already made (they depend on nothing else; a
+    profile of many distinct phase names has many groups of one process)."""
     if not len(g):
         return []
     segs = lay.segments.get(g.logfile) or []
     # launch_index reads the line only through the file's segments: probe each segment's start.
-    probes = {lay.launch_index(g.logfile, g.process, line) for line in [0, *(s for s, _ in segs)]}
+    probes = None if probed is None else probed.get((g.logfile, g.process))
+    if probes is None:
+        probes = {lay.launch_index(g.logfile, g.process, line) for line in [0, *(s for s, _ in segs)]}
+        if probed is not None:
+            probed[(g.logfile, g.process)] = probes
     if len(probes) == 1:
-        i = probes.pop()
+        (i,) = probes
         return [] if i is None else [(i, g)]
     # Probes that differ come from the segments (launch_index's other answers ignore the line): each
     # row's launch is its segment's, found for all rows at once (a call a row was 28% of a parse).

@@ -242,3 +242,44 @@ def test_the_migration_cuts_stored_digests_into_parts_that_join_back_to_them(ali
         assert bytes(Digest.objects.get(logfile_id=big.id).data) == blob
     finally:
         MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def test_a_profile_of_thousands_of_distinct_phase_names_lists_each_with_its_own_figures(monkeypatch):
+    # Window 1 and 3 print the same 2000 names (0.25 and 0.75 ms), window 2 2000 others (0.5 ms):
+    # per window the phases add up to 500, 1000 and 1500 ms; every name's median is 0.5 ms.
+    n = 2000
+
+    def block(names: range, ms: str) -> str:
+        return "[EAGLE3_PROFILE] window=100 cycles, steps=2\n" + "".join(f"  Phase {k}: {ms} ms/cyc\n" for k in names)
+
+    data = (block(range(n), "0.25") + block(range(n, 2 * n), "0.5") + block(range(n), "0.75")).encode()
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 999)  # groups parked over several flushes
+    monkeypatch.setattr(parsers, "SPILL_AT", 700)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 700)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    parsed = summarize(result, sink.rows(result))
+    assert parsed["summary"]["cycle_ms"] == 1000.0 and parsed["summary"]["windows"] == 3
+    assert [p["name"] for p in parsed["phases"]] == [f"Phase {k}" for k in range(2 * n)]
+    assert parsed["phases"][0] == {"name": "Phase 0", "ms": 0.5, "pct": 0.05, "windows": 2, "spread": None}
+    assert parsed["phases"][-1] == {"name": f"Phase {2 * n - 1}", "ms": 0.5, "pct": 0.05, "windows": 1,
+                                    "spread": None}
+    assert {(p["ms"], p["pct"]) for p in parsed["phases"]} == {(0.5, 0.05)}
+    assert parsed == summarize(parse_stream(io.BytesIO(data)))  # as the records summarise, held in memory
+
+
+def test_a_parked_groups_share_of_a_launch_is_parked_too(monkeypatch):
+    """A run of several launches splits its groups: each share waits on disk as the group did,
+    not in memory (a 512 MB log's shares were all its rows at once)."""
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 3000)
+    (tput,), (draft,) = d.rows().metrics, d.rows().phases
+    share = tput.part([0, 2, 1500, 3000])
+    assert all(isinstance(c, digest.Parked) for c in share._columns[:4]) and len(share) == 4
+    assert list(share.windows) == [1, 3, 1500, 3000] and list(share.lines) == [2, 6, 2**40, 6000]
+    assert list(share.values) == [1 / 7, 3 / 7, 1.0, 3000 / 7] and list(share.order) == [0, 4, 3000, 5999]
+    drafted = draft.part([1, 2])
+    assert isinstance(drafted._columns[4], digest.Parked) and drafted.pcts is not None
+    assert drafted.pcts[0] != drafted.pcts[0] and drafted.pcts[1] == 1.5  # none printed (NaN), then 1.5
+    assert list(drafted.values) == [2 / 3, 1.0]

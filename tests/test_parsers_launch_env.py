@@ -173,3 +173,26 @@ def test_every_nccl_variable_of_a_command_echo_is_declared_even_new_ones():
     assert len(declared) == 14 and declared["NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS"] == "0"
     assert out["processes"][0]["role"] == "nccl-tests" and out["launches_count"] == 0
     assert out["nccl_tests"][0]["rows"] == 48 and out["nccl_tests"][0]["peak_busbw_gbs"] == 38.31
+
+
+def test_words_of_a_command_are_shlexs_with_or_without_quotes_and_escapes():
+    import shlex
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ingest.parsers.launch_env import _words
+
+    real = [line for line in log_path("spec_eagle3_tuned_2step.log").read_text().splitlines() if line.startswith("$ ")]
+    assert real and all(_words(line) == shlex.split(line) for line in real)
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.text(alphabet="ab=_ \t\r\n'\"\\\x0b\x0c\x1c\x1f#;|&$()é\xa0\x85", max_size=16))
+    def same(text):
+        try:
+            expected = shlex.split(text)
+        except ValueError:  # unbalanced: the fallback's own reading
+            return
+        assert _words(text) == expected
+
+    same()

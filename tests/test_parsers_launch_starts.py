@@ -196,32 +196,6 @@ def test_the_scanner_reads_a_vllm_log_of_upper_case_lines_itself():
     _same(data, 1 << 12, 1 << 12)
 
 
-def _stop_mask(line: str) -> int | None:
-    """The readers the scanner hands the line to when it stops at it (None: it read the line)."""
-    scan, state = native.standalone(PARSERS)
-    at, mask = scan.scan([line], 0, 1, *state, native.F_MAIN)
-    return None if at == 1 else mask
-
-
-def test_nccl_lines_launch_env_can_do_nothing_with_are_not_held_back_for_it():
-    """A line holding "NCCL_" that the scanner does not hand launch_env (NCCL's own INFO lines
-    naming a variable) is one its feed() records nothing from: real lines, damaged, made."""
-    lines = [line for line in _launch_lines() if "NCCL_" in line]
-    made = [p + b + " NCCL_X=1" + f for p in ("", " ", "\t", "vm:1:1 [0] NCCL INFO") for b in _BODY + _PROMPTS
-            for f in ("", " -x NCCL_P=1", " environ", " pid=1 environ NCCL_*: NCCL_A=1", "--env")]
-    dropped = 0
-    for line in [*lines, *(bad for real in lines for bad in _damaged(real)), *made]:
-        if "NCCL_" not in line or not line.isascii():
-            continue
-        mask = _stop_mask(line)
-        if mask is not None and not mask & LAUNCH:
-            dropped += 1
-            assert not _acts(line), line
-    assert dropped > 100
-    assert not _stop_mask("vm:1560:1560 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0") & LAUNCH
-    assert _stop_mask("vm:1560:1560 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0 -x NCCL_A=1") & LAUNCH
-
-
 def test_the_launch_pattern_is_the_one_the_scanner_reads():
     assert STARTS.pattern == native.C_STARTS["launch_env"]
     assert Path(native.__file__).with_name("_scan_launch.h").is_file()

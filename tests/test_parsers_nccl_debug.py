@@ -145,10 +145,10 @@ def test_func_proto_algo_matrix_gives_allreduce_protos_and_algos_and_ends_at_bla
         "CollNetChain           NVLS       NVLSTree            PAT  ",
         "  Broadcast |  1  0  0  |  0  1  0  "
         "0              0              0              0  ",
-        "vm:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL",
         "  AllReduce |  1  0  1  |  1  1  0  "
         "0              0              0              0  ",
         "",
+        "vm:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL",
         "vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2",
         "  Other | not | a matrix row any more",
     ])
@@ -156,6 +156,29 @@ def test_func_proto_algo_matrix_gives_allreduce_protos_and_algos_and_ends_at_bla
     assert r.settings["nccl.allreduce_algos"].value == ["Tree", "Ring"]
     assert effective(r) == {("0", "NCCL_PROTO"): "LL"}
     assert r.warnings == [] and r.errors == []
+
+
+def test_matrix_ends_at_the_first_line_that_is_not_a_row_an_nccl_line_too():
+    """The table is one write: a line between its rows is after it (a log of NCCL lines only,
+    its blank line dropped, never reopens it, and the readers are not kept busy to its end)."""
+    header = ("     Function |       LL     LL128    Simple   |          Tree           Ring  CollNetDirect   "
+              "CollNetChain           NVLS       NVLSTree            PAT  ")
+    r = parse_lines(formats=["nccl_debug"], lines=[
+        "vm:1:1 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+        header,
+        "vm:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+        "  AllReduce |  1  0  1  |  1  1  0  0  0  0  0  ",
+    ])
+    assert "nccl.allreduce_protos" not in r.settings  # its row came after the table had ended
+    assert effective(r) == {("pid 1", "NCCL_PROTO"): "LL"}  # the line that ended it is read as ever
+    ray = parse_lines(formats=["nccl_debug"], lines=[
+        "(RayWorkerWrapper pid=5) vm:5:5 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+        "(RayWorkerWrapper pid=5) " + header,
+        "(RayWorkerWrapper pid=5)     AllReduce |  0  0  1  |  0  1  0  0  0  0  0  ",
+        "(RayWorkerWrapper pid=5) vm:5:5 [0] NCCL INFO comm 0x1 rank 0 nRanks 2",
+    ])
+    assert ray.settings["nccl.allreduce_protos"].value == ["Simple"]
+    assert ray.settings["nccl.nranks"].value == 2
 
 
 def test_ray_prefix_and_repeat_suffix_are_read_through():

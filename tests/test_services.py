@@ -389,10 +389,75 @@ def test_a_run_deleted_while_its_rows_are_stored_keeps_none_of_them(alice, data_
     delete = threading.Thread(target=in_thread, args=(lambda: registration.delete_run(alice, Run.objects.get(id=run.id)),))
     delete.start()
     delete.join(1)
-    assert delete.is_alive()  # waiting for the store's lock on the log file
+    assert delete.is_alive()  # waiting for the store of the log file (its store lock)
     release.set()
     parse.join(30)
     delete.join(30)
     assert not Run.objects.filter(id=run.id).exists()
     assert not stored_rows("phase", run_id=run.id).height
     assert not stored_rows("metric", run_id=run.id).height
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_is_written_while_its_store_is_open_and_never_waits_on_the_finishing_store(
+        alice, data_dir, monkeypatch):
+    """The store's transaction leaves the log file's row alone while it writes the rows (the beat is
+    written then); once it holds the row (the file marked ready, the run's summary being made), a
+    beat gives up within its lock timeout, not behind the store's COMMIT, and the claim is not
+    taken for lost."""
+    import threading
+    import time
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer for the whole database: nothing else writes while a store is open")
+    block = "[EAGLE3_PROFILE] window=100 cycles, steps=2\n  Target verify:       4.02 ms/cyc  ( 83.6%)\n"
+    run = upload_bytes(alice, "beating.log", (block * 50).encode())
+    lf_id = run.logfiles.get().id
+    writing, finishing, release = threading.Event(), threading.Event(), threading.Event()
+    write, refresh = columns.write, services.refresh_run
+
+    def slow_write(*args, **kwargs):  # in the store's transaction, before its rows are written
+        writing.set()
+        release.wait(30)
+        return write(*args, **kwargs)
+
+    def slow_refresh(*args, **kwargs):  # in the store's transaction, the file's row updated
+        finishing.set()
+        release.wait(30)
+        return refresh(*args, **kwargs)
+
+    monkeypatch.setattr(columns, "write", slow_write)
+    monkeypatch.setattr(services, "refresh_run", slow_refresh)
+
+    def parse():
+        try:
+            services.parse_logfile(lf_id)
+        finally:
+            connection.close()
+
+    def beat_within(seconds: float):
+        heartbeat = services.Heartbeat(LogFile.objects.get(id=lf_id))
+        said: list = []
+        thread = threading.Thread(target=lambda: (said.append(heartbeat.beat()), connection.close()))
+        start = time.monotonic()
+        thread.start()
+        thread.join(seconds)
+        assert not thread.is_alive(), "the heartbeat waited on the store"
+        return said[0], time.monotonic() - start, heartbeat.lost.is_set()
+
+    parser = threading.Thread(target=parse)
+    parser.start()
+    try:
+        assert writing.wait(30)
+        before = LogFile.objects.get(id=lf_id).heartbeat_at
+        assert beat_within(5)[0] is True
+        assert LogFile.objects.get(id=lf_id).heartbeat_at > before
+        release.set()
+        release.clear()  # the next wait, in the run's refresh, holds again
+        assert finishing.wait(30)
+        written, seconds, lost = beat_within(5)
+        assert written is None and not lost and seconds < 3
+    finally:
+        release.set()
+        parser.join(30)
+    assert LogFile.objects.get(id=lf_id).status == Status.READY

@@ -15,6 +15,7 @@
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
+ *   - an NCCL INFO line of a process both know that changes nothing in them (_scan_nccl.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
@@ -127,6 +128,7 @@ typedef struct {
     int ready;  /* __init__ ran to its end: every method refuses a Scanner made without it */
     struct { char *text; Py_ssize_t len; } nccl_seen[64];
     PyObject *nccl_of[2];  /* channel_lines, nccl_lines */
+    struct nccl_fast *nccl;  /* NCCL INFO lines read here (_scan_nccl.h), NULL until nccl_bind() */
     Shape shapes[2];  /* the last decode and prefill lines' (sglang_batch) */
     /* the last SGLang label seen and its string (labels repeat line after line) */
     char last_label[64]; Py_ssize_t last_label_len; int last_label_idx;
@@ -1085,6 +1087,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
+#include "_scan_nccl.h"
+
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask) {
@@ -1100,14 +1104,13 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
     if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
-    /* launch_env's trigger on a line it can do nothing with (_scan_launch.h) */
-    if ((by_literal & ~by_start & BIT(R_LAUNCH_ENV)) && launch_idle(s, n)) by_literal &= ~BIT(R_LAUNCH_ENV);
     *mask = by_literal | by_start;
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
-    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG))) return PYTHON;
+    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal))
+        return PYTHON;
     if (rd & BIT(R_EAGLE)) {
         /* A profile line: no other parser's, and tagged "main". */
         if (rd & (BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) || by_literal & BIT(R_TAGGER)) return PYTHON;
@@ -1123,6 +1126,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_NCCL_DEBUG)) {
         /* A line both nccl_debug and the Tagger have read before: neither does anything with it. */
         if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
+        int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
+        if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
         if (!text) return ERROR;
@@ -1240,6 +1245,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     if (start < 0 || start > n) { PyErr_SetString(PyExc_IndexError, "start outside the lines"); return NULL; }
     State st;
     if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
+    nccl_fast_enter(self);
     unsigned mask = 0;
     int status = OK;
     for (; i < n; i++) {
@@ -1279,6 +1285,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     }
     State st;
     if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
+    nccl_fast_enter(self);
     unsigned mask = 0;
     int status = OK;
     Py_ssize_t end = len;
@@ -2018,6 +2025,7 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->p_pct.v);
     free(self->m_value.v);
     nccl_forget(self);
+    nccl_fast_free(self);
     tests_free(self->tests);
     Py_XDECREF(self->tests_gpu_key);
     Py_XDECREF(self->tests_hint);
@@ -2283,6 +2291,8 @@ static PyMethodDef Scanner_methods[] = {
     {"scan_text", (PyCFunction)Scanner_scan_text, METH_VARARGS,
      "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at)"
      " -> (index, pos, end, mask)"},
+    {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
+     "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,

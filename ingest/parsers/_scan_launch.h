@@ -104,22 +104,3 @@ static int launch_start_strict(const char *s, Py_ssize_t n) {
     return j > i && j < n && s[j] == '@';
 }
 
-/* Whether launch_env.feed records nothing from a line that holds its trigger "NCCL_" (an ASCII
- * line): no `pid=` and `environ` both (_DUMP's `pid=N environ`, a pid's env dump: a line that
- * is `set by environment` is not one), no ` -x`/` -e`/`--env` (a launch flag: feed's own
- * test), and the line, its leading whitespace off as str.strip() takes it, starts so that neither
- * _PROMPT nor _START can match: not `(`, `[`, `$`, `+`, not `export`/`declare`/`env`, and its first
- * run of [\w.-] not followed by `@` (a user@host prompt) or `=` (NAME=). So NCCL's own INFO lines
- * that name a variable (`host:pid:tid [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0`)
- * are not launch_env's: read_line drops its bit, and they are not held back for it. */
-static int launch_idle(const char *s, Py_ssize_t n) {
-    if ((find(s, n, "environ", 7) && find(s, n, "pid=", 4)) || find(s, n, " -x", 3) || find(s, n, " -e", 3) || find(s, n, "--env", 5)) return 0;
-    Py_ssize_t i = 0;
-    while (i < n && is_space(s[i])) i++;
-    if (i >= n) return 1;
-    char c = s[i];
-    if (c == '(' || c == '[' || c == '$' || c == '+' || (unsigned char)c >= 0x80) return 0;
-    if (starts(s + i, n - i, "export") || starts(s + i, n - i, "declare") || starts(s + i, n - i, "env")) return 0;
-    Py_ssize_t j = launch_words(s, n, i);
-    return !(j < n && (s[j] == '@' || s[j] == '='));
-}

@@ -59,17 +59,14 @@ def _shell_value(value: str) -> str:
     return _ESCAPED.sub(r"\1", value)
 
 
-# What makes shlex.split differ from str.split: quotes, escapes, and whitespace one splits on and
-# the other not (str.split also splits on \v \f \x1c-\x1f and non-ASCII spaces, shlex only on
-# space, \t, \r, \n): a text without any is split by str.split, word for word as shlex would.
-_SHELL_SPECIAL = re.compile(r"['\"\\\x0b\x0c\x1c-\x1f]")
+# What shlex.split() reads other than whitespace between words: quotes and escapes (posix mode,
+# no comments), and the whitespace str.split() takes that shlex does not.
+_SHELL_SYNTAX = re.compile(r"""['"\\\x0b\x0c\x1c-\x1f]|[^\x00-\x7f]""")
 
 
 def _words(text: str) -> list[str]:
-    # shlex reads a character at a time in Python: a launch line of a few hundred arguments cost
-    # more than the rest of its reading. Most have no quote or escape.
-    if text.isascii() and not _SHELL_SPECIAL.search(text):
-        return text.split()
+    if not _SHELL_SYNTAX.search(text):
+        return text.split()  # shlex.split()'s words (it tokenizes in Python: a long command took ~0.5 ms)
     try:
         return shlex.split(text)
     except ValueError:  # an unbalanced quote in a cut-off line

@@ -23,7 +23,19 @@ from typing import Any
 
 import polars as pl
 
-from . import eagle_profile, launch_env, llamacpp, nccl_debug, nccl_tests, processes, serving, sglang, text, vllm
+from . import (
+    eagle_profile,
+    launch_env,
+    llamacpp,
+    nccl_debug,
+    nccl_tests,
+    processes,
+    records,
+    serving,
+    sglang,
+    text,
+    vllm,
+)
 from .records import Grouped, ParseResult
 
 try:
@@ -301,6 +313,8 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     assert tuple(["tagger", *by_name]) == C_READERS, "the scanner's reader bits follow PARSERS' order"
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
+    # NCCL INFO lines of processes both readers know are read in C (_scan_nccl.h) against their state.
+    scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
     # vLLM's process tags and engine lines (_scan_vllm.h): the state those lines move on
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,

@@ -111,7 +111,7 @@ class Parser:
             self._conf_file(lineno, line)
 
     def busy(self) -> bool:
-        return self.in_matrix  # the Func/Proto/Algo table ends at a blank or foreign line
+        return self.in_matrix  # the Func/Proto/Algo table ends at its first line that is not a row
 
     def finish(self) -> None:
         r = self.result
@@ -269,14 +269,18 @@ class Parser:
         self.result.warnings.append(Issue(lineno, text))
 
     def _matrix(self, lineno: int, line: str) -> bool:
-        """One line of the Func/Proto/Algo table; False when the line is not part of it."""
+        """One line of the Func/Proto/Algo table; False when the line is not part of it.
+
+        NCCL prints the table in one INFO call (one write), its rows right under the header and a
+        blank line after: the first line that is not a row ends it, an NCCL line included (a log
+        of NCCL lines only, the blank dropped, would otherwise keep the table open to its end).
+        """
         if not line.strip():
             self.in_matrix = False
             return True
         m = _MATRIX_ROW.match(line)
         if not m:
-            if "NCCL" not in line:
-                self.in_matrix = False
+            self.in_matrix = False
             return False
         func, protos, algos = m.group(1), m.group(2).split(), m.group(3).split()
         if func == "Function":

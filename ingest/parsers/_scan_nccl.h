@@ -1,0 +1,721 @@
+/* NCCL_DEBUG=INFO lines read in C (included by _scan.c; native.py binds it with nccl_bind()).
+ *
+ *     vm:1467:1467 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1
+ *     vm:1467:1467 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM
+ *     vm:1467:1467 [0] NCCL INFO Channel 00/24 : 0 1
+ *     vm:1467:1467 [0] NCCL INFO ncclCommInitRankConfig comm 0x1518ba20 rank 0 nranks 2 cudaDev 0 ...
+ *
+ * A start-up prints a few hundred such lines a rank, and nearly all of them change nothing in
+ * the readers once the first of their kind was read: an INFO message nccl_debug has no branch
+ * for, a connection whose thread already has its peer rank and whose transport is known, a ring
+ * listing once the ring channels are set, a `rank R nranks N` line whose ranks are set and whose
+ * counts are no larger than those held. Such a line is read here: what Tagger._tag and
+ * nccl_debug.Parser.feed would do with it is only to remember its text (Tagger.nccl_lines,
+ * Parser.channel_lines, while they hold fewer than REPEATS), and that is done here too. An echo
+ * (`NCCL_X set by environment to V`) of a known process makes its record here as nccl_debug
+ * does (nccl_echo). Every other line, and every line whose state this cannot prove unchanged,
+ * goes back to Python.
+ *
+ * Only a line that starts with `host:pid:tid [dev] NCCL INFO ` is taken (a Ray or vLLM prefix,
+ * a `file.cc:line` field, WARN/TRACE: Python's). The state read from the readers (their dicts,
+ * the process table) is looked at once a scan call and a line head (what Python may change
+ * between two calls is read afresh): within one call only this code runs, and it changes none
+ * of it.
+ */
+#include <limits.h>
+
+enum {
+    NP_TAG = 1,    /* result.processes["pid N"] exists with that pid and a host: _tag sets nothing */
+    NP_RANK = 2,   /* ... and a rank: _tag's rank search sets nothing */
+    NP_TR = 4,     /* (host, pid, tid) in thread_rank */
+    NP_PR = 8,     /* (host, pid) in process_rank */
+    NP_DR = 16,    /* dev in device_ranks[(host, pid)] */
+    NP_TP = 32,    /* (host, pid, tid) in thread_peer_rank */
+    NP_PP = 64,    /* (host, pid) in process_peer_rank */
+};
+
+#define NCCL_HEADS 32
+#define NCCL_HEAD_MAX 96
+#define NCCL_NAMES 16
+#define NCCL_NAME_MAX 64
+#define NCCL_MIRROR_SLOTS 16384  /* lines known to be in nccl_lines / channel_lines: at most half full */
+#define NCCL_INT_DIGITS 18       /* records.MAX_INT_DIGITS: read_int() warns past it */
+
+typedef struct {
+    Py_ssize_t len;
+    char text[NCCL_HEAD_MAX];
+    unsigned flags;
+    PyObject *tag;  /* "pid N", the Tagger's tag of the line */
+} nccl_head_seen;
+
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t len;
+    char *text;
+    unsigned in;  /* 1: in nccl_lines, 2: in channel_lines */
+} nccl_mirror_slot;
+
+struct nccl_fast {
+    PyObject *result, *parser;  /* bound by nccl_bind() */
+    PyObject *record, *source;  /* records.NcclValue and nccl_debug.SOURCE: what an echo makes */
+    Py_ssize_t tag_repeats, channel_repeats;  /* processes.REPEATS, nccl_debug.REPEATS */
+    PyObject *k_pid, *k_host, *k_rank, *format;  /* "pid", "host", "rank", "nccl_debug" */
+    PyObject *k_network, *k_coll, *k_p2p;  /* the settings "Using network" and "N coll channels" set */
+    PyObject *k_effective, *k_empty;  /* "effective", "" */
+    /* per scan call: 0 not read yet, 1 read, -1 off for this call */
+    int fetched;
+    PyObject *nccl, *pending, *offer;  /* result.nccl, the parser's pending echoes, result.offer */
+    PyObject *processes, *thread_rank, *process_rank, *device_ranks, *thread_peer, *process_peer, *transports;
+    long long nranks, nnodes;  /* the largest held, -1: none yet */
+    int ring_set;
+    int has_network, has_channels;  /* result.settings holds nccl.network; nccl.coll_ and p2p_channels */
+    int nheads, last_head;
+    nccl_head_seen heads[NCCL_HEADS];
+    int nnames;
+    struct { Py_ssize_t len; char text[NCCL_NAME_MAX]; } names[NCCL_NAMES];
+    /* across calls, for the one pair of collections it was filled for (they only ever grow) */
+    PyObject *of_lines, *of_channels;
+    nccl_mirror_slot *mirror;
+    Py_ssize_t mirrored;
+};
+
+static void nccl_heads_clear(struct nccl_fast *f) {
+    for (int i = 0; i < f->nheads; i++) Py_CLEAR(f->heads[i].tag);
+    f->nheads = 0, f->last_head = 0;
+    f->nnames = 0;
+}
+
+static void nccl_mirror_clear(struct nccl_fast *f) {
+    if (f->mirror) {
+        for (Py_ssize_t i = 0; i < NCCL_MIRROR_SLOTS; i++) free(f->mirror[i].text);
+        free(f->mirror);
+        f->mirror = NULL;
+    }
+    f->mirrored = 0;
+    Py_CLEAR(f->of_lines);
+    Py_CLEAR(f->of_channels);
+}
+
+static void nccl_fast_free(Scanner *self) {
+    struct nccl_fast *f = self->nccl;
+    if (!f) return;
+    nccl_heads_clear(f);
+    nccl_mirror_clear(f);
+    PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
+                         &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
+                         &f->k_coll, &f->k_p2p, &f->processes,
+                         &f->thread_rank, &f->process_rank, &f->device_ranks, &f->thread_peer, &f->process_peer,
+                         &f->transports};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
+    free(f);
+    self->nccl = NULL;
+}
+
+/* A scan call starts: what Python may have changed since the last one is read again. */
+static void nccl_fast_enter(Scanner *self) {
+    struct nccl_fast *f = self->nccl;
+    if (!f) return;
+    f->fetched = 0;
+    nccl_heads_clear(f);
+}
+
+/* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source): read NCCL INFO lines for
+ * this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
+ * record(key, value, "effective", line, source, "", None, process). */
+static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
+    PyObject *result, *parser, *record, *source;
+    Py_ssize_t tag_repeats, channel_repeats;
+    if (!PyArg_ParseTuple(args, "OOnnOU", &result, &parser, &tag_repeats, &channel_repeats, &record, &source))
+        return NULL;
+    if (!PyCallable_Check(record)) {
+        PyErr_SetString(PyExc_TypeError, "record must be callable");
+        return NULL;
+    }
+    if (not_ready(self)) return NULL;
+    if (tag_repeats < 0 || channel_repeats < 0) {
+        PyErr_SetString(PyExc_ValueError, "the repeats held are counts");
+        return NULL;
+    }
+    nccl_fast_free(self);
+    struct nccl_fast *f = calloc(1, sizeof(*f));
+    if (!f) return PyErr_NoMemory();
+    self->nccl = f;
+    f->k_pid = PyUnicode_InternFromString("pid");
+    f->k_host = PyUnicode_InternFromString("host");
+    f->k_rank = PyUnicode_InternFromString("rank");
+    f->format = PyUnicode_InternFromString("nccl_debug");
+    f->k_network = PyUnicode_InternFromString("nccl.network");
+    f->k_coll = PyUnicode_InternFromString("nccl.coll_channels");
+    f->k_p2p = PyUnicode_InternFromString("nccl.p2p_channels");
+    f->k_effective = PyUnicode_InternFromString("effective");
+    f->k_empty = PyUnicode_InternFromString("");
+    if (!f->k_pid || !f->k_host || !f->k_rank || !f->format || !f->k_network || !f->k_coll || !f->k_p2p
+        || !f->k_effective || !f->k_empty) {
+        nccl_fast_free(self);
+        return NULL;
+    }
+    Py_INCREF(result);
+    Py_INCREF(parser);
+    Py_INCREF(record);
+    Py_INCREF(source);
+    f->result = result, f->parser = parser, f->record = record, f->source = source;
+    f->tag_repeats = tag_repeats, f->channel_repeats = channel_repeats;
+    Py_RETURN_NONE;
+}
+
+/* A dict attribute of `o` (a new reference), NULL with no error set when it is not one. */
+static PyObject *nccl_dict_attr(PyObject *o, const char *name) {
+    PyObject *d = PyObject_GetAttrString(o, name);
+    if (!d) { PyErr_Clear(); return NULL; }
+    if (!PyDict_CheckExact(d)) { Py_DECREF(d); return NULL; }
+    return d;
+}
+
+/* The first of a held (count, line) pair, -1 for None; -2 when it is neither (the line goes back). */
+static long long nccl_held(PyObject *parser, const char *name) {
+    PyObject *t = PyObject_GetAttrString(parser, name);
+    if (!t) { PyErr_Clear(); return -2; }
+    long long v = -2;
+    if (t == Py_None) v = -1;
+    else if (PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(t, 0))) {
+        int overflow;
+        v = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(t, 0), &overflow);
+        if (overflow > 0) v = LLONG_MAX;  /* more than any count read here: still "not larger" */
+        else if (overflow < 0 || v < 0) v = -2;
+        if (PyErr_Occurred()) { PyErr_Clear(); v = -2; }
+    }
+    Py_DECREF(t);
+    return v;
+}
+
+/* The readers' state for this scan call: 1, or 0 when it cannot be read (the lines go back). */
+static int nccl_fetch(struct nccl_fast *f) {
+    f->fetched = -1;
+    PyObject *formats = PyObject_GetAttrString(f->result, "formats");
+    if (!formats) { PyErr_Clear(); return 0; }
+    int has = PyList_CheckExact(formats) ? PySequence_Contains(formats, f->format) : 0;
+    Py_DECREF(formats);
+    if (has <= 0) { PyErr_Clear(); return 0; }  /* add_format() would add it: the first line is Python's */
+    PyObject *in_matrix = PyObject_GetAttrString(f->parser, "in_matrix");
+    if (!in_matrix) { PyErr_Clear(); return 0; }
+    Py_DECREF(in_matrix);
+    if (in_matrix != Py_False) return 0;
+    Py_XSETREF(f->processes, nccl_dict_attr(f->result, "processes"));
+    Py_XSETREF(f->thread_rank, nccl_dict_attr(f->parser, "thread_rank"));
+    Py_XSETREF(f->process_rank, nccl_dict_attr(f->parser, "process_rank"));
+    Py_XSETREF(f->device_ranks, nccl_dict_attr(f->parser, "device_ranks"));
+    Py_XSETREF(f->thread_peer, nccl_dict_attr(f->parser, "thread_peer_rank"));
+    Py_XSETREF(f->process_peer, nccl_dict_attr(f->parser, "process_peer_rank"));
+    Py_XSETREF(f->transports, nccl_dict_attr(f->parser, "transports"));
+    if (!f->processes || !f->thread_rank || !f->process_rank || !f->device_ranks || !f->thread_peer
+        || !f->process_peer || !f->transports) return 0;
+    f->nranks = nccl_held(f->parser, "nranks");
+    f->nnodes = nccl_held(f->parser, "nnodes");
+    if (f->nranks < -1 || f->nnodes < -1) return 0;
+    PyObject *ring = PyObject_GetAttrString(f->parser, "ring_channels");
+    if (!ring) { PyErr_Clear(); return 0; }
+    f->ring_set = ring != Py_None;
+    Py_DECREF(ring);
+    PyObject *settings = nccl_dict_attr(f->result, "settings");
+    if (!settings) return 0;
+    int net = PyDict_Contains(settings, f->k_network), coll = PyDict_Contains(settings, f->k_coll),
+        p2p = PyDict_Contains(settings, f->k_p2p);
+    Py_DECREF(settings);
+    if (net < 0 || coll < 0 || p2p < 0) { PyErr_Clear(); return 0; }
+    f->has_network = net, f->has_channels = coll && p2p;
+    Py_XSETREF(f->nccl, PyObject_GetAttrString(f->result, "nccl"));
+    Py_XSETREF(f->pending, PyObject_GetAttrString(f->parser, "pending"));
+    Py_XSETREF(f->offer, PyObject_GetAttrString(f->result, "offer"));
+    if (!f->nccl || !f->pending || !f->offer || !PyList_CheckExact(f->nccl) || !PyList_CheckExact(f->pending)) {
+        PyErr_Clear();
+        return 0;
+    }
+    f->fetched = 1;
+    return 1;
+}
+
+/* `host:pid:tid [dev] NCCL INFO msg` from the line's start, as _LINE and the Tagger's _NCCL
+ * match it there (their search's first match is this one when the line starts so). */
+typedef struct {
+    Py_ssize_t host_end, pid_at, pid_end, tid_at, tid_end, dev_at, dev_end, msg;
+    long long pid;
+} nccl_line_head;
+
+static Py_ssize_t nccl_digits(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && is_digit(s[i])) i++;
+    return i;
+}
+
+static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
+    Py_ssize_t i = 0;
+    while (i < n && s[i] != ':') {
+        if (is_space(s[i])) return 0;  /* [^\s:]+ */
+        i++;
+    }
+    if (i == 0 || i == n) return 0;
+    h->host_end = i;
+    h->pid_at = ++i;
+    i = nccl_digits(s, n, i);
+    if (i == h->pid_at || i - h->pid_at > NCCL_INT_DIGITS || i >= n || s[i] != ':') return 0;
+    h->pid_end = i;
+    h->pid = 0;
+    for (Py_ssize_t k = h->pid_at; k < h->pid_end; k++) h->pid = h->pid * 10 + (s[k] - '0');
+    h->tid_at = ++i;
+    i = nccl_digits(s, n, i);
+    if (i == h->tid_at || i + 2 > n || s[i] != ' ' || s[i + 1] != '[') return 0;
+    h->tid_end = i;
+    h->dev_at = i + 2;
+    i = nccl_digits(s, n, h->dev_at);
+    if (i == h->dev_at || i + 2 > n || s[i] != ']' || s[i + 1] != ' ') return 0;
+    h->dev_end = i;
+    i += 2;
+    /* `(?:\S+:\d+ )?NCCL INFO\b ?`: the optional field cannot match inside "NCCL" (no ':'). */
+    if (!starts_len(s + i, n - i, "NCCL INFO ", 10)) return 0;
+    h->msg = i + 10;
+    return 1;
+}
+
+/* Whether launch_env, the one other reader a line concerns, does nothing with it: a line whose
+ * host is plain ([A-Za-z0-9_.-], up to its ':') that names launch_env by its first letter
+ * (STARTS: an upper-case host, `TARS:829507:829550 [0] NCCL ...`) or by "NCCL_" in an echo
+ * (`... NCCL INFO NCCL_PROTO set by environment to LL`) with no env dump's "pid=" and no
+ * -x/-e/--env flag. Its feed() then reads it as a command: no prompt (`user@host:...$` needs an '@') and no
+ * `export`/`NAME=` start (the host runs to a ':') -- nothing. */
+static int nccl_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned by_literal) {
+    if (rd != (rd & (BIT(R_TAGGER) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV)))
+        || !(rd & BIT(R_NCCL_DEBUG)) || n == 0 || is_digit(s[0]))
+        return 0;
+    Py_ssize_t i = 0;
+    while (i < n && (is_word(s[i]) || s[i] == '.' || s[i] == '-')) i++;
+    if (i == 0 || i == n || s[i] != ':') return 0;
+    if (!(by_literal & BIT(R_LAUNCH_ENV))) return 1;
+    nccl_line_head h;
+    /* "environ" (an echo's "environment") makes feed() try _DUMP, `pid=(\d+) environ`: no "pid=", no dump */
+    return nccl_head_of(s, n, &h) && starts_len(s + h.msg, n - h.msg, "NCCL_", 5) && !find(s, n, "pid=", 4)
+        && !find(s, n, " -x", 3) && !find(s, n, " -e", 3) && !find(s, n, "--env", 5);
+}
+
+/* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. */
+static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_head *h, unsigned *flags,
+                           PyObject **tag) {
+    Py_ssize_t len = h->dev_end + 2;
+    for (int k = 0, i = f->last_head; k < f->nheads; k++, i = (i + 1) % f->nheads) {
+        if (f->heads[i].len == len && memeq(f->heads[i].text, s, (size_t)len)) {
+            f->last_head = i;
+            *flags = f->heads[i].flags, *tag = f->heads[i].tag;
+            return OK;
+        }
+    }
+    if (len > NCCL_HEAD_MAX || f->nheads == NCCL_HEADS) return PYTHON;
+    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
+    PyObject *t3 = host && pid && tid ? PyTuple_Pack(3, host, pid, tid) : NULL;
+    PyObject *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
+    PyObject *name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
+    int status = ERROR;
+    unsigned fl = 0;
+    if (!dev || !t3 || !t2 || !name) goto done;
+    PyObject *p = PyDict_GetItemWithError(f->processes, name);
+    if (!p && PyErr_Occurred()) goto done;
+    if (p && PyDict_CheckExact(p)) {
+        PyObject *v = PyDict_GetItemWithError(p, f->k_pid);
+        PyObject *ho = v ? PyDict_GetItemWithError(p, f->k_host) : NULL;
+        PyObject *r = ho ? PyDict_GetItemWithError(p, f->k_rank) : NULL;
+        if (PyErr_Occurred()) goto done;
+        if (r && PyLong_CheckExact(v) && PyUnicode_CheckExact(ho) && PyUnicode_GET_LENGTH(ho) > 0) {
+            int overflow;
+            long long held = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (PyErr_Occurred()) goto done;
+            if (!overflow && held == h->pid) fl |= NP_TAG | (r != Py_None ? NP_RANK : 0);
+        }
+    }
+    struct { PyObject *dict, *key; unsigned bit; } has[] = {
+        {f->thread_rank, t3, NP_TR}, {f->process_rank, t2, NP_PR}, {f->thread_peer, t3, NP_TP},
+        {f->process_peer, t2, NP_PP},
+    };
+    for (size_t k = 0; k < sizeof(has) / sizeof(*has); k++) {
+        int in = PyDict_Contains(has[k].dict, has[k].key);
+        if (in < 0) goto done;
+        if (in) fl |= has[k].bit;
+    }
+    PyObject *devs = PyDict_GetItemWithError(f->device_ranks, t2);
+    if (!devs && PyErr_Occurred()) goto done;
+    if (devs && PyDict_CheckExact(devs)) {
+        int in = PyDict_Contains(devs, dev);
+        if (in < 0) goto done;
+        if (in) fl |= NP_DR;
+    }
+    nccl_head_seen *e = &f->heads[f->nheads];
+    e->len = len;
+    memcpy(e->text, s, (size_t)len);
+    e->flags = fl;
+    e->tag = name;
+    name = NULL;  /* held by the entry */
+    f->last_head = f->nheads++;
+    *flags = fl, *tag = e->tag;
+    status = OK;
+done:
+    Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid); Py_XDECREF(dev);
+    Py_XDECREF(t3); Py_XDECREF(t2); Py_XDECREF(name);
+    return status;
+}
+
+/* _RANK.search(msg) (`\brank (\d+) n[Rr]anks (\d+)(?: nNodes (\d+))?`): 1 with the spans of its
+ * groups (*nodes_at = -1 without the third), else 0. */
+static int nccl_rank_search(const char *m, Py_ssize_t n, Py_ssize_t *ranks_at, Py_ssize_t *ranks_end,
+                            Py_ssize_t *nodes_at, Py_ssize_t *nodes_end) {
+    for (Py_ssize_t i = 0; i + 5 <= n; i++) {
+        if (m[i] != 'r' || (i > 0 && is_word(m[i - 1])) || !memeq(m + i, "rank ", 5)) continue;
+        Py_ssize_t j = nccl_digits(m, n, i + 5);
+        if (j == i + 5 || j + 7 > n || m[j] != ' ' || m[j + 1] != 'n' || (m[j + 2] != 'R' && m[j + 2] != 'r')
+            || !memeq(m + j + 3, "anks ", 5)) continue;
+        Py_ssize_t a = j + 8, b = nccl_digits(m, n, a);
+        if (b == a) continue;
+        *ranks_at = a, *ranks_end = b, *nodes_at = -1, *nodes_end = -1;
+        if (b + 8 <= n && memeq(m + b, " nNodes ", 8)) {
+            Py_ssize_t c = nccl_digits(m, n, b + 8);
+            if (c > b + 8) *nodes_at = b + 8, *nodes_end = c;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* The count a group holds when read_int() reads it without a warning, else -1. */
+static long long nccl_count(const char *s, Py_ssize_t at, Py_ssize_t end) {
+    if (end - at > NCCL_INT_DIGITS) return -1;
+    long long v = 0;
+    for (Py_ssize_t k = at; k < end; k++) v = v * 10 + (s[k] - '0');
+    return v;
+}
+
+/* `[0-9a-fx]+\]` from i: its end after the ']', or -1. */
+static Py_ssize_t nccl_hexdev(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t at = i;
+    while (i < n && (is_digit(s[i]) || (s[i] >= 'a' && s[i] <= 'f') || s[i] == 'x')) i++;
+    return i > at && i < n && s[i] == ']' ? i + 1 : -1;
+}
+
+/* _CONNECTION.match(msg): the end of its match, or -1. */
+static Py_ssize_t nccl_connection(const char *m, Py_ssize_t n) {
+    Py_ssize_t i = nccl_digits(m, n, 8), j;  /* after "Channel " */
+    if (i == 8) return -1;
+    if (i < n && m[i] == '/') {
+        j = nccl_digits(m, n, i + 1);
+        if (j == i + 1) return -1;
+        i = j;
+    }
+    if (!starts_len(m + i, n - i, " : ", 3)) return -1;
+    j = nccl_digits(m, n, i + 3);
+    if (j == i + 3 || j >= n || m[j] != '[' || (i = nccl_hexdev(m, n, j + 1)) < 0) return -1;
+    if (!starts_len(m + i, n - i, " -> ", 4)) return -1;
+    j = nccl_digits(m, n, i + 4);
+    if (j == i + 4 || j >= n || m[j] != '[' || (i = nccl_hexdev(m, n, j + 1)) < 0) return -1;
+    if (starts_len(m + i, n - i, " [receive]", 10)) i += 10;
+    return i;
+}
+
+/* _RING.match(msg): `^Channel \d+/(\d+) :(?: +\d+)+\s*$`. */
+static int nccl_ring(const char *m, Py_ssize_t n) {
+    Py_ssize_t i = nccl_digits(m, n, 8);
+    if (i == 8 || i >= n || m[i] != '/') return 0;
+    Py_ssize_t j = nccl_digits(m, n, i + 1);
+    if (j == i + 1 || !starts_len(m + j, n - j, " :", 2)) return 0;
+    i = j + 2;
+    int groups = 0;
+    for (;;) {
+        j = i;
+        while (j < n && m[j] == ' ') j++;
+        if (j == i || j >= n || !is_digit(m[j])) break;
+        i = nccl_digits(m, n, j);
+        groups++;
+    }
+    if (!groups) return 0;
+    while (i < n && is_space(m[i])) i++;
+    return i == n;
+}
+
+/* transport(via) into out (its length), 0 for None, -1 when longer than NCCL_NAME_MAX. */
+static Py_ssize_t nccl_transport(const char *v, Py_ssize_t n, char *out) {
+    Py_ssize_t cut[4], parts = 0;  /* where the first slashes are */
+    for (Py_ssize_t i = 0; i < n && parts < 4; i++)
+        if (v[i] == '/') cut[parts++] = i;
+    if (n > NCCL_NAME_MAX) return -1;
+    if (!parts) return 0;
+    Py_ssize_t fam = cut[0], second = (parts > 1 ? cut[1] : n) - cut[0] - 1;
+    const char *p1 = v + cut[0] + 1;
+    if (fam == 3 && memeq(v, "P2P", 3)) {
+        if ((second == 3 && memeq(p1, "IPC", 3)) || (second == 5 && memeq(p1, "CUMEM", 5))
+            || (second == 14 && memeq(p1, "direct pointer", 14))) {
+            memcpy(out, v, (size_t)n);
+            return n;
+        }
+        return 0;
+    }
+    if (fam == 3 && memeq(v, "SHM", 3)) {
+        memcpy(out, v, (size_t)n);
+        return n;
+    }
+    if ((fam == 3 && memeq(v, "NET", 3)) || (fam == 7 && memeq(v, "COLLNET", 7))) {
+        if (parts < 2) return 0;
+        Py_ssize_t a = cut[1] + 1, b = parts > 2 ? cut[2] : n;
+        if (b == a) return 0;  /* "".isdigit() is False */
+        for (Py_ssize_t i = a; i < b; i++)
+            if (!is_digit(v[i])) return 0;
+        /* parts[:2] + parts[3:]: the third part and its slash left out */
+        Py_ssize_t k = cut[1];
+        memcpy(out, v, (size_t)k);
+        if (b < n) {
+            memcpy(out + k, v + b, (size_t)(n - b));
+            k += n - b;
+        }
+        return k;
+    }
+    return 0;
+}
+
+/* Whether a connection line's transport is one nccl_debug holds already (or it names none). */
+static int nccl_transport_known(struct nccl_fast *f, const char *m, Py_ssize_t n, Py_ssize_t from) {
+    Py_ssize_t i = from, at = -1, len = 0;
+    for (; i + 5 < n; i++) {  /* _VIA.search(msg, c.end()): " via " and one non-space at least */
+        if (m[i] != ' ' || !memeq(m + i, " via ", 5) || is_space(m[i + 5])) continue;
+        at = i + 5;
+        if (starts_len(m + at, n - at, "P2P/direct pointer", 18))
+            len = starts_len(m + at + 18, n - at - 18, "/read", 5) ? 23 : 18;
+        else
+            while (at + len < n && !is_space(m[at + len])) len++;
+        break;
+    }
+    if (at < 0) return OK;  /* no transport named */
+    char name[NCCL_NAME_MAX];
+    Py_ssize_t k = nccl_transport(m + at, len, name);
+    if (k == 0) return OK;
+    if (k < 0) return PYTHON;
+    for (int j = 0; j < f->nnames; j++)
+        if (f->names[j].len == k && memeq(f->names[j].text, name, (size_t)k)) return OK;
+    PyObject *u = PyUnicode_DecodeASCII(name, k, NULL);
+    if (!u) return ERROR;
+    int in = PyDict_Contains(f->transports, u);
+    Py_DECREF(u);
+    if (in <= 0) return in < 0 ? ERROR : PYTHON;  /* a transport new to the parser: its first line */
+    if (f->nnames < NCCL_NAMES) {
+        f->names[f->nnames].len = k;
+        memcpy(f->names[f->nnames].text, name, (size_t)k);
+        f->nnames++;
+    }
+    return OK;
+}
+
+/* Whether msg holds a string that makes nccl_debug (its elif branches) or the context watcher's
+ * offer() act on the line: then Python reads it. (offer's `NCCL_X set to ` holds "NCCL_", a
+ * trigger of launch_env: such a line is Python's before it comes here.) */
+static int nccl_acted_on(const char *m, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p = m + i;
+        Py_ssize_t left = n - i;
+        switch (*p) {
+        case 's':  /* "set by environment" (offer), "set by env to" (plugin) */
+            if (starts_len(p, left, "set by env", 10)) return 1;
+            break;
+        case 'C':  /* [NR]CCL version (offer) */
+            if (starts_len(p, left, "CCL version", 11)) return 1;
+            break;
+        case 't':  /* "Adding NCCL_X=v to environment" (plugin) */
+            if (starts_len(p, left, "to environment", 14)) return 1;
+            break;
+        case 'n':
+            if (starts_len(p, left, "nccl.conf", 9)) return 1;
+            break;
+        case 'N':
+            if (starts_len(p, left, "NCCL_CONF_FILE", 14)) return 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+static uint64_t nccl_hash(const char *s, Py_ssize_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, w;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, s + i, (size_t)(n - i));
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+/* What the Tagger and nccl_debug do with a line they read and act on no further: keep its text
+ * in nccl_lines (with its tag) and, a Channel line, in channel_lines, while each holds fewer
+ * than REPEATS. The lines known to be in them are mirrored here: no str made for a line again. */
+static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, PyObject *tag,
+                     PyObject *nccl_lines, PyObject *channel_lines, int channel) {
+    unsigned want = (PyDict_GET_SIZE(nccl_lines) < f->tag_repeats ? 1u : 0u)
+        | (channel && PySet_GET_SIZE(channel_lines) < f->channel_repeats ? 2u : 0u);
+    if (!want) return OK;
+    if (f->of_lines != nccl_lines || f->of_channels != channel_lines) {
+        nccl_mirror_clear(f);
+        Py_INCREF(nccl_lines);
+        Py_INCREF(channel_lines);
+        f->of_lines = nccl_lines, f->of_channels = channel_lines;
+    }
+    if (!f->mirror) f->mirror = calloc(NCCL_MIRROR_SLOTS, sizeof(nccl_mirror_slot));
+    uint64_t h = nccl_hash(s, n);
+    nccl_mirror_slot *slot = NULL;
+    if (f->mirror) {
+        for (Py_ssize_t k = (Py_ssize_t)(h & (NCCL_MIRROR_SLOTS - 1));; k = (k + 1) & (NCCL_MIRROR_SLOTS - 1)) {
+            nccl_mirror_slot *e = &f->mirror[k];
+            if (!e->text) {
+                if (f->mirrored < NCCL_MIRROR_SLOTS / 2) slot = e;
+                break;
+            }
+            if (e->hash == h && e->len == n && memeq(e->text, s, (size_t)n)) {
+                if ((e->in & want) == want) return OK;
+                slot = e;
+                break;
+            }
+        }
+    }
+    PyObject *text = line;
+    if (text) Py_INCREF(text);
+    else if (!(text = PyUnicode_DecodeASCII(s, n, NULL))) return ERROR;
+    int bad = ((want & 1) && !PyDict_SetDefault(nccl_lines, text, tag))
+        || ((want & 2) && PySet_Add(channel_lines, text) < 0);
+    Py_DECREF(text);
+    if (bad) return ERROR;
+    if (slot) {
+        if (!slot->text) {
+            char *copy = malloc((size_t)n ? (size_t)n : 1);
+            if (!copy) return OK;  /* not mirrored: looked up again next time */
+            memcpy(copy, s, (size_t)n);
+            slot->text = copy, slot->len = n, slot->hash = h, slot->in = 0;
+            f->mirrored++;
+        }
+        slot->in |= want;
+    }
+    return OK;
+}
+
+/* An echo, `NCCL_X set by environment to V` (_ECHO), of a process the Tagger knows: what
+ * nccl_debug._effective() does (the record, stamped with its process as Tagger.stamp() would,
+ * and its pending entry for the rank finish() gives it), then the line offered to the context
+ * watcher (result.offer, called: a candidate line). PYTHON, untouched, for any other shape. */
+static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
+                     PyObject *tag, int64_t lineno) {
+    const char *m = s + h->msg;
+    Py_ssize_t mn = n - h->msg, k = 5;
+    while (k < mn && (is_digit(m[k]) || (m[k] >= 'A' && m[k] <= 'Z') || m[k] == '_')) k++;
+    if (k == 5 || !starts_len(m + k, mn - k, " set by environment to ", 23)) return PYTHON;
+    if (k == 14 && memeq(m, "NCCL_CONF_FILE", 14)) return PYTHON;  /* a setting as well */
+    Py_ssize_t a = k + 23, b = mn;
+    /* offer(): _SKIP would find a later `NCCL INFO` not followed by an echo's words (Python's call) */
+    if (find(m + a, mn - a, "NCCL ", 5)) return PYTHON;
+    while (a < b && is_space(m[a])) a++;  /* .strip() */
+    while (b > a && is_space(m[b - 1])) b--;
+    Py_ssize_t d = a + (a < b && m[a] == '-');  /* _INTEGER, `-?\d+\.`: the period off */
+    if (b - d >= 2 && m[b - 1] == '.') {
+        Py_ssize_t j = d;
+        while (j < b - 1 && is_digit(m[j])) j++;
+        if (j == b - 1) b--;
+    }
+    PyObject *key = PyUnicode_DecodeASCII(m, k, NULL);
+    PyObject *value = PyUnicode_DecodeASCII(m + a, b - a, NULL);
+    PyObject *at = PyLong_FromLongLong((long long)lineno);
+    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *rec = NULL, *entry = NULL, *text = NULL, *r = NULL;
+    int status = ERROR;
+    if (!key || !value || !at || !host || !pid || !tid) goto done;
+    rec = PyObject_CallFunctionObjArgs(f->record, key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag,
+                                       NULL);
+    if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
+    entry = PyTuple_Pack(4, rec, host, pid, tid);
+    if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
+    if (f->offer != Py_None) {
+        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+        if (!text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL))) goto done;
+    }
+    status = OK;
+done:
+    Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(at); Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
+    Py_XDECREF(rec); Py_XDECREF(entry); Py_XDECREF(text); Py_XDECREF(r);
+    return status;
+}
+
+/* An NCCL INFO line of a process the readers know, read here when doing so changes nothing but
+ * the lines they remember (see the top): OK, PYTHON (untouched), or ERROR. */
+static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
+                     PyObject *nccl_lines, PyObject *channel_lines) {
+    struct nccl_fast *f = self->nccl;
+    nccl_line_head h;
+    if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
+    const char *m = s + h.msg;
+    Py_ssize_t mn = n - h.msg;
+    int echo = starts_len(m, mn, "NCCL_", 5);
+    /* "NCCL_" elsewhere (launch_env's, offer's `NCCL_X set to `), or a branch's words: Python's */
+    if (!echo && (by_literal & BIT(R_LAUNCH_ENV) || nccl_acted_on(m, mn))) return PYTHON;
+    Py_ssize_t ra = 0, re = 0, na = -1, ne = -1;
+    int rank = nccl_rank_search(m, mn, &ra, &re, &na, &ne);
+    if (echo) {  /* _debug's first branch; _tag sets a missing rank its message names */
+        unsigned fl;
+        PyObject *tag;
+        if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
+        int status = nccl_head_flags(f, s, &h, &fl, &tag);
+        if (status != OK) return status;
+        if (!(fl & NP_TAG) || (rank && !(fl & NP_RANK))) return PYTHON;
+        return nccl_echo(f, s, n, &h, line, tag, lineno);
+    }
+    int channel = !rank && starts_len(m, mn, "Channel ", 8);
+    int network = 0, coll = 0;  /* _debug's branches that set a setting: no-ops once it is set */
+    if (!rank && !channel) {
+        /* _debug's elif branches, in its order (those after " coll channels," are nccl_acted_on's) */
+        static const struct { const char *p; Py_ssize_t k; } BRANCHES[] = {
+            {"NCCL version", 12}, {"RCCL version", 12}, {"Invalid value ", 14},
+        };
+        for (size_t k = 0; k < sizeof(BRANCHES) / sizeof(*BRANCHES); k++)
+            if (starts_len(m, mn, BRANCHES[k].p, BRANCHES[k].k)) return PYTHON;
+        network = starts_len(m, mn, "Using network", 13);
+        coll = !network && find(m, mn, " coll channels,", 15) != NULL;
+        if (coll) {  /* read_int() of its counts warns past NCCL_INT_DIGITS digits: every run short */
+            for (Py_ssize_t i = 0, run = 0; i < mn; i++)
+                if ((run = is_digit(m[i]) ? run + 1 : 0) > NCCL_INT_DIGITS) return PYTHON;
+        }
+        if (!network && !coll && starts_len(m, mn, "Enabled NCCL Func/Proto/Algo Matrix", 35)) return PYTHON;
+    }
+    if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
+    if ((network && !f->has_network) || (coll && !f->has_channels)) return PYTHON;
+    unsigned fl;
+    PyObject *tag;
+    int status = nccl_head_flags(f, s, &h, &fl, &tag);
+    if (status != OK) return status;
+    if (!(fl & NP_TAG)) return PYTHON;  /* _tag makes the process, or sets its pid or host */
+    if (rank) {
+        /* _tag sets a missing rank; _rank's setdefaults and largest counts must hold already */
+        if ((fl & (NP_RANK | NP_TR | NP_PR | NP_DR)) != (NP_RANK | NP_TR | NP_PR | NP_DR)) return PYTHON;
+        long long nranks = nccl_count(m, ra, re);
+        if (nranks < 0 || f->nranks < 0 || nranks > f->nranks) return PYTHON;
+        if (na >= 0) {
+            long long nodes = nccl_count(m, na, ne);
+            if (nodes < 0 || f->nnodes < 0 || nodes > f->nnodes) return PYTHON;
+        }
+    } else if (channel) {
+        Py_ssize_t end = nccl_connection(m, mn);
+        if (end >= 0) {
+            if ((fl & (NP_TP | NP_PP)) != (NP_TP | NP_PP)) return PYTHON;
+            status = nccl_transport_known(f, m, mn, end);
+            if (status != OK) return status;
+        } else if (nccl_ring(m, mn) && !f->ring_set) {
+            return PYTHON;  /* the first ring listing gives the ring channels */
+        }  /* neither: _channel does nothing */
+    }
+    /* feed() keeps every INFO "Channel ..." line, the rank ones too */
+    return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));
+}

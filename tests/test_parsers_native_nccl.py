@@ -1,0 +1,310 @@
+"""NCCL INFO lines the C scanner reads itself (ingest/parsers/_scan_nccl.h): the native engine
+gives what the line engine gives on real NCCL lines, repeated, renumbered and damaged, and it
+does read the bulk of them in C (not a line each handed back to Python)."""
+
+import io
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.nccl_unique import copy
+from ingest.parsers import _scan, native, nccl_debug, parse_stream, processes, records
+from tests.samples import PROJECT_ROOT, public_excerpts
+from tests.test_parsers_engine import SETTINGS
+from tests.test_parsers_native import _fed_by_python, _same
+
+_HEAD = re.compile(r"^[^\s:(]+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN) ")
+
+
+def _real_lines() -> list[str]:
+    """Every NCCL INFO/WARN line of the repository's real logs (corpus, public excerpts, samples)."""
+    paths = sorted((PROJECT_ROOT / "tests" / "corpus" / "nccl").glob("*.log")) + public_excerpts() \
+        + sorted((PROJECT_ROOT / "samples").rglob("*.log"))
+    out: dict[str, None] = {}
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines():
+            if _HEAD.match(line) and line.isascii():
+                out[line] = None
+    return list(out)
+
+
+REAL = _real_lines()
+SPEC = (PROJECT_ROOT / "samples" / "spec_eagle3_tuned_2step.log").read_text()
+
+
+def _kinds(pattern: str) -> list[str]:
+    found = [line for line in REAL if re.search(pattern, line)]
+    assert found, pattern
+    return found
+
+
+def test_the_real_lines_hold_every_kind_read_in_c():
+    assert len(REAL) > 500
+    for pattern in (r"NCCL INFO Channel \d+/\d+ : \d+\[\w+\] -> ", r"NCCL INFO Channel \d+/\d+ :( +\d+)+$",
+                    r"\brank \d+ n[Rr]anks \d+", r"Connected all rings", r"via NET/", r"via P2P/direct pointer",
+                    r"via SHM/", r"\[receive\]", r"nNodes \d+"):
+        _kinds(pattern)
+
+
+def test_real_nccl_lines_repeated_and_renumbered_read_as_the_lines_engine_reads_them():
+    data = ("\n".join(REAL + REAL + copy(REAL, 8) + REAL) + "\n").encode()
+    for batch in (1 << 21, 4096, 97):
+        _same(data, batch, batch)
+    lines = data.count(b"\n")
+    # The first pass is Python's (first of each kind, echoes, versions); the repeats are C's.
+    assert _fed_by_python(data) < 0.5 * lines
+
+
+def test_the_scanner_reads_repeated_info_lines_of_known_processes_itself():
+    head = "\n".join(REAL) + "\n"
+    plain = _fed_by_python(head.encode())
+    again = (head + head).encode()
+    # The second pass: only what acts on every sight (echoes, versions, WARN) comes back.
+    acting = sum(1 for line in REAL if "set by environment" in line or "CCL version" in line or " NCCL WARN " in line
+                 or "NCCL_" in line or not line[:1].islower())
+    assert _fed_by_python(again) - plain <= acting
+    _same(again, 1 << 12, 1 << 12)
+
+
+def _one_process(*lines: str) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+COMM = "vm:1467:1467 [0] NCCL INFO comm 0x1518ba20 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0"
+CONN = "vm:1467:1467 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"
+RING = "vm:1467:1467 [0] NCCL INFO Channel 00/24 : 0 1"
+
+
+@pytest.mark.parametrize("later", [
+    # an INFO message nccl_debug has no branch for: nothing changes
+    "vm:1467:1467 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+    "vm:1467:1467 [0] NCCL INFO NET/IB : No device found.",
+    "vm:1467:1467 [0] NCCL INFO threadThresholds 8/8/64 | 16/8/64 | 512 | 512",
+    # connections: known thread, known or new transport, the name's forms
+    CONN.replace("Channel 00/0", "Channel 07/0"),
+    CONN.replace("0[0] -> 1[1]", "1[1] -> 0[0]") + " [receive]",
+    CONN.replace("P2P/CUMEM", "P2P/direct pointer/read"),
+    CONN.replace("P2P/CUMEM", "P2P/direct pointer"),
+    CONN.replace("P2P/CUMEM", "NET/IB/0/GDRDMA"),
+    CONN.replace("P2P/CUMEM", "NET/IB/3/GDRDMA(PCI)"),
+    CONN.replace("P2P/CUMEM", "COLLNET/IB/x"),
+    CONN.replace("P2P/CUMEM", "SHM/direct/direct"),
+    CONN.replace("P2P/CUMEM", "P2P/IPC comm 0x2bc1f840 nRanks 02"),
+    CONN.replace(" via P2P/CUMEM", ""),
+    CONN.replace(" via P2P/CUMEM", " via  P2P/CUMEM"),
+    CONN.replace("0[0] -> 1[1]", "0[60] -> 1[7x0]"),
+    CONN.replace("0[0] -> 1[1]", "0[G] -> 1[1]"),
+    CONN.replace("1467:1467", "1467:1470"),  # another thread of the process: its first connection
+    # rings: once set, a listing changes nothing
+    RING.replace("Channel 00/24", "Channel 05/24"),
+    RING + "   ",
+    RING.replace(" : 0 1", " :  0  1 x"),
+    RING.replace("00/24", "00"),
+    # rank lines: ranks held, counts no larger; or larger (Python sets them)
+    COMM.replace("0x1518ba20", "0x1"),
+    COMM.replace("nNodes 1", "nNodes 3"),
+    COMM.replace("nRanks 2", "nRanks 16"),
+    COMM.replace("nRanks 2", "nranks 2"),
+    COMM.replace("nRanks 2", "nRanks 2" + "0" * 30),
+    COMM.replace(" nNodes 1", ""),
+    COMM.replace("[0]", "[3]"),
+    "vm:1467:1467 [0] NCCL INFO Init timings - ncclCommInitRankConfig: rank 0 nranks 2 total 0.44",
+    "vm:1467:1467 [0] NCCL INFO Channel 00/0 : rank 0 nranks 4",
+    # what nccl_debug or the context watcher acts on: Python's
+    "vm:1467:1467 [0] NCCL INFO Using network IB",
+    "vm:1467:1467 [0] NCCL INFO 4 coll channels, 4 collnet channels, 0 nvls channels, 4 p2p channels, 4 p2p",
+    "vm:1467:1467 [0] NCCL INFO 4 coll channels, 4 collnet channels, 0 nvls channels, " + "9" * 30 + " p2p channels,",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+    "vm:1467:1467 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+    "vm:1467:1467 [0] NCCL INFO NET/OFI Adding NCCL_PROTO=simple to environment",
+    "vm:1467:1467 [0] NCCL INFO Plugin name set by env to libnccl-net.so",
+    "vm:1467:1467 [0] NCCL INFO Invalid value 16M for NCCL_BUFFSIZE, using default 4194304.",
+    "vm:1467:1467 [0] NCCL INFO reading /etc/nccl.conf",
+    # echoes: a record each (C makes it for a known process), the value as _ECHO and _INTEGER read it
+    "vm:1467:1467 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+    "vm:1467:1467 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 16777216.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to -1.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1.5.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to .",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to -.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to   spaced  value \x1c ",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to ",
+    "vm:1467:1467 [0] NCCL INFO NCCL_x set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_ set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X  set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to 1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_CONF_FILE set by environment to /etc/nccl.conf",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to a NCCL INFO b",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to a NCCL WARN b set by environment",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to pid=3 environ: NCCL_Y=1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to -x NCCL_Y=2",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to --env NCCL_Y=2",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to rank 3 nranks 4",
+    "vm:1467:1499 [0] NCCL INFO NCCL_X set by environment to 1",
+    "vm:1400:1400 [0] NCCL INFO NCCL_X set by environment to 1",
+    "TARS:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "user@vm:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "export:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "X=1:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
+    "vm:1467:1467 [0] NCCL INFO cudaDriverVersion 13000 RCCL version : 2.27.7",
+    # heads: other processes, hosts, fields, levels, damage
+    "vm:1468:1468 [1] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+    "TARS:1467:1467 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+    "TA@RS:1467:1467 [0] NCCL INFO Connected all rings",
+    "10-4-3-3:1467:1467 [0] NCCL INFO Connected all rings",
+    "vm:1467:1467 [0] init.cc:12 NCCL INFO Connected all rings",
+    "vm:1467:1467 [0] NCCL WARN Connected all rings",
+    "vm:1467:1467 [0] NCCL INFOConnected all rings",
+    "vm:1467:1467 [0] NCCL INFO",
+    "vm:1467:1467  [0] NCCL INFO Connected all rings",
+    "vm:1467:1467\t[0] NCCL INFO Connected all rings",
+    "vm:01467:1467 [0] NCCL INFO Connected all rings",
+    "vm:" + "1" * 25 + ":1467 [0] NCCL INFO Connected all rings",
+    "vm:1467:1467 [0] NCCL INFO Connected all rings é",
+    "(RayWorkerWrapper pid=1467) vm:1467:1467 [0] NCCL INFO Connected all rings",
+    "vm:1467:1467 [0] NCCL INFO Connected all rings [repeated 3x across cluster]",
+    "vm:1467:1467 [0] NCCL INFO Channel 00/0 : 0[0] -> 1",
+    "vm:1467:14",
+])
+def test_a_line_after_its_process_is_known_reads_as_the_lines_engine_reads_it(later):
+    first = [COMM, CONN, RING, "vm:1467:1467 [0] NCCL INFO Using network Socket"]
+    data = _one_process(*first, later, later, *first, later)
+    _same(data, 1 << 12, 1 << 12)
+    _same(data, 64, 64)
+    _same(("\n".join(SPEC.splitlines()[:120] + [later] * 3) + "\n").encode(), 1 << 12, 1 << 12)
+
+
+def test_plain_lines_of_a_known_process_are_read_in_c():
+    later = ["vm:1467:1467 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+             "vm:1467:1467 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+             "TARS:1467:1467 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 4194304.",
+             CONN.replace("Channel 00/0", "Channel 07/0"), RING.replace("00/24", "05/24"), COMM.replace("0x15", "0x9"),
+             "TARS:1467:1467 [0] NCCL INFO NET/IB : No device found."]
+    first = [COMM, CONN, RING, "TARS:1467:1467 [0] NCCL INFO comm 0x1 rank 0 nRanks 2"]
+    data = _one_process(*first, *later * 50)
+    assert _fed_by_python(data) == len(first)
+    _same(data)
+    echoes = parse_stream(io.BytesIO(data), engine="native").nccl
+    assert len(echoes) == 100 and {(v.key, v.value, v.rank, v.process) for v in echoes} == {
+        ("NCCL_PROTO", "LL", "0", "pid 1467"), ("NCCL_BUFFSIZE", "4194304", "0", "pid 1467")}
+
+
+def test_a_line_that_changes_the_readers_goes_to_python_every_time():
+    larger = [COMM.replace("nRanks 2", f"nRanks {n}") for n in (4, 8, 16)]
+    transports = [CONN.replace("P2P/CUMEM", name) for name in ("SHM/direct/direct", "NET/IB/0/GDRDMA")]
+    data = _one_process(COMM, CONN, RING, *larger, *transports)
+    assert _fed_by_python(data) == 3 + len(larger) + len(transports)
+    result = parse_stream(io.BytesIO(data), engine="native")
+    assert result.settings["nccl.nranks"].value == 16
+    assert result.settings["nccl.transports"].value == ["NET/IB/GDRDMA", "P2P/CUMEM", "SHM/direct/direct"]
+
+
+_DAMAGE = [
+    lambda s: s[: len(s) // 2],
+    lambda s: s[: len(s) - 3],
+    lambda s: s.replace(" ", "  ", 1),
+    lambda s: s.replace(" : ", "  : "),
+    lambda s: s.replace("INFO ", "INFO  "),
+    lambda s: s.replace(" ", "\t", 2),
+    lambda s: s + " é",
+    lambda s: s + "   ",
+    lambda s: s + "\x1c",
+    lambda s: re.sub(r":(\d+):", lambda m: ":" + m.group(1) * 6 + ":", s, count=1),
+    lambda s: re.sub(r"n([Rr])anks \d+", lambda m: f"n{m.group(1)}anks " + "7" * 25, s),
+    lambda s: re.sub(r"n([Rr])anks \d+", r"n\1anks 64", s),
+    lambda s: re.sub(r"nNodes \d+", "nNodes 12", s),
+    lambda s: re.sub(r"\brank (\d+)", r"rank 1\1", s),
+    lambda s: s.replace("rank ", "Rank "),
+    lambda s: s.replace("-> ", "->"),
+    lambda s: s.replace("] -> ", "] [receive] -> "),
+    lambda s: re.sub(r"via \S+", "via NET/Socket/1", s),
+    lambda s: re.sub(r"via \S+", "via P2P/direct pointer/read", s),
+    lambda s: re.sub(r"via \S+", "via P2P/weird", s),
+    lambda s: re.sub(r"^[^:]+", "Host-A", s),
+    lambda s: re.sub(r"^[^:]+", "10-1-1-1", s),
+    lambda s: re.sub(r":(\d+) \[", lambda m: f":{int(m.group(1)) + 1} [", s, count=1),
+    lambda s: "(RayWorkerWrapper pid=9) " + s,
+    lambda s: s.replace(" NCCL INFO ", " NCCL INFO NCCL_ALGO set by environment to Ring "),
+    lambda s: s.replace(" NCCL INFO ", " NCCL INFO Using network "),
+    lambda s: s + " 16 coll channels, 32 p2p channels,",
+    lambda s: s + " nccl.conf",
+    lambda s: s + " set by env to x",
+    lambda s: s.replace(" NCCL INFO ", " NCCL INFO Enabled NCCL Func/Proto/Algo Matrix: "),
+    lambda s: s.replace(" NCCL INFO ", " NCCL TRACE "),
+]
+
+
+@st.composite
+def nccl_logs(draw) -> bytes:
+    """Real NCCL lines, some damaged, read twice over (the second time by the C scanner), with
+    a serving log's head around them at times (its processes, echoes and matrix)."""
+    lines = draw(st.lists(st.sampled_from(REAL), min_size=1, max_size=40))
+    out = []
+    for line in lines:
+        for damage in draw(st.lists(st.sampled_from(_DAMAGE), max_size=2)):
+            line = damage(line)
+        out.append(line)
+    body = out + draw(st.permutations(out)) + out
+    if draw(st.booleans()):
+        body = SPEC.splitlines()[:draw(st.integers(0, 150))] + body
+    return ("\n".join(body) + draw(st.sampled_from(["\n", ""]))).encode()
+
+
+@SETTINGS
+@given(nccl_logs(), st.integers(1, 3000), st.booleans())
+def test_native_reads_damaged_real_nccl_lines_as_the_lines_engine_does(data, batch, vector):
+    _same(data, batch, batch, vector=vector)
+
+
+# ---- nccl_bind's arguments are checked; a bound scanner with readers unlike the real ones reads none ----
+
+def test_nccl_bind_checks_its_arguments():
+    bare = _scan.Scanner.__new__(_scan.Scanner)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        bare.nccl_bind(records.ParseResult(), object(), 1, 1, records.NcclValue, "nccl echo")
+    from ingest.parsers import PARSERS
+
+    scan, _ = native.standalone(PARSERS)
+    with pytest.raises(ValueError):
+        scan.nccl_bind(records.ParseResult(), object(), -1, 1, records.NcclValue, "nccl echo")
+    with pytest.raises(TypeError):
+        scan.nccl_bind(records.ParseResult(), object(), "4096", 1, records.NcclValue, "nccl echo")
+    with pytest.raises(TypeError):
+        scan.nccl_bind(records.ParseResult(), object(), 1, 1, "not callable", "nccl echo")
+
+
+def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
+    from ingest.parsers import PARSERS
+
+    result = records.ParseResult()
+    result.formats.append(nccl_debug.NAME)
+    line = "vm:1:1 [0] NCCL INFO Connected all rings"
+    for parser in (object(), nccl_debug.Parser(result)):
+        scan, state = native.standalone(PARSERS)
+        scan.nccl_bind(result, parser, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
+        stop, _ = scan.scan([line], 0, 1, *state, native.F_MAIN)
+        assert stop == 0  # no process "pid 1": the Tagger makes it, in Python
+
+
+def test_each_threads_first_connection_is_read_in_python_for_its_echoes_rank():
+    # A process that never printed `rank R nRanks N`: an echo takes its thread's peer rank.
+    data = _one_process("h:7:7 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM",
+                        "h:7:7 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM",
+                        "h:7:9 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM",
+                        "h:7:9 [1] NCCL INFO NCCL_PROTO set by environment to LL")
+    _same(data)
+    result = parse_stream(io.BytesIO(data), engine="native")
+    assert [(v.key, v.rank) for v in result.nccl] == [("NCCL_PROTO", "1")]
+    assert _fed_by_python(data) == 2  # the process's first line, thread 9's first connection (the echo is C's)
+
+
+def test_the_bench_logs_of_nccl_lines_repeat_no_line_of_a_known_shape():
+    from bench.nccl_unique import known
+
+    head = [line for line in REAL if _HEAD.match(line)][:300]
+    assert not set(copy(head, 1)) & set(copy(head, 2)) and not set(copy(head, 1)) & set(head)
+    marked = [line for line in known(head, 1) if line.endswith(" #1")]
+    assert marked and not set(marked) & set(known(head, 2))
