@@ -512,6 +512,8 @@ static const char *BLOCK_LABELS[] = {
     "Successful requests", "Benchmark duration (s)", "Request throughput (req/s)", "Output token throughput (tok/s)",
 };
 
+#include "_scan_launch.h"
+
 /* The readers whose STARTS the line matches (their patterns are checked equal to these in
  * native.py, and the two readings against each other in tests). */
 static unsigned starts_of(const char *s, Py_ssize_t n) {
@@ -519,8 +521,7 @@ static unsigned starts_of(const char *s, Py_ssize_t n) {
     if (n == 0) return 0;
     char c = s[0];
     if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') rd |= BIT(R_TAGGER);
-    if (c == '$' || c == '+' || c == '(' || (c >= 'A' && c <= 'Z') || (unsigned char)c >= 0x80
-        || starts(s, n, "export") || starts(s, n, "env ")) rd |= BIT(R_LAUNCH_ENV);
+    if (launch_start(s, n)) rd |= BIT(R_LAUNCH_ENV);
     Py_ssize_t i = 0;
     while (i < n && is_space(s[i])) i++;
     /* nccl_tests: `#` or a digit first, or after a leading space or tab and any whitespace. */

@@ -46,12 +46,17 @@ def _unquote(value: str) -> str:
     return value
 
 
+_ESCAPED = re.compile(r"\\(.)")
+
+
 def _shell_value(value: str) -> str:
     """A word as the shell hands it to the program: quotes off, `\\,` -> `,` outside quotes
     (mpirun command lines echoed by scripts escape commas and spaces)."""
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[1:-1]
-    return re.sub(r"\\(.)", r"\1", value)
+    if "\\" not in value:  # most values: re.sub would give them back as they are
+        return value
+    return _ESCAPED.sub(r"\1", value)
 
 
 # What shlex.split() reads other than whitespace between words: quotes and escapes (posix mode,
@@ -72,9 +77,21 @@ class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = ("NCCL_",)
-    # feed()'s first-character test: `$`, `+`, `(`, an upper-case letter (any non-ASCII
-    # character, as str.isupper() takes some), `export`, `env `.
-    STARTS: re.Pattern | None = re.compile(r"\n(?:[$+(A-Z\x80-\U0010ffff]|export|env )")
+    # Without "NCCL_", feed() acts only where its first-character test passes AND _command finds,
+    # past any _PROMPT, an assignment or `export`/`env` (_START). So: a `$ `/`+ ` prompt; `(...)`
+    # tags then a prompt's start (`[`, `$ `, `user@`); an upper-case letter (or any non-ASCII
+    # character, as str.isupper() takes some) then a name and `=` (or a `User@host` prompt's `@`);
+    # `export` then a space, `=` or `@`; `env `. Not the bulk of a serving log that merely starts
+    # upper-case (`INFO 11-29 ...`, `Mean TTFT (ms): ...`) or with a vLLM tag (`(EngineCore pid=1)`):
+    # the native scanner reads those on (_scan_launch.h reads this pattern by hand).
+    # Also, as before, any line feed()'s first-character test passes that holds a word of
+    # context.WORDS (these, case aside, are in every line WORDS finds): the unread watcher counts
+    # a line a reader is handed (`Speculative decoding was on`), and its count stays what it was.
+    STARTS: re.Pattern | None = re.compile(
+        r"\n(?:[$+][^\S\n]|(?:\((?:[^()\n]|\([^()\n]*\))*\)[^\S\n]*)+(?:\[|[$+][^\S\n]|[\w.-]+@)"
+        r"|[A-Z\x80-\U0010ffff][\w.-]*[=@]|export(?:[^\S\n]|[\w.-]*[=@])|env "
+        r"|(?=[$+(A-Z\x80-\U0010ffff]|export|env )(?=[^\n]*(?i:throughput|accept|bandwidth|specdecod|environment"
+        r"|cl version|statistics|speculative|nccl_)))")
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result

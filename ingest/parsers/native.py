@@ -47,7 +47,10 @@ except ImportError:  # not built (a checkout used without `pip install -e .`): t
 # whose STARTS changes must change the scanner too, or the native engine is off (and a test fails).
 C_STARTS = {
     "Tagger": r"\n[(\[#$+]",
-    "launch_env": r"\n(?:[$+(A-Z\x80-\U0010ffff]|export|env )",
+    "launch_env": r"\n(?:[$+][^\S\n]|(?:\((?:[^()\n]|\([^()\n]*\))*\)[^\S\n]*)+(?:\[|[$+][^\S\n]|[\w.-]+@)"
+                  r"|[A-Z\x80-\U0010ffff][\w.-]*[=@]|export(?:[^\S\n]|[\w.-]*[=@])|env "
+                  r"|(?=[$+(A-Z\x80-\U0010ffff]|export|env )(?=[^\n]*(?i:throughput|accept|bandwidth|specdecod"
+                  r"|environment|cl version|statistics|speculative|nccl_)))",
     "nccl_tests": r"\n(?:[ \t][^\S\n]*)?[#0-9\x80-\U0010ffff]",
     "serving": r"\n[^\S\n]*(?:Successful requests|Benchmark duration \(s\)|Request throughput \(req/s\)"
                r"|Output token throughput \(tok/s\)):",
