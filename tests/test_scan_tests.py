@@ -257,3 +257,37 @@ def test_the_named_op_of_a_collective_test_line_read_in_c_names_the_next_table()
     assert [c.op for c in result.collectives[::2]] == ["all_reduce", "broadcast", "reduce_scatter"] * 3
     _same(data, 1 << 8, 1 << 8)
 
+
+
+# Digit-led lines of other readers' (newer SGLang's `date LEVEL pid [file:line]` prefix, fastrl PR 4)
+# and lines a table could take for rows: nccl_tests does nothing with the first where no row can
+# come of them, and the scanner then reads them as their own reader's.
+DATED = [line for line in (PROJECT_ROOT / "tests" / "corpus" / "shared" / "sglang_decode_altlogfmt_fastrl_pr4.log")
+         .read_bytes().split(b"\n") if b"Decode batch" in line]
+DIGIT_LED = [
+    b"2025-12-04 20:35:53 INFO 151972 [x.py:287] Decode batch. #running-req: 1, gen throughput (token/s): 5.0, ",
+    b"20:35:53 Decode batch. #running-req: 1, gen throughput (token/s): 5.0",
+    b"1e-5 Decode batch. #running-req: 1, gen throughput (token/s): 5.0",
+    b"  +5 Decode batch. #running-req: 1, gen throughput (token/s): 5.0",
+    b"12 2 float sum -1 1.0 2.0 3.0 0 Decode batch. #running-req: 1, gen throughput (token/s): 5.0",
+    b"1-2 3 float sum -1 1.0 2.0 3.0 0 1.0 2.0 3.0 0",
+    b"2025-12-04\x1c20:35:53 Decode batch. #running-req: 1, gen throughput (token/s): 5.0",
+]
+
+
+@given(st.lists(st.sampled_from(["table", "header", "dated", "made", "named"]), min_size=1, max_size=12),
+       st.integers(0, 10**6))
+def test_digit_led_lines_of_other_readers_give_the_records_lines_give_before_during_and_after_tables(parts, seed):
+    table = OUTPUTS[seed % len(OUTPUTS)].split(b"\n")
+    header = [line for line in table if b"busbw" in line][:1]
+    pieces = {"table": table, "header": header, "dated": DATED, "made": DIGIT_LED, "named": [NAMED.rstrip(b"\n")]}
+    data = b"\n".join(line for part in parts for line in pieces[part]) + b"\n"
+    _same(data, 1 << 10, 1 << 10)
+
+
+def test_dated_decode_lines_are_read_in_c_with_or_without_an_nccl_tests_table_before_them():
+    assert len(DATED) >= 2
+    for before in (b"", NAMED + OUTPUTS[0]):
+        data = before + b"\n".join(DATED * 200) + b"\n"
+        _same(data)
+        assert _fed_by_python(data) - (_fed_by_python(before) if before else 0) < 10

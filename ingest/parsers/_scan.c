@@ -1098,6 +1098,13 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      by_literal);
 }
 
+/* The line's first non-blank (space or tab, as nccl_tests.feed strips) is a digit. */
+static int leading_digit(const char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+    return i < n && is_digit(s[i]);
+}
+
 /* scan_line with the line's literals found already (`lits`, and the readers they belong to). */
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1108,6 +1115,9 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
+    if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
+        && leading_digit(s, n) && tests_idle(self->tests, s, n))
+        rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal))
         return PYTHON;

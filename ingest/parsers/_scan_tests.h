@@ -44,6 +44,10 @@ typedef struct tests_state {
     int format_set;  /* "nccl_tests" is among the result's formats */
     int versions_set;  /* the format and nccl_tests.version and nccl.version are there (a version line's) */
     int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
+    /* Where a digit-led line that is no row changes nothing (tests_idle): 0 no, 1 no table and a
+     * header seen (feed() reads no row), 2 no header yet (_row's classic 9 or 13 cells), 3 a table
+     * whose size column is lead_size (_int of that cell) */
+    int idle_mode;
     /* the type and op names a row may hold (nccl_tests._DTYPES | _REDOPS) */
     char *word[TESTS_MAX_WORDS];
     Py_ssize_t word_len[TESTS_MAX_WORDS];
@@ -143,7 +147,7 @@ static Py_ssize_t tests_len(PyObject *obj, const char *name) {
 /* What the parser's state lets this scan read. */
 static int tests_in(Scanner *self) {
     Tests *t = self->tests;
-    t->rows_ok = t->comments_ok = 0;
+    t->rows_ok = t->comments_ok = t->idle_mode = 0;
     if (!t->parser) return 0;
     /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
     Py_ssize_t held = tests_len(t->parser, "held");
@@ -183,8 +187,17 @@ static int tests_in(Scanner *self) {
     PyObject *ended = op ? tests_attr(t->parser, "test_ended") : NULL;
     PyObject *warned = ended ? tests_attr(t->parser, "wrong_warned") : NULL;
     int status = 0;
-    if (table == Py_None) goto done;
+    if (table == Py_None) {
+        PyObject *seen = tests_attr(t->parser, "seen_header");
+        int header = seen ? PyObject_IsTrue(seen) : -1;
+        Py_XDECREF(seen);
+        if (header < 0) { status = -1; goto done; }
+        t->idle_mode = header ? 1 : 2;
+        goto done;
+    }
     if (!warned) { status = -1; goto done; }
+    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
+    if (t->layout_ok) t->idle_mode = 3;
     if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
     int ended_now = PyObject_IsTrue(ended), warned_now = PyObject_IsTrue(warned);
     if (ended_now < 0 || warned_now < 0) { status = -1; goto done; }
@@ -531,6 +544,37 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     if (i < n && s[i] == '#') return tests_comment(self, s, n, by_literal);
     if (i < n && is_digit(s[i]) && !by_literal) return tests_row(self, s, n, lineno);
     return PYTHON;
+}
+
+/* Whether feed() does nothing with `s`, a line whose first non-blank is a digit and that holds no
+ * trigger of nccl_tests (tests_in says what state the reader is in): no row is read where no table
+ * is open after a header; before any header only a line of 9 or 13 cells may be a row; in a table,
+ * a row whose size cell float() refuses is dropped (_int gives None, with no warning). A cell is
+ * refused here only where it surely is: a ':', or a sign after its first character not behind an
+ * exponent's e ("2025-12-04", "20:35:53"); anything else may be a number, and goes to Python. So a
+ * log line led by a date (newer SGLang's `2025-12-04 20:35:53 INFO ...`) is another reader's. */
+static int tests_idle(const Tests *t, const char *s, Py_ssize_t n) {
+    if (!t || !t->idle_mode) return 0;
+    if (t->idle_mode == 1) return 1;
+    int want = t->idle_mode == 2 ? -1 : t->lead_size, cells = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        while (i < n && (is_space(s[i]) || ((unsigned char)s[i] >= 0x1c && (unsigned char)s[i] <= 0x1f))) i++;
+        if (i >= n) break;
+        Py_ssize_t start = i;
+        while (i < n && !(is_space(s[i]) || ((unsigned char)s[i] >= 0x1c && (unsigned char)s[i] <= 0x1f))) {
+            if ((unsigned char)s[i] >= 0x80) return 0;  /* str.split() splits on non-ASCII spaces too */
+            i++;
+        }
+        if (cells == want) {
+            for (Py_ssize_t k = start; k < i; k++)
+                if (s[k] == ':' || (k > start && (s[k] == '-' || s[k] == '+') && s[k - 1] != 'e' && s[k - 1] != 'E'))
+                    return 1;
+            return 0;
+        }
+        cells++;
+    }
+    if (t->idle_mode == 2) return cells != 9 && cells != 13;
+    return 0;  /* no size cell: _row returns, but leave the short line to Python */
 }
 
 /* watch_tests(parser, result, words): the nccl_tests reader whose rows the scanner reads, its
