@@ -27,9 +27,9 @@ BROAD = launch_env.re.compile(r"(?:[$+(A-Z\x80-\U0010ffff]|export|env )")
 
 @cache
 def _real_lines() -> tuple[str, ...]:
-    """Every line of the public corpus, our samples and, on a machine that has them, the shared
-    samples beside the repository (the GPU recordings and public logs the corpus was cut from)."""
-    roots = [PROJECT_ROOT / "tests" / "corpus", PROJECT_ROOT / "samples", PROJECT_ROOT.parent / "shared" / "samples"]
+    """Every line of the public corpus and our samples (the corpus holds the shared public samples
+    verbatim, samples/ the GPU recordings: every clone tests the same lines)."""
+    roots = [PROJECT_ROOT / "tests" / "corpus", PROJECT_ROOT / "samples"]
     seen: dict[str, None] = {}
     for root in roots:
         for path in sorted(root.rglob("*")) if root.is_dir() else []:
