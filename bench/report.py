@@ -90,7 +90,8 @@ def judge_mix(mix: str, made_of: dict[str, Any], *, size: int, seconds: float, s
     """One row of the mixes table: parselog on one mix against the references of the same run. The
     target is judged on wall time; the rate per CPU second is shown beside it (on a shared machine
     wall time grows with the others' load, CPU time much less)."""
-    row: dict[str, Any] = {"mix": mix, "real": made_of["real"], "files": made_of["files"], "size_bytes": size,
+    row: dict[str, Any] = {"mix": mix, "real": made_of["real"], "files": made_of["files"],
+                           "renumbered": made_of.get("renumbered", False), "size_bytes": size,
                            "peak_rss_bytes": rss, "grep_c_seconds": round(grep_seconds, 3),
                            "wc_l_seconds": round(wc_seconds, 3), "python_loop_seconds": round(loop_seconds, 3),
                            "startup_seconds": round(startup, 3)}
@@ -114,6 +115,12 @@ def judge_mix(mix: str, made_of: dict[str, Any], *, size: int, seconds: float, s
     return row
 
 
+def _made_of(row: dict[str, Any]) -> str:
+    if not row["real"]:
+        return "made"
+    return f"real{', renumbered' if row.get('renumbered') else ''} ({len(row['files'])} files)"
+
+
 def mix_table(mix_rows: list[dict[str, Any]]) -> str:
     """The mixes as markdown: each mix on its own, with its references."""
     lines = ["| mix | real | size | parselog | per CPU second | peak RSS | x Python loop | grep -c | wc -l "
@@ -125,7 +132,7 @@ def mix_table(mix_rows: list[dict[str, Any]]) -> str:
         loop = "-" if r.get("x_python_loop") is None else f"{r['x_python_loop']:.1f}x"
         cpu = "-" if r.get("mb_per_cpu_s") is None else f"{r['mb_per_cpu_s']:.1f} MB/s"
         lines.append(
-            f"| {r['mix']} | {'real (' + str(len(r['files'])) + ' files)' if r['real'] else 'made'} "
+            f"| {r['mix']} | {_made_of(r)} "
             f"| {size:.0f} MB | {rate} | {cpu} | {mb(r['peak_rss_bytes'])} | {loop} "
             f"| {size / r['grep_c_seconds']:.0f} MB/s | {size / r['wc_l_seconds']:.0f} MB/s "
             f"| {size / r['python_loop_seconds']:.0f} MB/s | {verdict(r['met'])} |")

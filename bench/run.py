@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import clone, mixes, report  # noqa: E402
+from bench import clone, mixes, nccl_unique, report  # noqa: E402
 from bench import trace as trace_mix  # noqa: E402
 from bench.harness import PY, Stack, status_kb  # noqa: E402
 from bench.loggen import HEAD_SAMPLE, cached_log  # noqa: E402
@@ -88,10 +88,11 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     a.size_mb = a.size_mb or int(os.environ.get("BENCH_SIZE_MB") or 0) or (2 if quick else 512)
     a.mix_mb = a.mix_mb or (16 if quick else 256)
     a.parse_timeout = a.parse_timeout or (60 if quick else 600)
+    every = mixes.MIXES + RENUMBERED + mixes.CLIFFS
     a.mixes = [m.strip() for m in a.mixes.split(",") if m.strip()] or [
-        m for m in mixes.MIXES + mixes.CLIFFS if not (quick and m == "distinct_names")]
-    if set(a.mixes) - set(mixes.MIXES + mixes.CLIFFS):
-        ap.error(f"unknown mixes {sorted(set(a.mixes) - set(mixes.MIXES + mixes.CLIFFS))}")
+        m for m in every if not (quick and m == "distinct_names")]
+    if set(a.mixes) - set(every):
+        ap.error(f"unknown mixes {sorted(set(a.mixes) - set(every))}")
     a.windows = a.windows or (1000 if quick else 100_000)
     a.list_runs = a.list_runs or (200 if quick else 10_000)
     a.logs = a.logs or (8 if quick else 200)
@@ -178,9 +179,13 @@ def startup_seconds(env) -> float:
     return min(wall([PY, "manage.py", "parselog", "--json", str(HEAD_SAMPLE)], env)[0] for _ in range(3))
 
 
+# Real lines made unique (bench/nccl_unique.py): the NCCL start-up lines with new thread ids,
+# communicator addresses and channels a copy, so that no line is a repeat the readers remember.
+RENUMBERED = ("nccl_unique",)
 # The literal `grep -c` counts in each mix (the line kind it is about).
-GREP = {"nccl_startup": "NCCL", "decode": "Decode batch", "vllm": "throughput", "nccl_tests": "float",
-        "generator": "EAGLE3_PROFILE", "blank_lines": "Decode", "tagged_decode": "Decode", "distinct_names": "Phase"}
+GREP = {"nccl_startup": "NCCL", "nccl_unique": "NCCL", "decode": "Decode batch", "vllm": "throughput",
+        "nccl_tests": "float", "generator": "EAGLE3_PROFILE", "blank_lines": "Decode", "tagged_decode": "Decode",
+        "distinct_names": "Phase"}
 
 
 def parse_one(log: Path, env, timeout: float) -> tuple[float, float, int]:
@@ -200,7 +205,14 @@ def section_mixes(a, mix_rows: list, refs, env) -> None:
     on the same file in the same run (bench/mixes.py says what each mix is made of)."""
     roots = a.mix_source or None
     for mix in a.mixes:
-        log = mixes.write_mix(DATA / f"mix-{mix}-{a.mix_mb}mb.log", mix, a.mix_mb << 20, roots)
+        log = DATA / f"mix-{mix}-{a.mix_mb}mb.log"
+        if mix in RENUMBERED:  # (from the repository's and the shared samples, not --mix-source)
+            DATA.mkdir(parents=True, exist_ok=True)
+            nccl_unique.write(log, a.mix_mb << 20)
+            made_of = {**mixes.describe("nccl_startup"), "renumbered": True}
+        else:
+            mixes.write_mix(log, mix, a.mix_mb << 20, roots)
+            made_of = mixes.describe(mix, roots)
         size = log.stat().st_size
         wall(["cat", str(log)])  # into the page cache
         grep = min(wall(["grep", "-c", GREP[mix], str(log)])[0] for _ in range(2))
@@ -212,14 +224,14 @@ def section_mixes(a, mix_rows: list, refs, env) -> None:
             runs = [parse_one(log, env, a.parse_timeout)]
         except RuntimeError as e:  # a parse that fails is a finding, not the end of the bench
             say(f"mix {mix}: parselog failed: {e}")
-            mix_rows.append({"mix": mix, "failed": str(e)[-500:], **mixes.describe(mix, roots), "size_bytes": size,
+            mix_rows.append({"mix": mix, "failed": str(e)[-500:], **made_of, "size_bytes": size,
                              "mb_per_s": None, "met": False, "peak_rss_bytes": 0, "grep_c_seconds": grep,
                              "wc_l_seconds": wc, "python_loop_seconds": loop})
             continue
         if runs[0][0] < a.parse_timeout / 4:  # the best of two where a second is cheap
             runs.append(parse_one(log, env, a.parse_timeout))
         seconds, cpu, rss = min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
-        row = report.judge_mix(mix, mixes.describe(mix, roots), size=size, seconds=seconds, cpu_seconds=cpu,
+        row = report.judge_mix(mix, made_of, size=size, seconds=seconds, cpu_seconds=cpu,
                                startup=0.0, rss=rss, grep_seconds=grep, wc_seconds=wc, loop_seconds=loop,
                                timeout=a.parse_timeout)
         mix_rows.append(row)

@@ -203,3 +203,11 @@ def test_the_cliff_inputs_are_made_to_size_and_parse(tmp_path):
         assert 190_000 <= log.stat().st_size < 400_000, mix
         assert not mixes.describe(mix)["real"]
         assert "error" not in parsed(log), mix
+
+
+def test_a_mix_of_real_lines_made_unique_says_so_in_the_table():
+    row = report.judge_mix("nccl_unique", {"real": True, "files": ["a", "b", "c"], "renumbered": True},
+                           size=32 * report.MB, seconds=2.0, startup=0.0, rss=150 * report.MB, grep_seconds=0.05,
+                           wc_seconds=0.03, loop_seconds=0.2, timeout=600, cpu_seconds=2.0)
+    assert row["renumbered"] and row["mb_per_s"] == 16.0
+    assert report.mix_table([row]).splitlines()[2].startswith("| nccl_unique | real, renumbered (3 files) | 32 MB |")
