@@ -519,8 +519,9 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     found = _value(s, BLOCKS_KEY)
     blocks: list[dict] = list(found) if isinstance(found, list) else []
     serving = {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")}
-    left_out = _value(s, OMITTED_KEY)
-    omitted = left_out.get("count", 0) if isinstance(left_out, dict) else 0
+    found_out = _value(s, OMITTED_KEY)
+    left_out: dict = found_out if isinstance(found_out, dict) else {}
+    omitted = left_out.get("count", 0)
     serving, exclude, block_warning = serving_of_blocks(blocks, serving, omitted)
     if block_warning:
         warnings.append(block_warning)
