@@ -38,7 +38,7 @@ from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
 from runs.queries import trace_of
 from runs.series import SERIES_VERSION, fresh_series
-from runs.summary import BLOCKS_KEY, DRAFT_TYPES_KEY, person_vs_logs, renew_nccl, summarize_run
+from runs.summary import BLOCKS_KEY, DRAFT_TYPES_KEY, OMITTED_KEY, person_vs_logs, renew_nccl, summarize_run
 
 
 def content_sha256(file_shas: Iterable[str]) -> str:
@@ -358,6 +358,7 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
     """A run's formats, per-file process tables and settings, and warnings: all but its rows."""
     result = rec.ParseResult()
     result_blocks: list[dict] = []
+    omitted: dict = {}
     draft_types: dict[str, dict] = {}
     for lf in files:
         for f in lf.formats:
@@ -369,6 +370,10 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
         for key, s in lf.settings.items():
             if key == BLOCKS_KEY:  # every file's result blocks, each with the file it is in
                 result_blocks += [{**b, "logfile": lf.id} for b in s["value"]]
+                continue
+            if key == OMITTED_KEY:  # blocks counted, not listed: the run's count is the files' sum
+                omitted = {"count": omitted.get("count", 0) + s["value"]["count"],
+                           "first_line": omitted.get("first_line", s["value"]["first_line"])}
                 continue
             if key == DRAFT_TYPES_KEY:  # counters of separate servers add up (pooled by totals)
                 for name, row in s["value"].items():
@@ -387,6 +392,8 @@ def _run_header(run: Run, files: list[LogFile]) -> rec.ParseResult:
             result.warnings.append(rec.Issue(w["line"], f"{lf.original_name}: {w['message']}"))
     if result_blocks:
         result.set(BLOCKS_KEY, result_blocks, result_blocks[0]["line"], "runs")
+    if omitted:
+        result.set(OMITTED_KEY, omitted, omitted["first_line"], "runs")
     if draft_types:
         result.set(DRAFT_TYPES_KEY, draft_types, 0, "runs")
     return result

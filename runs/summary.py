@@ -373,6 +373,10 @@ def figures(metrics: list[Group], phases: list[Group], settings: dict,
 
 
 BLOCKS_KEY = "serving_blocks"  # ingest.parsers.serving.BLOCKS_KEY (runs never imports the parsers)
+# ingest.parsers.serving.OMITTED_KEY: {"count", "first_line"} of blocks a file did not list
+# (past BLOCKS_KEPT, blocks of several configurations); a run's is {"count"} summed over its files.
+OMITTED_KEY = "serving_blocks_omitted"
+BLOCKS_LISTED = 1000  # ingest.parsers.serving.BLOCKS_KEPT
 DRAFT_TYPES_KEY = "llamacpp.draft_types"  # ingest.parsers.llamacpp.TYPES_KEY
 # Block sources: one benchmark figure per block (SGLang bench_serving, vllm bench serve).
 BLOCK_SOURCES = ("sglang_bench", "vllm_bench")
@@ -387,19 +391,20 @@ def block_settings(block: dict) -> tuple:
             bool(block.get("speculative")) or any(key in block for key in _SPEC_ROWS))
 
 
-def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[str, ...], dict | None]:
+def serving_of_blocks(blocks: list[dict], serving: dict, omitted: int = 0) -> tuple[dict, tuple[str, ...], dict | None]:
     """The run-level `serving` object, the sources no summary figure may come from, and a warning.
 
     One block: its rows, as printed. Several blocks of one configuration (repeats): the median of
     each figure over them, how many there were, and a warning that says so. Blocks of different
     settings (a request-rate sweep, speculative decoding off and on) are results of their own: no
-    blended figure at all, the count and a warning instead; each stays in `serving_blocks`."""
-    if len(blocks) < 2:
+    blended figure at all, the count and a warning instead; each stays in `serving_blocks`.
+    `omitted` blocks were counted, not listed: only a file of several configurations omits any."""
+    if len(blocks) + omitted < 2:
         return serving, (), None
     keys = {k for b in blocks for k in b} - {"tool", "line", "logfile", "model", "request_rate", "max_concurrency",
                                              "speculative"}
     others = {k: v for k, v in serving.items() if k not in keys}
-    if len({block_settings(b) for b in blocks}) == 1:
+    if not omitted and len({block_settings(b) for b in blocks}) == 1:
         pooled = dict(serving)
         for key in keys:
             numbers = [b[key] for b in blocks
@@ -417,10 +422,12 @@ def serving_of_blocks(blocks: list[dict], serving: dict) -> tuple[dict, tuple[st
         + ("not set" if b.get("max_concurrency") is None else str(b.get("max_concurrency")))
         + (f", model {b['model']}" if b.get("model") else "")
         + (", speculative" if block_settings(b)[4] else "") for b in blocks)
-    warning = {"line": blocks[0].get("line"), "message": (
-        f"{len(blocks)} result blocks with different settings ({described}): each is a result of its own, "
-        "so the run has no serving figure blended from them; see the result blocks table")}
-    return {**others, "result_blocks": len(blocks)}, BLOCK_SOURCES, warning
+    if omitted:
+        described += f"; {omitted} more not listed"
+    warning = {"line": blocks[0].get("line") if blocks else None, "message": (
+        f"{len(blocks) + omitted} result blocks with different settings ({described}): each is a result of its "
+        "own, so the run has no serving figure blended from them; see the result blocks table")}
+    return {**others, "result_blocks": len(blocks) + omitted}, BLOCK_SOURCES, warning
 
 
 POOLED_SOURCE = "llamacpp"  # counters per draft type, pooled per window by totals
@@ -512,9 +519,17 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     found = _value(s, BLOCKS_KEY)
     blocks: list[dict] = list(found) if isinstance(found, list) else []
     serving = {k[len("serving."):]: v.value for k, v in s.items() if k.startswith("serving.")}
-    serving, exclude, block_warning = serving_of_blocks(blocks, serving)
+    found_out = _value(s, OMITTED_KEY)
+    left_out: dict = found_out if isinstance(found_out, dict) else {}
+    omitted = left_out.get("count", 0)
+    serving, exclude, block_warning = serving_of_blocks(blocks, serving, omitted)
     if block_warning:
         warnings.append(block_warning)
+    if omitted:
+        warnings.append({"line": left_out.get("first_line"), "message": (
+            f"the result blocks table lists {len(blocks)} of the {len(blocks) + omitted} result blocks: a file of "
+            f"blocks of several settings lists its first {BLOCKS_LISTED} (no figure is blended from such blocks), "
+            f"the other {omitted} are counted only")})
     launches: list[dict[str, Any]] = []
     for i, launch in enumerate(lay.launches):
         summary, phases = figures(*records[i], s, exclude)

@@ -117,6 +117,23 @@ def test_a_runs_result_blocks_come_from_every_file_each_naming_its_file(alice):
     assert run.parsed["serving"] == {"result_blocks": 2} and run.throughput_tok_s is None
 
 
+@pytest.mark.django_db
+def test_blocks_a_file_counts_without_listing_them_count_in_the_runs_total(alice, monkeypatch):
+    from ingest.parsers import serving
+    monkeypatch.setattr(serving, "BLOCKS_KEPT", 1)
+    sweep = _bench_file("2.0", "800.00") + _bench_file("8.0", "900.00") + _bench_file("4.0", "850.00")
+    run, _ = registration.register_upload(alice, [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in [
+        ("sweep.txt", sweep), ("rate16.txt", _bench_file("16.0", "990.00"))]], project="team")
+    for lf in run.logfiles.order_by("id"):
+        ingest.parse_logfile(lf.id)
+    run.refresh_from_db()
+    sweep_file = run.logfiles.get(original_name="sweep.txt")
+    assert sweep_file.settings["serving_blocks_omitted"]["value"] == {"count": 2, "first_line": 7}
+    assert [b["request_rate"] for b in run.parsed["serving_blocks"]] == [2.0, 16.0]
+    assert run.parsed["serving"] == {"result_blocks": 4} and run.throughput_tok_s is None
+    assert any("lists 2 of the 4 result blocks" in w["message"] for w in run.parsed["warnings"])
+
+
 JOB_SCRIPT, JOB_OUTPUT = "../tests/corpus/nccl/job_nersc_run_tests.sh", "../tests/corpus/nccl/job_nersc_slurm_test_2.23_918503.log"
 
 

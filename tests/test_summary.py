@@ -177,6 +177,38 @@ def test_repeats_of_one_configuration_give_the_median_of_each_figure():
     assert any("3 result blocks with the same printed settings" in w["message"] for w in parsed["warnings"])
 
 
+def test_a_sweep_past_the_listed_blocks_counts_the_rest_and_says_so(monkeypatch):
+    from ingest.parsers import serving
+    monkeypatch.setattr(serving, "BLOCKS_KEPT", 3)
+    rates = ["2.0", "8.0", "2.0", "8.0", "2.0"]
+    parsed = _parse([line for i, rate in enumerate(rates) for line in _sglang_block(rate, f"{800 + i}.00")])
+    # The first three are rows of the table, as printed; the other two are counted, not listed.
+    assert [(b["request_rate"], b["output_throughput_tok_s"]) for b in parsed["serving_blocks"]] == [
+        (2.0, 800.0), (8.0, 801.0), (2.0, 802.0)]
+    assert parsed["serving"] == {"result_blocks": 5} and parsed["summary"]["throughput_tok_s"] is None
+    messages = [w["message"] for w in parsed["warnings"]]
+    assert any(m.startswith("5 result blocks with different settings") and "2 more not listed" in m for m in messages)
+    assert any("lists 3 of the 5 result blocks" in m and "the other 2 are counted only" in m for m in messages)
+
+
+def test_repeats_past_the_listed_blocks_are_all_kept_for_their_median(monkeypatch):
+    from ingest.parsers import serving
+    monkeypatch.setattr(serving, "BLOCKS_KEPT", 2)
+    parsed = _parse(_sglang_block("4.0", "700.00") + _sglang_block("4.0", "800.00") + _sglang_block("4.0", "900.00")
+                    + _sglang_block("4.0", "950.00"))
+    assert len(parsed["serving_blocks"]) == 4  # every repeat counts in the median
+    assert parsed["serving"]["output_throughput_tok_s"] == 850.0 and parsed["serving"]["result_blocks"] == 4
+
+
+def test_a_first_listed_configuration_then_another_is_never_blended(monkeypatch):
+    from ingest.parsers import serving
+    monkeypatch.setattr(serving, "BLOCKS_KEPT", 2)
+    parsed = _parse(_sglang_block("4.0", "700.00") + _sglang_block("4.0", "800.00") + _sglang_block("9.0", "900.00"))
+    # The two listed blocks share settings, but the omitted one does not: no median of the run.
+    assert len(parsed["serving_blocks"]) == 2
+    assert parsed["serving"] == {"result_blocks": 3} and parsed["summary"]["throughput_tok_s"] is None
+
+
 def test_one_block_keeps_the_serving_object_as_printed():
     parsed = _parse(_sglang_block("4.0", "800.00"))
     assert parsed["serving"]["output_throughput_tok_s"] == 800.0 and "result_blocks" not in parsed["serving"]

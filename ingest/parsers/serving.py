@@ -272,11 +272,40 @@ def block_record(block: Block, tool: str) -> dict:
             "max_concurrency": concurrency, "speculative": any(key in values for key in SPEC_KEYS), **values}
 
 
+# Result blocks of a file listed one by one once its blocks are of several configurations. Such
+# blocks are never blended (runs.summary.serving_of_blocks): each is only a row of the run page's
+# table, and a log that repeats a sweep thousands of times held every row (60k blocks of a 128 MB
+# log: a 40 MB list, stored, loaded and summarised; the worker peaked at 709 MB). Past this many,
+# a block is counted (OMITTED_KEY), not listed. Blocks of one configuration are all kept: their
+# median is the run's figure, and every block counts in it.
+BLOCKS_KEPT = 1000
+OMITTED_KEY = "serving_blocks_omitted"  # {"count": blocks not listed, "first_line": the first of them}
+
+
+def block_config(record: dict) -> tuple:
+    """runs.summary.block_settings of a record (the parsers never import runs)."""
+    return (record.get("tool"), str(record.get("model")), str(record.get("request_rate")),
+            str(record.get("max_concurrency")), bool(record.get("speculative")))
+
+
 def add_block(result, block: Block, tool: str, source: str) -> None:
-    """Append the block's record to the result's list of blocks (one setting, a list)."""
+    """Append the block's record to the result's list of blocks (one setting, a list), or count
+    it in OMITTED_KEY once the list holds BLOCKS_KEPT blocks of more than one configuration."""
     record = block_record(block, tool)
     setting = result.settings.get(BLOCKS_KEY)
     if setting is None:
         result.set(BLOCKS_KEY, [record], block.first_line, source)
-    else:
-        setting.value.append(record)
+        return
+    blocks = setting.value
+    # Past the cap every kept block is of the first one's configuration (a block of another is
+    # omitted, and then every later one): only the first BLOCKS_KEPT are looked through, once.
+    if len(blocks) >= BLOCKS_KEPT and (
+            OMITTED_KEY in result.settings or block_config(record) != block_config(blocks[0])
+            or (len(blocks) == BLOCKS_KEPT and any(block_config(b) != block_config(blocks[0]) for b in blocks))):
+        omitted = result.settings.get(OMITTED_KEY)
+        if omitted is None:
+            result.set(OMITTED_KEY, {"count": 1, "first_line": block.first_line}, block.first_line, source)
+        else:
+            omitted.value["count"] += 1
+        return
+    blocks.append(record)
