@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make sanitize`: the native scanner built with AddressSanitizer and UndefinedBehaviorSanitizer,
-# then the parser tests and a seeded fuzz corpus (scripts/fuzz_scan.py) run under it. The scanner
-# reads untrusted uploads: any report aborts with its stack. The installed build is put back after.
+# then the parser tests (the per-format scanner tests, tests/test_scan_*.py, too) and a seeded fuzz
+# corpus (scripts/fuzz_scan.py) run under it. The scanner reads untrusted uploads: any report aborts
+# with its stack. The installed build is put back after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -24,5 +25,5 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export PYTHONMALLOC=malloc  # every Python object through malloc: ASan sees the str buffers the scanner reads
 $PY -c 'from ingest.parsers import native; assert native.available() is None, native.available()'
 $PY -m pytest -q -p no:randomly -p no:cacheprovider tests/test_parsers_native.py tests/test_parsers_engine.py \
-  tests/test_parsers_text.py ${SANITIZE_PYTEST_ARGS:-}
+  tests/test_parsers_text.py tests/test_scan_*.py ${SANITIZE_PYTEST_ARGS:-}
 $PY scripts/fuzz_scan.py --inputs "${FUZZ_INPUTS:-400}"
