@@ -376,7 +376,6 @@ BLOCKS_KEY = "serving_blocks"  # ingest.parsers.serving.BLOCKS_KEY (runs never i
 # ingest.parsers.serving.OMITTED_KEY: {"count", "first_line"} of blocks a file did not list
 # (past BLOCKS_KEPT, blocks of several configurations); a run's is {"count"} summed over its files.
 OMITTED_KEY = "serving_blocks_omitted"
-BLOCKS_LISTED = 1000  # ingest.parsers.serving.BLOCKS_KEPT
 DRAFT_TYPES_KEY = "llamacpp.draft_types"  # ingest.parsers.llamacpp.TYPES_KEY
 # Block sources: one benchmark figure per block (SGLang bench_serving, vllm bench serve).
 BLOCK_SOURCES = ("sglang_bench", "vllm_bench")
@@ -528,7 +527,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
     if omitted:
         warnings.append({"line": left_out.get("first_line"), "message": (
             f"the result blocks table lists {len(blocks)} of the {len(blocks) + omitted} result blocks: a file of "
-            f"blocks of several settings lists its first {BLOCKS_LISTED} (no figure is blended from such blocks), "
+            f"blocks of several settings lists only its first ones (no figure is blended from such blocks), "
             f"the other {omitted} are counted only")})
     launches: list[dict[str, Any]] = []
     for i, launch in enumerate(lay.launches):
