@@ -301,3 +301,10 @@ def test_detail_says_which_lines_no_reader_used_and_the_gpu_topology(client, ali
     topo = upload_run(alice, "../tests/corpus/nccl/nvidia_smi_topo_all_sys_4090_gpuallocator_issue17.txt")
     parsed = client.get(f"/api/v1/runs/{topo.id}", headers=bearer(alice)).json()["parsed"]
     assert parsed["topology"]["links"] == ["SYS"] and parsed["topology"]["gpus"] == 8
+
+
+@pytest.mark.parametrize("query", ["tag=a&tag=b", "steps=1&steps=2", "status=ready&status=queued"])
+def test_list_refuses_a_single_value_filter_given_twice(client, alice, bearer, upload_run, query):
+    upload_run(alice, TUNED, tags=["a"], parse=False)
+    response = client.get(f"/api/v1/runs?{query}", headers=bearer(alice))
+    assert response.status_code == 422 and response.json()["error"]["code"] == "validation_error"

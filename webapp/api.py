@@ -17,6 +17,7 @@ from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, Request
 from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
+from django.utils.datastructures import MultiValueDict
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, Throttled, ValidationError
@@ -133,6 +134,15 @@ class JsonParser(Parser):
         if not isinstance(data, dict):
             raise BadJson(f"a JSON {type(data).__name__}, not an object")
         return data
+
+    def parse_querydict(self, data: MultiValueDict, list_fields: list[str], request: HttpRequest) -> dict:
+        """A parameter of one value given twice (`?tag=a&tag=b`) is a 422, not its last value:
+        ninja's default silently kept the last, so the filter applied was not the one asked for.
+        Handing pydantic the list makes the schema's own type refuse it."""
+        result: dict = {}
+        for key, values in data.lists():
+            result[key] = values if key in list_fields or len(values) > 1 else values[0]
+        return result
 
 
 api = NinjaAPI(
