@@ -100,3 +100,40 @@ def test_the_context_watchers_quick_look_passes_every_line_its_words_find(parts)
     watcher = context.Watcher()
     watcher.offer(1, line)
     assert (1 in watcher.candidates) == bool(context.WORDS.search(line) and not context._SKIP.search(line))
+
+
+# WORDS as it was written before offer() read its case-blind words in lower(): the reference.
+_WORDS_AS_WRITTEN = context.re.compile(
+    r"throughput|acceptance? (?:len|rate)|Accept length|(?i:avg bus bandwidth|specdecod|set by environment|"
+    r"[NR]CCL version)|statistics +\S+:|Speculative|NCCL_[A-Z0-9_]+ set to |(?<![\w.])NCCL_[A-Z0-9_]+="
+)
+
+
+def _candidate(line: str) -> bool:
+    """offer()'s verdict as it was: WORDS as written, then _SKIP's search on every line."""
+    return bool(_WORDS_AS_WRITTEN.search(line) and not context._SKIP.search(line))
+
+
+def _offered(line: str) -> bool:
+    watcher = context.Watcher()
+    watcher.offer(1, line)
+    return 1 in watcher.candidates
+
+
+def test_the_watcher_takes_the_real_lines_it_took_before_and_no_other():
+    """Every real line of the corpus and samples, and damaged copies of those that hold WORDS
+    (cut, case changed, a word's neighbour changed, made non-ASCII)."""
+    from tests.test_scan_launch import _damaged, _real_lines
+
+    worded = 0
+    for line in _real_lines():
+        assert bool(context.WORDS.search(line)) == bool(_WORDS_AS_WRITTEN.search(line)), line
+        assert _offered(line) == _candidate(line), line
+        if _WORDS_AS_WRITTEN.search(line.lower()) or _WORDS_AS_WRITTEN.search(line):
+            worded += 1
+            for bad in (*_damaged(line), line.replace("NCCL_", ".NCCL_"), line.replace("NCCL_", "xNCCL_"),
+                        line.replace(" NCCL ", "-NCCL "), line.swapcase(), "---" + line, line + " batch",
+                        line.replace("s", "\u017f"), line.replace("K", "\u212a"), line.replace("k", "\u212a")):
+                assert bool(context.WORDS.search(bad)) == bool(_WORDS_AS_WRITTEN.search(bad)), bad
+                assert _offered(bad) == _candidate(bad), bad
+    assert worded > 300

@@ -484,3 +484,28 @@ def test_scan_arguments_outside_the_chunk_are_refused():
         with pytest.raises(IndexError):
             scan.scan_text(text_, 0, index, count, 1, *state, stop_at)
     assert scan.scan_text(text_, 0, 0, 3, 1, *state, -1) == (3, len(text_), len(text_), 0)
+
+
+def test_only_readers_whose_busy_is_return_false_are_left_unasked():
+    class Idle:
+        def busy(self) -> bool:
+            return False  # a comment changes no code
+
+    class Flagged:
+        def busy(self) -> bool:
+            return self.in_block  # type: ignore[attr-defined]
+
+    class Documented:
+        def busy(self) -> bool:
+            """Never busy, said in a docstring: asked all the same (a constant more)."""
+            return False
+
+    class Other:
+        def busy(self) -> bool:
+            return True
+
+    assert native._never_busy(Idle())
+    assert not any(native._never_busy(r) for r in (Flagged(), Documented(), Other()))
+    result = records.ParseResult()
+    never = [r for r in (p(result) for p in PARSERS.values()) if native._never_busy(r)]
+    assert "launch_env" in {r.name for r in never} and not any(r.busy() for r in never)

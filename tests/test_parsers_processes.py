@@ -77,3 +77,20 @@ def test_mpi_tagged_lines_without_a_pid_belong_to_their_rank_and_records_carry_i
     assert [(v.process, v.value) for v in r.nccl] == [("mpi 1,0", "LL"), ("mpi 1,1", "Simple")]
     assert r.processes["mpi 1,1"]["rank"] == "1" and r.processes["mpi 1,1"]["first_line"] == 2
     assert "main" not in r.processes
+
+
+def test_the_nccl_line_search_is_left_out_only_where_it_cannot_match():
+    """Tagger searches _NCCL only in a line holding " NCCL " (an env dump full of NCCL_ names costs
+    it ~30 µs): every real line, and damaged copies of those naming NCCL, it finds none in without."""
+    from ingest.parsers import processes
+    from tests.test_scan_launch import _damaged, _real_lines
+
+    found = 0
+    for line in _real_lines():
+        if "NCCL" not in line:
+            continue
+        for text in (line, *_damaged(line), line.replace(" NCCL ", "\tNCCL "), line.replace(" NCCL ", " NCCL\t")):
+            m = processes._NCCL.search(text)
+            assert m is None or processes._NCCL_WORD in text, text
+            found += m is not None
+    assert found > 1000

@@ -144,10 +144,18 @@ _SHELL_CHARS = ["a", "B", "=", "-", ".", "'", '"', "\\", " ", "  ", "\t", "\r", 
                 "\x85", "\xa0", "\u2003", "\u3000", "é", "$", "#", "NCCL_X=", "python3"]
 
 
+def _shlex_split(text: str) -> list[str] | None:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
+
+
 @SETTINGS
 @given(st.lists(st.sampled_from(_SHELL_CHARS), max_size=40).map("".join))
 def test_launch_words_are_the_words_shlex_splits(text):
     assert launch_env._words(text) == _shlex_words(text)
+    assert launch_env.shell_words(text) == _shlex_split(text)
 
 
 def test_every_short_text_of_quotes_escapes_and_spaces_splits_into_shlex_words():
@@ -199,3 +207,20 @@ def test_the_scanner_reads_a_vllm_log_of_upper_case_lines_itself():
 def test_the_launch_pattern_is_the_one_the_scanner_reads():
     assert STARTS.pattern == native.C_STARTS["launch_env"]
     assert Path(native.__file__).with_name("_scan_launch.h").is_file()
+
+
+def test_launch_words_of_every_real_line_and_its_damaged_copies_are_the_words_shlex_splits():
+    """Real quoted launch lines (`export NCCL_NET="AWS Libfabric"`, `NCCL_IB_HCA="=mlx5_0,..."`)
+    are split without shlex now (launch_env and SGLang's launch command): the same words, also cut
+    off mid-quote or with a quote lost."""
+    quoted = 0
+    for line in _real_lines():
+        text = line.strip()
+        assert launch_env._words(text) == _shlex_words(text), line
+        assert launch_env.shell_words(text) == _shlex_split(text), line
+        if BROAD.match(line) and ('"' in line or "'" in line):
+            quoted += 1
+            for bad in _damaged(line):
+                assert launch_env._words(bad.strip()) == _shlex_words(bad.strip()), bad
+                assert launch_env.shell_words(bad) == _shlex_split(bad), bad
+    assert quoted >= 10

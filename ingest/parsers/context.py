@@ -28,10 +28,15 @@ from .records import Grouped, Issue, ParseResult
 # NCCL's own INFO lines mention NCCL_ variables in passing (`... without NCCL_DMABUF_ENABLE=1`):
 # only its echoes count, and an assignment counts outside NCCL's lines. `Speculative` keeps its
 # capital: the launch flags `--speculative-...` are read, or not, as a launch command.
-WORDS = re.compile(
-    r"throughput|acceptance? (?:len|rate)|Accept length|(?i:avg bus bandwidth|specdecod|set by environment|"
-    r"[NR]CCL version)|statistics +\S+:|Speculative|NCCL_[A-Z0-9_]+ set to |(?<![\w.])NCCL_[A-Z0-9_]+="
-)
+# WORDS is its case-blind words and the rest: on an ASCII line (most), offer() reads the case-blind
+# ones in the line's lower() (the same matches: case-folding an ASCII letter stays ASCII), a search
+# a third as costly as WORDS' own. `N(?<![\w.]N)` is `(?<![\w.])N`, the look-behind taken at an
+# N only (done at every position it cost as much as all the rest).
+_WORDS_CASED = (r"throughput|acceptance? (?:len|rate)|Accept length|statistics +\S+:|Speculative"
+                r"|NCCL_[A-Z0-9_]+ set to |N(?<![\w.]N)CCL_[A-Z0-9_]+=")
+_WORDS_CASELESS = r"avg bus bandwidth|specdecod|set by environment|[nr]ccl version"
+WORDS = re.compile(f"{_WORDS_CASED}|(?i:{_WORDS_CASELESS})")
+_CASED, _CASELESS = re.compile(_WORDS_CASED), re.compile(_WORDS_CASELESS)
 # A word of each of WORDS' branches, lower-case: an ASCII line holding none (most) holds no WORDS,
 # found without the regex, whose case-blind branches and look-behind cost ten times more a line.
 # (Not a non-ASCII one: `ſ`, `K`, `ı`, `İ` match ASCII letters case-blind and lower() keeps them.)
@@ -40,6 +45,12 @@ _HINTS = re.compile("throughput|accept|bandwidth|specdecod|statistics|speculativ
 # (`----Speculative Decoding----`, a block's structure): never candidates.
 _SKIP = re.compile(r"Decode batch|Prefill batch|^-{3,}[\w ]+-{3,}\s*$|"
                    r"NCCL (?:INFO|WARN|TRACE)(?!.*(?:set by environment|NCCL_[A-Z0-9_]+ set to|[NR]CCL version))")
+
+
+def _skipped(line: str) -> bool:
+    """_SKIP.search(line), its search done only where a literal each branch holds is there (an env dump
+    or launch line holds WORDS and is never skipped: the search would read all of it for nothing)."""
+    return ("batch" in line or "NCCL " in line or line.startswith("---")) and _SKIP.search(line) is not None
 # How a topology row, a GPU header or a version line starts (searched line-anchored).
 _CTX = re.compile(
     r"^(?:[ \t]*GPU\d+[ \t]|\[(?:pip3?|conda)\] |(?:vLLM Version|PyTorch version|CUDA Driver Version|"
@@ -122,8 +133,12 @@ class Watcher:
         """A line an engine hands a reader (every engine hands the same ones: those holding a format
         reader's trigger or start, plus any line while a reader is busy): a candidate when it holds
         a format's words and a reader's trigger or start, so the engines agree whatever was busy."""
-        if line.isascii() and not _HINTS.search(line.lower()) or lineno in self.candidates or not WORDS.search(line) \
-                or _SKIP.search(line):
+        if line.isascii():
+            low = line.lower()
+            if not _HINTS.search(low) or lineno in self.candidates \
+                    or not (_CASED.search(line) or _CASELESS.search(low)) or _skipped(line):
+                return
+        elif lineno in self.candidates or not WORDS.search(line) or _skipped(line):
             return
         if self.wanted is not None and not self.wanted(line):
             return

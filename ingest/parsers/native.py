@@ -162,6 +162,17 @@ def _flush(scan: _scan.Scanner, result: ParseResult, grouped: bool = False) -> N
         result.metric_frames.append(pl.Series(metrics).struct.unnest())
 
 
+def _never_busy(reader: Any) -> bool:
+    """Whether the reader's busy() is `return False`, its code read (launch_env, llamacpp, nccl_tests):
+    ready() and feed() do not ask it at each of a log's many stops. A busy() with any more code is asked."""
+    code, idle = type(reader).busy.__code__, _idle.__code__
+    return code.co_code == idle.co_code and code.co_consts == idle.co_consts and code.co_names == idle.co_names
+
+
+def _idle(self: Any) -> bool:
+    return False
+
+
 @dataclass
 class _Parse:
     """What a chunk's reading needs: the scanner, the readers and the state the scanner moves on."""
@@ -169,7 +180,8 @@ class _Parse:
     scan: _scan.Scanner
     result: ParseResult
     readers: list
-    # The readers whose blocks are read in Python, line by line: all but eagle_profile and the Tagger,
+    # The readers whose blocks are read in Python, line by line: all but eagle_profile, the Tagger and
+    # those never busy (_never_busy),
     # whose busy() (no "main" process yet) the scanner reads from a flag (F_MAIN): a log of tagged
     # lines only (every line `[date TPn]`, or blank) never has one, and was read in Python a line each.
     others: list
@@ -182,6 +194,12 @@ class _Parse:
     channel_lines: set[str]
     grouped: bool  # the sink takes the scanner's records as Grouped batches
     by_mask: dict[int, list] = field(default_factory=dict)  # feed_stopped's readers past the first two
+    # feed()'s readers: (bit, reader, whether it can be busy: _never_busy() is not asked it)
+    fed: list[tuple[int, Any, bool]] = field(default_factory=list)
+    # _flags(result) and what it was read at: formats, settings and processes only grow (no reader
+    # takes one away), so the flags change only with their sizes, not at each of a log's many stops.
+    flags_at: tuple[int, int, int] = (-1, -1, -1)
+    flags: int = 0
 
     def ready(self) -> int:
         """Whether the scanner may read on: 0 when a reader but eagle_profile is in a block of its
@@ -228,12 +246,16 @@ class _Parse:
             x, y = self.sglang.bench.block, self.vllm.bench.block
             self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer,
                             x.prefix, not self.nccl_tests.held)
-        return _flags(self.result) | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
+        r = self.result
+        at = (len(r.formats), len(r.settings), len(r.processes))
+        if at != self.flags_at:
+            self.flags, self.flags_at = _flags(r), at
+        return self.flags | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
         """A line Python reads, as the line engine does: to the readers it concerns and the busy ones."""
-        for bit, reader in enumerate(self.readers):
-            if mask >> bit & 1 or reader.busy():
+        for bit, reader, may_be_busy in self.fed:
+            if mask >> bit & 1 or may_be_busy and reader.busy():
                 reader.feed(lineno, line)
         if self.result.offer is not None:
             self.result.offer(lineno, line)  # context.Watcher: lines no reader used
@@ -319,10 +341,11 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,
                   (processes.LAUNCHER, processes.WORKER), result.offer)
-    others = [r for r in readers if r is not eagle and r is not tagger]
+    others = [r for r in readers if r is not eagle and r is not tagger and not _never_busy(r)]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
-                   bool(getattr(sink, "takes_groups", False)))
+                   bool(getattr(sink, "takes_groups", False)),
+                   fed=[(bit, r, not _never_busy(r)) for bit, r in enumerate(readers)])
     for first, lines in chunks:
         if isinstance(lines, text.Text):
             parse.text(lines, first)

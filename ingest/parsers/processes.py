@@ -39,6 +39,10 @@ RECENT = 8192  # lines whose tag is remembered: a block flushed later still find
 REPEATS = 4096  # NCCL lines remembered with their tag: every rank prints its channels again per communicator
 
 _NCCL = re.compile(r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL [A-Z]+\b ?(.*)$")
+# The literal every _NCCL match holds ("NCCL" has a space on either side): a line without it, an
+# env dump or launch line full of NCCL_ names, is no NCCL line, found without the search, which on
+# such a line tries each of its words as a host (~30 µs: the cost of a Python-fed line again).
+_NCCL_WORD = " NCCL "
 _NCCL_RANK = re.compile(r"\brank (\d+) n[Rr]anks \d+")
 _VLLM = re.compile(r"^\((\w+?)(?:_\d+)?(?: rank=(\d+))?(?: (TP\d+))? pid=(\d+)\)")
 _SGLANG = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d((?: (?:DP|TP|EP|PP)\d+)+)\]")
@@ -123,7 +127,7 @@ class Tagger:
             known = self.nccl_lines.get(line)
             if known is not None:
                 return known
-            m = _NCCL.search(line)
+            m = _NCCL.search(line) if _NCCL_WORD in line else None
             if m:
                 host, pid, _tid, _dev, msg = m.groups()
                 tag = f"pid {pid}"
@@ -202,7 +206,7 @@ class Tagger:
         if q["alias"] is None:
             q["alias"] = name
         p["pid"] = p["pid"] or q["pid"]
-        if p["host"] is None and "NCCL" in line:
+        if p["host"] is None and _NCCL_WORD in line:
             m = _NCCL.search(line)
             p["host"] = m.group(1) if m else None
         for hint in q["hints"]:
@@ -210,7 +214,7 @@ class Tagger:
         return name
 
     def _nccl(self, lineno: int, line: str, p: dict) -> None:
-        m = _NCCL.search(line)
+        m = _NCCL.search(line) if _NCCL_WORD in line else None
         if m:
             p["host"] = p["host"] or m.group(1)
 
@@ -223,9 +227,15 @@ class Tagger:
         r = self.result
         lists: tuple[list, ...] = (r.metrics, r.phases, r.nccl, r.collectives)
         stamped, marks = self.stamped, self.marks
-        if (lists[0] is stamped[0] and lists[1] is stamped[1] and lists[2] is stamped[2] and lists[3] is stamped[3]
-                and len(lists[0]) == marks[0] and len(lists[1]) == marks[1] and len(lists[2]) == marks[2]
-                and len(lists[3]) == marks[3]):  # no record since the last call (most lines)
+        # No record since the last call (most lines): each list as long as its mark, or new and empty
+        # (the native engine hands the records Python read to its scanner and starts new lists).
+        if (len(lists[0]) == (marks[0] if lists[0] is stamped[0] else 0)
+                and len(lists[1]) == (marks[1] if lists[1] is stamped[1] else 0)
+                and len(lists[2]) == (marks[2] if lists[2] is stamped[2] else 0)
+                and len(lists[3]) == (marks[3] if lists[3] is stamped[3] else 0)):
+            if not (lists[0] is stamped[0] and lists[1] is stamped[1] and lists[2] is stamped[2]
+                    and lists[3] is stamped[3]):
+                self.stamped, self.marks = lists, [len(x) for x in lists]
             while len(self.recent) > RECENT:
                 self.recent.popitem(last=False)
             return

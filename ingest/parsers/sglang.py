@@ -16,10 +16,10 @@ from __future__ import annotations
 import ast
 import math
 import re
-import shlex
 from collections.abc import Callable
 from typing import Any
 
+from . import launch_env
 from .records import Metric, ParseResult
 from .serving import Block, BlockReader, add_block
 
@@ -389,9 +389,8 @@ class Parser:
         assert self.launch is not None  # called only with a launch command open
         text, lineno = " ".join(self.launch), self.launch_line
         self.launch = None
-        try:
-            tokens = shlex.split(text, comments=False, posix=True)
-        except ValueError:
+        tokens = launch_env.shell_words(text)  # shlex.split()'s words, without its per-character Python
+        if tokens is None:
             tokens = text.split()
         r = self.result
         r.add_format("sglang_launch")
