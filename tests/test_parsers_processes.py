@@ -82,7 +82,7 @@ def test_mpi_tagged_lines_without_a_pid_belong_to_their_rank_and_records_carry_i
 def test_the_nccl_line_search_is_left_out_only_where_it_cannot_match():
     """Tagger searches _NCCL only in a line holding " NCCL " (an env dump full of NCCL_ names costs
     it ~30 µs): every real line, and damaged copies of those naming NCCL, it finds none in without."""
-    from ingest.parsers import processes
+    from ingest.parsers import nccl_debug, processes
     from tests.test_scan_launch import _damaged, _real_lines
 
     found = 0
@@ -92,5 +92,6 @@ def test_the_nccl_line_search_is_left_out_only_where_it_cannot_match():
         for text in (line, *_damaged(line), line.replace(" NCCL ", "\tNCCL "), line.replace(" NCCL ", " NCCL\t")):
             m = processes._NCCL.search(text)
             assert m is None or processes._NCCL_WORD in text, text
+            assert nccl_debug._LINE.search(text) is None or " NCCL " in text, text  # nccl_debug.feed's the same
             found += m is not None
     assert found > 1000
