@@ -153,7 +153,7 @@ class Tagger:
                 tp = re.search(r"TP(\d+)", label)
                 p["rank"] = p["rank"] or (tp.group(1) if tp else None)
                 return label
-        if "environ" in line:
+        if "environ" in line and "pid=" in line:  # each _DUMP holds both (see launch_env.feed)
             m = _DUMP.match(line)
             if m:
                 prefix, pid = m.groups()
