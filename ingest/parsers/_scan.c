@@ -15,7 +15,7 @@
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
- *   - an NCCL INFO line of a process both know that changes nothing in them (_scan_nccl.h);
+ *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
@@ -1262,6 +1262,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
         if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
+        nccl_next_line(self, lines, i + 1, NULL, NULL);
         status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
                            &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
@@ -1322,6 +1323,8 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             end = nl ? nl - base : len;
         }
         if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
+        nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
+                       base + len);
         if (vector)
             status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels, nccl_lines,
                                channel_lines, flags, &mask, lits, by_literal);
