@@ -367,8 +367,8 @@ def test_new_threads_of_known_processes_are_read_in_c(batch):
     _same(data, batch, batch)
     if batch == 1 << 21:
         again = _fed_by_python(data) - _fed_by_python(("\n".join(REAL) + "\n").encode())
-        # what is left: lines of hosts led by a digit (nccl-tests' table rows start so), RCCL's own
-        assert again <= len(REAL) // 100
+        # what is left: RCCL's own lines (its version line sets the library again), a few
+        assert again <= len(REAL) // 200
 
 
 ENV_HEAD = (PROJECT_ROOT / "samples" / "spec_baseline_nospec.log").read_text().splitlines()[:60]
@@ -422,3 +422,24 @@ def test_the_matrix_header_is_read_in_c_where_the_next_line_is_an_nccl_head(afte
               and (not (i + 1 < len(lines) and _INFO_HEAD.match(lines[i + 1]) and lines[i + 1].isascii())
                    or nccl_debug._MATRIX_ROW.match(lines[i - 1]))]
     assert _python_lines(data).count(header) == len(python) >= 1
+
+
+ISSUE_1773 = (PROJECT_ROOT / "tests" / "corpus" / "shared" / "nccl_debug_8gpu_p2p_direct_nccl_issue1773.log")
+
+
+def test_nccl_lines_of_a_host_led_by_a_digit_are_read_in_c_before_any_nccl_tests_header():
+    # `10-4-3-3:97095:97191 [5] NCCL INFO Channel 00/0 : 5[5] -> 6[6] via P2P/direct pointer` starts
+    # like an nccl-tests row and has 13 cells, as the classic layout's rows do: before a header,
+    # nccl_tests reads it only if its third cell is a type, and it is "NCCL".
+    log = ISSUE_1773.read_text().splitlines()
+    assert sum(1 for line in log if len(line.split()) == 13 and line[:1].isdigit()) >= 3
+    data = ("\n".join(log + copy(log, 8)) + "\n").encode()
+    for batch in (1 << 21, 333, 61):
+        _same(data, batch, batch)
+    assert not set(_python_lines(data)) & (set(copy(log, 8)) - set(log))  # (the command is not renumbered)
+    # After a real table (a header and rows) the scanner reads the table's own way, and equally.
+    tests = (PROJECT_ROOT / "samples" / "nccl-tests_all_reduce_default.log").read_text().splitlines()
+    assert any("busbw" in line and line.startswith("#") for line in tests)
+    data = ("\n".join(log + tests + copy(log, 8) + copy(log, 16)) + "\n").encode()
+    for batch in (1 << 21, 4096, 97):
+        _same(data, batch, batch)

@@ -333,6 +333,19 @@ static int nccl_next_is_head(struct nccl_fast *f) {
     return nccl_head_of(s, n, &h);
 }
 
+/* Whether nccl_tests does nothing with an NCCL INFO line whose host starts with a digit (a STARTS
+ * of its own: `10-4-3-3:97095:97191 [5] NCCL INFO ...`) before its first header (tests_idle's mode
+ * 2): _row then reads only a line whose third cell is a type (_DTYPES), and a head's is "NCCL"
+ * (one of the scanner's words only if a type were so named). tests_idle leaves such a line of
+ * 9 or 13 cells to Python; a thread's first lines often have 13. */
+static int nccl_tests_ignores(const Tests *t, const char *s, Py_ssize_t n) {
+    if (!t || t->idle_mode != 2) return 0;
+    for (int w = 0; w < t->nwords; w++)
+        if (t->word_len[w] == 4 && memeq(t->word[w], "NCCL", 4)) return 0;
+    nccl_line_head h;
+    return nccl_head_of(s, n, &h);
+}
+
 /* Whether launch_env, the one other reader a line concerns, does nothing with it: a line whose
  * host is plain ([A-Za-z0-9_.-], up to its ':') that names launch_env by its first letter
  * (STARTS: an upper-case host, `TARS:829507:829550 [0] NCCL ...`) or by "NCCL_" in an echo
