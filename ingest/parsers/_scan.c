@@ -1160,9 +1160,20 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         uint64_t decode = 1ull << self->lit_decode, prefill = 1ull << self->lit_prefill;
         /* Only batch lines, and no block start (STARTS): the rest of sglang.feed is Python's. */
         if (by_start & BIT(R_SGLANG) || self->lit_decode < 0 || self->lit_prefill < 0) return PYTHON;
-        for (int k = 0; k < self->nlit; k++)
-            if ((lits >> k & 1) && self->lit_reader[k] == R_SGLANG && k != self->lit_decode && k != self->lit_prefill)
-                return PYTHON;
+        int latency = 0;  /* sglang's `latency:` literal alone (_one_batch) */
+        for (int k = 0; k < self->nlit; k++) {
+            if (!(lits >> k & 1) || self->lit_reader[k] != R_SGLANG || k == self->lit_decode || k == self->lit_prefill)
+                continue;
+            if (self->lit_len[k] != 8 || !memeq(self->lit[k], "latency:", 8)) return PYTHON;
+            latency = 1;
+        }
+        if (latency) {
+            /* `Avg latency: 21.1 seconds` (vLLM's benchmark_latency): _one_batch reads a banner or
+             * _ONE_BATCH, which names Prefill, Decode or Total; without them sglang.feed does nothing */
+            if (lits & (decode | prefill) || find(s, n, "Prefill", 7) || find(s, n, "Decode", 6) || find(s, n, "Total", 5)
+                || e->in_block) return PYTHON;
+            return OK;
+        }
         if ((lits & decode) && (lits & prefill)) return PYTHON;
         int in_block = e->in_block;
         /* eagle_busy on a line led by no blank: the block is over (an indented one is Python's). */

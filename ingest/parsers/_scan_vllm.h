@@ -54,7 +54,7 @@ typedef struct {
     int armed;
     PyObject *windows, *launch_lines, *processes, *launchers, *workers;
     PyObject *k_label, *k_rank, *k_hints, *k_pid, *hint[3];  /* dict keys, the hints (by NAME_*) */
-    int lit_throughput, lit_metrics;  /* vLLM's `throughput:` and `metrics:` literals, -1 when none */
+    int lit_throughput, lit_metrics, lit_llm;  /* vLLM's `throughput:`, `metrics:`, `LLM` literals, -1 when none */
     struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
     int nspec_key;
     int s_source, s_prompt;
@@ -80,8 +80,14 @@ struct vllm_state {
     char prefix[4]; Py_ssize_t prefix_len, prefix_need;  /* a copied block's mark (`# `), and its rstrip() */
     int nccl_idle;  /* nccl_tests holds no rows: a `#` line that names none of its words changes nothing */
     uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
-    /* labels met before, with their str and key: they repeat block after block */
-    struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key; } seen[BENCH_LABELS];
+    /* BlockReader's client literals (`request rate:`, `request concurrency:`): on a row of an open
+     * block the readers do nothing more with them; and SGLang's `sglang`, read on a row whose value it is */
+    uint64_t client_lits, sglang_lits;
+    /* the two blocks while their tool is unknown (note_row and note_section are called on them), else NULL */
+    PyObject *blocks[2];
+    int subsection;  /* both readers have a `Per-position acceptance` subsection open */
+    /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
+    struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
 };
 
@@ -91,14 +97,22 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (v) return v;
     v = self->vllm = calloc(1, sizeof(*v));
     if (!v) { PyErr_NoMemory(); return NULL; }
-    v->lines.lit_throughput = v->lines.lit_metrics = -1;
+    v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
             v->dash_lits |= 1ull << k;
+        int bench_reader = self->lit_reader[k] == R_SGLANG || self->lit_reader[k] == R_VLLM;
+        if (bench_reader && ((self->lit_len[k] == 13 && memeq(self->lit[k], "request rate:", 13))
+                             || (self->lit_len[k] == 20 && memeq(self->lit[k], "request concurrency:", 20))))
+            v->client_lits |= 1ull << k;
+        if (self->lit_reader[k] == R_SGLANG && self->lit_len[k] == 6 && memeq(self->lit[k], "sglang", 6))
+            v->sglang_lits |= 1ull << k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "throughput:", 11))
             v->lines.lit_throughput = k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 8 && memeq(self->lit[k], "metrics:", 8))
             v->lines.lit_metrics = k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 3 && memeq(self->lit[k], "LLM", 3))
+            v->lines.lit_llm = k;
     }
     return v;
 }
@@ -114,11 +128,11 @@ static void vllm_release(Scanner *self) {
     struct vllm_state *v = self->vllm;
     if (!v) return;
     vllm_lines_release(&v->lines);
-    for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
+    for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); }
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
-    for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); }
+    for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey); }
     free(v);
     self->vllm = NULL;
 }
@@ -131,17 +145,21 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     struct vllm_state *v = self->vllm;
     if (n == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
         if (v) {
-            for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
+            for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); }
         }
         Py_RETURN_NONE;
     }
-    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer;
+    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer, *blocks = Py_None;
     const char *prefix;
     Py_ssize_t prefix_len;
-    int nccl_idle;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
+    int nccl_idle, subsection = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p|Op", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
                           &PyList_Type, &sb, &PyType_Type, &row_type, &PyDict_Type, &keys, &offer, &prefix,
-                          &prefix_len, &nccl_idle)) return NULL;
+                          &prefix_len, &nccl_idle, &blocks, &subsection)) return NULL;
+    if (blocks != Py_None && !(PyTuple_CheckExact(blocks) && PyTuple_GET_SIZE(blocks) == 2)) {
+        PyErr_SetString(PyExc_TypeError, "blocks must be None or the two blocks (a tuple)");
+        return NULL;
+    }
     if (prefix_len >= (Py_ssize_t)sizeof(v->prefix)) {
         PyErr_SetString(PyExc_ValueError, "a block's prefix is a mark and a space at most");
         return NULL;
@@ -152,7 +170,10 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     }
     if (!v && !(v = vllm_state_of(self))) return NULL;
     if (v->keys != keys || v->row_type != row_type) {  /* labels looked up in another table: forgotten */
-        for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); v->seen[i].len = 0; }
+        for (int i = 0; i < BENCH_LABELS; i++) {
+            Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey);
+            v->seen[i].len = 0;
+        }
         Py_INCREF(keys);
         Py_XSETREF(v->keys, keys);
         Py_INCREF(row_type);
@@ -170,6 +191,12 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     v->prefix_len = v->prefix_need = prefix_len;
     while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;
     v->nccl_idle = nccl_idle;
+    v->subsection = subsection;
+    for (int i = 0; i < 2; i++) {
+        PyObject *b = blocks == Py_None ? NULL : PyTuple_GET_ITEM(blocks, i);
+        Py_XINCREF(b);
+        Py_XSETREF(v->blocks[i], b);
+    }
     Py_RETURN_NONE;
 }
 
@@ -210,11 +237,17 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
     return *out ? 1 : -1;
 }
 
-/* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. */
-static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject **label, PyObject **key) {
+/* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. `sub`: the
+ * key of a `Position i` row under a subsection, f"acceptance_{key}_pct" (BlockReader._row). */
+static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int sub, PyObject **label, PyObject **key) {
     unsigned slot = fnv1a(s, n) & (BENCH_LABELS - 1);
     if (v->seen[slot].label && v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
         *label = v->seen[slot].label, *key = v->seen[slot].key;
+        if (sub) {
+            if (!v->seen[slot].pkey && !(v->seen[slot].pkey = PyUnicode_FromFormat("acceptance_%U_pct", *key)))
+                return -1;
+            *key = v->seen[slot].pkey;
+        }
         return 1;
     }
     PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
@@ -225,21 +258,59 @@ static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, PyObje
         return PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(k);
+    PyObject *pk = sub ? PyUnicode_FromFormat("acceptance_%U_pct", k) : NULL;
+    if (sub && !pk) { Py_DECREF(u); Py_DECREF(k); return -1; }
     if (n <= BENCH_LABEL_MAX) {
         Py_XSETREF(v->seen[slot].label, u);
         Py_XSETREF(v->seen[slot].key, k);
+        Py_XSETREF(v->seen[slot].pkey, pk);
         memcpy(v->seen[slot].text, s, (size_t)n);
         v->seen[slot].len = n;
-        *label = u, *key = k;
+        *label = u, *key = sub ? pk : k;
         return 1;
     }
     /* a label too long to keep: made again each time (the Row holds its own references) */
+    if (sub) { Py_DECREF(k); k = pk; }
     *label = u, *key = k;
     return 2;  /* the caller releases both */
 }
 
-/* A `Label:   value` row of an open block (BlockReader._row with a value): OK or PYTHON, ERROR. */
-static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+/* note_row(label) or note_section(header) of both blocks while their tool is unknown (Block.note_row:
+ * the first telling label names it); once named, they are no longer called. 0, or -1 on error. */
+static int bench_note(struct vllm_state *v, const char *method, PyObject *text) {
+    if (!v->blocks[0]) return 0;
+    PyObject *name = PyUnicode_InternFromString(method);
+    if (!name) return -1;
+    int named = 1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *got = PyObject_CallMethodOneArg(v->blocks[i], name, text);
+        if (!got) { Py_DECREF(name); return -1; }
+        Py_DECREF(got);
+        PyObject *tool = PyObject_GetAttrString(v->blocks[i], "tool");
+        if (!tool) { Py_DECREF(name); return -1; }
+        named &= tool != Py_None;
+        Py_DECREF(tool);
+    }
+    Py_DECREF(name);
+    if (named) for (int i = 0; i < 2; i++) Py_CLEAR(v->blocks[i]);
+    return 0;
+}
+
+static inline char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c | 0x20) : c; }
+
+/* s[0:n] equals p case-blind (p lower-case) */
+static int same_lower(const char *s, Py_ssize_t n, const char *p) {
+    Py_ssize_t k = (Py_ssize_t)strlen(p);
+    if (n != k) return 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (lower(s[i]) != p[i]) return 0;
+    return 1;
+}
+
+/* A `Label:   value` row of an open block (BlockReader._row with a value): OK or PYTHON, ERROR.
+ * `lits`: the line's literals; a client literal (`request rate:`) or SGLang's `sglang` (the value
+ * `sglang` alone: no launch command) is read here on a row only. */
+static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, uint64_t lits) {
     struct vllm_state *v = self->vllm;
     Py_ssize_t i = 0;
     while (i < n && is_space(s[i])) i++;
@@ -250,8 +321,8 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
     while (le > i && is_space(s[le - 1])) le--;
     for (Py_ssize_t k = i; k < le; k++)
         if (!label_char(s[k])) return PYTHON;
-    /* `Position i` rows are keyed by the subsection above them: Python's */
-    if (le - i >= 9 && (s[i] | 0x20) == 'p' && memeq(s + i + 1, "osition ", 8)) return PYTHON;
+    /* `Position i` rows under a `Per-position acceptance` subsection are keyed by it */
+    int position = le - i >= 9 && same_lower(s + i, 9, "position ");
     Py_ssize_t j = colon + 1;
     if (j >= n || !is_space(s[j])) return PYTHON;  /* valueless, or `:` glued to text */
     while (j < n && is_space(s[j])) j++;
@@ -259,27 +330,58 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
     while (j < n && !is_space(s[j])) j++;
     Py_ssize_t v1 = j;
     while (j < n && is_space(s[j])) j++;
-    if (j < n || v1 == v0) return PYTHON;  /* two tokens (no row: the block ends) or no value */
+    if (v1 == v0) return PYTHON;  /* no value: a subsection */
+    if (j < n) {  /* `(not set|\S+)\s*$`: `not set` is the one value of two words */
+        if (!(v1 - v0 == 3 && memeq(s + v0, "not", 3) && s[v1] == ' ' && n - v1 >= 4 && memeq(s + v1 + 1, "set", 3)))
+            return PYTHON;  /* two tokens: no row, the block ends */
+        j = v1 + 4;
+        if (j < n && !is_space(s[j])) return PYTHON;
+        v1 = j;
+        while (j < n && is_space(s[j])) j++;
+        if (j < n) return PYTHON;
+    }
+    if (lits & v->sglang_lits) {  /* `sglang` as the value only: sglang.feed's _LAUNCH finds no command */
+        if (find(s, v0, "sglang", 6) || !(v1 - v0 == 6 && memeq(s + v0, "sglang", 6))) return PYTHON;
+    }
     PyObject *value = NULL;
     int got = bench_value(s + v0, v1 - v0, &value);
-    if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    if (got < 0) return ERROR;
+    int none = 0;
+    if (got == 0) {
+        /* parse_value of a letter-led word: float() takes only inf, infinity and nan (not finite: the
+         * text is kept), so the text, or None for nan, nan%, n/a, none (no row) */
+        if (!is_alpha(s[v0])) return PYTHON;
+        for (Py_ssize_t k = v0; k < v1; k++)
+            if (s[k] < 0x20 || s[k] > 0x7e) return PYTHON;  /* (a space: `not set`'s) */
+        const char *t = s + v0;
+        Py_ssize_t tn = v1 - v0;
+        none = same_lower(t, tn, "nan") || same_lower(t, tn, "nan%") || same_lower(t, tn, "n/a")
+            || same_lower(t, tn, "none");
+        if (!none && !(value = PyUnicode_DecodeASCII(t, tn, NULL))) return ERROR;
+    }
     PyObject *label, *key;
-    int known = bench_label(v, s + i, le - i, &label, &key);
+    int known = bench_label(v, s + i, le - i, position && v->subsection, &label, &key);
     if (known <= 0) {
-        Py_DECREF(value);
+        Py_XDECREF(value);
         return known < 0 ? ERROR : PYTHON;
     }
-    PyObject *ln = PyLong_FromLongLong(lineno);
     PyObject *row = NULL;
-    if (ln) {
-        PyObject *argv[4] = {ln, label, key, value};
-        row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+    if (bench_note(v, "note_row", label) == 0) {
+        if (none) {
+            row = Py_None, Py_INCREF(row);
+        } else {
+            PyObject *ln = PyLong_FromLongLong(lineno);
+            if (ln) {
+                PyObject *argv[4] = {ln, label, key, value};
+                row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+            }
+            Py_XDECREF(ln);
+        }
     }
-    Py_XDECREF(ln);
-    Py_DECREF(value);
+    Py_XDECREF(value);
     if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
     if (!row) return ERROR;
-    int bad = PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
+    int bad = row != Py_None && (PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0);
     Py_DECREF(row);
     return bad ? ERROR : OK;
 }
@@ -303,9 +405,11 @@ static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
     while (h1 > d && is_space(s[h1 - 1])) h1--;
     for (Py_ssize_t k = d; k < h1; k++)  /* a `-` in the header is followed by a letter */
         if (s[k] == '-' && (k + 1 >= h1 || !is_alpha(s[k + 1]))) return PYTHON;
+    if (v->subsection) return PYTHON;  /* a section closes the subsection: Python's */
     PyObject *header = PyUnicode_DecodeASCII(s + d, h1 - d, NULL);
     if (!header) return ERROR;
-    int bad = PyList_Append(v->sections[0], header) < 0 || PyList_Append(v->sections[1], header) < 0;
+    int bad = bench_note(v, "note_section", header) < 0 || PyList_Append(v->sections[0], header) < 0
+        || PyList_Append(v->sections[1], header) < 0;
     Py_DECREF(header);
     return bad ? ERROR : OK;
 }
@@ -360,7 +464,8 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     *mask = by_literal | by_start;
     if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
     /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
-    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~v->dash_lits)) return PYTHON;
+    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~(v->dash_lits | v->client_lits | v->sglang_lits)))
+        return PYTHON;
     if (by_start & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS) | BIT(R_LAUNCH_ENV) | BIT(R_SGLANG) | BIT(R_VLLM)))
         return PYTHON;
     int blank = blank_line(s, n);
@@ -386,7 +491,7 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     int r;
     if (blank_line(b, bn))
         r = OK;
-    else if ((r = bench_row(self, b, bn, lineno)) == PYTHON && by_literal)
+    else if ((r = bench_row(self, b, bn, lineno, lits)) == PYTHON && by_literal && !(lits & (v->client_lits | v->sglang_lits)))
         r = bench_section(self, b, bn);
     if (r != OK) return r;
     /* offered after the readers, as the engines do */
@@ -671,6 +776,7 @@ static Py_ssize_t engine_number(const char *t, Py_ssize_t n, double *out) {
 #define ENGINE_MAX 48  /* metrics of one line at most: more is Python's */
 
 #define ENGINE_READ 3  /* engine_read's: not OK, PYTHON or ERROR */
+#define ENGINE_IDLE 4  /* an idle interval (_engine) or one without drafts (_spec_v1): its line is `used` */
 
 /* vllm.Parser._engine on s[0:n]: 0 when _ENGINE finds nothing (the line does nothing), ENGINE_READ with the
  * metrics in *count/metric/value and the DP engine in *dp (-1: none), PYTHON for what Python reads
@@ -707,7 +813,7 @@ static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, in
     i += 9;
     if (i < n && s[i] == ',') i++;
     while (i < n && is_space(s[i])) i++;
-    if (!(generation > 0)) return PYTHON;  /* an idle interval: `used`, Python's */
+    if (!(generation > 0)) return ENGINE_IDLE;  /* an idle interval: not a window, its line `used` */
     int c = 0;
     metric[c] = (int)self_throughput, value[c++] = generation;
     metric[c] = l->s_prompt, value[c++] = prompt;
@@ -857,7 +963,7 @@ static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *
     if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
     if (f.has[SK_K] || f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return PYTHON;
     if (f.has[SK_POSITIONS] && !(flags & F_STEPS)) return PYTHON;
-    if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return PYTHON;
+    if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return ENGINE_IDLE;  /* `nan%`: no window, the line `used` */
     if (!f.has[SK_MEAN]) return PYTHON;  /* tokens per cycle from the draft length: Python's */
     int c = 0;
     double rate = f.v[SK_RATE];
@@ -910,6 +1016,20 @@ static long engine_window(VllmLines *l, PyObject *rank) {
     return bad < 0 ? -1 : window;
 }
 
+/* result.used.add(lineno) (the vllm parser's result): 0, or -1 on error. */
+static int vllm_used(VllmLines *l, int64_t lineno) {
+    PyObject *result = PyObject_GetAttrString(l->parser, "result");
+    PyObject *used = result ? PyObject_GetAttrString(result, "used") : NULL;
+    Py_XDECREF(result);
+    if (!used) return -1;
+    PyObject *ln = PySet_CheckExact(used) ? PyLong_FromLongLong(lineno) : NULL;
+    int bad = !ln || PySet_Add(used, ln) < 0;
+    if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "result.used must be a set");
+    Py_XDECREF(ln);
+    Py_DECREF(used);
+    return bad ? -1 : 0;
+}
+
 /* A line read_line has found the literals and STARTS of: OK, PYTHON, ERROR, or DECLINE (not a
  * line of this part's: read_line goes on as before). */
 static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags, int64_t lineno,
@@ -920,10 +1040,16 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     /* literals: vLLM's `throughput:` alone (and the scanner's own); STARTS: the Tagger's, launch_env's */
     int throughput = l->lit_throughput >= 0 && (lits >> l->lit_throughput & 1);
     int metrics = l->lit_metrics >= 0 && (lits >> l->lit_metrics & 1);
-    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0);
+    int llm = l->lit_llm >= 0 && (lits >> l->lit_llm & 1);
+    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0)
+        & ~(llm ? 1ull << l->lit_llm : 0);
     for (uint64_t o = other; o; o &= o - 1)
         if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
     if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
+    /* `LLM` alone (no `metrics:` or `throughput:`, whose branches vllm.Parser.feed takes first): _version's
+     * only where `version` or `with config:` is on the line too; else feed does nothing with it
+     * (`vLLM Version : 0.8.5`, a collect_env dump's, or `the current vLLM instance can use ...`) */
+    if (llm && !throughput && !metrics && (find(s, n, "version", 7) || find(s, n, "with config:", 12))) return PYTHON;
     int process = self->s_main, kind = NAME_OTHER;
     Py_ssize_t name_len, pid0, pid1;
     int ranked;
@@ -936,7 +1062,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
         char c = s[0];
         if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
-        if (!throughput && !metrics) {
+        if (!throughput && !metrics && !llm) {
             /* A line only launch_env's STARTS names (a capital first: `INFO: ...`, a table's row)
              * with no assignment, prompt or NCCL_ on it: launch_env does nothing with it, the
              * Tagger makes it "main"'s. read_line would hand every such line back. */
@@ -951,7 +1077,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     int count = 0, metric[ENGINE_MAX];
     double value[ENGINE_MAX];
     long long dp = -1;
-    int spec = 0;
+    int spec = 0, idle = 0;
     if (metrics) {  /* vllm.Parser.feed: `metrics:` first, and then not `throughput:` */
         const char *a = find(s, n, "SpecDecoding metrics:", 21), *b = find(s, n, "Speculative metrics:", 20);
         const char *m = a && (!b || a < b) ? a : b;
@@ -961,11 +1087,14 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             int got = spec_read(l, s + i, n - i, flags, &count, metric, value);
             if (got == PYTHON) return PYTHON;
             spec = got == ENGINE_READ;
+            idle = got == ENGINE_IDLE;
         }
     } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
         int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
         if (got == PYTHON) return PYTHON;
-        if (got == ENGINE_READ && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE))) return PYTHON;  /* first records */
+        if ((got == ENGINE_READ || got == ENGINE_IDLE) && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE)))
+            return PYTHON;  /* first records */
+        idle = got == ENGINE_IDLE;
     }
     /* read: the Tagger's launch line, the records, the Watcher's offer */
     if (kind == NAME_LAUNCHER) {
@@ -974,6 +1103,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         Py_XDECREF(ln);
         if (bad) return ERROR;
     }
+    if (idle && vllm_used(l, lineno) < 0) return ERROR;
     if (spec && count) {
         long window = spec_window(l);
         if (window < 0) return ERROR;
