@@ -5,6 +5,7 @@ engine's; the scanner does read a block's rows itself once its tool is known."""
 
 import io
 import random
+import re
 from unittest import mock
 
 import pytest
@@ -267,6 +268,18 @@ VLLM_DAMAGED = [
     lambda s: s.replace("Avg latency", "Warmup ...", 1),
     lambda s: s + " latency: 1 s",
     lambda s: "sglang " + s,
+    # V0 counters (differenced), its draft length and the V0.5 `tokens tokens` typo
+    lambda s: re.sub(r"(Number of draft tokens(?: tokens)?: )\d+", r"\g<1>0", s),
+    lambda s: re.sub(r"(Number of accepted tokens: )\d+", r"\g<1>1", s),
+    lambda s: re.sub(r"(Number of emitted tokens(?: tokens)?: )\d+", r"\g<1>99999999", s),
+    lambda s: re.sub(r", Number of emitted tokens[^,]*", "", s),
+    lambda s: re.sub(r"(Number of speculative tokens: )\d+", r"\g<1>0", s),
+    lambda s: re.sub(r"(Number of speculative tokens: )\d+", r"\g<1>1.5", s),
+    lambda s: re.sub(r"(Number of speculative tokens: )\d+", r"\g<1>" + "9" * 17, s),
+    lambda s: re.sub(r", Number of speculative tokens: \d+", "", s),
+    lambda s: s.replace("tokens tokens", "tokens tokens tokens", 1),
+    lambda s: s.replace("Number of draft tokens", "Number of draft TOKENS tokens", 1),
+    lambda s: s + " vllm serve m --num-speculative-tokens 4",
 ]
 
 
@@ -329,6 +342,23 @@ def test_the_scanner_reads_idle_intervals_llm_lines_and_bench_latency_lines_itse
     fed = _python_lines(data.encode())
     assert len(fed) <= 2 * len(picked), fed[-5:]
     _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_the_scanner_reads_v0_speculative_metrics_itself():
+    """V0 `Speculative metrics` lines (cumulative counters, differenced; the V0.5 `tokens tokens` typo) and
+    V1 lines without a mean length (tokens per cycle from `spec.steps`), real ones repeated: past the
+    first records of a launch they are the scanner's."""
+    picked = [line for line in SPEC if "System efficiency" in line or "Mean acceptance length" not in line]
+    assert sum("tokens tokens" in line for line in picked) >= 2 and sum("System efficiency" in line for line in picked) >= 4
+    data = ("\n".join(picked) + "\n") * 30
+    fed = _python_lines(data.encode())
+    assert len(fed) <= 2 * len(picked), fed[-5:]
+    _same(data.encode(), 1 << 12, 1 << 12)
+    counted = "\n".join(["INFO 08-27 15:21:10 metrics.py:422] Speculative metrics: Draft acceptance rate: 0.3, "
+                         "System efficiency: 0.4, Number of speculative tokens: 2, Number of accepted tokens: "
+                         f"{a}, Number of draft tokens: {d}, Number of emitted tokens: {e}."
+                         for a, d, e in [(5, 10, 12), (9, 10, 14), (12, 20, 20), (3, 4, 5), (3, 4, 5), (8, 9, 12)]])
+    _same((counted + "\n").encode() * 5, 1 << 10, 1 << 10)
 
 
 def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():

@@ -59,7 +59,7 @@ typedef struct {
     int nspec_key;
     int s_source, s_prompt;
     PyObject *parser;  /* the vllm.Parser: its spec_window */
-    int s_spec, s_spec_names[8], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
+    int s_spec, s_spec_names[9], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
     struct { char key[32]; Py_ssize_t len; int metric; } field[ENGINE_FIELDS];
     int nfield;
     /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
@@ -506,7 +506,7 @@ static const char *SPEC_IDS[] = {"rate", "efficiency", "k", "accepted", "drafted
                                  "accepted_tps", "drafted_tps", "positions"};
 static const char *SPEC_METRICS[] = {"draft_acceptance_rate", "accepted_tokens", "draft_tokens",
                                      "accepted_throughput_tok_s", "drafted_throughput_tok_s", "accept_len_raw",
-                                     "tokens_per_cycle"};
+                                     "tokens_per_cycle", "emitted_tokens", "system_efficiency"};
 #define SPEC_POSITIONS 16
 
 /* vllm._SPEC_KEYS (label -> field) into the table, and the names of the records. */
@@ -535,7 +535,7 @@ static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
         l->nspec_key++;
     }
     if ((l->s_spec = intern_str(self, "vllm_spec", 9)) < 0) return -1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 9; i++)
         if ((l->s_spec_names[i] = intern_str(self, SPEC_METRICS[i], (Py_ssize_t)strlen(SPEC_METRICS[i]))) < 0) return -1;
     for (int i = 0; i < SPEC_POSITIONS; i++) {
         char buf[32];
@@ -909,10 +909,20 @@ static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *
         const char *lab = b + l0[i];
         Py_ssize_t ll = l1[i] - l0[i];
         strip(&lab, &ll);
-        char low[40];
-        if (ll >= (Py_ssize_t)sizeof(low)) continue;  /* no key is so long */
-        for (Py_ssize_t q = 0; q < ll; q++) low[q] = (char)(lab[q] >= 'A' && lab[q] <= 'Z' ? lab[q] | 0x20 : lab[q]);
-        if (find(low, ll, "tokens tokens", 13)) return 2;
+        char low[64];
+        if (ll >= (Py_ssize_t)sizeof(low)) return 2;  /* no key is so long; Python's, to be sure */
+        /* .lower().replace("tokens tokens", "tokens"): the V0.5 typo (`Number of draft tokens tokens:`),
+         * every occurrence from the left, none overlapping */
+        Py_ssize_t lw = 0;
+        for (Py_ssize_t q = 0; q < ll;) {
+            if (q + 13 <= ll) {
+                Py_ssize_t m = 0;
+                while (m < 13 && lower(lab[q + m]) == "tokens tokens"[m]) m++;
+                if (m == 13) { memcpy(low + lw, "tokens", 6); lw += 6, q += 13; continue; }
+            }
+            low[lw++] = lower(lab[q++]);
+        }
+        ll = lw;
         int id = -1;
         for (int k = 0; k < l->nspec_key; k++)
             if (l->spec_key[k].len == ll && memeq(l->spec_key[k].key, low, (size_t)ll)) { id = l->spec_key[k].id; break; }
@@ -953,18 +963,133 @@ static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *
     return 1;
 }
 
-/* vllm.Parser._spec of a V1 line (the body after `SpecDecoding metrics:`): 0 nothing, ENGINE_READ
- * with the records' metric and value, PYTHON for the rest (V0 fields, a draft length, an interval
- * without drafts, a first record). */
-static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *count, int *metric, double *value) {
+/* What a spec line read here changes in the vllm parser besides its window: the launch's draft
+ * length (_known_k; -1: none) and the V0 counters (v0_previous) when `v0`. */
+typedef struct { long long k; int v0; double cur[3]; } SpecWrites;
+
+#define EXACT_INT_MAX 9007199254740992.0  /* 2**53: an int a double holds exactly */
+
+/* A float of the parser (v0_previous's): 1 with *out, 0 when it is another type (Python's). */
+static int exact_float(PyObject *o, double *out) {
+    if (!PyFloat_CheckExact(o)) return 0;
+    *out = PyFloat_AS_DOUBLE(o);
+    return 1;
+}
+
+static int spec_steps(VllmLines *l, long long *k);
+
+/* `self.launch_k or self._k()` of vllm.Parser: 1 with *k (0: none), 0 for what Python reads (a bool,
+ * an int past 2**53), -1 on error. `k` is the draft length this line sets (-1: none). */
+static int spec_draft_length(VllmLines *l, long long line_k, long long *k) {
+    *k = 0;
+    if (line_k > 0) { *k = line_k; return 1; }
+    PyObject *lk = PyObject_GetAttrString(l->parser, "launch_k");
+    if (!lk) return -1;
+    if (lk != Py_None) {
+        int ok = PyLong_CheckExact(lk);
+        long long x = ok ? PyLong_AsLongLong(lk) : 0;
+        Py_DECREF(lk);
+        if (x == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (!ok || x < 0 || (double)x > EXACT_INT_MAX) return 0;
+        if (x > 0) { *k = x; return 1; }
+    } else {
+        Py_DECREF(lk);
+    }
+    return spec_steps(l, k);
+}
+
+/* vllm.Parser._k(): the `spec.steps` setting when it is an int > 0: 1 with *k (0: none), 0 for what
+ * Python reads (a bool, an int past 2**53), -1 on error. */
+static int spec_steps(VllmLines *l, long long *k) {
+    *k = 0;
+    PyObject *result = PyObject_GetAttrString(l->parser, "result");
+    PyObject *settings = result ? PyObject_GetAttrString(result, "settings") : NULL;
+    Py_XDECREF(result);
+    if (!settings) return -1;
+    if (!PyDict_CheckExact(settings)) { Py_DECREF(settings); return 0; }
+    PyObject *setting = PyDict_GetItemString(settings, "spec.steps");  /* borrowed */
+    PyObject *steps = setting ? PyObject_GetAttrString(setting, "value") : NULL;
+    Py_DECREF(settings);
+    if (!setting) return 1;
+    if (!steps) return -1;
+    int r = 1;
+    if (PyBool_Check(steps) || (PyLong_Check(steps) && !PyLong_CheckExact(steps))) r = 0;  /* isinstance int: Python's */
+    else if (PyLong_CheckExact(steps)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(steps, &overflow);
+        if (x == -1 && PyErr_Occurred()) r = -1;
+        else if (overflow > 0 || (double)x > EXACT_INT_MAX) r = 0;
+        else if (x > 0) *k = x;
+    }
+    Py_DECREF(steps);
+    return r;
+}
+
+/* vllm.Parser._spec_v0 with f's counters: its records (none: an interval without drafts, or a
+ * counter missing), the writes; PYTHON for what Python reads, ERROR. */
+static int spec_v0(VllmLines *l, const SpecFields *f, SpecWrites *w, int *count, int *metric, double *value) {
+    *count = 0;
+    if (!f->has[SK_ACCEPTED] || !f->has[SK_DRAFTED] || !f->has[SK_EMITTED]) return ENGINE_READ;
+    double cur[3] = {f->v[SK_ACCEPTED], f->v[SK_DRAFTED], f->v[SK_EMITTED]}, prev[3], d[3];
+    PyObject *p = PyObject_GetAttrString(l->parser, "v0_previous");
+    if (!p) return ERROR;
+    int have = p != Py_None;
+    if (have && !(PyTuple_CheckExact(p) && PyTuple_GET_SIZE(p) == 3 && exact_float(PyTuple_GET_ITEM(p, 0), &prev[0])
+                  && exact_float(PyTuple_GET_ITEM(p, 1), &prev[1]) && exact_float(PyTuple_GET_ITEM(p, 2), &prev[2]))) {
+        Py_DECREF(p);
+        return PYTHON;
+    }
+    Py_DECREF(p);
+    int grew = have && cur[0] >= prev[0] && cur[1] >= prev[1] && cur[2] >= prev[2];
+    for (int i = 0; i < 3; i++) d[i] = grew ? cur[i] - prev[i] : cur[i];
+    long long k = 0;
+    if (d[1] > 0) {
+        int got = spec_draft_length(l, w->k, &k);
+        if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    }
+    w->v0 = 1;
+    memcpy(w->cur, cur, sizeof(cur));
+    if (!(d[1] > 0)) return ENGINE_READ;  /* nothing was drafted since the last line: not a window */
+    int c = 0;
+    metric[c] = l->s_spec_names[0], value[c++] = round6(d[0] / d[1]);
+    metric[c] = l->s_spec_names[1], value[c++] = round6(d[0]);
+    metric[c] = l->s_spec_names[2], value[c++] = round6(d[1]);
+    metric[c] = l->s_spec_names[7], value[c++] = round6(d[2]);
+    if (k) {  /* V0 counts k draft tokens per sequence per step: drafted / k verify steps */
+        double steps = d[1] / (double)k;
+        metric[c] = l->s_spec_names[6], value[c++] = round6(d[2] / steps);
+        metric[c] = l->s_spec_names[8], value[c++] = round6(d[2] / (steps * (double)(k + 1)));
+    }
+    *count = c;
+    return ENGINE_READ;
+}
+
+/* vllm.Parser._spec (the body after `SpecDecoding metrics:` or `Speculative metrics:`): 0 nothing,
+ * ENGINE_READ with the records' metric and value and the parser's writes, ENGINE_IDLE, PYTHON for
+ * the rest (a first record, a draft length without `spec.steps` set, a number out of the plain
+ * grammar, a draft length Python's int holds and a double does not), ERROR. */
+static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *count, int *metric, double *value,
+                     SpecWrites *w) {
     SpecFields f;
+    w->k = -1, w->v0 = 0;
     if (spec_fields_c(l, b, n, &f) != 1) return PYTHON;
     if (!f.has[SK_ACCEPTED] && !f.has[SK_MEAN] && !f.has[SK_RATE]) return 0;
     if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
-    if (f.has[SK_K] || f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return PYTHON;
+    if (f.has[SK_K]) {  /* `1 <= k < 10**18 and k == int(k)`: spec.steps (set already) and the launch's k */
+        double k = f.v[SK_K];
+        if (k >= 1 && k < 1e18 && k == floor(k)) {
+            if (!(flags & F_STEPS) || k > EXACT_INT_MAX) return PYTHON;
+            w->k = (long long)k;
+        }
+    }
     if (f.has[SK_POSITIONS] && !(flags & F_STEPS)) return PYTHON;
+    if (f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return spec_v0(l, &f, w, count, metric, value);
     if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return ENGINE_IDLE;  /* `nan%`: no window, the line `used` */
-    if (!f.has[SK_MEAN]) return PYTHON;  /* tokens per cycle from the draft length: Python's */
+    long long k = 0;  /* without a mean length, tokens per cycle is 1 + accepted * k / drafted (_k()) */
+    if (!f.has[SK_MEAN] && f.has[SK_ACCEPTED] && f.has[SK_DRAFTED] && f.v[SK_DRAFTED] != 0) {
+        int got = spec_steps(l, &k);
+        if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    }
     int c = 0;
     double rate = f.v[SK_RATE];
     int has_rate = f.has[SK_RATE];
@@ -976,9 +1101,27 @@ static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *
         if (!has) continue;
         metric[c] = l->s_spec_names[i], value[c++] = round6(i == 0 ? rate : f.v[ids[i]]);
     }
+    if (k) metric[c] = l->s_spec_names[6], value[c++] = round6(1 + f.v[SK_ACCEPTED] * (double)k / f.v[SK_DRAFTED]);
     for (int i = 0; i < f.npos; i++) metric[c] = l->s_pos[i], value[c++] = round6(f.pos[i]);
     *count = c;
     return ENGINE_READ;
+}
+
+/* The parser's writes of a spec line read here (SpecWrites): 0, or -1 on error. */
+static int spec_write(VllmLines *l, const SpecWrites *w) {
+    if (w->k >= 0) {
+        PyObject *k = PyLong_FromLongLong(w->k);
+        int bad = !k || PyObject_SetAttrString(l->parser, "launch_k", k) < 0;
+        Py_XDECREF(k);
+        if (bad) return -1;
+    }
+    if (w->v0) {
+        PyObject *t = Py_BuildValue("(ddd)", w->cur[0], w->cur[1], w->cur[2]);
+        int bad = !t || PyObject_SetAttrString(l->parser, "v0_previous", t) < 0;
+        Py_XDECREF(t);
+        if (bad) return -1;
+    }
+    return 0;
 }
 
 /* The next spec window of the vllm parser (spec_window + 1), stored: -1 on error. */
@@ -1084,10 +1227,13 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (m) {
             Py_ssize_t i = m - s + (m == a ? 21 : 20);
             while (i < n && is_space(s[i])) i++;
-            int got = spec_read(l, s + i, n - i, flags, &count, metric, value);
-            if (got == PYTHON) return PYTHON;
+            SpecWrites w;
+            int got = spec_read(l, s + i, n - i, flags, &count, metric, value, &w);
+            if (got == PYTHON || got == ERROR) return got;
             spec = got == ENGINE_READ;
             idle = got == ENGINE_IDLE;
+            /* the writes come once nothing can hand the line back (only an error after this) */
+            if (spec && spec_write(l, &w) < 0) return ERROR;
         }
     } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
         int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
