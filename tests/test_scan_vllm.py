@@ -126,6 +126,20 @@ def test_each_real_file_gives_the_records_lines_give_read_whole_and_repeated():
         _same(data * 3, 1 << 12, 1 << 12)
 
 
+def same_mixed(data: bytes) -> None:
+    """native == lines on a mix, in small chunks and with the scalar line search."""
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def same_files(paths: list) -> None:
+    """native == lines on each file, whole and repeated in small chunks."""
+    for path in paths:
+        data = path.read_bytes()
+        _same(data)
+        _same(data * 4, 1 << 12, 1 << 12)
+
+
 def _python_lines(data: bytes) -> list[str]:
     fed: list[str] = []
     for name in ("feed", "feed_stopped"):
@@ -306,16 +320,11 @@ def test_the_corpus_holds_vllm_engine_spec_and_tagged_lines():
 
 @pytest.mark.parametrize("seed", range(80))
 def test_real_vllm_lines_mixed_and_damaged_give_the_records_lines_give(seed):
-    data = _vllm_log(seed)
-    _same(data, 1 << 10, 1 << 10)
-    _same(data, vector=False)
+    same_mixed(_vllm_log(seed))
 
 
 def test_each_real_vllm_file_gives_the_records_lines_give_read_whole_and_repeated():
-    for path in VLLM_FILES:
-        data = path.read_bytes()
-        _same(data)
-        _same(data * 4, 1 << 12, 1 << 12)
+    same_files(VLLM_FILES)
 
 
 def test_the_scanner_reads_vllm_engine_spec_and_known_tagged_lines_itself():

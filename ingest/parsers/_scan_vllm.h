@@ -5,16 +5,20 @@
  * with a block open both readers are busy() and, before this, every row went through Python
  * twice (the regex, serving_key, parse_value, a Row) plus the engine's per-line feed.
  *
- * native.py sets F_BENCH when the only readers busy are those two, each with a block open that is
- * not a copied one (no `# ` prefix), whose tool is known (note_row and note_section change nothing
- * then) and with no per-position subsection open; it hands over both blocks' rows and sections
- * lists (bench()). Here a line is read only if it is one of:
- *   - a plain row, `Label:   value` (serving._ROW) with a value parse_value() reads as an int or
- *     a float, a label serving.KEYS knows and not a `Position i` row, holding no reader's literal:
- *     the same Row joins both blocks' rows. Its STARTS may be launch_env's (a capital first: no
- *     `=` on the line, so _command finds no assignment) or the bench readers' (fed anyway);
- *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`: its header
- *     joins both blocks' sections (the subsection is "" already);
+ * native.py sets F_BENCH when the only readers busy are those two, each with a block open, of the
+ * same prefix (a copied block's `# `), tool and subsection; it hands over both blocks' rows and
+ * sections lists (bench()), the blocks themselves while their tool is unknown (note_row and
+ * note_section are called on them here, before the row or section joins, as BlockReader does) and
+ * whether a `Per-position acceptance` subsection is open. Here a line is read only if it is one of:
+ *   - a row, `Label:   value` (serving._ROW) with a value parse_value() reads as an int, a float,
+ *     a word (kept as text; nan, nan%, n/a, none give no row) or `not set`, and a label
+ *     serving.KEYS knows, holding no reader's literal but a client one (`request rate:`: the readers
+ *     do nothing more with it inside a block) or SGLang's `sglang` as the value alone (no launch
+ *     command): the same Row joins both blocks' rows; a `Position i` row under a subsection is
+ *     keyed `acceptance_{key}_pct`. Its STARTS may be launch_env's (a capital first: no `=` on the
+ *     line, so _command finds no assignment) or the bench readers' (fed anyway);
+ *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`, with no
+ *     subsection open (the section closes it: Python's): its header joins both blocks' sections;
  *   - a blank line.
  * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
  * offered to it here (result.offer) when it may hold one of context.WORDS (a superset is looked
@@ -31,12 +35,14 @@
  *     every field that line would set set already (its label, its rank where the tag names one,
  *     the hint its name gives; an APIServer line is a launch line, appended to launch_lines), or
  *     an untagged line once the Tagger has its main process;
- *   - and the rest holds no reader's literal but vLLM's `throughput:` (and STARTS none but the
- *     Tagger's and launch_env's, for which it holds no assignment and no prompt): nothing, or
- *     vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s, Avg generation
- *     throughput: Y tokens/s, Running: ...` with Y > 0, or a V1 `SpecDecoding metrics: ...` line
- *     (_spec, _spec_v1) with a mean acceptance length and drafts, once their formats' first records
- *     were set;
+ *   - and the rest holds no reader's literal but vLLM's `throughput:`, `metrics:` or `LLM` (and
+ *     STARTS none but the Tagger's and launch_env's, for which it holds no assignment and no
+ *     prompt): nothing, or vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s,
+ *     Avg generation throughput: Y tokens/s, Running: ...` (Y = 0: an idle interval, its line
+ *     `used`), or a `SpecDecoding metrics: ...` / `Speculative metrics: ...` line (_spec: V1 with or
+ *     without a mean length, without drafts its line `used`; V0's counters differenced against
+ *     v0_previous), once their formats' first records were set; an `LLM` line only without
+ *     `version` or `with config:` (feed takes no branch for `vLLM Version : 0.8.5`);
  *   - or untagged, a line only launch_env's STARTS names (a capital first) holding no assignment,
  *     prompt or literal: launch_env does nothing with it (read_line hands all of those back).
  * Anything else is declined: read_line reads it as before (or hands it to Python). */
@@ -89,7 +95,11 @@ struct vllm_state {
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
+    struct llama_state *llama;  /* llama.cpp's timing and slot lines (_scan_llamacpp.h, llamacpp_arm) */
 };
+
+struct llama_state;
+static void llama_release(struct llama_state *ls);  /* _scan_llamacpp.h */
 
 /* The state, made at its first use (NULL: no memory, the error set). */
 static struct vllm_state *vllm_state_of(Scanner *self) {
@@ -128,6 +138,7 @@ static void vllm_release(Scanner *self) {
     struct vllm_state *v = self->vllm;
     if (!v) return;
     vllm_lines_release(&v->lines);
+    llama_release(v->llama);
     for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); }
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
