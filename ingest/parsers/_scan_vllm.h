@@ -15,10 +15,11 @@
  *     serving.KEYS knows, holding no reader's literal but a client one (`request rate:`: the readers
  *     do nothing more with it inside a block) or SGLang's `sglang` as the value alone (no launch
  *     command): the same Row joins both blocks' rows; a `Position i` row under a subsection is
- *     keyed `acceptance_{key}_pct`. Its STARTS may be launch_env's (a capital first: no `=` on the
+ *     keyed `acceptance_{key}_pct`; a valueless row opens that subsection (both readers'
+ *     `subsection`, handed over as `readers`, set here, a Row of no value joins); Its STARTS may be launch_env's (a capital first: no `=` on the
  *     line, so _command finds no assignment) or the bench readers' (fed anyway);
- *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`, with no
- *     subsection open (the section closes it: Python's): its header joins both blocks' sections;
+ *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`: its header
+ *     joins both blocks' sections, and the readers' subsection is "" again;
  *   - a blank line.
  * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
  * offered to it here (result.offer) when it may hold one of context.WORDS (a superset is looked
@@ -91,6 +92,7 @@ struct vllm_state {
     uint64_t client_lits, sglang_lits;
     /* the two blocks while their tool is unknown (note_row and note_section are called on them), else NULL */
     PyObject *blocks[2];
+    PyObject *readers[2];  /* the two BlockReaders (their `subsection` is set here), or NULL */
     int subsection;  /* both readers have a `Per-position acceptance` subsection open */
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
@@ -139,7 +141,9 @@ static void vllm_release(Scanner *self) {
     if (!v) return;
     vllm_lines_release(&v->lines);
     llama_release(v->llama);
-    for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); }
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+    }
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
@@ -156,19 +160,22 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     struct vllm_state *v = self->vllm;
     if (n == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
         if (v) {
-            for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); }
+            for (int i = 0; i < 2; i++) {
+                Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+            }
         }
         Py_RETURN_NONE;
     }
-    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer, *blocks = Py_None;
+    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer, *blocks = Py_None, *readers = Py_None;
     const char *prefix;
     Py_ssize_t prefix_len;
     int nccl_idle, subsection = 0;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p|Op", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p|OpO", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
                           &PyList_Type, &sb, &PyType_Type, &row_type, &PyDict_Type, &keys, &offer, &prefix,
-                          &prefix_len, &nccl_idle, &blocks, &subsection)) return NULL;
-    if (blocks != Py_None && !(PyTuple_CheckExact(blocks) && PyTuple_GET_SIZE(blocks) == 2)) {
-        PyErr_SetString(PyExc_TypeError, "blocks must be None or the two blocks (a tuple)");
+                          &prefix_len, &nccl_idle, &blocks, &subsection, &readers)) return NULL;
+    if ((blocks != Py_None && !(PyTuple_CheckExact(blocks) && PyTuple_GET_SIZE(blocks) == 2))
+        || (readers != Py_None && !(PyTuple_CheckExact(readers) && PyTuple_GET_SIZE(readers) == 2))) {
+        PyErr_SetString(PyExc_TypeError, "blocks and readers must be None or a pair (a tuple)");
         return NULL;
     }
     if (prefix_len >= (Py_ssize_t)sizeof(v->prefix)) {
@@ -205,8 +212,11 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     v->subsection = subsection;
     for (int i = 0; i < 2; i++) {
         PyObject *b = blocks == Py_None ? NULL : PyTuple_GET_ITEM(blocks, i);
+        PyObject *r = readers == Py_None ? NULL : PyTuple_GET_ITEM(readers, i);
         Py_XINCREF(b);
         Py_XSETREF(v->blocks[i], b);
+        Py_XINCREF(r);
+        Py_XSETREF(v->readers[i], r);
     }
     Py_RETURN_NONE;
 }
@@ -318,6 +328,39 @@ static int same_lower(const char *s, Py_ssize_t n, const char *p) {
     return 1;
 }
 
+/* Both readers' `subsection` (BlockReader's own), set to `text`: 0, or -1 on error. */
+static int bench_set_subsection(struct vllm_state *v, PyObject *text) {
+    for (int i = 0; i < 2; i++)
+        if (PyObject_SetAttrString(v->readers[i], "subsection", text) < 0) return -1;
+    v->subsection = PyObject_IsTrue(text);
+    return v->subsection < 0 ? -1 : 0;
+}
+
+/* A valueless row `Per-position acceptance (%):` (BlockReader._row with no value): the readers'
+ * subsection, a Row of no value in both blocks. OK, PYTHON (no readers handed over, a label
+ * serving.KEYS lacks) or ERROR. */
+static int bench_subsection(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    struct vllm_state *v = self->vllm;
+    if (!v->readers[0]) return PYTHON;
+    PyObject *label, *key;
+    int known = bench_label(v, s, n, 0, &label, &key);
+    if (known <= 0) return known < 0 ? ERROR : PYTHON;
+    PyObject *row = NULL;
+    if (bench_note(v, "note_row", label) == 0 && bench_set_subsection(v, label) == 0) {
+        PyObject *ln = PyLong_FromLongLong(lineno);
+        if (ln) {
+            PyObject *argv[4] = {ln, label, key, Py_None};
+            row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+        }
+        Py_XDECREF(ln);
+    }
+    if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
+    if (!row) return ERROR;
+    int bad = PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
+    Py_DECREF(row);
+    return bad ? ERROR : OK;
+}
+
 /* A `Label:   value` row of an open block (BlockReader._row with a value): OK or PYTHON, ERROR.
  * `lits`: the line's literals; a client literal (`request rate:`) or SGLang's `sglang` (the value
  * `sglang` alone: no launch command) is read here on a row only. */
@@ -335,13 +378,14 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
     /* `Position i` rows under a `Per-position acceptance` subsection are keyed by it */
     int position = le - i >= 9 && same_lower(s + i, 9, "position ");
     Py_ssize_t j = colon + 1;
-    if (j >= n || !is_space(s[j])) return PYTHON;  /* valueless, or `:` glued to text */
+    if (j < n && !is_space(s[j])) return PYTHON;  /* `:` glued to text */
     while (j < n && is_space(s[j])) j++;
     Py_ssize_t v0 = j;
     while (j < n && !is_space(s[j])) j++;
     Py_ssize_t v1 = j;
     while (j < n && is_space(s[j])) j++;
-    if (v1 == v0) return PYTHON;  /* no value: a subsection */
+    if (v1 == v0)  /* no value: a subsection (`sglang` on it may be a launch command's: Python's) */
+        return lits & v->sglang_lits ? PYTHON : bench_subsection(self, s + i, le - i, lineno);
     if (j < n) {  /* `(not set|\S+)\s*$`: `not set` is the one value of two words */
         if (!(v1 - v0 == 3 && memeq(s + v0, "not", 3) && s[v1] == ' ' && n - v1 >= 4 && memeq(s + v1 + 1, "set", 3)))
             return PYTHON;  /* two tokens: no row, the block ends */
@@ -416,11 +460,17 @@ static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
     while (h1 > d && is_space(s[h1 - 1])) h1--;
     for (Py_ssize_t k = d; k < h1; k++)  /* a `-` in the header is followed by a letter */
         if (s[k] == '-' && (k + 1 >= h1 || !is_alpha(s[k + 1]))) return PYTHON;
-    if (v->subsection) return PYTHON;  /* a section closes the subsection: Python's */
+    if (v->subsection && !v->readers[0]) return PYTHON;  /* a section closes the subsection */
     PyObject *header = PyUnicode_DecodeASCII(s + d, h1 - d, NULL);
     if (!header) return ERROR;
-    int bad = bench_note(v, "note_section", header) < 0 || PyList_Append(v->sections[0], header) < 0
-        || PyList_Append(v->sections[1], header) < 0;
+    /* BlockReader._section: the header joins, note_section, the subsection is "" */
+    int bad = PyList_Append(v->sections[0], header) < 0 || PyList_Append(v->sections[1], header) < 0
+        || bench_note(v, "note_section", header) < 0;
+    if (!bad && v->subsection) {
+        PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+        bad = !empty || bench_set_subsection(v, empty) < 0;
+        Py_XDECREF(empty);
+    }
     Py_DECREF(header);
     return bad ? ERROR : OK;
 }

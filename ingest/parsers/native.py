@@ -228,7 +228,7 @@ class _Parse:
             x, y = self.sglang.bench.block, self.vllm.bench.block
             self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer,
                             x.prefix, not self.nccl_tests.held, None if x.tool is not None else (x, y),
-                            bool(self.sglang.bench.subsection))
+                            bool(self.sglang.bench.subsection), (self.sglang.bench, self.vllm.bench))
         return _flags(self.result) | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
