@@ -15,7 +15,7 @@
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
- *   - an NCCL INFO line of a process both know that changes nothing in them (_scan_nccl.h);
+ *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
@@ -1117,7 +1117,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
-        && leading_digit(s, n) && tests_idle(self->tests, s, n))
+        && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
         rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
@@ -1278,6 +1278,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
         if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
+        nccl_next_line(self, lines, i + 1, NULL, NULL);
         status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
                            &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
@@ -1338,6 +1339,8 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             end = nl ? nl - base : len;
         }
         if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
+        nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
+                       base + len);
         if (vector)
             status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels, nccl_lines,
                                channel_lines, flags, &mask, lits, by_literal);
