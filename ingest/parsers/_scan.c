@@ -11,7 +11,8 @@
  *     label the Tagger knows already;
  *   - an NCCL line that both the Tagger and nccl_debug have seen before (a repeated channel line);
  *   - an nccl-tests table row of a named op, a device row of a known process, a comment line that
- *     changes nothing but the op it names (_scan_tests.h);
+ *     changes nothing but the op it names, a table header seen before, a footer that warns of
+ *     nothing (_scan_tests.h);
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
