@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 import ingest.parsers as parsers
 from ingest import registration
 from ingest import services as ingest_services
-from ingest.parsers import parse_lines, parse_stream
+from ingest.parsers import eagle_profile, parse_lines, parse_stream
 from runs import columns, digest
 from runs.models import Annotation, Run
 from runs.services import add_annotation, refresh_run, run_result
@@ -254,6 +254,7 @@ def test_a_profile_of_thousands_of_distinct_phase_names_lists_each_with_its_own_
 
     data = (block(range(n), "0.25") + block(range(n, 2 * n), "0.5") + block(range(n), "0.75")).encode()
     monkeypatch.setattr(digest, "FLUSH_ROWS", 999)  # groups parked over several flushes
+    monkeypatch.setattr(eagle_profile.Parser, "PHASE_NAMES", 2 * n)  # past a file's cap: the digest's many groups
     monkeypatch.setattr(parsers, "SPILL_AT", 700)
     monkeypatch.setattr(parsers, "SPILL_EVERY", 700)
     sink = digest.ParseDigest()
