@@ -725,19 +725,14 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict
             tests_procs[p["logfile"]].append(p["id"])
     footers = _nccl_tests_footers(rows.metrics)
     names = process_files(result)
-    # One pass over the counted lines (a row each: hundreds of thousands in a long run), each
-    # (file, process) asked its role once; a test's rows are then a slice of its file's sorted
-    # lines, found by bisection (a scan of every line per test was quadratic in the tests).
-    role_of: dict[tuple[int | None, str], bool] = {}
+    # The counted runs of adjacent row lines (runs/digest.py Busbw: a table each, not a row each),
+    # each (file, process) asked its role once; a test's runs are then a slice of its file's runs
+    # sorted by line, found by bisection (a scan of every line per test was quadratic in the
+    # tests). A run lies in one test whole (no footer line falls inside one): its last line says which.
     counted: dict[int | None, list[tuple[int, int, float]]] = defaultdict(list)
-    for (lf, process, line), (n, peak) in rows.busbw.items():
-        if lf not in tests_procs:
-            continue
-        tests_role = role_of.get((lf, process))
-        if tests_role is None:
-            tests_role = role_of[(lf, process)] = lay.role(lf, process) == NCCL_TESTS
-        if tests_role:
-            counted[lf].append((line, n, peak))
+    for lf, process, runs in rows.busbw.runs():
+        if lf in tests_procs and lay.role(lf, process) == NCCL_TESTS:
+            counted[lf].extend((last, n, peak) for _, last, n, peak in runs)
     panels: list[dict] = []
     for logfile in sorted(tests_procs, key=lambda f: (f is None, f or 0)):
         own_rows = sorted(counted.get(logfile, []))
