@@ -210,6 +210,16 @@ def test_upload_without_files_is_422(client, alice, bearer):
     assert response.status_code == 422 and "files" in response.json()["error"]["message"]
 
 
+def test_an_empty_file_is_accepted_and_its_parse_says_it_is_empty(client, alice, bearer, data_dir):
+    response = _upload(client, bearer(alice), [_file("empty.log", b"")])
+    assert response.status_code == 202
+    logfile = Run.objects.get(id=response.json()["id"]).logfiles.get()
+    assert logfile.original_name == "empty.log" and logfile.size == 0 and logfile.status == Status.QUEUED
+    services.parse_logfile(logfile.id)
+    logfile.refresh_from_db()
+    assert logfile.status == Status.FAILED and "empty" in logfile.error
+
+
 def test_unexpected_form_fields_are_422(client, alice, bearer):
     response = client.post("/api/v1/runs", {"files": [_file()], "nmae": "typo"}, headers=bearer(alice))
     assert response.status_code == 422 and response.json()["error"]["code"] == "unexpected_fields"

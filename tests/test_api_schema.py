@@ -15,7 +15,7 @@ import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from openapi_spec_validator import validate
 
 from webapp.wsgi import application
@@ -99,6 +99,15 @@ def test_api_conforms_to_its_schema(case, alice, bearer, runs_of_alice):
     negative = case.meta is not None and case.meta.generation.mode.is_negative
     if not negative and isinstance(run_id, int) and run_id >= 1 and run_id % 2 == 0:
         case.path_parameters["run_id"] = runs_of_alice[run_id // 2 % 2]
+    # Two cases the transport makes, not the API: a generated header named Host replaces the request's
+    # own (Django's ALLOWED_HOSTS answers 400 before any view, as it does for every site), and werkzeug
+    # encodes an empty file part without the CRLF before the next boundary, so Django's multipart
+    # parser (rightly) finds no file in it; curl and browsers send that CRLF, and an empty upload is
+    # accepted (tests/test_api_ingest.py).
+    for name in [k for k in case.headers or {} if k.lower() == "host"]:
+        del case.headers[name]  # type: ignore[union-attr]
+    files = case.body.get("files") if isinstance(case.body, dict) else None
+    assume(not (isinstance(files, list) and any(isinstance(f, (bytes, str)) and not f for f in files)))
     CASES[case.operation.label] += 1
     case.call_and_validate(headers=bearer(alice))
 

@@ -4,6 +4,7 @@ does read the bulk of them in C (not a line each handed back to Python)."""
 
 import io
 import re
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -116,8 +117,6 @@ RING = "vm:1467:1467 [0] NCCL INFO Channel 00/24 : 0 1"
     "vm:1467:1467 [0] NCCL INFO Using network IB",
     "vm:1467:1467 [0] NCCL INFO 4 coll channels, 4 collnet channels, 0 nvls channels, 4 p2p channels, 4 p2p",
     "vm:1467:1467 [0] NCCL INFO 4 coll channels, 4 collnet channels, 0 nvls channels, " + "9" * 30 + " p2p channels,",
-    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
-    "vm:1467:1467 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
     "vm:1467:1467 [0] NCCL INFO NET/OFI Adding NCCL_PROTO=simple to environment",
     "vm:1467:1467 [0] NCCL INFO Plugin name set by env to libnccl-net.so",
     "vm:1467:1467 [0] NCCL INFO Invalid value 16M for NCCL_BUFFSIZE, using default 4194304.",
@@ -150,6 +149,35 @@ RING = "vm:1467:1467 [0] NCCL INFO Channel 00/24 : 0 1"
     "export:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
     "X=1:1467:1467 [0] NCCL INFO NCCL_X set by environment to 1",
     "vm:1467:1467 [0] NCCL INFO cudaDriverVersion 13000 RCCL version : 2.27.7",
+    # version lines: the first sets the settings (Python's); once they are held, C marks the line
+    # used and offers it, unless it names a CUDA version not held or is not `NCCL version X.Y.Z`
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+    "vm:1467:1499 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9-1+cuda12.4 extra words",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9+cuda",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28",
+    "vm:1467:1467 [0] NCCL INFO NCCL version  2.28.9",
+    "vm:1467:1467 [0] NCCL INFO NCCL version x NCCL version 2.28.9",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9 nccl.conf set by environment NCCL_CONF_FILE",
+    "vm:1467:1467 [0] NCCL INFO NCCL version 2.28.9 rank 0 nranks 2",
+    "vm:1467:1467 [0] NCCL INFO NCCL versions 2.28.9",
+    "TARS:1467:1467 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+    # `NCCL_X set to V` (_SET_TO): an echo's record, the value as its lazy group and `\s*$` read it
+    "vm:1467:1467 [0] NCCL INFO NCCL_SOCKET_IFNAME set to hsn",
+    "vm:1467:1467 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0,mlx5_1",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to 12.",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to a b \x1c\t ",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to  a",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to ",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to a NCCL INFO b",
+    "vm:1467:1467 [0] NCCL INFO NCCL_X set to rank 3 nranks 4",
+    "vm:1467:1467 [0] NCCL INFO NCCL_CONF_FILE set to /etc/nccl.conf",
+    # the Func/Proto/Algo header: followed by an NCCL INFO head (here: the line again, or the
+    # first lines) it only clears the columns; before a row, a blank or the end, Python's
+    "vm:1467:1467 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+    "vm:1467:1467 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix: 16 coll channels, 16 p2p channels,",
     # heads: other processes, hosts, fields, levels, damage
     "vm:1468:1468 [1] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
     "TARS:1467:1467 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
@@ -185,18 +213,21 @@ def test_plain_lines_of_a_known_process_are_read_in_c():
              "TARS:1467:1467 [0] NCCL INFO NET/IB : No device found."]
     first = [COMM, CONN, RING, "TARS:1467:1467 [0] NCCL INFO comm 0x1 rank 0 nRanks 2"]
     data = _one_process(*first, *later * 50)
-    assert _fed_by_python(data) == len(first)
+    # The process's first line and the first ring listing (it sets the ring channels); the
+    # first connection and the rank line of another host's thread of the pid are C's.
+    assert _fed_by_python(data) == 2
     _same(data)
     echoes = parse_stream(io.BytesIO(data), engine="native").nccl
     assert len(echoes) == 100 and {(v.key, v.value, v.rank, v.process) for v in echoes} == {
         ("NCCL_PROTO", "LL", "0", "pid 1467"), ("NCCL_BUFFSIZE", "4194304", "0", "pid 1467")}
 
 
-def test_a_line_that_changes_the_readers_goes_to_python_every_time():
+def test_larger_counts_and_new_transports_are_set_in_c():
     larger = [COMM.replace("nRanks 2", f"nRanks {n}") for n in (4, 8, 16)]
     transports = [CONN.replace("P2P/CUMEM", name) for name in ("SHM/direct/direct", "NET/IB/0/GDRDMA")]
     data = _one_process(COMM, CONN, RING, *larger, *transports)
-    assert _fed_by_python(data) == 3 + len(larger) + len(transports)
+    assert _fed_by_python(data) == 2  # the process's first line, the first ring listing
+    _same(data)
     result = parse_stream(io.BytesIO(data), engine="native")
     assert result.settings["nccl.nranks"].value == 16
     assert result.settings["nccl.transports"].value == ["NET/IB/GDRDMA", "P2P/CUMEM", "SHM/direct/direct"]
@@ -234,6 +265,10 @@ _DAMAGE = [
     lambda s: s + " set by env to x",
     lambda s: s.replace(" NCCL INFO ", " NCCL INFO Enabled NCCL Func/Proto/Algo Matrix: "),
     lambda s: s.replace(" NCCL INFO ", " NCCL TRACE "),
+    lambda s: s.replace(" NCCL INFO ", " NCCL INFO NCCL version 2.19.3+cuda12.3 "),
+    lambda s: s.replace(" NCCL INFO ", " NCCL INFO NCCL version 2.19.3 "),
+    lambda s: s.replace(" NCCL INFO ", " NCCL INFO NCCL_SOCKET_IFNAME set to "),
+    lambda s: re.sub(r":(\d+) \[", lambda m: f":{int(m.group(1)) + 100_003} [", s, count=1),  # a new thread
 ]
 
 
@@ -289,7 +324,7 @@ def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
         assert stop == 0  # no process "pid 1": the Tagger makes it, in Python
 
 
-def test_each_threads_first_connection_is_read_in_python_for_its_echoes_rank():
+def test_each_threads_first_connection_is_read_in_c_for_its_echoes_rank():
     # A process that never printed `rank R nRanks N`: an echo takes its thread's peer rank.
     data = _one_process("h:7:7 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM",
                         "h:7:7 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM",
@@ -298,7 +333,7 @@ def test_each_threads_first_connection_is_read_in_python_for_its_echoes_rank():
     _same(data)
     result = parse_stream(io.BytesIO(data), engine="native")
     assert [(v.key, v.rank) for v in result.nccl] == [("NCCL_PROTO", "1")]
-    assert _fed_by_python(data) == 2  # the process's first line, thread 9's first connection (the echo is C's)
+    assert _fed_by_python(data) == 1  # the process's first line (thread 9's connection and the echo are C's)
 
 
 def test_the_bench_logs_of_nccl_lines_repeat_no_line_of_a_known_shape():
@@ -308,3 +343,103 @@ def test_the_bench_logs_of_nccl_lines_repeat_no_line_of_a_known_shape():
     assert not set(copy(head, 1)) & set(copy(head, 2)) and not set(copy(head, 1)) & set(head)
     marked = [line for line in known(head, 1) if line.endswith(" #1")]
     assert marked and not set(marked) & set(known(head, 2))
+
+
+def _python_lines(data: bytes) -> list[str]:
+    """The lines the Tagger was fed in Python, in order."""
+    fed: list[str] = []
+    feed = processes.Tagger.feed
+
+    def spy(self, lineno: int, line: str) -> None:
+        fed.append(line)
+        feed(self, lineno, line)
+
+    with mock.patch.object(processes.Tagger, "feed", spy):
+        parse_stream(io.BytesIO(data), engine="native")
+    return fed
+
+
+@pytest.mark.parametrize("batch", [1 << 21, 4096, 333, 61])
+def test_new_threads_of_known_processes_are_read_in_c(batch):
+    # Real lines, then a copy with every thread renumbered (its pids kept): each thread's first
+    # rank line, connection, version and echo lines are read in C as the readers would.
+    data = ("\n".join(REAL + copy(REAL, 8)) + "\n").encode()
+    _same(data, batch, batch)
+    if batch == 1 << 21:
+        again = _fed_by_python(data) - _fed_by_python(("\n".join(REAL) + "\n").encode())
+        # what is left: RCCL's own lines (its version line sets the library again), a few
+        assert again <= len(REAL) // 200
+
+
+ENV_HEAD = (PROJECT_ROOT / "samples" / "spec_baseline_nospec.log").read_text().splitlines()[:60]
+
+
+def test_a_process_an_env_dump_made_gets_its_host_from_its_first_nccl_line_in_c():
+    assert ENV_HEAD[3].startswith("[TP1] pid=1468 environ") and "vm:1468:1468" in ENV_HEAD[7]
+    data = ("\n".join(ENV_HEAD) + "\n").encode()
+    for batch in (1 << 21, 200, 64):
+        _same(data, batch, batch)
+    assert ENV_HEAD[7] not in _python_lines(data)  # pid 1468's host is set in C
+    result = parse_stream(io.BytesIO(data), engine="native")
+    assert result.processes["pid 1468"]["host"] == "vm"
+    # Two hosts with the pid: the first host stays (`p["host"] or host`), whichever reads them.
+    other = ENV_HEAD[7].replace("vm:1468:1468", "gpu2:1468:1468")
+    data = ("\n".join([*ENV_HEAD[:7], other, *ENV_HEAD[7:]]) + "\n").encode()
+    _same(data)
+    assert parse_stream(io.BytesIO(data), engine="native").processes["pid 1468"]["host"] == "gpu2"
+
+
+SPEC_MATRIX = SPEC.splitlines()[88:95]
+_INFO_HEAD = re.compile(r"^[^\s:]+:\d+:\d+ \[\d+\] NCCL INFO ")
+
+
+@pytest.mark.parametrize("after", [
+    [],  # the header ends the log
+    [""],
+    SPEC_MATRIX[1:],  # its real rows
+    SPEC_MATRIX[1:3] + ["vm:1560:1560 [0] NCCL INFO Connected all rings"],
+    ["vm:1560:1560 [0] NCCL INFO threadThresholds 8/8/64 | 16/8/64 | 512 | 512"],
+    ["vm:1560:1560 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:", SPEC_MATRIX[1], SPEC_MATRIX[5]],
+    ["vm:1560:1560 [0] NCCL INFO NCCL_PROTO set by environment to LL"],
+    ["vm:1560:1560 [0] NCCL WARN Connected all rings"],
+    ["(RayWorkerWrapper pid=1560) vm:1560:1560 [0] NCCL INFO Connected all rings"],
+    ["vm:1560:1560 [0] NCCL INFO Connected all rings é"],  # a chunk cut into lines, not kept a text
+    ["\x1b[0mvm:1560:1560 [0] NCCL INFO Connected all rings"],  # a line clean() changes
+    ["  AllReduce |        1         0         0   |             0              1"],
+    ["vm | x"],
+])
+def test_the_matrix_header_is_read_in_c_where_the_next_line_is_an_nccl_head(after):
+    header = SPEC_MATRIX[0]
+    assert header.endswith("Func/Proto/Algo Matrix:") and SPEC_MATRIX[-1].lstrip().startswith("AllReduce")
+    lines = SPEC.splitlines()[:88] + [header, *after] * 3 + SPEC_MATRIX
+    data = ("\n".join(lines) + "\n").encode()
+    for batch in (1 << 21, 4096, 97):
+        _same(data, batch, batch)
+        _same(data, batch, batch, vector=False)
+    # In one chunk, Python reads a header whose next line is no plain ASCII NCCL INFO line, or
+    # that comes while a table is open (right after its rows: nccl_debug is busy)
+    python = [i for i, line in enumerate(lines) if line == header
+              and (not (i + 1 < len(lines) and _INFO_HEAD.match(lines[i + 1]) and lines[i + 1].isascii())
+                   or nccl_debug._MATRIX_ROW.match(lines[i - 1]))]
+    assert _python_lines(data).count(header) == len(python) >= 1
+
+
+ISSUE_1773 = (PROJECT_ROOT / "tests" / "corpus" / "shared" / "nccl_debug_8gpu_p2p_direct_nccl_issue1773.log")
+
+
+def test_nccl_lines_of_a_host_led_by_a_digit_are_read_in_c_before_any_nccl_tests_header():
+    # `10-4-3-3:97095:97191 [5] NCCL INFO Channel 00/0 : 5[5] -> 6[6] via P2P/direct pointer` starts
+    # like an nccl-tests row and has 13 cells, as the classic layout's rows do: before a header,
+    # nccl_tests reads it only if its third cell is a type, and it is "NCCL".
+    log = ISSUE_1773.read_text().splitlines()
+    assert sum(1 for line in log if len(line.split()) == 13 and line[:1].isdigit()) >= 3
+    data = ("\n".join(log + copy(log, 8)) + "\n").encode()
+    for batch in (1 << 21, 333, 61):
+        _same(data, batch, batch)
+    assert not set(_python_lines(data)) & (set(copy(log, 8)) - set(log))  # (the command is not renumbered)
+    # After a real table (a header and rows) the scanner reads the table's own way, and equally.
+    tests = (PROJECT_ROOT / "samples" / "nccl-tests_all_reduce_default.log").read_text().splitlines()
+    assert any("busbw" in line and line.startswith("#") for line in tests)
+    data = ("\n".join(log + tests + copy(log, 8) + copy(log, 16)) + "\n").encode()
+    for batch in (1 << 21, 4096, 97):
+        _same(data, batch, batch)

@@ -5,6 +5,7 @@ engine's; the scanner does read a block's rows itself once its tool is known."""
 
 import io
 import random
+import re
 from unittest import mock
 
 import pytest
@@ -68,6 +69,30 @@ DAMAGED = [
     lambda s: "-----Time per Output Token (excl. 1st token)-----  ",
     lambda s: "",
     lambda s: "   ",
+    # text values (parse_value keeps a word, drops nan/none), `not set`, and `sglang` as a value or a command
+    lambda s: s.split(":")[0] + ":   sglang",
+    lambda s: s.split(":")[0] + ":   sglang serve",
+    lambda s: s.split(":")[0] + ":   sglang.launch_server",
+    lambda s: "sglang " + s.split(":")[0] + ":   sglang",
+    lambda s: s.split(":")[0] + ":   INF",
+    lambda s: s.split(":")[0] + ":   Infinity",
+    lambda s: s.split(":")[0] + ":   NaN%",
+    lambda s: s.split(":")[0] + ":   N/A",
+    lambda s: s.split(":")[0] + ":   None",
+    lambda s: s.split(":")[0] + ":   not  set",
+    lambda s: s.split(":")[0] + ":   not set  ",
+    lambda s: s.split(":")[0] + ":   not settled",
+    lambda s: s.split(":")[0] + ":   vllm\x01",
+    lambda s: "Traffic request rate:   " + s.split(":")[-1].strip(),
+    lambda s: "Max request concurrency:   not set",
+    lambda s: "Backend:   vllm",
+    lambda s: "  POSITION 2:    40.5",
+    lambda s: "Per-position acceptance (%):",
+    lambda s: "Position:    3",
+    lambda s: "sglang serve:",
+    lambda s: "Sglang Traffic request rate:   ",
+    lambda s: "Per-position acceptance (%):   \t",
+    lambda s: "---------------Speculative Decoding---------------",
 ]
 
 
@@ -105,6 +130,20 @@ def test_each_real_file_gives_the_records_lines_give_read_whole_and_repeated():
         _same(data * 3, 1 << 12, 1 << 12)
 
 
+def same_mixed(data: bytes) -> None:
+    """native == lines on a mix, in small chunks and with the scalar line search."""
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
+def same_files(paths: list) -> None:
+    """native == lines on each file, whole and repeated in small chunks."""
+    for path in paths:
+        data = path.read_bytes()
+        _same(data)
+        _same(data * 4, 1 << 12, 1 << 12)
+
+
 def _python_lines(data: bytes) -> list[str]:
     fed: list[str] = []
     for name in ("feed", "feed_stopped"):
@@ -136,6 +175,22 @@ def test_the_scanner_reads_the_rows_and_sections_of_a_block_whose_tool_is_known(
     _same(data.encode(), 1 << 12, 1 << 12)
 
 
+@pytest.mark.parametrize("name", ["serving/sglang_bench_serving_dsv3_v0.4.1_pr2643.txt",
+                                  "shared/vllm_bench_serve_specdecode_eagle3.txt"])
+def test_the_scanner_reads_a_blocks_first_row_text_values_and_positions(name):
+    """A block repeated: past the first copy, Python reads only the title and the footer; the first
+    row (which names the tool, called from C), text values (`Backend: sglang`, `inf`, `not set`), the
+    valueless `Per-position acceptance (%):` row and the `Position i` rows under it are the scanner's."""
+    block = (CORPUS / name).read_text()
+    assert block.count(serving._TITLE) == 1
+    data = (block.rstrip("\n") + "\n") * 30
+    fed = _python_lines(data.encode())
+    own = len(block.splitlines())
+    assert len(fed) <= own + 2 * 29, fed[own:own + 10]
+    assert not [line for line in fed[own:] if "sglang" in line or "not set" in line or "osition" in line]
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
 def test_a_copied_block_under_comment_marks_is_read_by_the_scanner_too():
     text = (CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh").read_text()
     data = (text.rstrip("\n") + "\n") * 20
@@ -158,7 +213,8 @@ def test_serving_keys_are_remembered_up_to_a_bound():
 # The corpus's vLLM logs (tests/corpus/shared holds the shared public samples verbatim: a clone reads
 # the same lines wherever it is).
 VLLM_FILES = sorted((CORPUS / "serving").glob("vllm_*.log")) + sorted(
-    p for p in (CORPUS / "shared").glob("vllm_*") if p.suffix in (".log", ".txt"))
+    p for p in (CORPUS / "shared").glob("vllm_*") if p.suffix in (".log", ".txt")) + [
+    CORPUS / "nccl" / "vllm_collect_env_topo_nv12_issue19607.txt"]  # `vLLM Version :`, `vLLM Build Flags:`
 
 
 def _vllm_lines() -> list[str]:
@@ -219,6 +275,28 @@ VLLM_DAMAGED = [
     lambda s: s.replace("INFO", "INFØ", 1),
     lambda s: s[: len(s) * 2 // 3],
     lambda s: s + " Serving Benchmark Result",
+    # vllm_line's `LLM` lines, idle intervals and sglang's `latency:` (_one_batch reads Prefill/Decode/Total)
+    lambda s: s.replace("vLLM", "vLLM version", 1),
+    lambda s: s.replace("vLLM", "LLM engine (v0.1) with config: model='m'", 1),
+    lambda s: s.replace("generation throughput: ", "generation throughput: 0.0", 1),
+    lambda s: s.replace("Drafted: ", "Drafted: 0 tokens, x: ", 1),
+    lambda s: s.replace("latency:", "Decode.  latency: 0.1 s, throughput: 9 token/s", 1),
+    lambda s: s.replace("latency:", "Total latency:", 1),
+    lambda s: s.replace("Avg latency", "Warmup ...", 1),
+    lambda s: s + " latency: 1 s",
+    lambda s: "sglang " + s,
+    # V0 counters (differenced), its draft length and the V0.5 `tokens tokens` typo
+    lambda s: re.sub(r"(Number of draft tokens(?: tokens)?: )\d+", r"\g<1>0", s),
+    lambda s: re.sub(r"(Number of accepted tokens: )\d+", r"\g<1>1", s),
+    lambda s: re.sub(r"(Number of emitted tokens(?: tokens)?: )\d+", r"\g<1>99999999", s),
+    lambda s: re.sub(r", Number of emitted tokens[^,]*", "", s),
+    lambda s: re.sub(r"(Number of speculative tokens: )\d+", r"\g<1>0", s),
+    lambda s: re.sub(r"(Number of speculative tokens: )\d+", r"\g<1>1.5", s),
+    lambda s: re.sub(r"(Number of speculative tokens: )\d+", r"\g<1>" + "9" * 17, s),
+    lambda s: re.sub(r", Number of speculative tokens: \d+", "", s),
+    lambda s: s.replace("tokens tokens", "tokens tokens tokens", 1),
+    lambda s: s.replace("Number of draft tokens", "Number of draft TOKENS tokens", 1),
+    lambda s: s + " vllm serve m --num-speculative-tokens 4",
 ]
 
 
@@ -245,16 +323,11 @@ def test_the_corpus_holds_vllm_engine_spec_and_tagged_lines():
 
 @pytest.mark.parametrize("seed", range(80))
 def test_real_vllm_lines_mixed_and_damaged_give_the_records_lines_give(seed):
-    data = _vllm_log(seed)
-    _same(data, 1 << 10, 1 << 10)
-    _same(data, vector=False)
+    same_mixed(_vllm_log(seed))
 
 
 def test_each_real_vllm_file_gives_the_records_lines_give_read_whole_and_repeated():
-    for path in VLLM_FILES:
-        data = path.read_bytes()
-        _same(data)
-        _same(data * 4, 1 << 12, 1 << 12)
+    same_files(VLLM_FILES)
 
 
 def test_the_scanner_reads_vllm_engine_spec_and_known_tagged_lines_itself():
@@ -266,6 +339,38 @@ def test_the_scanner_reads_vllm_engine_spec_and_known_tagged_lines_itself():
     fed = _python_lines(data.encode())
     assert len(fed) <= 2 * len(picked), fed[-5:]
     _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_the_scanner_reads_idle_intervals_llm_lines_and_bench_latency_lines_itself():
+    """Real lines repeated: idle engine intervals and SpecDecoding lines without drafts (their line
+    `used`), `vLLM Version :` lines of a collect_env dump and vLLM benchmark_latency's
+    `10% percentile latency:` lines are the scanner's past the first copy."""
+    picked = [line for line in VLLM if "generation throughput: 0.0 tokens/s" in line or "nan%" in line
+              or line.startswith(("vLLM Version", "vLLM Build Flags")) or "percentile latency:" in line
+              or line.startswith("Avg latency:")]
+    assert len(picked) >= 6 and any("nan%" in line for line in picked)
+    assert any("Avg prompt" in line for line in picked) and any(line.startswith("10%") for line in picked)
+    data = ("\n".join(picked) + "\n") * 30
+    fed = _python_lines(data.encode())
+    assert len(fed) <= 2 * len(picked), fed[-5:]
+    _same(data.encode(), 1 << 12, 1 << 12)
+
+
+def test_the_scanner_reads_v0_speculative_metrics_itself():
+    """V0 `Speculative metrics` lines (cumulative counters, differenced; the V0.5 `tokens tokens` typo) and
+    V1 lines without a mean length (tokens per cycle from `spec.steps`), real ones repeated: past the
+    first records of a launch they are the scanner's."""
+    picked = [line for line in SPEC if "System efficiency" in line or "Mean acceptance length" not in line]
+    assert sum("tokens tokens" in line for line in picked) >= 2 and sum("System efficiency" in line for line in picked) >= 4
+    data = ("\n".join(picked) + "\n") * 30
+    fed = _python_lines(data.encode())
+    assert len(fed) <= 2 * len(picked), fed[-5:]
+    _same(data.encode(), 1 << 12, 1 << 12)
+    counted = "\n".join(["INFO 08-27 15:21:10 metrics.py:422] Speculative metrics: Draft acceptance rate: 0.3, "
+                         "System efficiency: 0.4, Number of speculative tokens: 2, Number of accepted tokens: "
+                         f"{a}, Number of draft tokens: {d}, Number of emitted tokens: {e}."
+                         for a, d, e in [(5, 10, 12), (9, 10, 14), (12, 20, 20), (3, 4, 5), (3, 4, 5), (8, 9, 12)]])
+    _same((counted + "\n").encode() * 5, 1 << 10, 1 << 10)
 
 
 def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
@@ -284,6 +389,10 @@ def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
         scan.bench([], [], [], [], serving.Row, serving.KEYS, None, "#### ", True)
     with pytest.raises(TypeError):
         scan.bench({}, [], [], [], serving.Row, serving.KEYS, None, "", True)
+    with pytest.raises(TypeError):
+        scan.bench([], [], [], [], serving.Row, serving.KEYS, None, "", True, [None, None], False)
+    with pytest.raises(TypeError):
+        scan.bench([], [], [], [], serving.Row, serving.KEYS, None, "", True, (None,), False)
     scan.bench(None)
     with pytest.raises(TypeError):
         scan.vllm_arm(parser, [], {}, {"running": 1}, {}, frozenset(), frozenset(), hints, None)

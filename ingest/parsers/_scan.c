@@ -15,7 +15,7 @@
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
- *   - an NCCL INFO line of a process both know that changes nothing in them (_scan_nccl.h);
+ *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
@@ -1057,6 +1057,7 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
 }
 
 #include "_scan_vllm.h"
+#include "_scan_llamacpp.h"
 
 /* ---- the scan ----------------------------------------------------------------------------- */
 
@@ -1134,9 +1135,13 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
-        && leading_digit(s, n) && tests_idle(self->tests, s, n))
+        && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
         rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
+    if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
+        int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
+        if (llama != DECLINE) return llama;
+    }
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal))
         return PYTHON;
     if (rd & BIT(R_EAGLE)) {
@@ -1178,9 +1183,20 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         uint64_t decode = 1ull << self->lit_decode, prefill = 1ull << self->lit_prefill;
         /* Only batch lines, and no block start (STARTS): the rest of sglang.feed is Python's. */
         if (by_start & BIT(R_SGLANG) || self->lit_decode < 0 || self->lit_prefill < 0) return PYTHON;
-        for (int k = 0; k < self->nlit; k++)
-            if ((lits >> k & 1) && self->lit_reader[k] == R_SGLANG && k != self->lit_decode && k != self->lit_prefill)
-                return PYTHON;
+        int latency = 0;  /* sglang's `latency:` literal alone (_one_batch) */
+        for (int k = 0; k < self->nlit; k++) {
+            if (!(lits >> k & 1) || self->lit_reader[k] != R_SGLANG || k == self->lit_decode || k == self->lit_prefill)
+                continue;
+            if (self->lit_len[k] != 8 || !memeq(self->lit[k], "latency:", 8)) return PYTHON;
+            latency = 1;
+        }
+        if (latency) {
+            /* `Avg latency: 21.1 seconds` (vLLM's benchmark_latency): _one_batch reads a banner or
+             * _ONE_BATCH, which names Prefill, Decode or Total; without them sglang.feed does nothing */
+            if (lits & (decode | prefill) || find(s, n, "Prefill", 7) || find(s, n, "Decode", 6) || find(s, n, "Total", 5)
+                || e->in_block) return PYTHON;
+            return OK;
+        }
         if ((lits & decode) && (lits & prefill)) return PYTHON;
         int in_block = e->in_block;
         /* eagle_busy on a line led by no blank: the block is over (an indented one is Python's). */
@@ -1302,6 +1318,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
         if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
+        nccl_next_line(self, lines, i + 1, NULL, NULL);
         status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
                            &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
@@ -1362,6 +1379,8 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             end = nl ? nl - base : len;
         }
         if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
+        nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
+                       base + len);
         if (vector)
             status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels, nccl_lines,
                                channel_lines, flags, &mask, lits, by_literal);
@@ -2348,6 +2367,8 @@ static PyMethodDef Scanner_methods[] = {
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
      "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},
+    {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
+     "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
      "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},

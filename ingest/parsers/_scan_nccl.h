@@ -7,20 +7,29 @@
  *
  * A start-up prints a few hundred such lines a rank, and nearly all of them change nothing in
  * the readers once the first of their kind was read: an INFO message nccl_debug has no branch
- * for, a connection whose thread already has its peer rank and whose transport is known, a ring
- * listing once the ring channels are set, a `rank R nranks N` line whose ranks are set and whose
- * counts are no larger than those held. Such a line is read here: what Tagger._tag and
- * nccl_debug.Parser.feed would do with it is only to remember its text (Tagger.nccl_lines,
- * Parser.channel_lines, while they hold fewer than REPEATS), and that is done here too. An echo
- * (`NCCL_X set by environment to V`) of a known process makes its record here as nccl_debug
- * does (nccl_echo). Every other line, and every line whose state this cannot prove unchanged,
- * goes back to Python.
+ * for, a ring listing once the ring channels are set, a version line once the settings it gives
+ * are held. Such a line is read here: what Tagger._tag and nccl_debug.Parser.feed would do with
+ * it is only to remember its text (Tagger.nccl_lines, Parser.channel_lines, while they hold
+ * fewer than REPEATS), and that is done here too (a version line is also marked used and
+ * offered to the context watcher, as _version and the engine do).
+ *
+ * Every thread, though, starts with lines that set something: its first `rank R nranks N` line
+ * (the thread's, process's and device's ranks, the process's rank in the Tagger, a larger count)
+ * and its first connection (the thread's and process's peer rank, a transport new to the
+ * parser). A log of many communicators has a new thread every few lines, so these are made here
+ * as _tag, _rank and _channel make them: setdefault on the same dicts with the same keys and
+ * values, attributes set as Python sets them, in line order. So are an echo's record
+ * (`NCCL_X set by environment to V`, `NCCL_X set to V`: nccl_echo), the host of a process an env
+ * dump made (nccl_set_host) and a Func/Proto/Algo header whose next line is an NCCL INFO line
+ * (no table row: the table closes at once, only its columns are cleared). Every other line, and
+ * every line whose effect this cannot prove equal, goes back to Python untouched.
  *
  * Only a line that starts with `host:pid:tid [dev] NCCL INFO ` is taken (a Ray or vLLM prefix,
  * a `file.cc:line` field, WARN/TRACE: Python's). The state read from the readers (their dicts,
  * the process table) is looked at once a scan call and a line head (what Python may change
- * between two calls is read afresh): within one call only this code runs, and it changes none
- * of it.
+ * between two calls is read afresh); within one call only this code runs, and where it changes
+ * that state it changes what it read too (a head's flags) or reads it again before acting (a
+ * process's rank and host, the dicts' setdefault).
  */
 #include <limits.h>
 
@@ -32,6 +41,7 @@ enum {
     NP_DR = 16,    /* dev in device_ranks[(host, pid)] */
     NP_TP = 32,    /* (host, pid, tid) in thread_peer_rank */
     NP_PP = 64,    /* (host, pid) in process_peer_rank */
+    NP_HOSTLESS = 128,  /* the process has that pid and no host yet (an env dump made it): _tag sets it */
 };
 
 #define NCCL_HEADS 32
@@ -61,18 +71,25 @@ struct nccl_fast {
     Py_ssize_t tag_repeats, channel_repeats;  /* processes.REPEATS, nccl_debug.REPEATS */
     PyObject *k_pid, *k_host, *k_rank, *format;  /* "pid", "host", "rank", "nccl_debug" */
     PyObject *k_network, *k_coll, *k_p2p;  /* the settings "Using network" and "N coll channels" set */
+    PyObject *k_version, *k_library, *k_cuda;  /* the settings an `NCCL version` line sets */
+    PyObject *k_nranks, *k_nnodes;  /* the parser's largest counts, (count, line) */
     PyObject *k_effective, *k_empty;  /* "effective", "" */
     /* per scan call: 0 not read yet, 1 read, -1 off for this call */
     int fetched;
-    PyObject *nccl, *pending, *offer;  /* result.nccl, the parser's pending echoes, result.offer */
+    PyObject *nccl, *pending, *offer, *used;  /* result.nccl, the parser's pending echoes, result.offer, .used */
     PyObject *processes, *thread_rank, *process_rank, *device_ranks, *thread_peer, *process_peer, *transports;
     long long nranks, nnodes;  /* the largest held, -1: none yet */
     int ring_set;
     int has_network, has_channels;  /* result.settings holds nccl.network; nccl.coll_ and p2p_channels */
-    int nheads, last_head;
+    int has_version, has_cuda;  /* ... nccl.version and nccl.library; nccl.cuda_version */
+    int nheads, last_head, evict;  /* evict: the entry a new head replaces once all are taken */
     nccl_head_seen heads[NCCL_HEADS];
     int nnames;
     struct { Py_ssize_t len; char text[NCCL_NAME_MAX]; } names[NCCL_NAMES];
+    /* the line after the one read (set by the scan loops): in a list, or in a text up to text_end */
+    PyObject *next_list;  /* borrowed, for the call */
+    Py_ssize_t next_index;
+    const char *next_at, *text_end;  /* NULL: no next line known (the chunk's last, or one clean() changes) */
     /* across calls, for the one pair of collections it was filled for (they only ever grow) */
     PyObject *of_lines, *of_channels;
     nccl_mirror_slot *mirror;
@@ -81,7 +98,7 @@ struct nccl_fast {
 
 static void nccl_heads_clear(struct nccl_fast *f) {
     for (int i = 0; i < f->nheads; i++) Py_CLEAR(f->heads[i].tag);
-    f->nheads = 0, f->last_head = 0;
+    f->nheads = 0, f->last_head = 0, f->evict = 0;
     f->nnames = 0;
 }
 
@@ -102,6 +119,7 @@ static void nccl_fast_free(Scanner *self) {
     nccl_heads_clear(f);
     nccl_mirror_clear(f);
     PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
+                         &f->used, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
                          &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
                          &f->k_coll, &f->k_p2p, &f->processes,
                          &f->thread_rank, &f->process_rank, &f->device_ranks, &f->thread_peer, &f->process_peer,
@@ -116,8 +134,18 @@ static void nccl_fast_enter(Scanner *self) {
     struct nccl_fast *f = self->nccl;
     if (!f) return;
     f->fetched = 0;
+    f->next_list = NULL, f->next_at = NULL;
     nccl_heads_clear(f);
 }
+
+/* The scan loops say where the line after the one they read is: lines[index] of a list, or the
+ * text from `at` (NULL: none known) to its end. */
+static inline void nccl_next_line(Scanner *self, PyObject *lines, Py_ssize_t index, const char *at, const char *end) {
+    struct nccl_fast *f = self->nccl;
+    if (!f) return;
+    f->next_list = lines, f->next_index = index, f->next_at = at, f->text_end = end;
+}
+
 
 /* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source): read NCCL INFO lines for
  * this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
@@ -149,8 +177,14 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
     f->k_p2p = PyUnicode_InternFromString("nccl.p2p_channels");
     f->k_effective = PyUnicode_InternFromString("effective");
     f->k_empty = PyUnicode_InternFromString("");
+    f->k_version = PyUnicode_InternFromString("nccl.version");
+    f->k_library = PyUnicode_InternFromString("nccl.library");
+    f->k_cuda = PyUnicode_InternFromString("nccl.cuda_version");
+    f->k_nranks = PyUnicode_InternFromString("nranks");
+    f->k_nnodes = PyUnicode_InternFromString("nnodes");
     if (!f->k_pid || !f->k_host || !f->k_rank || !f->format || !f->k_network || !f->k_coll || !f->k_p2p
-        || !f->k_effective || !f->k_empty) {
+        || !f->k_effective || !f->k_empty || !f->k_version || !f->k_library || !f->k_cuda || !f->k_nranks
+        || !f->k_nnodes) {
         nccl_fast_free(self);
         return NULL;
     }
@@ -219,14 +253,19 @@ static int nccl_fetch(struct nccl_fast *f) {
     PyObject *settings = nccl_dict_attr(f->result, "settings");
     if (!settings) return 0;
     int net = PyDict_Contains(settings, f->k_network), coll = PyDict_Contains(settings, f->k_coll),
-        p2p = PyDict_Contains(settings, f->k_p2p);
+        p2p = PyDict_Contains(settings, f->k_p2p), ver = PyDict_Contains(settings, f->k_version),
+        lib = PyDict_Contains(settings, f->k_library), cuda = PyDict_Contains(settings, f->k_cuda);
     Py_DECREF(settings);
-    if (net < 0 || coll < 0 || p2p < 0) { PyErr_Clear(); return 0; }
+    if (net < 0 || coll < 0 || p2p < 0 || ver < 0 || lib < 0 || cuda < 0) { PyErr_Clear(); return 0; }
     f->has_network = net, f->has_channels = coll && p2p;
+    f->has_version = ver && lib, f->has_cuda = cuda;
     Py_XSETREF(f->nccl, PyObject_GetAttrString(f->result, "nccl"));
     Py_XSETREF(f->pending, PyObject_GetAttrString(f->parser, "pending"));
     Py_XSETREF(f->offer, PyObject_GetAttrString(f->result, "offer"));
-    if (!f->nccl || !f->pending || !f->offer || !PyList_CheckExact(f->nccl) || !PyList_CheckExact(f->pending)) {
+    Py_XSETREF(f->used, PyObject_GetAttrString(f->result, "used"));
+    if (!f->nccl || !f->pending || !f->offer || !f->used || !PyList_CheckExact(f->nccl)
+        || !PyList_CheckExact(f->pending)
+        || !PySet_CheckExact(f->used)) {
         PyErr_Clear();
         return 0;
     }
@@ -275,6 +314,38 @@ static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
     return 1;
 }
 
+/* Whether the next line starts with an NCCL INFO head (nccl_head_of): 0 when unknown. */
+static int nccl_next_is_head(struct nccl_fast *f) {
+    const char *s = NULL;
+    Py_ssize_t n = 0;
+    if (f->next_list) {
+        if (f->next_index >= PyList_GET_SIZE(f->next_list)) return 0;
+        PyObject *line = PyList_GET_ITEM(f->next_list, f->next_index);
+        if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) return 0;  /* an MpiLine: its tag first */
+        s = (const char *)PyUnicode_1BYTE_DATA(line), n = PyUnicode_GET_LENGTH(line);
+    } else if (f->next_at && f->next_at <= f->text_end) {
+        const char *nl = memchr(f->next_at, '\n', (size_t)(f->text_end - f->next_at));
+        s = f->next_at, n = (nl ? nl : f->text_end) - f->next_at;
+    } else {
+        return 0;
+    }
+    nccl_line_head h;
+    return nccl_head_of(s, n, &h);
+}
+
+/* Whether nccl_tests does nothing with an NCCL INFO line whose host starts with a digit (a STARTS
+ * of its own: `10-4-3-3:97095:97191 [5] NCCL INFO ...`) before its first header (tests_idle's mode
+ * 2): _row then reads only a line whose third cell is a type (_DTYPES), and a head's is "NCCL"
+ * (one of the scanner's words only if a type were so named). tests_idle leaves such a line of
+ * 9 or 13 cells to Python; a thread's first lines often have 13. */
+static int nccl_tests_ignores(const Tests *t, const char *s, Py_ssize_t n) {
+    if (!t || t->idle_mode != 2) return 0;
+    for (int w = 0; w < t->nwords; w++)
+        if (t->word_len[w] == 4 && memeq(t->word[w], "NCCL", 4)) return 0;
+    nccl_line_head h;
+    return nccl_head_of(s, n, &h);
+}
+
 /* Whether launch_env, the one other reader a line concerns, does nothing with it: a line whose
  * host is plain ([A-Za-z0-9_.-], up to its ':') that names launch_env by its first letter
  * (STARTS: an upper-case host, `TARS:829507:829550 [0] NCCL ...`) or by "NCCL_" in an echo
@@ -306,7 +377,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
             return OK;
         }
     }
-    if (len > NCCL_HEAD_MAX || f->nheads == NCCL_HEADS) return PYTHON;
+    if (len > NCCL_HEAD_MAX) return PYTHON;
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
     PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
@@ -324,11 +395,12 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         PyObject *ho = v ? PyDict_GetItemWithError(p, f->k_host) : NULL;
         PyObject *r = ho ? PyDict_GetItemWithError(p, f->k_rank) : NULL;
         if (PyErr_Occurred()) goto done;
-        if (r && PyLong_CheckExact(v) && PyUnicode_CheckExact(ho) && PyUnicode_GET_LENGTH(ho) > 0) {
+        int named = ho && PyUnicode_CheckExact(ho) && PyUnicode_GET_LENGTH(ho) > 0;
+        if (r && PyLong_CheckExact(v) && (named || ho == Py_None)) {
             int overflow;
             long long held = PyLong_AsLongLongAndOverflow(v, &overflow);
             if (PyErr_Occurred()) goto done;
-            if (!overflow && held == h->pid) fl |= NP_TAG | (r != Py_None ? NP_RANK : 0);
+            if (!overflow && held == h->pid) fl |= (named ? NP_TAG : NP_HOSTLESS) | (r != Py_None ? NP_RANK : 0);
         }
     }
     struct { PyObject *dict, *key; unsigned bit; } has[] = {
@@ -347,13 +419,16 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         if (in < 0) goto done;
         if (in) fl |= NP_DR;
     }
-    nccl_head_seen *e = &f->heads[f->nheads];
+    /* All taken (a renumbered log has a new thread every few lines): the oldest entry goes. */
+    int at = f->nheads < NCCL_HEADS ? f->nheads++ : f->evict;
+    if (at == f->evict && f->nheads == NCCL_HEADS) f->evict = (f->evict + 1) % NCCL_HEADS;
+    nccl_head_seen *e = &f->heads[at];
+    Py_XSETREF(e->tag, name);
+    name = NULL;  /* held by the entry */
     e->len = len;
     memcpy(e->text, s, (size_t)len);
     e->flags = fl;
-    e->tag = name;
-    name = NULL;  /* held by the entry */
-    f->last_head = f->nheads++;
+    f->last_head = at;
     *flags = fl, *tag = e->tag;
     status = OK;
 done:
@@ -363,9 +438,10 @@ done:
 }
 
 /* _RANK.search(msg) (`\brank (\d+) n[Rr]anks (\d+)(?: nNodes (\d+))?`): 1 with the spans of its
- * groups (*nodes_at = -1 without the third), else 0. */
-static int nccl_rank_search(const char *m, Py_ssize_t n, Py_ssize_t *ranks_at, Py_ssize_t *ranks_end,
-                            Py_ssize_t *nodes_at, Py_ssize_t *nodes_end) {
+ * groups (*rank_at: the first's start, its end is *rank_at's digits; *nodes_at = -1 without the
+ * third), else 0. */
+static int nccl_rank_search(const char *m, Py_ssize_t n, Py_ssize_t *rank_at, Py_ssize_t *ranks_at,
+                            Py_ssize_t *ranks_end, Py_ssize_t *nodes_at, Py_ssize_t *nodes_end) {
     for (Py_ssize_t i = 0; i + 5 <= n; i++) {
         if (m[i] != 'r' || (i > 0 && is_word(m[i - 1])) || !memeq(m + i, "rank ", 5)) continue;
         Py_ssize_t j = nccl_digits(m, n, i + 5);
@@ -373,7 +449,7 @@ static int nccl_rank_search(const char *m, Py_ssize_t n, Py_ssize_t *ranks_at, P
             || !memeq(m + j + 3, "anks ", 5)) continue;
         Py_ssize_t a = j + 8, b = nccl_digits(m, n, a);
         if (b == a) continue;
-        *ranks_at = a, *ranks_end = b, *nodes_at = -1, *nodes_end = -1;
+        *rank_at = i + 5, *ranks_at = a, *ranks_end = b, *nodes_at = -1, *nodes_end = -1;
         if (b + 8 <= n && memeq(m + b, " nNodes ", 8)) {
             Py_ssize_t c = nccl_digits(m, n, b + 8);
             if (c > b + 8) *nodes_at = b + 8, *nodes_end = c;
@@ -398,9 +474,10 @@ static Py_ssize_t nccl_hexdev(const char *s, Py_ssize_t n, Py_ssize_t i) {
     return i > at && i < n && s[i] == ']' ? i + 1 : -1;
 }
 
-/* _CONNECTION.match(msg): the end of its match, or -1. */
-static Py_ssize_t nccl_connection(const char *m, Py_ssize_t n) {
-    Py_ssize_t i = nccl_digits(m, n, 8), j;  /* after "Channel " */
+/* _CONNECTION.match(msg): the end of its match, or -1; *local_at..*local_end: the rank _channel
+ * takes for the thread (the second with `[receive]`, else the first). */
+static Py_ssize_t nccl_connection(const char *m, Py_ssize_t n, Py_ssize_t *local_at, Py_ssize_t *local_end) {
+    Py_ssize_t i = nccl_digits(m, n, 8), j, from;  /* after "Channel " */
     if (i == 8) return -1;
     if (i < n && m[i] == '/') {
         j = nccl_digits(m, n, i + 1);
@@ -408,12 +485,16 @@ static Py_ssize_t nccl_connection(const char *m, Py_ssize_t n) {
         i = j;
     }
     if (!starts_len(m + i, n - i, " : ", 3)) return -1;
-    j = nccl_digits(m, n, i + 3);
-    if (j == i + 3 || j >= n || m[j] != '[' || (i = nccl_hexdev(m, n, j + 1)) < 0) return -1;
+    from = i + 3, j = nccl_digits(m, n, from);
+    if (j == from || j >= n || m[j] != '[' || (i = nccl_hexdev(m, n, j + 1)) < 0) return -1;
+    *local_at = from, *local_end = j;
     if (!starts_len(m + i, n - i, " -> ", 4)) return -1;
-    j = nccl_digits(m, n, i + 4);
-    if (j == i + 4 || j >= n || m[j] != '[' || (i = nccl_hexdev(m, n, j + 1)) < 0) return -1;
-    if (starts_len(m + i, n - i, " [receive]", 10)) i += 10;
+    from = i + 4, j = nccl_digits(m, n, from);
+    if (j == from || j >= n || m[j] != '[' || (i = nccl_hexdev(m, n, j + 1)) < 0) return -1;
+    if (starts_len(m + i, n - i, " [receive]", 10)) {
+        i += 10;
+        *local_at = from, *local_end = j;
+    }
     return i;
 }
 
@@ -476,8 +557,11 @@ static Py_ssize_t nccl_transport(const char *v, Py_ssize_t n, char *out) {
     return 0;
 }
 
-/* Whether a connection line's transport is one nccl_debug holds already (or it names none). */
-static int nccl_transport_known(struct nccl_fast *f, const char *m, Py_ssize_t n, Py_ssize_t from) {
+/* A connection line's transport: OK with *fresh NULL when nccl_debug holds it already (or the line
+ * names none), OK with *fresh the name (a new reference) when _channel would add it, PYTHON for a
+ * name too long to read here, ERROR. */
+static int nccl_transport_of(struct nccl_fast *f, const char *m, Py_ssize_t n, Py_ssize_t from, PyObject **fresh) {
+    *fresh = NULL;
     Py_ssize_t i = from, at = -1, len = 0;
     for (; i + 5 < n; i++) {  /* _VIA.search(msg, c.end()): " via " and one non-space at least */
         if (m[i] != ' ' || !memeq(m + i, " via ", 5) || is_space(m[i + 5])) continue;
@@ -498,8 +582,12 @@ static int nccl_transport_known(struct nccl_fast *f, const char *m, Py_ssize_t n
     PyObject *u = PyUnicode_DecodeASCII(name, k, NULL);
     if (!u) return ERROR;
     int in = PyDict_Contains(f->transports, u);
+    if (in <= 0) {
+        if (in == 0) *fresh = u;  /* a transport new to the parser: its first line names it */
+        else Py_DECREF(u);
+        return in < 0 ? ERROR : OK;
+    }
     Py_DECREF(u);
-    if (in <= 0) return in < 0 ? ERROR : PYTHON;  /* a transport new to the parser: its first line */
     if (f->nnames < NCCL_NAMES) {
         f->names[f->nnames].len = k;
         memcpy(f->names[f->nnames].text, name, (size_t)k);
@@ -603,24 +691,28 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject 
     return OK;
 }
 
-/* An echo, `NCCL_X set by environment to V` (_ECHO), of a process the Tagger knows: what
- * nccl_debug._effective() does (the record, stamped with its process as Tagger.stamp() would,
- * and its pending entry for the rank finish() gives it), then the line offered to the context
- * watcher (result.offer, called: a candidate line). PYTHON, untouched, for any other shape. */
+/* An echo, `NCCL_X set by environment to V` (_ECHO) or `NCCL_X set to V` (_SET_TO), of a process
+ * the Tagger knows: what nccl_debug._effective() does (the record, stamped with its process as
+ * Tagger.stamp() would, and its pending entry for the rank finish() gives it), then the line
+ * offered to the context watcher (result.offer, called: a candidate line). PYTHON, untouched,
+ * for any other shape. */
 static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
                      PyObject *tag, int64_t lineno) {
     const char *m = s + h->msg;
     Py_ssize_t mn = n - h->msg, k = 5;
     while (k < mn && (is_digit(m[k]) || (m[k] >= 'A' && m[k] <= 'Z') || m[k] == '_')) k++;
-    if (k == 5 || !starts_len(m + k, mn - k, " set by environment to ", 23)) return PYTHON;
-    if (k == 14 && memeq(m, "NCCL_CONF_FILE", 14)) return PYTHON;  /* a setting as well */
-    Py_ssize_t a = k + 23, b = mn;
+    if (k == 5) return PYTHON;
+    /* _SET_TO, `NCCL_X set to V` (the value a subsystem settled on): `(\S.*?)\s*$`, no more */
+    int set_to = !starts_len(m + k, mn - k, " set by environment to ", 23);
+    if (set_to && (!starts_len(m + k, mn - k, " set to ", 8) || k + 8 >= mn || is_space(m[k + 8]))) return PYTHON;
+    if (!set_to && k == 14 && memeq(m, "NCCL_CONF_FILE", 14)) return PYTHON;  /* a setting as well */
+    Py_ssize_t a = k + (set_to ? 8 : 23), b = mn;
     /* offer(): _SKIP would find a later `NCCL INFO` not followed by an echo's words (Python's call) */
     if (find(m + a, mn - a, "NCCL ", 5)) return PYTHON;
     while (a < b && is_space(m[a])) a++;  /* .strip() */
     while (b > a && is_space(m[b - 1])) b--;
     Py_ssize_t d = a + (a < b && m[a] == '-');  /* _INTEGER, `-?\d+\.`: the period off */
-    if (b - d >= 2 && m[b - 1] == '.') {
+    if (!set_to && b - d >= 2 && m[b - 1] == '.') {
         Py_ssize_t j = d;
         while (j < b - 1 && is_digit(m[j])) j++;
         if (j == b - 1) b--;
@@ -650,8 +742,144 @@ done:
     return status;
 }
 
-/* An NCCL INFO line of a process the readers know, read here when doing so changes nothing but
- * the lines they remember (see the top): OK, PYTHON (untouched), or ERROR. */
+/* The host of a process an env dump made (`[TP1] pid=1468 environ ...`), as _tag sets it from the
+ * process's first NCCL line (`p["host"] = p["host"] or host`): OK, PYTHON (a line _tag holds
+ * already: it returns its tag unread), ERROR. Python's _tag would set the same if the line still
+ * goes back to it. */
+static int nccl_set_host(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
+                         PyObject *tag, PyObject *nccl_lines) {
+    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+    if (!text) return ERROR;
+    int known = PyDict_Contains(nccl_lines, text);
+    Py_DECREF(text);
+    if (known) return known < 0 ? ERROR : PYTHON;
+    PyObject *p = PyDict_GetItemWithError(f->processes, tag);
+    if (!p) return PyErr_Occurred() ? ERROR : PYTHON;
+    if (!PyDict_CheckExact(p)) return PYTHON;
+    /* set already by another head of the pid in this call (its flags were read before): kept */
+    PyObject *held = PyDict_GetItemWithError(p, f->k_host);
+    if (!held) return PyErr_Occurred() ? ERROR : PYTHON;
+    if (held != Py_None) return PyUnicode_CheckExact(held) && PyUnicode_GET_LENGTH(held) > 0 ? OK : PYTHON;
+    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    if (!host) return ERROR;
+    int bad = PyDict_SetItem(p, f->k_host, host);
+    Py_DECREF(host);
+    return bad < 0 ? ERROR : OK;
+}
+
+/* (host, pid, tid), (host, pid) and dev of a line head, as nccl_debug keys its dicts: 0 on error. */
+static int nccl_keys(const char *s, const nccl_line_head *h, PyObject **t3, PyObject **t2, PyObject **dev) {
+    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
+    *t3 = host && pid && tid ? PyTuple_Pack(3, host, pid, tid) : NULL;
+    *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
+    Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
+    if (*dev && *t3 && *t2) return 1;
+    Py_CLEAR(*dev); Py_CLEAR(*t3); Py_CLEAR(*t2);
+    return 0;
+}
+
+/* parser.<name> = (count, lineno), as _rank keeps its largest count. */
+static int nccl_set_held(struct nccl_fast *f, PyObject *name, long long count, int64_t lineno) {
+    PyObject *t = Py_BuildValue("(LL)", count, (long long)lineno);
+    if (!t) return ERROR;
+    int bad = PyObject_SetAttr(f->parser, name, t);
+    Py_DECREF(t);
+    return bad < 0 ? ERROR : OK;
+}
+
+/* The first `rank R nRanks N` line of a thread (or a larger count): what _tag and _rank do with
+ * it -- the process's rank when it has none, the thread's, process's and device's ranks where
+ * unset, the largest counts -- once every check is passed (PYTHON before any change). */
+static int nccl_first_rank(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
+                           PyObject *tag, PyObject *nccl_lines, int64_t lineno, const char *m, Py_ssize_t rk,
+                           Py_ssize_t rke, long long nranks, long long nodes) {
+    PyObject *p = PyDict_GetItemWithError(f->processes, tag), *t3 = NULL, *t2 = NULL, *dev = NULL, *rank = NULL;
+    if (!p) return PyErr_Occurred() ? ERROR : PYTHON;
+    if (!PyDict_CheckExact(p)) return PYTHON;
+    Py_INCREF(p);  /* held across the calls below, which may run Python code (a str's hash does not) */
+    int status = ERROR;
+    PyObject *held = PyDict_GetItemWithError(p, f->k_rank);
+    if (!held) { status = PyErr_Occurred() ? ERROR : PYTHON; goto done; }
+    int set_rank = held == Py_None;
+    if (set_rank) {
+        /* _tag returns a line it holds already before reading it: no rank set from it then */
+        PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+        if (!text) goto done;
+        int known = PyDict_Contains(nccl_lines, text);
+        Py_DECREF(text);
+        if (known) { status = known < 0 ? ERROR : PYTHON; goto done; }
+    }
+    if (!nccl_keys(s, h, &t3, &t2, &dev)) goto done;
+    PyObject *devs = PyDict_GetItemWithError(f->device_ranks, t2);
+    if (!devs && PyErr_Occurred()) goto done;
+    if (devs && !PyDict_CheckExact(devs)) { status = PYTHON; goto done; }
+    if (!(rank = PyUnicode_DecodeASCII(m + rk, rke - rk, NULL))) goto done;
+    /* the checks are passed: from here on the line is read here */
+    if (set_rank && PyDict_SetItem(p, f->k_rank, rank) < 0) goto done;
+    if (!PyDict_SetDefault(f->thread_rank, t3, rank) || !PyDict_SetDefault(f->process_rank, t2, rank)) goto done;
+    if (!devs) {
+        PyObject *fresh = PyDict_New();
+        if (!fresh) goto done;
+        devs = PyDict_SetDefault(f->device_ranks, t2, fresh);
+        Py_DECREF(fresh);
+        if (!devs) goto done;
+    }
+    if (!PyDict_SetDefault(devs, dev, rank)) goto done;
+    if (f->nranks < 0 || nranks > f->nranks) {
+        if (nccl_set_held(f, f->k_nranks, nranks, lineno) != OK) goto done;
+        f->nranks = nranks;
+    }
+    if (nodes >= 0 && (f->nnodes < 0 || nodes > f->nnodes)) {
+        if (nccl_set_held(f, f->k_nnodes, nodes, lineno) != OK) goto done;
+        f->nnodes = nodes;
+    }
+    status = OK;
+done:
+    Py_DECREF(p);
+    Py_XDECREF(t3); Py_XDECREF(t2); Py_XDECREF(dev); Py_XDECREF(rank);
+    return status;
+}
+/* A thread's first connection (or a transport's first): what _channel does with it -- the thread's
+ * and process's peer rank where unset (setdefault), a new transport with its line. */
+static int nccl_first_connection(struct nccl_fast *f, const char *s, const nccl_line_head *h, int64_t lineno,
+                                 const char *m, Py_ssize_t la, Py_ssize_t le, unsigned fl, PyObject *transport) {
+    PyObject *t3 = NULL, *t2 = NULL, *dev = NULL, *local = NULL, *at = NULL;
+    int status = ERROR;
+    if ((fl & (NP_TP | NP_PP)) != (NP_TP | NP_PP)) {
+        if (!nccl_keys(s, h, &t3, &t2, &dev) || !(local = PyUnicode_DecodeASCII(m + la, le - la, NULL))) goto done;
+        if (!PyDict_SetDefault(f->thread_peer, t3, local) || !PyDict_SetDefault(f->process_peer, t2, local)) goto done;
+        f->heads[f->last_head].flags |= NP_TP | NP_PP;
+    }
+    if (transport) {
+        if (!(at = PyLong_FromLongLong((long long)lineno)) || PyDict_SetItem(f->transports, transport, at) < 0) goto done;
+    }
+    status = OK;
+done:
+    Py_XDECREF(t3); Py_XDECREF(t2); Py_XDECREF(dev); Py_XDECREF(local); Py_XDECREF(at);
+    return status;
+}
+
+/* `NCCL version X.Y.Z...` (_version, not bare) once the settings it sets are held: 1 when the
+ * line is read so (the line marked used, offered to the context watcher), 0 when it is Python's. */
+static int nccl_version_held(struct nccl_fast *f, const char *m, Py_ssize_t n) {
+    /* _VERSION.search: from the start, `NCCL version \d+\.\d+\.\d+` and then always a match
+     * (`\S*?` runs to a space or the end); found later in the message only when not here. */
+    Py_ssize_t i = 12, j;
+    if (!f->has_version || i >= n || m[i] != ' ') return 0;
+    for (int part = 0; part < 3; part++) {
+        j = nccl_digits(m, n, i + 1);
+        if (j == i + 1 || (part < 2 && (j >= n || m[j] != '.'))) return 0;
+        i = j;
+    }
+    /* group 2 (`\+cuda(\d+\.\d+)`) sets nccl.cuda_version: held, or no "+cuda" to find */
+    return f->has_cuda || !find(m, n, "+cuda", 5);
+}
+
+/* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
+ * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
                      PyObject *nccl_lines, PyObject *channel_lines) {
     struct nccl_fast *f = self->nccl;
@@ -660,61 +888,98 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
     int echo = starts_len(m, mn, "NCCL_", 5);
+    Py_ssize_t rk = 0, ra = 0, re = 0, na = -1, ne = -1;
+    int rank = nccl_rank_search(m, mn, &rk, &ra, &re, &na, &ne);
+    /* _debug takes the version branch before any later one: its words after it are not read */
+    int version = !echo && !rank && starts_len(m, mn, "NCCL version", 12);
+    if (version && by_literal & BIT(R_LAUNCH_ENV)) return PYTHON;
     /* "NCCL_" elsewhere (launch_env's, offer's `NCCL_X set to `), or a branch's words: Python's */
-    if (!echo && (by_literal & BIT(R_LAUNCH_ENV) || nccl_acted_on(m, mn))) return PYTHON;
-    Py_ssize_t ra = 0, re = 0, na = -1, ne = -1;
-    int rank = nccl_rank_search(m, mn, &ra, &re, &na, &ne);
+    if (!echo && !version && (by_literal & BIT(R_LAUNCH_ENV) || nccl_acted_on(m, mn))) return PYTHON;
     if (echo) {  /* _debug's first branch; _tag sets a missing rank its message names */
         unsigned fl;
         PyObject *tag;
         if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
         int status = nccl_head_flags(f, s, &h, &fl, &tag);
         if (status != OK) return status;
+        if (fl & NP_HOSTLESS) {
+            if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
+            fl = f->heads[f->last_head].flags = (fl & ~NP_HOSTLESS) | NP_TAG;
+        }
         if (!(fl & NP_TAG) || (rank && !(fl & NP_RANK))) return PYTHON;
         return nccl_echo(f, s, n, &h, line, tag, lineno);
     }
     int channel = !rank && starts_len(m, mn, "Channel ", 8);
-    int network = 0, coll = 0;  /* _debug's branches that set a setting: no-ops once it is set */
+    int network = 0, coll = 0, matrix = 0;  /* _debug's branches that set a setting: no-ops once it is set */
     if (!rank && !channel) {
         /* _debug's elif branches, in its order (those after " coll channels," are nccl_acted_on's) */
         static const struct { const char *p; Py_ssize_t k; } BRANCHES[] = {
-            {"NCCL version", 12}, {"RCCL version", 12}, {"Invalid value ", 14},
+            {"RCCL version", 12}, {"Invalid value ", 14},
         };
-        for (size_t k = 0; k < sizeof(BRANCHES) / sizeof(*BRANCHES); k++)
+        for (size_t k = 0; !version && k < sizeof(BRANCHES) / sizeof(*BRANCHES); k++)
             if (starts_len(m, mn, BRANCHES[k].p, BRANCHES[k].k)) return PYTHON;
-        network = starts_len(m, mn, "Using network", 13);
+        network = !version && starts_len(m, mn, "Using network", 13);
         coll = !network && find(m, mn, " coll channels,", 15) != NULL;
         if (coll) {  /* read_int() of its counts warns past NCCL_INT_DIGITS digits: every run short */
             for (Py_ssize_t i = 0, run = 0; i < mn; i++)
                 if ((run = is_digit(m[i]) ? run + 1 : 0) > NCCL_INT_DIGITS) return PYTHON;
         }
-        if (!network && !coll && starts_len(m, mn, "Enabled NCCL Func/Proto/Algo Matrix", 35)) return PYTHON;
+        /* The Func/Proto/Algo table: open for its rows, closed by the first line that is not one. An
+         * NCCL INFO head is not (_MATRIX_ROW wants `\w+ |` first, a head has a ':' or '-' there):
+         * a header followed by one (the rows printed elsewhere, or not at all) only clears the
+         * columns. Any other next line (a row, a blank, the chunk's end) is Python's. */
+        matrix = !network && !coll && starts_len(m, mn, "Enabled NCCL Func/Proto/Algo Matrix", 35);
+        if (matrix && !nccl_next_is_head(f)) return PYTHON;
     }
     if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
     if ((network && !f->has_network) || (coll && !f->has_channels)) return PYTHON;
+    if (version && !nccl_version_held(f, m, mn)) return PYTHON;  /* the first sets the settings */
     unsigned fl;
     PyObject *tag;
     int status = nccl_head_flags(f, s, &h, &fl, &tag);
     if (status != OK) return status;
-    if (!(fl & NP_TAG)) return PYTHON;  /* _tag makes the process, or sets its pid or host */
+    if (fl & NP_HOSTLESS) {
+        if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
+        fl = f->heads[f->last_head].flags = (fl & ~NP_HOSTLESS) | NP_TAG;
+    }
+    if (!(fl & NP_TAG)) return PYTHON;  /* _tag makes the process, or sets its pid */
     if (rank) {
-        /* _tag sets a missing rank; _rank's setdefaults and largest counts must hold already */
-        if ((fl & (NP_RANK | NP_TR | NP_PR | NP_DR)) != (NP_RANK | NP_TR | NP_PR | NP_DR)) return PYTHON;
-        long long nranks = nccl_count(m, ra, re);
-        if (nranks < 0 || f->nranks < 0 || nranks > f->nranks) return PYTHON;
-        if (na >= 0) {
-            long long nodes = nccl_count(m, na, ne);
-            if (nodes < 0 || f->nnodes < 0 || nodes > f->nnodes) return PYTHON;
+        /* _tag sets a missing rank; _rank the thread's, process's and device's, the largest counts */
+        long long nranks = nccl_count(m, ra, re), nodes = na >= 0 ? nccl_count(m, na, ne) : -1;
+        if (nranks < 0 || (na >= 0 && nodes < 0)) return PYTHON;  /* read_int() would warn */
+        unsigned all = NP_RANK | NP_TR | NP_PR | NP_DR;
+        int larger = f->nranks < 0 || nranks > f->nranks || (na >= 0 && (f->nnodes < 0 || nodes > f->nnodes));
+        if ((fl & all) != all || larger) {
+            status = nccl_first_rank(f, s, n, &h, line, tag, nccl_lines, lineno, m, rk, nccl_digits(m, mn, rk), nranks,
+                                     nodes);
+            if (status != OK) return status;
+            f->heads[f->last_head].flags |= all;
         }
     } else if (channel) {
-        Py_ssize_t end = nccl_connection(m, mn);
+        Py_ssize_t la = 0, le = 0, end = nccl_connection(m, mn, &la, &le);
         if (end >= 0) {
-            if ((fl & (NP_TP | NP_PP)) != (NP_TP | NP_PP)) return PYTHON;
-            status = nccl_transport_known(f, m, mn, end);
+            PyObject *fresh;
+            status = nccl_transport_of(f, m, mn, end, &fresh);
             if (status != OK) return status;
+            if ((fl & (NP_TP | NP_PP)) != (NP_TP | NP_PP) || fresh) {
+                status = nccl_first_connection(f, s, &h, lineno, m, la, le, fl, fresh);
+                Py_XDECREF(fresh);
+                if (status != OK) return status;
+            }
         } else if (nccl_ring(m, mn) && !f->ring_set) {
             return PYTHON;  /* the first ring listing gives the ring channels */
         }  /* neither: _channel does nothing */
+    } else if (matrix) {
+        if (PyObject_SetAttrString(f->parser, "matrix_columns", Py_None) < 0) return ERROR;
+    } else if (version) {
+        /* _version: the line marked used (the settings are held); offer() reads its words */
+        PyObject *at = PyLong_FromLongLong((long long)lineno), *text = NULL, *r = NULL;
+        int bad = !at || PySet_Add(f->used, at) < 0;
+        if (!bad && f->offer != Py_None) {
+            text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+            bad = !text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL));
+        }
+        Py_XDECREF(at); Py_XDECREF(text); Py_XDECREF(r);
+        if (bad) return ERROR;
     }
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
     return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));

@@ -5,16 +5,21 @@
  * with a block open both readers are busy() and, before this, every row went through Python
  * twice (the regex, serving_key, parse_value, a Row) plus the engine's per-line feed.
  *
- * native.py sets F_BENCH when the only readers busy are those two, each with a block open that is
- * not a copied one (no `# ` prefix), whose tool is known (note_row and note_section change nothing
- * then) and with no per-position subsection open; it hands over both blocks' rows and sections
- * lists (bench()). Here a line is read only if it is one of:
- *   - a plain row, `Label:   value` (serving._ROW) with a value parse_value() reads as an int or
- *     a float, a label serving.KEYS knows and not a `Position i` row, holding no reader's literal:
- *     the same Row joins both blocks' rows. Its STARTS may be launch_env's (a capital first: no
- *     `=` on the line, so _command finds no assignment) or the bench readers' (fed anyway);
+ * native.py sets F_BENCH when the only readers busy are those two, each with a block open, of the
+ * same prefix (a copied block's `# `), tool and subsection; it hands over both blocks' rows and
+ * sections lists (bench()), the blocks themselves while their tool is unknown (note_row and
+ * note_section are called on them here, before the row or section joins, as BlockReader does) and
+ * whether a `Per-position acceptance` subsection is open. Here a line is read only if it is one of:
+ *   - a row, `Label:   value` (serving._ROW) with a value parse_value() reads as an int, a float,
+ *     a word (kept as text; nan, nan%, n/a, none give no row) or `not set`, and a label
+ *     serving.KEYS knows, holding no reader's literal but a client one (`request rate:`: the readers
+ *     do nothing more with it inside a block) or SGLang's `sglang` as the value alone (no launch
+ *     command): the same Row joins both blocks' rows; a `Position i` row under a subsection is
+ *     keyed `acceptance_{key}_pct`; a valueless row opens that subsection (both readers'
+ *     `subsection`, handed over as `readers`, set here, a Row of no value joins); Its STARTS may be launch_env's (a capital first: no `=` on the
+ *     line, so _command finds no assignment) or the bench readers' (fed anyway);
  *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`: its header
- *     joins both blocks' sections (the subsection is "" already);
+ *     joins both blocks' sections, and the readers' subsection is "" again;
  *   - a blank line.
  * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
  * offered to it here (result.offer) when it may hold one of context.WORDS (a superset is looked
@@ -31,12 +36,14 @@
  *     every field that line would set set already (its label, its rank where the tag names one,
  *     the hint its name gives; an APIServer line is a launch line, appended to launch_lines), or
  *     an untagged line once the Tagger has its main process;
- *   - and the rest holds no reader's literal but vLLM's `throughput:` (and STARTS none but the
- *     Tagger's and launch_env's, for which it holds no assignment and no prompt): nothing, or
- *     vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s, Avg generation
- *     throughput: Y tokens/s, Running: ...` with Y > 0, or a V1 `SpecDecoding metrics: ...` line
- *     (_spec, _spec_v1) with a mean acceptance length and drafts, once their formats' first records
- *     were set;
+ *   - and the rest holds no reader's literal but vLLM's `throughput:`, `metrics:` or `LLM` (and
+ *     STARTS none but the Tagger's and launch_env's, for which it holds no assignment and no
+ *     prompt): nothing, or vllm.Parser._engine's `[Engine N: ]Avg prompt throughput: X tokens/s,
+ *     Avg generation throughput: Y tokens/s, Running: ...` (Y = 0: an idle interval, its line
+ *     `used`), or a `SpecDecoding metrics: ...` / `Speculative metrics: ...` line (_spec: V1 with or
+ *     without a mean length, without drafts its line `used`; V0's counters differenced against
+ *     v0_previous), once their formats' first records were set; an `LLM` line only without
+ *     `version` or `with config:` (feed takes no branch for `vLLM Version : 0.8.5`);
  *   - or untagged, a line only launch_env's STARTS names (a capital first) holding no assignment,
  *     prompt or literal: launch_env does nothing with it (read_line hands all of those back).
  * Anything else is declined: read_line reads it as before (or hands it to Python). */
@@ -54,12 +61,12 @@ typedef struct {
     int armed;
     PyObject *windows, *launch_lines, *processes, *launchers, *workers;
     PyObject *k_label, *k_rank, *k_hints, *k_pid, *hint[3];  /* dict keys, the hints (by NAME_*) */
-    int lit_throughput, lit_metrics;  /* vLLM's `throughput:` and `metrics:` literals, -1 when none */
+    int lit_throughput, lit_metrics, lit_llm;  /* vLLM's `throughput:`, `metrics:`, `LLM` literals, -1 when none */
     struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
     int nspec_key;
     int s_source, s_prompt;
     PyObject *parser;  /* the vllm.Parser: its spec_window */
-    int s_spec, s_spec_names[8], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
+    int s_spec, s_spec_names[9], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
     struct { char key[32]; Py_ssize_t len; int metric; } field[ENGINE_FIELDS];
     int nfield;
     /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
@@ -80,10 +87,21 @@ struct vllm_state {
     char prefix[4]; Py_ssize_t prefix_len, prefix_need;  /* a copied block's mark (`# `), and its rstrip() */
     int nccl_idle;  /* nccl_tests holds no rows: a `#` line that names none of its words changes nothing */
     uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
-    /* labels met before, with their str and key: they repeat block after block */
-    struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key; } seen[BENCH_LABELS];
+    /* BlockReader's client literals (`request rate:`, `request concurrency:`): on a row of an open
+     * block the readers do nothing more with them; and SGLang's `sglang`, read on a row whose value it is */
+    uint64_t client_lits, sglang_lits;
+    /* the two blocks while their tool is unknown (note_row and note_section are called on them), else NULL */
+    PyObject *blocks[2];
+    PyObject *readers[2];  /* the two BlockReaders (their `subsection` is set here), or NULL */
+    int subsection;  /* both readers have a `Per-position acceptance` subsection open */
+    /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
+    struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
+    struct llama_state *llama;  /* llama.cpp's timing and slot lines (_scan_llamacpp.h, llamacpp_arm) */
 };
+
+struct llama_state;
+static void llama_release(struct llama_state *ls);  /* _scan_llamacpp.h */
 
 /* The state, made at its first use (NULL: no memory, the error set). */
 static struct vllm_state *vllm_state_of(Scanner *self) {
@@ -91,14 +109,22 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (v) return v;
     v = self->vllm = calloc(1, sizeof(*v));
     if (!v) { PyErr_NoMemory(); return NULL; }
-    v->lines.lit_throughput = v->lines.lit_metrics = -1;
+    v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
             v->dash_lits |= 1ull << k;
+        int bench_reader = self->lit_reader[k] == R_SGLANG || self->lit_reader[k] == R_VLLM;
+        if (bench_reader && ((self->lit_len[k] == 13 && memeq(self->lit[k], "request rate:", 13))
+                             || (self->lit_len[k] == 20 && memeq(self->lit[k], "request concurrency:", 20))))
+            v->client_lits |= 1ull << k;
+        if (self->lit_reader[k] == R_SGLANG && self->lit_len[k] == 6 && memeq(self->lit[k], "sglang", 6))
+            v->sglang_lits |= 1ull << k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "throughput:", 11))
             v->lines.lit_throughput = k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 8 && memeq(self->lit[k], "metrics:", 8))
             v->lines.lit_metrics = k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 3 && memeq(self->lit[k], "LLM", 3))
+            v->lines.lit_llm = k;
     }
     return v;
 }
@@ -114,11 +140,14 @@ static void vllm_release(Scanner *self) {
     struct vllm_state *v = self->vllm;
     if (!v) return;
     vllm_lines_release(&v->lines);
-    for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
+    llama_release(v->llama);
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+    }
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
-    for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); }
+    for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey); }
     free(v);
     self->vllm = NULL;
 }
@@ -131,17 +160,24 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     struct vllm_state *v = self->vllm;
     if (n == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
         if (v) {
-            for (int i = 0; i < 2; i++) { Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); }
+            for (int i = 0; i < 2; i++) {
+                Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+            }
         }
         Py_RETURN_NONE;
     }
-    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer;
+    PyObject *ra, *sa, *rb, *sb, *row_type, *keys, *offer, *blocks = Py_None, *readers = Py_None;
     const char *prefix;
     Py_ssize_t prefix_len;
-    int nccl_idle;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
+    int nccl_idle, subsection = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!Os#p|OpO", &PyList_Type, &ra, &PyList_Type, &sa, &PyList_Type, &rb,
                           &PyList_Type, &sb, &PyType_Type, &row_type, &PyDict_Type, &keys, &offer, &prefix,
-                          &prefix_len, &nccl_idle)) return NULL;
+                          &prefix_len, &nccl_idle, &blocks, &subsection, &readers)) return NULL;
+    if ((blocks != Py_None && !(PyTuple_CheckExact(blocks) && PyTuple_GET_SIZE(blocks) == 2))
+        || (readers != Py_None && !(PyTuple_CheckExact(readers) && PyTuple_GET_SIZE(readers) == 2))) {
+        PyErr_SetString(PyExc_TypeError, "blocks and readers must be None or a pair (a tuple)");
+        return NULL;
+    }
     if (prefix_len >= (Py_ssize_t)sizeof(v->prefix)) {
         PyErr_SetString(PyExc_ValueError, "a block's prefix is a mark and a space at most");
         return NULL;
@@ -152,7 +188,10 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     }
     if (!v && !(v = vllm_state_of(self))) return NULL;
     if (v->keys != keys || v->row_type != row_type) {  /* labels looked up in another table: forgotten */
-        for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); v->seen[i].len = 0; }
+        for (int i = 0; i < BENCH_LABELS; i++) {
+            Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey);
+            v->seen[i].len = 0;
+        }
         Py_INCREF(keys);
         Py_XSETREF(v->keys, keys);
         Py_INCREF(row_type);
@@ -170,6 +209,15 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     v->prefix_len = v->prefix_need = prefix_len;
     while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;
     v->nccl_idle = nccl_idle;
+    v->subsection = subsection;
+    for (int i = 0; i < 2; i++) {
+        PyObject *b = blocks == Py_None ? NULL : PyTuple_GET_ITEM(blocks, i);
+        PyObject *r = readers == Py_None ? NULL : PyTuple_GET_ITEM(readers, i);
+        Py_XINCREF(b);
+        Py_XSETREF(v->blocks[i], b);
+        Py_XINCREF(r);
+        Py_XSETREF(v->readers[i], r);
+    }
     Py_RETURN_NONE;
 }
 
@@ -210,11 +258,17 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
     return *out ? 1 : -1;
 }
 
-/* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. */
-static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject **label, PyObject **key) {
+/* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. `sub`: the
+ * key of a `Position i` row under a subsection, f"acceptance_{key}_pct" (BlockReader._row). */
+static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int sub, PyObject **label, PyObject **key) {
     unsigned slot = fnv1a(s, n) & (BENCH_LABELS - 1);
     if (v->seen[slot].label && v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
         *label = v->seen[slot].label, *key = v->seen[slot].key;
+        if (sub) {
+            if (!v->seen[slot].pkey && !(v->seen[slot].pkey = PyUnicode_FromFormat("acceptance_%U_pct", *key)))
+                return -1;
+            *key = v->seen[slot].pkey;
+        }
         return 1;
     }
     PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
@@ -225,21 +279,92 @@ static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, PyObje
         return PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(k);
+    PyObject *pk = sub ? PyUnicode_FromFormat("acceptance_%U_pct", k) : NULL;
+    if (sub && !pk) { Py_DECREF(u); Py_DECREF(k); return -1; }
     if (n <= BENCH_LABEL_MAX) {
         Py_XSETREF(v->seen[slot].label, u);
         Py_XSETREF(v->seen[slot].key, k);
+        Py_XSETREF(v->seen[slot].pkey, pk);
         memcpy(v->seen[slot].text, s, (size_t)n);
         v->seen[slot].len = n;
-        *label = u, *key = k;
+        *label = u, *key = sub ? pk : k;
         return 1;
     }
     /* a label too long to keep: made again each time (the Row holds its own references) */
+    if (sub) { Py_DECREF(k); k = pk; }
     *label = u, *key = k;
     return 2;  /* the caller releases both */
 }
 
-/* A `Label:   value` row of an open block (BlockReader._row with a value): OK or PYTHON, ERROR. */
-static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+/* note_row(label) or note_section(header) of both blocks while their tool is unknown (Block.note_row:
+ * the first telling label names it); once named, they are no longer called. 0, or -1 on error. */
+static int bench_note(struct vllm_state *v, const char *method, PyObject *text) {
+    if (!v->blocks[0]) return 0;
+    PyObject *name = PyUnicode_InternFromString(method);
+    if (!name) return -1;
+    int named = 1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *got = PyObject_CallMethodOneArg(v->blocks[i], name, text);
+        if (!got) { Py_DECREF(name); return -1; }
+        Py_DECREF(got);
+        PyObject *tool = PyObject_GetAttrString(v->blocks[i], "tool");
+        if (!tool) { Py_DECREF(name); return -1; }
+        named &= tool != Py_None;
+        Py_DECREF(tool);
+    }
+    Py_DECREF(name);
+    if (named) for (int i = 0; i < 2; i++) Py_CLEAR(v->blocks[i]);
+    return 0;
+}
+
+static inline char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c | 0x20) : c; }
+
+/* s[0:n] equals p case-blind (p lower-case) */
+static int same_lower(const char *s, Py_ssize_t n, const char *p) {
+    Py_ssize_t k = (Py_ssize_t)strlen(p);
+    if (n != k) return 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (lower(s[i]) != p[i]) return 0;
+    return 1;
+}
+
+/* Both readers' `subsection` (BlockReader's own), set to `text`: 0, or -1 on error. */
+static int bench_set_subsection(struct vllm_state *v, PyObject *text) {
+    for (int i = 0; i < 2; i++)
+        if (PyObject_SetAttrString(v->readers[i], "subsection", text) < 0) return -1;
+    v->subsection = PyObject_IsTrue(text);
+    return v->subsection < 0 ? -1 : 0;
+}
+
+/* A valueless row `Per-position acceptance (%):` (BlockReader._row with no value): the readers'
+ * subsection, a Row of no value in both blocks. OK, PYTHON (no readers handed over, a label
+ * serving.KEYS lacks) or ERROR. */
+static int bench_subsection(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    struct vllm_state *v = self->vllm;
+    if (!v->readers[0]) return PYTHON;
+    PyObject *label, *key;
+    int known = bench_label(v, s, n, 0, &label, &key);
+    if (known <= 0) return known < 0 ? ERROR : PYTHON;
+    PyObject *row = NULL;
+    if (bench_note(v, "note_row", label) == 0 && bench_set_subsection(v, label) == 0) {
+        PyObject *ln = PyLong_FromLongLong(lineno);
+        if (ln) {
+            PyObject *argv[4] = {ln, label, key, Py_None};
+            row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+        }
+        Py_XDECREF(ln);
+    }
+    if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
+    if (!row) return ERROR;
+    int bad = PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
+    Py_DECREF(row);
+    return bad ? ERROR : OK;
+}
+
+/* A `Label:   value` row of an open block (BlockReader._row with a value): OK or PYTHON, ERROR.
+ * `lits`: the line's literals; a client literal (`request rate:`) or SGLang's `sglang` (the value
+ * `sglang` alone: no launch command) is read here on a row only. */
+static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, uint64_t lits) {
     struct vllm_state *v = self->vllm;
     Py_ssize_t i = 0;
     while (i < n && is_space(s[i])) i++;
@@ -250,36 +375,68 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
     while (le > i && is_space(s[le - 1])) le--;
     for (Py_ssize_t k = i; k < le; k++)
         if (!label_char(s[k])) return PYTHON;
-    /* `Position i` rows are keyed by the subsection above them: Python's */
-    if (le - i >= 9 && (s[i] | 0x20) == 'p' && memeq(s + i + 1, "osition ", 8)) return PYTHON;
+    /* `Position i` rows under a `Per-position acceptance` subsection are keyed by it */
+    int position = le - i >= 9 && same_lower(s + i, 9, "position ");
     Py_ssize_t j = colon + 1;
-    if (j >= n || !is_space(s[j])) return PYTHON;  /* valueless, or `:` glued to text */
+    if (j < n && !is_space(s[j])) return PYTHON;  /* `:` glued to text */
     while (j < n && is_space(s[j])) j++;
     Py_ssize_t v0 = j;
     while (j < n && !is_space(s[j])) j++;
     Py_ssize_t v1 = j;
     while (j < n && is_space(s[j])) j++;
-    if (j < n || v1 == v0) return PYTHON;  /* two tokens (no row: the block ends) or no value */
+    if (v1 == v0)  /* no value: a subsection (`sglang` on it may be a launch command's: Python's) */
+        return lits & v->sglang_lits ? PYTHON : bench_subsection(self, s + i, le - i, lineno);
+    if (j < n) {  /* `(not set|\S+)\s*$`: `not set` is the one value of two words */
+        if (!(v1 - v0 == 3 && memeq(s + v0, "not", 3) && s[v1] == ' ' && n - v1 >= 4 && memeq(s + v1 + 1, "set", 3)))
+            return PYTHON;  /* two tokens: no row, the block ends */
+        j = v1 + 4;
+        if (j < n && !is_space(s[j])) return PYTHON;
+        v1 = j;
+        while (j < n && is_space(s[j])) j++;
+        if (j < n) return PYTHON;
+    }
+    if (lits & v->sglang_lits) {  /* `sglang` as the value only: sglang.feed's _LAUNCH finds no command */
+        if (find(s, v0, "sglang", 6) || !(v1 - v0 == 6 && memeq(s + v0, "sglang", 6))) return PYTHON;
+    }
     PyObject *value = NULL;
     int got = bench_value(s + v0, v1 - v0, &value);
-    if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    if (got < 0) return ERROR;
+    int none = 0;
+    if (got == 0) {
+        /* parse_value of a letter-led word: float() takes only inf, infinity and nan (not finite: the
+         * text is kept), so the text, or None for nan, nan%, n/a, none (no row) */
+        if (!is_alpha(s[v0])) return PYTHON;
+        for (Py_ssize_t k = v0; k < v1; k++)
+            if (s[k] < 0x20 || s[k] > 0x7e) return PYTHON;  /* (a space: `not set`'s) */
+        const char *t = s + v0;
+        Py_ssize_t tn = v1 - v0;
+        none = same_lower(t, tn, "nan") || same_lower(t, tn, "nan%") || same_lower(t, tn, "n/a")
+            || same_lower(t, tn, "none");
+        if (!none && !(value = PyUnicode_DecodeASCII(t, tn, NULL))) return ERROR;
+    }
     PyObject *label, *key;
-    int known = bench_label(v, s + i, le - i, &label, &key);
+    int known = bench_label(v, s + i, le - i, position && v->subsection, &label, &key);
     if (known <= 0) {
-        Py_DECREF(value);
+        Py_XDECREF(value);
         return known < 0 ? ERROR : PYTHON;
     }
-    PyObject *ln = PyLong_FromLongLong(lineno);
     PyObject *row = NULL;
-    if (ln) {
-        PyObject *argv[4] = {ln, label, key, value};
-        row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+    if (bench_note(v, "note_row", label) == 0) {
+        if (none) {
+            row = Py_None, Py_INCREF(row);
+        } else {
+            PyObject *ln = PyLong_FromLongLong(lineno);
+            if (ln) {
+                PyObject *argv[4] = {ln, label, key, value};
+                row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+            }
+            Py_XDECREF(ln);
+        }
     }
-    Py_XDECREF(ln);
-    Py_DECREF(value);
+    Py_XDECREF(value);
     if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
     if (!row) return ERROR;
-    int bad = PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
+    int bad = row != Py_None && (PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0);
     Py_DECREF(row);
     return bad ? ERROR : OK;
 }
@@ -303,9 +460,17 @@ static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
     while (h1 > d && is_space(s[h1 - 1])) h1--;
     for (Py_ssize_t k = d; k < h1; k++)  /* a `-` in the header is followed by a letter */
         if (s[k] == '-' && (k + 1 >= h1 || !is_alpha(s[k + 1]))) return PYTHON;
+    if (v->subsection && !v->readers[0]) return PYTHON;  /* a section closes the subsection */
     PyObject *header = PyUnicode_DecodeASCII(s + d, h1 - d, NULL);
     if (!header) return ERROR;
-    int bad = PyList_Append(v->sections[0], header) < 0 || PyList_Append(v->sections[1], header) < 0;
+    /* BlockReader._section: the header joins, note_section, the subsection is "" */
+    int bad = PyList_Append(v->sections[0], header) < 0 || PyList_Append(v->sections[1], header) < 0
+        || bench_note(v, "note_section", header) < 0;
+    if (!bad && v->subsection) {
+        PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+        bad = !empty || bench_set_subsection(v, empty) < 0;
+        Py_XDECREF(empty);
+    }
     Py_DECREF(header);
     return bad ? ERROR : OK;
 }
@@ -360,7 +525,8 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     *mask = by_literal | by_start;
     if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
     /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
-    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~v->dash_lits)) return PYTHON;
+    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~(v->dash_lits | v->client_lits | v->sglang_lits)))
+        return PYTHON;
     if (by_start & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS) | BIT(R_LAUNCH_ENV) | BIT(R_SGLANG) | BIT(R_VLLM)))
         return PYTHON;
     int blank = blank_line(s, n);
@@ -386,7 +552,7 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     int r;
     if (blank_line(b, bn))
         r = OK;
-    else if ((r = bench_row(self, b, bn, lineno)) == PYTHON && by_literal)
+    else if ((r = bench_row(self, b, bn, lineno, lits)) == PYTHON && by_literal && !(lits & (v->client_lits | v->sglang_lits)))
         r = bench_section(self, b, bn);
     if (r != OK) return r;
     /* offered after the readers, as the engines do */
@@ -401,7 +567,7 @@ static const char *SPEC_IDS[] = {"rate", "efficiency", "k", "accepted", "drafted
                                  "accepted_tps", "drafted_tps", "positions"};
 static const char *SPEC_METRICS[] = {"draft_acceptance_rate", "accepted_tokens", "draft_tokens",
                                      "accepted_throughput_tok_s", "drafted_throughput_tok_s", "accept_len_raw",
-                                     "tokens_per_cycle"};
+                                     "tokens_per_cycle", "emitted_tokens", "system_efficiency"};
 #define SPEC_POSITIONS 16
 
 /* vllm._SPEC_KEYS (label -> field) into the table, and the names of the records. */
@@ -430,7 +596,7 @@ static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
         l->nspec_key++;
     }
     if ((l->s_spec = intern_str(self, "vllm_spec", 9)) < 0) return -1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 9; i++)
         if ((l->s_spec_names[i] = intern_str(self, SPEC_METRICS[i], (Py_ssize_t)strlen(SPEC_METRICS[i]))) < 0) return -1;
     for (int i = 0; i < SPEC_POSITIONS; i++) {
         char buf[32];
@@ -671,6 +837,7 @@ static Py_ssize_t engine_number(const char *t, Py_ssize_t n, double *out) {
 #define ENGINE_MAX 48  /* metrics of one line at most: more is Python's */
 
 #define ENGINE_READ 3  /* engine_read's: not OK, PYTHON or ERROR */
+#define ENGINE_IDLE 4  /* an idle interval (_engine) or one without drafts (_spec_v1): its line is `used` */
 
 /* vllm.Parser._engine on s[0:n]: 0 when _ENGINE finds nothing (the line does nothing), ENGINE_READ with the
  * metrics in *count/metric/value and the DP engine in *dp (-1: none), PYTHON for what Python reads
@@ -707,7 +874,7 @@ static int engine_read(VllmLines *l, const char *s, Py_ssize_t n, int *count, in
     i += 9;
     if (i < n && s[i] == ',') i++;
     while (i < n && is_space(s[i])) i++;
-    if (!(generation > 0)) return PYTHON;  /* an idle interval: `used`, Python's */
+    if (!(generation > 0)) return ENGINE_IDLE;  /* an idle interval: not a window, its line `used` */
     int c = 0;
     metric[c] = (int)self_throughput, value[c++] = generation;
     metric[c] = l->s_prompt, value[c++] = prompt;
@@ -803,10 +970,20 @@ static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *
         const char *lab = b + l0[i];
         Py_ssize_t ll = l1[i] - l0[i];
         strip(&lab, &ll);
-        char low[40];
-        if (ll >= (Py_ssize_t)sizeof(low)) continue;  /* no key is so long */
-        for (Py_ssize_t q = 0; q < ll; q++) low[q] = (char)(lab[q] >= 'A' && lab[q] <= 'Z' ? lab[q] | 0x20 : lab[q]);
-        if (find(low, ll, "tokens tokens", 13)) return 2;
+        char low[64];
+        if (ll >= (Py_ssize_t)sizeof(low)) return 2;  /* no key is so long; Python's, to be sure */
+        /* .lower().replace("tokens tokens", "tokens"): the V0.5 typo (`Number of draft tokens tokens:`),
+         * every occurrence from the left, none overlapping */
+        Py_ssize_t lw = 0;
+        for (Py_ssize_t q = 0; q < ll;) {
+            if (q + 13 <= ll) {
+                Py_ssize_t m = 0;
+                while (m < 13 && lower(lab[q + m]) == "tokens tokens"[m]) m++;
+                if (m == 13) { memcpy(low + lw, "tokens", 6); lw += 6, q += 13; continue; }
+            }
+            low[lw++] = lower(lab[q++]);
+        }
+        ll = lw;
         int id = -1;
         for (int k = 0; k < l->nspec_key; k++)
             if (l->spec_key[k].len == ll && memeq(l->spec_key[k].key, low, (size_t)ll)) { id = l->spec_key[k].id; break; }
@@ -847,18 +1024,133 @@ static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *
     return 1;
 }
 
-/* vllm.Parser._spec of a V1 line (the body after `SpecDecoding metrics:`): 0 nothing, ENGINE_READ
- * with the records' metric and value, PYTHON for the rest (V0 fields, a draft length, an interval
- * without drafts, a first record). */
-static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *count, int *metric, double *value) {
+/* What a spec line read here changes in the vllm parser besides its window: the launch's draft
+ * length (_known_k; -1: none) and the V0 counters (v0_previous) when `v0`. */
+typedef struct { long long k; int v0; double cur[3]; } SpecWrites;
+
+#define EXACT_INT_MAX 9007199254740992.0  /* 2**53: an int a double holds exactly */
+
+/* A float of the parser (v0_previous's): 1 with *out, 0 when it is another type (Python's). */
+static int exact_float(PyObject *o, double *out) {
+    if (!PyFloat_CheckExact(o)) return 0;
+    *out = PyFloat_AS_DOUBLE(o);
+    return 1;
+}
+
+static int spec_steps(VllmLines *l, long long *k);
+
+/* `self.launch_k or self._k()` of vllm.Parser: 1 with *k (0: none), 0 for what Python reads (a bool,
+ * an int past 2**53), -1 on error. `k` is the draft length this line sets (-1: none). */
+static int spec_draft_length(VllmLines *l, long long line_k, long long *k) {
+    *k = 0;
+    if (line_k > 0) { *k = line_k; return 1; }
+    PyObject *lk = PyObject_GetAttrString(l->parser, "launch_k");
+    if (!lk) return -1;
+    if (lk != Py_None) {
+        int ok = PyLong_CheckExact(lk);
+        long long x = ok ? PyLong_AsLongLong(lk) : 0;
+        Py_DECREF(lk);
+        if (x == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (!ok || x < 0 || (double)x > EXACT_INT_MAX) return 0;
+        if (x > 0) { *k = x; return 1; }
+    } else {
+        Py_DECREF(lk);
+    }
+    return spec_steps(l, k);
+}
+
+/* vllm.Parser._k(): the `spec.steps` setting when it is an int > 0: 1 with *k (0: none), 0 for what
+ * Python reads (a bool, an int past 2**53), -1 on error. */
+static int spec_steps(VllmLines *l, long long *k) {
+    *k = 0;
+    PyObject *result = PyObject_GetAttrString(l->parser, "result");
+    PyObject *settings = result ? PyObject_GetAttrString(result, "settings") : NULL;
+    Py_XDECREF(result);
+    if (!settings) return -1;
+    if (!PyDict_CheckExact(settings)) { Py_DECREF(settings); return 0; }
+    PyObject *setting = PyDict_GetItemString(settings, "spec.steps");  /* borrowed */
+    PyObject *steps = setting ? PyObject_GetAttrString(setting, "value") : NULL;
+    Py_DECREF(settings);
+    if (!setting) return 1;
+    if (!steps) return -1;
+    int r = 1;
+    if (PyBool_Check(steps) || (PyLong_Check(steps) && !PyLong_CheckExact(steps))) r = 0;  /* isinstance int: Python's */
+    else if (PyLong_CheckExact(steps)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(steps, &overflow);
+        if (x == -1 && PyErr_Occurred()) r = -1;
+        else if (overflow > 0 || (double)x > EXACT_INT_MAX) r = 0;
+        else if (x > 0) *k = x;
+    }
+    Py_DECREF(steps);
+    return r;
+}
+
+/* vllm.Parser._spec_v0 with f's counters: its records (none: an interval without drafts, or a
+ * counter missing), the writes; PYTHON for what Python reads, ERROR. */
+static int spec_v0(VllmLines *l, const SpecFields *f, SpecWrites *w, int *count, int *metric, double *value) {
+    *count = 0;
+    if (!f->has[SK_ACCEPTED] || !f->has[SK_DRAFTED] || !f->has[SK_EMITTED]) return ENGINE_READ;
+    double cur[3] = {f->v[SK_ACCEPTED], f->v[SK_DRAFTED], f->v[SK_EMITTED]}, prev[3], d[3];
+    PyObject *p = PyObject_GetAttrString(l->parser, "v0_previous");
+    if (!p) return ERROR;
+    int have = p != Py_None;
+    if (have && !(PyTuple_CheckExact(p) && PyTuple_GET_SIZE(p) == 3 && exact_float(PyTuple_GET_ITEM(p, 0), &prev[0])
+                  && exact_float(PyTuple_GET_ITEM(p, 1), &prev[1]) && exact_float(PyTuple_GET_ITEM(p, 2), &prev[2]))) {
+        Py_DECREF(p);
+        return PYTHON;
+    }
+    Py_DECREF(p);
+    int grew = have && cur[0] >= prev[0] && cur[1] >= prev[1] && cur[2] >= prev[2];
+    for (int i = 0; i < 3; i++) d[i] = grew ? cur[i] - prev[i] : cur[i];
+    long long k = 0;
+    if (d[1] > 0) {
+        int got = spec_draft_length(l, w->k, &k);
+        if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    }
+    w->v0 = 1;
+    memcpy(w->cur, cur, sizeof(cur));
+    if (!(d[1] > 0)) return ENGINE_READ;  /* nothing was drafted since the last line: not a window */
+    int c = 0;
+    metric[c] = l->s_spec_names[0], value[c++] = round6(d[0] / d[1]);
+    metric[c] = l->s_spec_names[1], value[c++] = round6(d[0]);
+    metric[c] = l->s_spec_names[2], value[c++] = round6(d[1]);
+    metric[c] = l->s_spec_names[7], value[c++] = round6(d[2]);
+    if (k) {  /* V0 counts k draft tokens per sequence per step: drafted / k verify steps */
+        double steps = d[1] / (double)k;
+        metric[c] = l->s_spec_names[6], value[c++] = round6(d[2] / steps);
+        metric[c] = l->s_spec_names[8], value[c++] = round6(d[2] / (steps * (double)(k + 1)));
+    }
+    *count = c;
+    return ENGINE_READ;
+}
+
+/* vllm.Parser._spec (the body after `SpecDecoding metrics:` or `Speculative metrics:`): 0 nothing,
+ * ENGINE_READ with the records' metric and value and the parser's writes, ENGINE_IDLE, PYTHON for
+ * the rest (a first record, a draft length without `spec.steps` set, a number out of the plain
+ * grammar, a draft length Python's int holds and a double does not), ERROR. */
+static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *count, int *metric, double *value,
+                     SpecWrites *w) {
     SpecFields f;
+    w->k = -1, w->v0 = 0;
     if (spec_fields_c(l, b, n, &f) != 1) return PYTHON;
     if (!f.has[SK_ACCEPTED] && !f.has[SK_MEAN] && !f.has[SK_RATE]) return 0;
     if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
-    if (f.has[SK_K] || f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return PYTHON;
+    if (f.has[SK_K]) {  /* `1 <= k < 10**18 and k == int(k)`: spec.steps (set already) and the launch's k */
+        double k = f.v[SK_K];
+        if (k >= 1 && k < 1e18 && k == floor(k)) {
+            if (!(flags & F_STEPS) || k > EXACT_INT_MAX) return PYTHON;
+            w->k = (long long)k;
+        }
+    }
     if (f.has[SK_POSITIONS] && !(flags & F_STEPS)) return PYTHON;
-    if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return PYTHON;
-    if (!f.has[SK_MEAN]) return PYTHON;  /* tokens per cycle from the draft length: Python's */
+    if (f.has[SK_EFFICIENCY] || f.has[SK_EMITTED]) return spec_v0(l, &f, w, count, metric, value);
+    if (f.has[SK_DRAFTED] && f.v[SK_DRAFTED] <= 0) return ENGINE_IDLE;  /* `nan%`: no window, the line `used` */
+    long long k = 0;  /* without a mean length, tokens per cycle is 1 + accepted * k / drafted (_k()) */
+    if (!f.has[SK_MEAN] && f.has[SK_ACCEPTED] && f.has[SK_DRAFTED] && f.v[SK_DRAFTED] != 0) {
+        int got = spec_steps(l, &k);
+        if (got <= 0) return got < 0 ? ERROR : PYTHON;
+    }
     int c = 0;
     double rate = f.v[SK_RATE];
     int has_rate = f.has[SK_RATE];
@@ -870,9 +1162,27 @@ static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *
         if (!has) continue;
         metric[c] = l->s_spec_names[i], value[c++] = round6(i == 0 ? rate : f.v[ids[i]]);
     }
+    if (k) metric[c] = l->s_spec_names[6], value[c++] = round6(1 + f.v[SK_ACCEPTED] * (double)k / f.v[SK_DRAFTED]);
     for (int i = 0; i < f.npos; i++) metric[c] = l->s_pos[i], value[c++] = round6(f.pos[i]);
     *count = c;
     return ENGINE_READ;
+}
+
+/* The parser's writes of a spec line read here (SpecWrites): 0, or -1 on error. */
+static int spec_write(VllmLines *l, const SpecWrites *w) {
+    if (w->k >= 0) {
+        PyObject *k = PyLong_FromLongLong(w->k);
+        int bad = !k || PyObject_SetAttrString(l->parser, "launch_k", k) < 0;
+        Py_XDECREF(k);
+        if (bad) return -1;
+    }
+    if (w->v0) {
+        PyObject *t = Py_BuildValue("(ddd)", w->cur[0], w->cur[1], w->cur[2]);
+        int bad = !t || PyObject_SetAttrString(l->parser, "v0_previous", t) < 0;
+        Py_XDECREF(t);
+        if (bad) return -1;
+    }
+    return 0;
 }
 
 /* The next spec window of the vllm parser (spec_window + 1), stored: -1 on error. */
@@ -910,6 +1220,20 @@ static long engine_window(VllmLines *l, PyObject *rank) {
     return bad < 0 ? -1 : window;
 }
 
+/* result.used.add(lineno) (the vllm parser's result): 0, or -1 on error. */
+static int vllm_used(VllmLines *l, int64_t lineno) {
+    PyObject *result = PyObject_GetAttrString(l->parser, "result");
+    PyObject *used = result ? PyObject_GetAttrString(result, "used") : NULL;
+    Py_XDECREF(result);
+    if (!used) return -1;
+    PyObject *ln = PySet_CheckExact(used) ? PyLong_FromLongLong(lineno) : NULL;
+    int bad = !ln || PySet_Add(used, ln) < 0;
+    if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "result.used must be a set");
+    Py_XDECREF(ln);
+    Py_DECREF(used);
+    return bad ? -1 : 0;
+}
+
 /* A line read_line has found the literals and STARTS of: OK, PYTHON, ERROR, or DECLINE (not a
  * line of this part's: read_line goes on as before). */
 static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags, int64_t lineno,
@@ -920,10 +1244,16 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     /* literals: vLLM's `throughput:` alone (and the scanner's own); STARTS: the Tagger's, launch_env's */
     int throughput = l->lit_throughput >= 0 && (lits >> l->lit_throughput & 1);
     int metrics = l->lit_metrics >= 0 && (lits >> l->lit_metrics & 1);
-    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0);
+    int llm = l->lit_llm >= 0 && (lits >> l->lit_llm & 1);
+    uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0)
+        & ~(llm ? 1ull << l->lit_llm : 0);
     for (uint64_t o = other; o; o &= o - 1)
         if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
     if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
+    /* `LLM` alone (no `metrics:` or `throughput:`, whose branches vllm.Parser.feed takes first): _version's
+     * only where `version` or `with config:` is on the line too; else feed does nothing with it
+     * (`vLLM Version : 0.8.5`, a collect_env dump's, or `the current vLLM instance can use ...`) */
+    if (llm && !throughput && !metrics && (find(s, n, "version", 7) || find(s, n, "with config:", 12))) return PYTHON;
     int process = self->s_main, kind = NAME_OTHER;
     Py_ssize_t name_len, pid0, pid1;
     int ranked;
@@ -936,7 +1266,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
         char c = s[0];
         if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
-        if (!throughput && !metrics) {
+        if (!throughput && !metrics && !llm) {
             /* A line only launch_env's STARTS names (a capital first: `INFO: ...`, a table's row)
              * with no assignment, prompt or NCCL_ on it: launch_env does nothing with it, the
              * Tagger makes it "main"'s. read_line would hand every such line back. */
@@ -951,21 +1281,27 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     int count = 0, metric[ENGINE_MAX];
     double value[ENGINE_MAX];
     long long dp = -1;
-    int spec = 0;
+    int spec = 0, idle = 0;
     if (metrics) {  /* vllm.Parser.feed: `metrics:` first, and then not `throughput:` */
         const char *a = find(s, n, "SpecDecoding metrics:", 21), *b = find(s, n, "Speculative metrics:", 20);
         const char *m = a && (!b || a < b) ? a : b;
         if (m) {
             Py_ssize_t i = m - s + (m == a ? 21 : 20);
             while (i < n && is_space(s[i])) i++;
-            int got = spec_read(l, s + i, n - i, flags, &count, metric, value);
-            if (got == PYTHON) return PYTHON;
+            SpecWrites w;
+            int got = spec_read(l, s + i, n - i, flags, &count, metric, value, &w);
+            if (got == PYTHON || got == ERROR) return got;
             spec = got == ENGINE_READ;
+            idle = got == ENGINE_IDLE;
+            /* the writes come once nothing can hand the line back (only an error after this) */
+            if (spec && spec_write(l, &w) < 0) return ERROR;
         }
     } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
         int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
         if (got == PYTHON) return PYTHON;
-        if (got == ENGINE_READ && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE))) return PYTHON;  /* first records */
+        if ((got == ENGINE_READ || got == ENGINE_IDLE) && (!(flags & F_ENGINE) || !(flags & F_VLLM_ENGINE)))
+            return PYTHON;  /* first records */
+        idle = got == ENGINE_IDLE;
     }
     /* read: the Tagger's launch line, the records, the Watcher's offer */
     if (kind == NAME_LAUNCHER) {
@@ -974,6 +1310,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         Py_XDECREF(ln);
         if (bad) return ERROR;
     }
+    if (idle && vllm_used(l, lineno) < 0) return ERROR;
     if (spec && count) {
         long window = spec_window(l);
         if (window < 0) return ERROR;

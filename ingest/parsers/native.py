@@ -213,21 +213,22 @@ class _Parse:
 
     def bench_open(self) -> bool:
         """Both bench readers (SGLang's and vLLM's, fed the same lines) hold an open block that the
-        scanner can read rows into as BlockReader would: not a copied one (a `# ` prefix), its tool
-        known (note_row does nothing), no `Per-position acceptance` subsection open; and SGLang is
-        not joining a ServerArgs repr or a launch command."""
+        scanner can read rows into as BlockReader would (the same prefix, tool and subsection: they
+        were fed the same lines), and SGLang is not joining a ServerArgs repr or a launch command."""
         sg, vl = self.sglang, self.vllm
         a, b = sg.bench, vl.bench
         x, y = a.block, b.block
         return (x is not None and y is not None and sg.args is None and sg.launch is None and x.prefix == y.prefix
-                and x.tool is not None and y.tool is not None and not a.subsection and not b.subsection)
+                and x.tool == y.tool and a.subsection == b.subsection)
 
     def arm(self, mode: int) -> int:
-        """The flags of a scan in `mode` (ready()); with F_BENCH, the blocks handed to the scanner."""
+        """The flags of a scan in `mode` (ready()); with F_BENCH, the blocks handed to the scanner (and
+        the blocks themselves while their tool is unknown: the scanner calls their note_row)."""
         if mode == F_BENCH:
             x, y = self.sglang.bench.block, self.vllm.bench.block
             self.scan.bench(x.rows, x.sections, y.rows, y.sections, serving.Row, serving.KEYS, self.result.offer,
-                            x.prefix, not self.nccl_tests.held)
+                            x.prefix, not self.nccl_tests.held, None if x.tool is not None else (x, y),
+                            bool(self.sglang.bench.subsection), (self.sglang.bench, self.vllm.bench))
         return _flags(self.result) | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
 
     def feed(self, line: str, lineno: int, mask: int) -> None:
@@ -319,6 +320,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,
                   (processes.LAUNCHER, processes.WORKER), result.offer)
+    scan.llamacpp_arm(by_name[llamacpp.NAME])  # llama.cpp's timing and slot lines (_scan_llamacpp.h)
     others = [r for r in readers if r is not eagle and r is not tagger]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,

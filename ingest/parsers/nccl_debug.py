@@ -97,7 +97,9 @@ class Parser:
             return
         if line in self.channel_lines:
             return
-        m = _LINE.search(line)
+        # _LINE has " NCCL " (after `] ` or `file.cc:N `): without it the search, which tries every
+        # position of the line (7 us on an env dump), finds nothing.
+        m = _LINE.search(line) if " NCCL " in line else None
         if m:
             self._debug(lineno, m)
             if m.group(6) == "INFO" and m.group(7).startswith("Channel ") and len(self.channel_lines) < REPEATS:
