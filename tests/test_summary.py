@@ -10,6 +10,7 @@ from statistics import median
 import pytest
 
 from ingest.parsers import parse_lines
+from runs import summary
 from runs.digest import Group
 from runs.layout import Launch, Layout
 from runs.summary import _split, describe, spread, summarize
@@ -257,7 +258,8 @@ def _nccl_test(k: int) -> list[str]:
     ]
 
 
-def test_a_file_of_many_nccl_tests_gives_each_test_its_own_rows_and_figures():
+def test_a_file_of_many_nccl_tests_gives_each_test_its_own_rows_and_figures(monkeypatch):
+    monkeypatch.setattr(summary, "NCCL_TESTS_KEPT", 1000)  # every test listed (a file's cap: test_nccl_tests_panels_cap)
     lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20"]
     for k in range(1, 301):
         lines += _nccl_test(k)
