@@ -212,6 +212,26 @@ def test_a_digest_of_the_scanners_grouped_records_equals_one_of_its_frames(monke
     assert summarize(r1, grouped) == summarize(r2, framed)
 
 
+def test_grouped_batches_take_their_places_from_their_order_on_past_four_bytes():
+    from ingest.parsers.records import Grouped
+
+    def ints(*v: int) -> bytes:
+        return array("i", v).tobytes()
+
+    def batch() -> Grouped:  # two groups, their records interleaved: places 0, 2 and 1
+        return Grouped(False, 3, 0, [("a", "s", "main", "", ints(1, 2), ints(10, 12), array("d", [1.0, 2.0]).tobytes(),
+                                      ints(0, 2), None),
+                                     ("b", "s", "main", "", ints(1), ints(11), array("d", [3.0]).tobytes(), ints(1), None)])
+
+    g = digest._Grouper()
+    for order in (0, 3, 2**31 - 3, 2**31):  # the last two batches past four bytes: 8-byte places
+        g.add_grouped(None, batch(), order)
+    a, b = g.groups(False)
+    assert list(a.order) == [0, 2, 3, 5, 2**31 - 3, 2**31 - 1, 2**31, 2**31 + 2]
+    assert list(b.order) == [1, 4, 2**31 - 2, 2**31 + 1]
+    assert list(a.lines) == [10, 12] * 4 and list(b.values) == [3.0] * 4
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_cuts_stored_digests_into_parts_that_join_back_to_them(alice):
     """Migration 0015: each one-value digest becomes parts of at most 1 MiB, in order; and back."""

@@ -1,4 +1,9 @@
-from ingest.parsers import parse_lines, parse_stream
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.parsers import nccl_debug, parse_lines, parse_stream
 from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
@@ -343,3 +348,38 @@ def test_rccl_wins_over_an_nccl_version_line_before_it():
         "h:1:1 [0] NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd",
     ])
     assert r.settings["nccl.library"].value == "RCCL"
+
+
+# The patterns before their look-behinds: the reference the anchored ones must agree with.
+_UNANCHORED = {
+    "_LINE": r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:(\S+:\d+) )?NCCL (INFO|WARN|TRACE|CALL|ABORT)\b ?(.*)$",
+    "_CONF_FILE": r"NCCL_CONF_FILE\S*?[= ](?:set by environment to )?(\S+)|(\S*/\.?nccl\.conf)\b",
+}
+_PIECES = st.sampled_from(["h", "vm", "10-4", ":", "1", "42", " ", "  ", "[0]", "[", "]", "NCCL", "INFO", "WARN",
+                           "init.cc:213", "/", "/etc/nccl.conf", ".nccl.conf", "NCCL_CONF_FILE", "=", "x",
+                           "set by environment to ", "\t", "é"])
+
+
+@settings(max_examples=400)
+@given(st.lists(_PIECES, max_size=24).map("".join))
+def test_anchored_line_patterns_find_what_the_unanchored_ones_found(text):
+    import re
+
+    for name, reference in _UNANCHORED.items():
+        want, got = re.search(reference, text), getattr(nccl_debug, name).search(text)
+        assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), name
+
+
+def test_anchored_line_patterns_agree_on_every_real_nccl_line():
+    import re
+
+    roots = (Path(__file__).parent / "corpus", Path(__file__).parent.parent / "samples")
+    lines = [line for root in roots for path in sorted(root.rglob("*"))
+             if path.is_file() and path.suffix in (".log", ".txt", ".out")
+             for line in path.read_text(errors="replace").splitlines() if "NCCL" in line]
+    assert len(lines) > 2000
+    for name, reference in _UNANCHORED.items():
+        pattern, ref = getattr(nccl_debug, name), re.compile(reference)
+        for line in lines:
+            want, got = ref.search(line), pattern.search(line)
+            assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), (name, line)

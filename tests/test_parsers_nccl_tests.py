@@ -326,3 +326,28 @@ def test_a_single_test_stays_one_test_and_rows_after_its_footer_open_another():
     r = parse_stream(io.BytesIO(("\n".join(lines + lines[2:7]) + "\n").encode()))
     assert [(p["test"], p["rows"], p["avg_busbw_gbs"]) for p in summarize(r)["nccl_tests"]] == [
         (1, 10, 745.53), (2, 4, None)]
+
+
+@pytest.mark.parametrize("engine", ["lines", "native"])
+def test_device_rows_of_builds_without_a_group_column_give_the_gpu_and_the_ranks(engine):
+    # nccl-tests of the NCCL 2.9 era print `#   Rank  0 Pid  14926 on v100-gpu-1 device  0 [0x00] ...`
+    # (lines 5 and 6 of the excerpt): two ranks, on Tesla V100s.
+    with open(public_sample("../nccl/nccl_tests_broadcast_v2.9.6_prompt_mpirun_issue82.log"), "rb") as f:
+        r = parse_stream(f, engine=engine)
+    gpu, ranks = r.settings["nccl_tests.gpu"], r.settings["nccl_tests.ranks"]
+    assert (gpu.value, gpu.line) == ("Tesla V100-PCIE-16GB", 5)
+    assert (ranks.value, ranks.line) == (2, 6)
+
+
+def test_a_header_seen_before_opens_its_table_with_the_same_columns():
+    header = CLASSIC[5]
+    r = parse_lines(formats=["nccl_tests"], lines=[*CLASSIC[:-1], header, CLASSIC[8], "# Avg bus bandwidth : 2.5"])
+    assert sides(r)[-2:] == sides(r)[2:4]
+    assert [m.window for m in r.metrics] == [1, 1, 2]
+
+
+def test_headers_kept_are_bounded():
+    parser = nccl_tests.Parser(parsers.ParseResult())
+    for k in range(nccl_tests.HEADERS_KEPT + 10):
+        parser.feed(k + 1, "#  size  count  type  redop  root  time  algbw  busbw  #wrong" + " " * k)
+    assert len(parser.headers) == nccl_tests.HEADERS_KEPT and parser.tables == nccl_tests.HEADERS_KEPT + 10

@@ -1,7 +1,8 @@
-"""The native scanner reads nccl-tests table rows (and the comment lines the reader passes over)
-in C (ingest/parsers/_scan_tests.h) exactly as nccl_tests.Parser reads them: real outputs of
-several nccl-tests versions and their column sets, then the same rows damaged (cut, huge or odd
-numbers, odd spacing, N/A, non-ASCII), give the line engine's records whichever engine reads."""
+"""The native scanner reads nccl-tests table rows, the comment lines the reader passes over, table
+headers it has seen before and footers in C (ingest/parsers/_scan_tests.h) exactly as
+nccl_tests.Parser reads them: real outputs of several nccl-tests versions and their column sets,
+then the same lines damaged (cut, huge or odd numbers, odd spacing, N/A, non-ASCII), give the line
+engine's records whichever engine reads."""
 
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def _devices_fed_by_python(data: bytes) -> int:
     feed = processes.Tagger.feed
     with mock.patch.object(processes.Tagger, "feed", autospec=True, side_effect=feed) as fed:
         parse_stream(io.BytesIO(data), engine="native")
-    # (Rows of builds that print no `Group` are no device rows to either reader: left to Python.)
+    # (Rows of builds that print no `Group` are the reader's alone: the Tagger makes no process of them.)
     return sum(1 for call in fed.call_args_list if nccl_tests._DEVICE.match(call.args[2]))
 
 
@@ -288,3 +289,140 @@ def test_dated_decode_lines_are_read_in_c_with_or_without_an_nccl_tests_table_be
         data = before + b"\n".join(DATED * 200) + b"\n"
         _same(data)
         assert _fed_by_python(data) - (_fed_by_python(before) if before else 0) < 10
+
+
+FOOTERS = [line for data in OUTPUTS for line in data.split(b"\n") if b"Avg bus bandwidth" in line or b"Out of bounds" in line]
+# Footers and headers as other builds, copies and people write them (the first of each kind real).
+ODD_FOOTERS = [
+    b"# Avg bus bandwidth    : nan", b"# Avg bus bandwidth    : inf ", b"# Avg bus bandwidth    : 1e3",
+    b"# Avg bus bandwidth    : 68.", b"# Avg bus bandwidth    : .5", b"# Avg bus bandwidth    : -1.5",
+    b"# Avg bus bandwidth    : 0.2 FAILED", b"# Avg bus bandwidth    : 0.2FAILED", b"# Avg bus bandwidth    : 1.2.3",
+    b"# Avg bus bandwidth    : 1" + b"0" * 30, b"# Avg bus bandwidth    : x", b"# Avg bus bandwidth",
+    b"#Avg bus bandwidth:7", b"#\x1cAvg bus bandwidth\t:\x0b7.5 OK", b"  # Avg bus bandwidth    : 7.5",
+    b"# Avg bus bandwidth    : 7.5 throughput", b"# avg bus bandwidth : 7.5", b"# Avg bus bandwidth    : 7.5 busbw",
+    b"# Avg bus bandwidth    : 7.5_1", b"# Avg bus bandwidth    : 0.00000000000000000001234567890123",
+    b"# Out of bounds values : 12 FAILED", b"# Out of bounds values : 0 FAILED", b"# Out of bounds values : 0FAILED",
+    b"# Out of bounds values : 00 OK", b"# Out of bounds values : " + b"0" * 25, b"# Out of bounds values : " + b"9" * 19,
+    b"# Out of bounds values : x", b"# Out of bounds values", b"#Out of bounds values:0", b"# Out of bounds: 0",
+    b"# Out of bounds values : 0 OK throughput", b"  # Out of bounds values : 0 OK", b"# Out of bounds values : -1",
+    b"# Out of bounds values\x1c:\t0\x0bOK", b"# Out of bounds values : 0 OK _perf",
+]
+ODD_HEADERS = [
+    *(h.rstrip() + b"  " for h in HEADERS if h.startswith(b"#")), b"# busbw", b"# busbw size time",
+    b"#  size time busbw", b"# size count type redop root time algbw busbw #wrong throughput",
+    b"  " + HEADERS[0], b"#\tsize\tcount\ttype\tredop\troot\ttime\talgbw\tbusbw\t#wrong", b"# SIZE TIME BUSBW x",
+    b"# size count type redop root time algbw busbw #wrong time algbw busbw #wrong time algbw busbw #wrong "
+    b"time algbw busbw #wrong time algbw busbw #wrong",  # more sides than the scanner's columns hold
+    b"# size count type redop root time algbw busbw #wrong _perf",
+]
+
+
+def _lines_fed_by_python(data: bytes, kept) -> int:
+    """The lines `kept` takes that the Tagger was fed in Python, but MPI-tagged ones (a str subclass,
+    always Python's)."""
+    feed = processes.Tagger.feed
+    with mock.patch.object(processes.Tagger, "feed", autospec=True, side_effect=feed) as fed:
+        parse_stream(io.BytesIO(data), engine="native")
+    return sum(1 for call in fed.call_args_list if type(call.args[2]) is str and kept(call.args[2]))
+
+
+def test_headers_and_footers_of_real_outputs_are_read_in_c_past_their_first_sight():
+    data = b"\n".join(OUTPUTS) + b"\n"
+    assert len(FOOTERS) > 8 and len(HEADERS) > 8
+
+    def kept(line: str) -> bool:
+        return "busbw" in line or "Avg bus bandwidth" in line or "Out of bounds" in line
+
+    assert _lines_fed_by_python(data * 8, kept) == _lines_fed_by_python(data, kept)
+    _same(data * 8, 1 << 12, 1 << 12)
+    _same(data * 3, 1 << 9, 1 << 9, spill_at=5, grouped=True)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(OUTPUTS), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(FOOTERS + ODD_FOOTERS + HEADERS + ODD_HEADERS)),
+                max_size=12),
+       st.integers(1, 3), st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
+def test_headers_and_footers_anywhere_give_the_records_lines_give(outputs, inserted, copies, batch):
+    lines = b"\n".join(outputs).split(b"\n")
+    for at, line in inserted:
+        lines.insert(at % (len(lines) + 1), line)
+    data = (b"\n".join(lines) + b"\n") * copies  # a header seen before is read in C
+    _same(data, batch, batch)
+    _same(data, batch, batch, spill_at=3, grouped=True)
+
+
+def test_more_headers_than_the_reader_keeps_give_the_records_lines_give():
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    tables = [NAMED + header + b" " * k + b"\n" + row + b"\n# Out of bounds values : 0 OK\n# Avg bus bandwidth : 1.5\n"
+              for k in range(nccl_tests.HEADERS_KEPT + 6)]
+    data = b"".join(tables) * 2
+    _same(data, 1 << 10, 1 << 10)
+    result = parse_stream(io.BytesIO(data))
+    assert [m.window for m in result.metrics][-2:] == [len(tables) * 2] * 2
+
+
+# Digit-led lines that are no row (their size cell is no number float() reads): real ones of an MPI
+# warning between two outputs, and cells of float()'s grammar, read or refused.
+MCA = [line for line in (PROJECT_ROOT / "tests" / "corpus" / "nccl" / "nccl_tests_command_echo_alltoall_2.30.3_report.log")
+       .read_bytes().split(b"\n") if b"MCA variable:" in line]
+
+
+def test_digit_led_lines_of_no_row_are_read_in_c_inside_and_outside_tables():
+    assert len(MCA) == 2
+    table = OUTPUTS[0]
+    for before in (b"", NAMED + table, NAMED + table.split(b"# Out of bounds")[0]):
+        data = before + b"\n".join(MCA * 100) + b"\n"
+        _same(data, 1 << 10, 1 << 10)
+        assert _lines_fed_by_python(data, lambda line: "MCA variable" in line) < 3
+
+
+@SETTINGS
+@given(st.text(alphabet="0123456789_.eE+-infatyINFATYx:", max_size=8), st.integers(0, 3),
+       st.sampled_from([b"", b" 2 float sum -1 1.0 2.0 3.0 0 1.0 2.0 3.0 0", b" 2 float sum -1 1.0 2.0 3.0 0", b" x y"]))
+def test_a_first_cell_float_reads_or_refuses_gives_the_records_lines_give(cell, where, rest):
+    line = b"  1" + cell.encode() + rest
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    table = NAMED + header + b"\n" + next(r for r in ROWS if len(r.split()) == 13) + b"\n"
+    before = [b"", table, table + b"# Out of bounds values : 0 OK\n", b"# Collective test starting: x_perf\n"][where]
+    _same(before + line + b"\n" + line + b"\n", 1 << 8, 1 << 8)
+
+
+def test_footers_read_in_c_are_offered_to_the_context_watcher_as_python_offers_them(monkeypatch):
+    from ingest.parsers import context
+
+    # An average line holds a format's words: a candidate, struck off by its own metric. Only the
+    # bound on candidates shows the offer (past it the count is marked truncated).
+    monkeypatch.setattr(context, "MAX_CANDIDATES", 3)
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    average = next(f for f in FOOTERS if b"Avg bus bandwidth" in f)
+    data = (NAMED + header + b"\n" + row + b"\n" + average + b"\n") * 5
+    _same(data, 1 << 12, 1 << 12)
+    assert parse_stream(io.BytesIO(data)).settings["unread"].value["truncated"]
+
+
+def test_a_header_read_in_c_starts_its_tables_rows_afresh_for_a_late_name():
+    # A table never named, its rows released past HOLD_LINES: the next table's late name (its
+    # `concluded` line) renames its own rows only, whichever engine opened that table.
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    rows = [r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r][:3]
+    data = (header + b"\n" + b"\n".join(rows) + b"\n" + b"#\n" * (nccl_tests.HOLD_LINES + 10) + header + b"\n"
+            + rows[0] + b"\n# Collective test concluded: all_gather_perf\n")
+    result = parse_stream(io.BytesIO(data))
+    assert [c.op for c in result.collectives] == ["unknown"] * 6 + ["all_gather"] * 2
+    _same(data, 1 << 14, 1 << 14)
+
+
+def test_a_header_read_in_c_takes_its_op_from_the_starting_line_before_the_command_line():
+    broadcast = (PROJECT_ROOT / "tests" / "corpus" / "nccl" / "nccl_tests_broadcast_v2.9.6_prompt_mpirun_issue82.log")
+    command = broadcast.read_bytes().split(b"\n")[0]  # `mpirun ... ./build/broadcast_perf ...`
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    test = b"# Collective test starting: all_gather_perf\n" + header + b"\n" + row + b"\n# Avg bus bandwidth : 1.5\n"
+    data = command + b"\n" + test * 3 + header + b"\n" + row + b"\n"
+    result = parse_stream(io.BytesIO(data))
+    assert b"broadcast_perf" in command
+    assert [c.op for c in result.collectives] == ["all_gather"] * 8
+    _same(data, 1 << 12, 1 << 12)

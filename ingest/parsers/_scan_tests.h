@@ -5,15 +5,22 @@
  *            8             2     float     sum      -1    15.78    0.00    0.00       0    13.87 ...
  *   #        (B)    (elements)                               (us)  (GB/s)  (GB/s)  ...
  *
- * The parser's state is read at each scan's start (tests_in) and never changed here: a row is
- * read only where reading it changes nothing but the records (a table is open and its op named,
- * no row held for a late name, no footer just read, no wrong count to warn about first, no
- * Python-made collective pending, which native.py moves in first), and every cell is one this
- * file reads exactly: an integer of at most MAX_INT_DIGITS characters, a plain decimal, `N/A`, or
- * one of the type and op names the parser knows (`float`, `sum`, ...). Anything else (a huge or
- * odd number, `inf`, a word the context watcher could take for a format's) goes back to Python.
- * The column layout is the table's own (Table.lead and Table.sides, read from the parser's
- * Table object and kept while it is the same object). */
+ * The parser's state is read at each scan's start (tests_in). A row is read only where reading it
+ * changes nothing but the records (a table is open and its op named, no row held for a late name,
+ * no footer just read, no wrong count to warn about first, no Python-made collective pending,
+ * which native.py moves in first), and every cell is one this file reads exactly: an integer of
+ * at most MAX_INT_DIGITS characters, a plain decimal, `N/A`, or one of the type and op names the
+ * parser knows (`float`, `sum`, ...). Anything else (a huge or odd number, `inf`, a word the
+ * context watcher could take for a format's) goes back to Python. The column layout is the
+ * table's own (Table.lead and Table.sides, read from the parser's Table object and kept while it
+ * is the same object).
+ *
+ * A few comment lines move the parser on, as _comment would, by setting its attributes here and
+ * reading its state again (tests_in): a `Collective test` line (op_started), a table header that
+ * the parser has made a Table of before (Parser.headers: a file prints the same headers test after
+ * test), and the footers `# Out of bounds values : 0 OK` and `# Avg bus bandwidth : 68.7` (their
+ * metric, the test ended, no table). A footer that warns (a count of wrong values, FAILED) and a
+ * value that is not a plain decimal are Python's. */
 
 /* The Arrow helpers of _scan.c, defined after the scan (take_collectives uses them). */
 struct ArrowArray;
@@ -44,6 +51,10 @@ typedef struct tests_state {
     int format_set;  /* "nccl_tests" is among the result's formats */
     int versions_set;  /* the format and nccl_tests.version and nccl.version are there (a version line's) */
     int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
+    long long test;  /* the parser's test number (the window of a footer's metric) */
+    int ended;  /* its test_ended: a footer was read, the next table opens test + 1 */
+    PyObject *headers;  /* its headers dict (header line -> Table or None), a strong reference */
+    int s_oob, s_avg, s_source;  /* "out_of_bounds_values", "avg_busbw_gbs", "nccl_tests" (interned) */
     /* Where a digit-led line that is no row changes nothing (tests_idle): 0 no, 1 no table and a
      * header seen (feed() reads no row), 2 no header yet (_row's classic 9 or 13 cells), 3 a table
      * whose size column is lead_size (_int of that cell) */
@@ -62,6 +73,7 @@ static void tests_free(Tests *t) {
     Py_XDECREF(t->parser);
     Py_XDECREF(t->result);
     Py_XDECREF(t->table);
+    Py_XDECREF(t->headers);
     for (int i = 0; i < t->nwords; i++) free(t->word[i]);
     ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
                   &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
@@ -154,6 +166,17 @@ static int tests_in(Scanner *self) {
     if (held < 0) return -1;
     if (held) return 0;
     t->comments_ok = 1;
+    PyObject *test = tests_attr(t->parser, "test"), *ended = test ? tests_attr(t->parser, "test_ended") : NULL;
+    PyObject *headers = ended ? tests_attr(t->parser, "headers") : NULL;
+    int overflow = 0, ended_now = ended ? PyObject_IsTrue(ended) : -1;
+    t->test = test && PyLong_Check(test) ? PyLong_AsLongLongAndOverflow(test, &overflow) : -1;
+    Py_XDECREF(test);
+    Py_XDECREF(ended);
+    if (ended_now < 0 || !headers) { Py_XDECREF(headers); return -1; }
+    t->ended = ended_now;
+    if (overflow || t->test < 0) t->test = -1;  /* (then every footer is Python's) */
+    Py_XSETREF(t->headers, PyDict_Check(headers) ? headers : NULL);  /* (not a dict: every header is Python's) */
+    if (!t->headers) Py_DECREF(headers);
     PyObject *ranks = tests_attr(t->parser, "ranks");
     if (!ranks) return -1;
     t->ranks = -1;
@@ -177,15 +200,12 @@ static int tests_in(Scanner *self) {
     if (has_format < 0) return -1;
     t->format_set = has_format;
     t->versions_set = has_tests && has_nccl && has_format;
-    PyObject *op_now = tests_attr(t->parser, "op");
-    if (!op_now) return -1;
-    t->op_known = PyUnicode_Check(op_now) && PyUnicode_CompareWithASCIIString(op_now, "unknown") != 0 && has_format;
-    Py_DECREF(op_now);
+    PyObject *op = tests_attr(t->parser, "op");
+    if (!op) return -1;
+    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && has_format;
     PyObject *table = tests_attr(t->parser, "table");
-    if (!table) return -1;
-    PyObject *op = table == Py_None ? NULL : tests_attr(t->parser, "op");
-    PyObject *ended = op ? tests_attr(t->parser, "test_ended") : NULL;
-    PyObject *warned = ended ? tests_attr(t->parser, "wrong_warned") : NULL;
+    if (!table) { Py_DECREF(op); return -1; }
+    PyObject *warned = table == Py_None ? NULL : tests_attr(t->parser, "wrong_warned");
     int status = 0;
     if (table == Py_None) {
         PyObject *seen = tests_attr(t->parser, "seen_header");
@@ -199,10 +219,10 @@ static int tests_in(Scanner *self) {
     if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
     if (t->layout_ok) t->idle_mode = 3;
     if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
-    int ended_now = PyObject_IsTrue(ended), warned_now = PyObject_IsTrue(warned);
-    if (ended_now < 0 || warned_now < 0) { status = -1; goto done; }
+    int warned_now = PyObject_IsTrue(warned);
+    if (warned_now < 0) { status = -1; goto done; }
     /* An op named after the table renames its rows (held or not): only rows of a named op here. */
-    if (ended_now || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
+    if (t->ended || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
     Py_ssize_t pending = tests_len(t->result, "collectives");  /* Python's rows come first: native.py moves them in */
     if (pending < 0) { status = -1; goto done; }
     if (pending) goto done;
@@ -214,8 +234,7 @@ static int tests_in(Scanner *self) {
     t->rows_ok = t->layout_ok;
 done:
     Py_DECREF(table);
-    Py_XDECREF(op);
-    Py_XDECREF(ended);
+    Py_DECREF(op);
     Py_XDECREF(warned);
     return status;
 }
@@ -317,6 +336,8 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
 
 
 static int tests_wordy(const char *s, Py_ssize_t n);
+static int64_t tests_value(const char *s, Py_ssize_t n);
+static int tests_idle(const Tests *t, const char *s, Py_ssize_t n);
 
 /* `# Collective test starting: all_reduce_perf` (or `concluded`): the op started, or none. */
 static int tests_collective(Scanner *self, const char *s, Py_ssize_t n, const char *at) {
@@ -406,16 +427,130 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
     return status;
 }
 
+/* Set the parser's attributes (names: string literals; values: new references, NULL for an error
+ * made before), then read its state again: what a line read here changed, as _comment would. */
+static int tests_move(Scanner *self, int k, const char **names, PyObject **values) {
+    int bad = 0;
+    for (int i = 0; i < k; i++) {
+        PyObject *key = bad ? NULL : PyUnicode_InternFromString(names[i]);
+        bad = bad || !values[i] || !key || PyObject_SetAttr(self->tests->parser, key, values[i]) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(values[i]);
+    }
+    return bad || tests_in(self) < 0 ? ERROR : OK;
+}
+
+/* A table header (a `#` line holding `busbw`) whose Table the parser made before (Parser.headers),
+ * or a `busbw` line it found no header (None there: _comment returns). _comment with that Table:
+ * the next test opened after a footer, the table, its op from the names read before it. */
+static int tests_header(Scanner *self, const char *s, Py_ssize_t n) {
+    Tests *t = self->tests;
+    if (s[0] != '#' || !t->headers || tests_wordy(s, n)) return PYTHON;
+    PyObject *key = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!key) return ERROR;
+    PyObject *table = PyDict_GetItemWithError(t->headers, key);
+    Py_DECREF(key);
+    if (!table) return PyErr_Occurred() ? ERROR : PYTHON;
+    if (table == Py_None) return OK;
+    if (!t->format_set || t->test < 0) return PYTHON;  /* (the format is added by the line) */
+    PyObject *started = tests_attr(t->parser, "op_started");
+    PyObject *command = started ? tests_attr(t->parser, "op_command") : NULL;
+    PyObject *tables = command ? tests_attr(t->parser, "tables") : NULL;
+    int use_started = tables ? PyObject_IsTrue(started) : -1;
+    int use_command = use_started == 0 ? PyObject_IsTrue(command) : 0;
+    PyObject *op = use_started > 0 ? started : use_command > 0 ? command : NULL;
+    if (use_started < 0 || use_command < 0) {
+        Py_XDECREF(started);
+        Py_XDECREF(command);
+        Py_XDECREF(tables);
+        return ERROR;
+    }
+    if (op) Py_INCREF(op);
+    else op = PyUnicode_FromString("unknown");
+    Py_DECREF(started);
+    Py_DECREF(command);
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *more = one ? PyNumber_Add(tables, one) : NULL;
+    Py_XDECREF(one);
+    Py_DECREF(tables);
+    const char *names[] = {"test", "test_ended", "table", "seen_header", "tables", "rows", "wrong_warned", "op"};
+    Py_INCREF(table);
+    PyObject *values[] = {PyLong_FromLongLong(t->test + t->ended), Py_NewRef(Py_False), table, Py_NewRef(Py_True),
+                          more, PyList_New(0), Py_NewRef(Py_False), op};
+    return tests_move(self, 8, names, values);
+}
+
+/* The text after `#\s*` `what` `\s*:\s*` (the footers' regexes), or -1 where it is not there. */
+static Py_ssize_t tests_footer_value(const char *s, Py_ssize_t n, const char *what, Py_ssize_t k) {
+    Py_ssize_t i = 1;
+    while (i < n && is_space(s[i])) i++;
+    if (!starts_len(s + i, n - i, what, k)) return -1;
+    i += k;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || s[i] != ':') return -1;
+    for (i++; i < n && is_space(s[i]);) i++;
+    return i;
+}
+
+/* Whether the footer's word after its value, `\s*(\w*)`, is FAILED (the check failed: a warning). */
+static int tests_failed(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && is_space(s[i])) i++;
+    Py_ssize_t w = i;
+    while (w < n && is_word(s[w])) w++;
+    return w - i == 6 && memeq(s + i, "FAILED", 6);
+}
+
+/* `# Out of bounds values : 0 OK`: a count of 0 (another one is warned about, FAILED too), the
+ * test ended, no table. A line that is not this footer only closes the table. */
+static int tests_out_of_bounds(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    Tests *t = self->tests;
+    if (s[0] != '#' || t->test < 0) return PYTHON;
+    const char *names[] = {"table", "test_ended"};
+    Py_ssize_t i = tests_footer_value(s, n, "Out of bounds values", 20), d = i;
+    while (i >= 0 && d < n && is_digit(s[d])) d++;
+    if (i < 0 || d == i) {  /* _OUT_OF_BOUNDS does not match */
+        PyObject *values[] = {Py_NewRef(Py_None)};
+        return tests_move(self, 1, names, values);
+    }
+    if (d - i > TESTS_INT_DIGITS || tests_value(s + i, d - i) != 0 || tests_failed(s, n, d)) return PYTHON;
+    if (add_metric(self, t->s_oob, 0.0, t->test, lineno, t->s_source, self->s_empty, self->s_main) < 0) return ERROR;
+    PyObject *values[] = {Py_NewRef(Py_None), Py_NewRef(Py_True)};
+    return tests_move(self, 2, names, values);
+}
+
+/* `# Avg bus bandwidth    : 68.7056 `: a plain decimal (another value, FAILED, is Python's), its
+ * metric, the test ended, no table; then offered to the context watcher, as every such line. */
+static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    Tests *t = self->tests;
+    if (s[0] != '#' || t->test < 0 || !t->format_set || !self->vllm || !self->vllm->offer) return PYTHON;
+    Py_ssize_t i = tests_footer_value(s, n, "Avg bus bandwidth", 17), d = i;
+    if (i < 0) return PYTHON;
+    while (d < n && is_digit(s[d])) d++;
+    if (d == i) return PYTHON;
+    if (d < n && s[d] == '.')
+        for (d++; d < n && is_digit(s[d]);) d++;
+    /* the end of `[\d.eE+-]+`: a plain decimal only */
+    if (d < n && (s[d] == '.' || s[d] == 'e' || s[d] == 'E' || s[d] == '+' || s[d] == '-')) return PYTHON;
+    if (tests_failed(s, n, d)) return PYTHON;
+    if (add_metric(self, t->s_avg, to_double(s + i, d - i), t->test, lineno, t->s_source, self->s_empty,
+                   self->s_main) < 0) return ERROR;
+    const char *names[] = {"test_ended", "table"};
+    PyObject *values[] = {Py_NewRef(Py_True), Py_NewRef(Py_None)};
+    if (tests_move(self, 2, names, values) != OK) return ERROR;
+    return bench_offer(self->vllm, s, n, NULL, lineno) < 0 ? ERROR : OK;
+}
+
 /* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
  * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
  * a version line whose settings are set, any other comment. */
-static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, unsigned by_literal) {
+static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, unsigned by_literal) {
     Tests *t = self->tests;
     if (!t->comments_ok) return PYTHON;
+    /* _comment's order: a header, the footers, then the rest */
+    if (find(s, n, "busbw", 5)) return by_literal ? PYTHON : tests_header(self, s, n);
+    if (find(s, n, "Avg bus bandwidth", 17)) return by_literal ? PYTHON : tests_avg_busbw(self, s, n, lineno);
     if (tests_wordy(s, n)) return PYTHON;  /* never offered to the context watcher here */
-    static const char *FOOTERS[] = {"busbw", "Avg bus bandwidth", "Out of bounds"};  /* _comment's order */
-    for (size_t k = 0; k < sizeof(FOOTERS) / sizeof(*FOOTERS); k++)
-        if (find(s, n, FOOTERS[k], (Py_ssize_t)strlen(FOOTERS[k]))) return PYTHON;
+    if (find(s, n, "Out of bounds", 13)) return by_literal ? PYTHON : tests_out_of_bounds(self, s, n, lineno);
     const char *at = find(s, n, "Collective test", 15);
     if (at) return tests_collective(self, s, n, at);
     if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
@@ -470,7 +605,9 @@ static int64_t tests_value(const char *s, Py_ssize_t n) {
 /* A device row, `#  Rank  0 Group  0 Pid   1377 on vm device  0 [0000:00:06] NVIDIA H200`, that
  * changes nothing: its process is known to the Tagger as it would make it again (same pid, a
  * host, the nccl-tests hint), the reader knows as many ranks or more and has its GPU name. What the
- * Tagger (processes._TESTS_DEVICE) and the reader (nccl_tests._DEVICE) match, read as one. */
+ * Tagger (processes._TESTS_DEVICE) and the reader (nccl_tests._DEVICE) match, read as one. A row
+ * of the builds before the `Group` column (`#   Rank  0 Pid  14926 on v100-gpu-1 device  0 ...`)
+ * is the reader's alone: the Tagger's pattern wants the column, and tags the line "main". */
 static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     Tests *t = self->tests;
     if (!t->comments_ok || !t->gpu_set || t->ranks < 0 || s[0] != '#' || tests_wordy(s, n)) return PYTHON;
@@ -479,9 +616,11 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     for (size_t k = 0; k < sizeof(KEYWORDS) / sizeof(*KEYWORDS); k++)
         if (find(s, n, KEYWORDS[k], (Py_ssize_t)strlen(KEYWORDS[k]))) return PYTHON;
     Py_ssize_t i = 1, rank_at, rank_len, pid_at, pid_len, x, xl;
-    if (!tests_expect(s, n, &i, "Rank") || !tests_digits(s, n, &i, &rank_at, &rank_len)
-        || !tests_expect(s, n, &i, "Group") || !tests_digits(s, n, &i, &x, &xl)
-        || !tests_expect(s, n, &i, "Pid") || !tests_digits(s, n, &i, &pid_at, &pid_len)
+    if (!tests_expect(s, n, &i, "Rank") || !tests_digits(s, n, &i, &rank_at, &rank_len)) return PYTHON;
+    Py_ssize_t after_rank = i;
+    int group = tests_expect(s, n, &i, "Group") && tests_digits(s, n, &i, &x, &xl);  /* `(?:Group\s+\d+\s+)?` */
+    if (!group) i = after_rank;
+    if (!tests_expect(s, n, &i, "Pid") || !tests_digits(s, n, &i, &pid_at, &pid_len)
         || !tests_expect(s, n, &i, "on") || i >= n || !is_space(s[i])) return PYTHON;
     while (i < n && is_space(s[i])) i++;
     Py_ssize_t host_at = i;
@@ -498,6 +637,7 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     if (i >= n) return PYTHON;  /* a name of whitespace alone (`.+?` takes one): Python's */
     /* The reader: rank + 1 no more than the ranks it knows (then it changes nothing). */
     if (tests_value(s + rank_at, rank_len) + 1 > t->ranks) return PYTHON;
+    if (!group) return OK;  /* the Tagger's "main", which it has (F_MAIN) */
     /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. */
     PyObject *processes = tests_attr(t->result, "processes");
     if (!processes) return ERROR;
@@ -541,18 +681,59 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     Py_ssize_t i = 0;
     if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
         while (i < n && is_space(s[i])) i++;
-    if (i < n && s[i] == '#') return tests_comment(self, s, n, by_literal);
-    if (i < n && is_digit(s[i]) && !by_literal) return tests_row(self, s, n, lineno);
+    if (i < n && s[i] == '#') return tests_comment(self, s, n, lineno, by_literal);
+    if (i < n && is_digit(s[i]) && !by_literal) {
+        int row = tests_row(self, s, n, lineno);
+        /* No row at all (its size is no number): read here where the context watcher takes nothing */
+        return row == PYTHON && tests_idle(self->tests, s, n) && !tests_wordy(s, n) ? OK : row;
+    }
     return PYTHON;
+}
+
+/* `[0-9](_?[0-9])*` at s[*i] (a digitpart of Python's float grammar): whether there is one, *i past it. */
+static int tests_digitpart(const char *s, Py_ssize_t n, Py_ssize_t *i) {
+    Py_ssize_t j = *i;
+    if (j >= n || !is_digit(s[j])) return 0;
+    for (j++; j < n;) {
+        if (is_digit(s[j])) j++;
+        else if (s[j] == '_' && j + 1 < n && is_digit(s[j + 1])) j += 2;
+        else break;
+    }
+    *i = j;
+    return 1;
+}
+
+/* Whether float() refuses the cell s[0:n] (ASCII, no whitespace, n > 0), the grammar it reads: a
+ * sign, then `inf`, `infinity` or `nan` in any case, or digits (single `_` between them), a dot,
+ * more digits, an exponent. int(), which _int takes for digits, refuses what this refuses. */
+static int tests_refused(const char *s, Py_ssize_t n) {
+    Py_ssize_t i = s[0] == '+' || s[0] == '-';
+    static const char *WORDS[] = {"inf", "infinity", "nan"};
+    for (int w = 0; w < 3; w++) {
+        Py_ssize_t k = (Py_ssize_t)strlen(WORDS[w]), j = 0;
+        while (j < k && i + j < n && (s[i + j] | 0x20) == WORDS[w][j]) j++;  /* (| 0x20: a letter's lower case) */
+        if (j == k && i + k == n) return 0;
+    }
+    int mantissa = tests_digitpart(s, n, &i);
+    if (i < n && s[i] == '.') {
+        i++;
+        mantissa |= tests_digitpart(s, n, &i);
+    }
+    if (!mantissa) return 1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (!tests_digitpart(s, n, &i)) return 1;
+    }
+    return i != n;
 }
 
 /* Whether feed() does nothing with `s`, a line whose first non-blank is a digit and that holds no
  * trigger of nccl_tests (tests_in says what state the reader is in): no row is read where no table
  * is open after a header; before any header only a line of 9 or 13 cells may be a row; in a table,
- * a row whose size cell float() refuses is dropped (_int gives None, with no warning). A cell is
- * refused here only where it surely is: a ':', or a sign after its first character not behind an
- * exponent's e ("2025-12-04", "20:35:53"); anything else may be a number, and goes to Python. So a
- * log line led by a date (newer SGLang's `2025-12-04 20:35:53 INFO ...`) is another reader's. */
+ * a row whose size cell float() refuses is dropped (_int gives None, with no warning): `1st MCA
+ * variable: ...`, or a log line led by a date (newer SGLang's `2025-12-04 20:35:53 INFO ...`),
+ * which is then another reader's. */
 static int tests_idle(const Tests *t, const char *s, Py_ssize_t n) {
     if (!t || !t->idle_mode) return 0;
     if (t->idle_mode == 1) return 1;
@@ -565,12 +746,7 @@ static int tests_idle(const Tests *t, const char *s, Py_ssize_t n) {
             if ((unsigned char)s[i] >= 0x80) return 0;  /* str.split() splits on non-ASCII spaces too */
             i++;
         }
-        if (cells == want) {
-            for (Py_ssize_t k = start; k < i; k++)
-                if (s[k] == ':' || (k > start && (s[k] == '-' || s[k] == '+') && s[k - 1] != 'e' && s[k - 1] != 'E'))
-                    return 1;
-            return 0;
-        }
+        if (cells == want) return tests_refused(s + start, i - start);
         cells++;
     }
     if (t->idle_mode == 2) return cells != 9 && cells != 13;
@@ -613,6 +789,10 @@ static PyObject *Scanner_watch_tests(Scanner *self, PyObject *args) {
     Py_XSETREF(t->parser, parser);
     Py_XSETREF(t->result, result);
     Py_CLEAR(t->table);
+    Py_CLEAR(t->headers);
+    if ((t->s_oob = intern_str(self, "out_of_bounds_values", 20)) < 0
+        || (t->s_avg = intern_str(self, "avg_busbw_gbs", 13)) < 0 || (t->s_source = intern_str(self, "nccl_tests", 10)) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 

@@ -21,8 +21,12 @@ MAX_WARNINGS = 100  # distinct WARN messages kept; eight ranks repeating one fai
 REPEATS = 4096  # Channel lines remembered: each rank prints its channels again per communicator
 
 # host:pid:tid [dev] [file.cc:line ]NCCL LEVEL message; searched, so Ray/vLLM prefixes may precede.
+# The look-behinds start a match only where a host or path token starts. Without them a search
+# tried every position inside a long token, each scanning to its end: quadratic in the token's
+# length (a 1,068-character `mpirun -x NCCL_...` echo cost 1.1 ms). The leftmost match cannot
+# change: a match that starts inside a token also matches from the token's start ([^\s:]+, \S*).
 _LINE = re.compile(
-    r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:(\S+:\d+) )?NCCL (INFO|WARN|TRACE|CALL|ABORT)\b ?(.*)$"
+    r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:(\S+:\d+) )?NCCL (INFO|WARN|TRACE|CALL|ABORT)\b ?(.*)$"
 )
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)\S*?(?:\+cuda(\d+\.\d+))?(?:\s|$)")
 # Printed bare by rank 0 (2.12 .. 2.25), possibly behind a Ray/vLLM process tag.
@@ -42,7 +46,7 @@ _RING = re.compile(r"^Channel \d+/(\d+) :(?: +\d+)+\s*$")
 _VIA = re.compile(r" via (P2P/direct pointer(?:/read)?|\S+)")
 _CHANNELS = re.compile(r"^(\d+) coll channels, .*?(\d+) p2p channels,")
 _NETWORK = re.compile(r"^Using network (.+?)\s*$")
-_CONF_FILE = re.compile(r"NCCL_CONF_FILE\S*?[= ](?:set by environment to )?(\S+)|(\S*/\.?nccl\.conf)\b")
+_CONF_FILE = re.compile(r"NCCL_CONF_FILE\S*?[= ](?:set by environment to )?(\S+)|(?<!\S)(\S*/\.?nccl\.conf)\b")
 _MATRIX_ROW = re.compile(r"^(?:\(\w+ pid=\d+\) )?\s*(\w+) \|(.*)\|(.*)$")
 _INTEGER = re.compile(r"-?\d+\.$")
 _P2P_KINDS = ("IPC", "CUMEM", "direct pointer")

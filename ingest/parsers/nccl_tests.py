@@ -35,6 +35,9 @@ NAME = "nccl_tests"
 # is still stamped with that line's process (an MPI rank). Past it they go to the result as
 # "unknown", renamed in memory if the name comes later (rows a sink took keep "unknown").
 HOLD_LINES = RECENT // 2
+# Header lines whose Table is kept (Parser.headers): a file prints the same few headers, test after
+# test, and the native scanner opens a table of a header kept here without stopping (_scan_tests.h).
+HEADERS_KEPT = 64
 
 # Old and new names of the same column.
 _ALIASES = {
@@ -53,8 +56,9 @@ _VERSION = re.compile(r"nccl-tests version (\S+)(?:.*?nccl-library=(\d+))?")
 _TEST = re.compile(r"Collective test (starting|concluded): (\S+)")
 _BINARY = re.compile(r"(?:^|[\s/])([a-z][a-z0-9_]*?)_perf(?:_mpi)?(?=\s|$)")
 _RUN_FIELD = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(\d[\w().]*)")
+# A device row; builds before the `Group` column (2.9 and older) print `#   Rank  0 Pid  14926 on ...`.
 _DEVICE = re.compile(
-    r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$"
+    r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$"
 )
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+|nan|inf)\s*(\w*)")
@@ -152,6 +156,9 @@ class Parser:
         self.test_ended = False  # a footer was read: the next row or table opens test + 1
         self.ranks: tuple[int, int] | None = None  # (number of ranks listed, line)
         self.wrong_warned = False
+        # Header line -> its Table, or None for a `busbw` line that is no header (a Table is never
+        # changed, so the tables of one header may share it).
+        self.headers: dict[str, Table | None] = {}
 
     def feed(self, lineno: int, line: str) -> None:
         first = line[:1]
@@ -192,7 +199,12 @@ class Parser:
         if self.held and lineno - self.held[0].line >= HOLD_LINES:
             self._release()
         if "busbw" in text:
-            table = Table.from_header(text)
+            if text in self.headers:
+                table = self.headers[text]
+            else:
+                table = Table.from_header(text)
+                if len(self.headers) < HEADERS_KEPT:
+                    self.headers[text] = table
             if table:
                 r.add_format(NAME)
                 self._release()  # the previous table's rows: no name came for them

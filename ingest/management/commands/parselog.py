@@ -1,3 +1,4 @@
+import gc
 import json
 import zlib
 from pathlib import Path
@@ -20,6 +21,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, paths, **options):
         native.hold_heap()  # a lone process: freed chunks kept for the next ones (122k -> 24k page faults at 512 MB)
+        # Django's and the libraries' objects live as long as the process: out of the collector's
+        # sight, a full collection during the parse walks only the parse's own (0.07 s of 0.7 s on 16 MB).
+        gc.freeze()
         if (notice := native.notice()) is not None:
             self.stderr.write(f"runlens: {notice}")
         as_json = options["json"]
