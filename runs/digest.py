@@ -249,9 +249,9 @@ class Rows:
     by_window: bool = False
     collectives: list[dict] = field(default_factory=list)  # the first COLLECTIVES_KEPT
     collectives_total: int = 0
-    # (log file, process, line) -> (rows with a bus bandwidth, the highest): the nccl-tests panels,
-    # which split a file's lines into its tests at their footers.
-    busbw: dict[tuple[int | None, str, int], tuple[int, float]] = field(default_factory=dict)
+    # The rows with a bus bandwidth, per log file and process: the nccl-tests panels, which split a
+    # file's lines into its tests at their footers.
+    busbw: Busbw = field(default_factory=lambda: Busbw())
 
     def first_key(self, group: Group) -> tuple:
         """Where the group's first row stood in the original order (phase tables list names so)."""
@@ -275,6 +275,36 @@ class Rows:
         keyed.sort(key=lambda k: (k[0], k[1]))
         for _, _, g, w, v in keyed:
             yield g, w, v
+
+
+class Busbw:
+    """Per (log file, process), its nccl-tests rows with a bus bandwidth as runs of adjacent lines:
+    [first line, last line, rows, the highest bus bandwidth]. The panels split a file's rows into
+    tests at footer lines, and a footer line is never a row line, so a run of adjacent row lines
+    falls in one test whole: a table is a run, whatever its rows. (A dict entry a line was ~100
+    bytes that stayed to the end: 1 GB of nccl-tests outputs held ~5M, parselog peaked at 1.2 GB.)
+    Fed in line order (a parse, SQL ordered by line); a line out of order starts a run of its own."""
+
+    __slots__ = ("_runs",)
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[int | None, str], list[list]] = {}
+
+    def add(self, logfile: int | None, process: str, line: int, n: int, peak: float) -> None:
+        runs = self._runs.get((logfile, process))
+        if runs is None:
+            runs = self._runs[(logfile, process)] = []
+        if runs:
+            run = runs[-1]
+            if run[1] <= line <= run[1] + 1:
+                run[1], run[2], run[3] = line, run[2] + n, max(run[3], peak)
+                return
+        runs.append([line, line, n, peak])
+
+    def runs(self) -> Iterator[tuple[int | None, str, list[list]]]:
+        """(log file, process, its runs in the order they came)."""
+        for (logfile, process), runs in self._runs.items():
+            yield logfile, process, runs
 
 
 def collective_dict(op: str, size_bytes: int, time_us: float | None, algbw: float | None, busbw: float | None,
@@ -308,8 +338,7 @@ class CollectiveTally:
         # "Collective test concluded" line, after a sink may have taken them.
         self.kept: list = []
         self.total = 0
-        self.busbw: dict[tuple[int | None, str, int], tuple[int, float]] = {}
-        self.names: dict[str, str] = {}
+        self.busbw = Busbw()
 
     def add(self, collectives: Iterable) -> None:
         for c in collectives:
@@ -317,8 +346,7 @@ class CollectiveTally:
                 self.kept.append(c)
             self.total += 1
             if c.busbw_gbs is not None:
-                n, peak = self.busbw.get((c.logfile, c.process, c.line), (0, c.busbw_gbs))
-                self.busbw[(c.logfile, c.process, c.line)] = (n + 1, max(peak, c.busbw_gbs))
+                self.busbw.add(c.logfile, c.process, c.line, 1, c.busbw_gbs)
 
     def add_frame(self, frame: pl.DataFrame) -> None:
         """add() of collectives held as columns (records.COLLECTIVE_SCHEMA, the native scanner's:
@@ -332,12 +360,11 @@ class CollectiveTally:
             self.kept.extend(SimpleNamespace(**row) for row in frame.head(room).iter_rows(named=True))
         self.total += frame.height
         counted = (frame.lazy().filter(pl.col("busbw_gbs").is_not_null())
-                   .group_by("process", "line").agg(n=pl.len(), peak=pl.col("busbw_gbs").max()).collect())
-        busbw, names = self.busbw, self.names
+                   .group_by("process", "line").agg(n=pl.len(), peak=pl.col("busbw_gbs").max())
+                   .sort("process", "line").collect())
+        add = self.busbw.add
         for process, line, n, peak in counted.iter_rows():
-            process = names.setdefault(process, process)  # one str a process, not one a line
-            old = busbw.get((None, process, line))
-            busbw[(None, process, line)] = (n, peak) if old is None else (old[0] + n, max(old[1], peak))
+            add(None, process, line, n, peak)
 
     def into(self, rows: Rows) -> None:
         rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)

@@ -497,10 +497,12 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
         digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
             "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place")[:digest.COLLECTIVES_KEPT]]
     rows.collectives_total = collectives.count()
+    # In line order, streamed: Busbw keeps a run of adjacent lines, not a line (millions in a long run).
     for lf_id, process, line, n, peak in (
             collectives.filter(busbw_gbs__isnull=False).order_by().values("logfile_id", "process", "line")
-            .annotate(n=Count("id"), peak=Max("busbw_gbs")).values_list("logfile_id", "process", "line", "n", "peak")):
-        rows.busbw[(lf_id, process, line or 0)] = (n, peak)
+            .annotate(n=Count("id"), peak=Max("busbw_gbs")).order_by("logfile_id", "process", "line")
+            .values_list("logfile_id", "process", "line", "n", "peak").iterator(chunk_size=10_000)):
+        rows.busbw.add(lf_id, process, line or 0, n, peak)
     return rows
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -557,6 +557,13 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
                 if sc and sc["kind"] == UNTAGGED_DP_RANKS]
     if untagged:  # said once, in the run's warnings too: the figure beside it is not what it looks like
         warnings.append({"line": None, "message": untagged_dp_ranks_warning(untagged[0]["dp_size"])})
+    panels = nccl_tests_panels(result, lay, rows)
+    totals = {p["logfile"]: p["tests"] for p in panels}
+    listed = Counter(p["logfile"] for p in panels)
+    if untold := sum(totals[lf] - listed[lf] for lf in totals):
+        warnings.append({"line": None, "message": (
+            f"the nccl-tests panels list {sum(listed.values())} of the {sum(totals.values())} tests: a file lists "
+            f"its first {NCCL_TESTS_KEPT - 1} tests and its last one, the other {untold} are counted only")})
     parsed = {
         "formats": list(result.formats),
         "engine": _value(s, "engine"),
@@ -572,7 +579,7 @@ def _summarize(result: ParseResult, rows: Rows) -> tuple[dict, list[int]]:
         "processes": lay.processes,
         "launches": launches,
         "launches_count": launches_count,
-        "nccl_tests": nccl_tests_panels(result, lay, rows),
+        "nccl_tests": panels,
         "collectives": rows.collectives,
         "serving": serving,
         "errors": [{"line": e.line, "message": e.message} for e in result.errors],
@@ -716,30 +723,32 @@ def renew_nccl(parsed: dict, result: ParseResult, figured: list[int], lay: Layou
             "launches": launches, "nccl_tests": panels, "warnings": warnings}
 
 
+NCCL_TESTS_KEPT = 200  # panels a file lists: its first tests and its last (which shows the file's NCCL table)
+
+
 def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict]:
     """One panel per nccl-tests test of each log file holding nccl-tests processes: its bandwidth
     (renew_nccl adds their NCCL settings' verdict). A footer ends a test (the parser windows its
     values by the test's number): a test's rows are the file's rows after the previous test's
-    footer and up to its own; rows after the last footer are one more test, cut short."""
+    footer and up to its own; rows after the last footer are one more test, cut short.
+
+    A file lists its first NCCL_TESTS_KEPT - 1 tests and its last one (`tests` says how many it
+    has): each panel carries its file's NCCL verdict, and a long output of thousands of tests made
+    a run's JSON of hundreds of MB (the worker saving 512 MB of nccl-tests outputs died)."""
     tests_procs: dict[int | None, list[str]] = defaultdict(list)
     for p in lay.processes:
         if p["role"] == NCCL_TESTS:
             tests_procs[p["logfile"]].append(p["id"])
     footers = _nccl_tests_footers(rows.metrics)
     names = process_files(result)
-    # One pass over the counted lines (a row each: hundreds of thousands in a long run), each
-    # (file, process) asked its role once; a test's rows are then a slice of its file's sorted
-    # lines, found by bisection (a scan of every line per test was quadratic in the tests).
-    role_of: dict[tuple[int | None, str], bool] = {}
+    # The counted runs of adjacent row lines (runs/digest.py Busbw: a table each, not a row each),
+    # each (file, process) asked its role once; a test's runs are then a slice of its file's runs
+    # sorted by line, found by bisection (a scan of every line per test was quadratic in the
+    # tests). A run lies in one test whole (no footer line falls inside one): its last line says which.
     counted: dict[int | None, list[tuple[int, int, float]]] = defaultdict(list)
-    for (lf, process, line), (n, peak) in rows.busbw.items():
-        if lf not in tests_procs:
-            continue
-        tests_role = role_of.get((lf, process))
-        if tests_role is None:
-            tests_role = role_of[(lf, process)] = lay.role(lf, process) == NCCL_TESTS
-        if tests_role:
-            counted[lf].append((line, n, peak))
+    for lf, process, runs in rows.busbw.runs():
+        if lf in tests_procs and lay.role(lf, process) == NCCL_TESTS:
+            counted[lf].extend((last, n, peak) for _, last, n, peak in runs)
     panels: list[dict] = []
     for logfile in sorted(tests_procs, key=lambda f: (f is None, f or 0)):
         own_rows = sorted(counted.get(logfile, []))
@@ -752,6 +761,8 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict
         for number, (end, avg) in enumerate(tests, 1):
             own = own_rows[bisect_right(lines, start):bisect_right(lines, end)]  # start < line <= end
             start = end
+            if NCCL_TESTS_KEPT <= number < len(tests):
+                continue
             panels.append({
                 "logfile": logfile,
                 "file": (names.get(logfile) or {}).get("name"),

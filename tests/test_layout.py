@@ -1,20 +1,27 @@
 """runs/layout.py through whole runs: processes, roles, launches, per-launch verdicts.
 
-Two runs whose processes must be told apart, built from the project's own samples.
+Two runs whose processes must be told apart, built from the project's own samples. Then its
+merges of launches, pure: launches that share a pid (one launch seen in two files) and
+worker-only launches joining the one with a launcher, held equal to the rule they always followed
+(the quadratic merge loop, kept here as the reference) and timed on thousands.
 """
 
 from __future__ import annotations
 
+import copy
 import io
+import time
+from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ingest import registration, services
+from runs.layout import LAUNCHER, WORKER, Launch, Layout, _merge_same_pids, layout, merge_orphans
 from runs.models import NcclSetting
 from tests.samples import log_path
-
-pytestmark = pytest.mark.django_db
 
 TUNING = ["NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_MAX_NCHANNELS", "NCCL_NTHREADS", "NCCL_P2P_LEVEL", "NCCL_PROTO"]
 
@@ -48,6 +55,7 @@ def dropped_plus_tuned_tests(user, **kw):
     }, **kw)
 
 
+@pytest.mark.django_db
 def test_nccl_tests_echoes_never_count_for_the_serving_workers(alice):
     run = dropped_plus_tuned_tests(alice)
     nccl = run.parsed["nccl"]
@@ -60,6 +68,7 @@ def test_nccl_tests_echoes_never_count_for_the_serving_workers(alice):
     assert panel["avg_busbw_gbs"] == 68.7056 and panel["peak_busbw_gbs"] == 300.39
 
 
+@pytest.mark.django_db
 def test_provenance_of_the_drift_points_into_the_serving_log(alice):
     run = dropped_plus_tuned_tests(alice)
     serving = run.logfiles.get(original_name="sweep_dropped_2step.log")
@@ -68,6 +77,7 @@ def test_provenance_of_the_drift_points_into_the_serving_log(alice):
     assert {where[0] for rank in nccl["sources"]["effective"].values() for where in rank.values()} == {serving.id}
 
 
+@pytest.mark.django_db
 def test_effective_filter_ignores_nccl_tests_processes(alice, client):
     dropped_plus_tuned_tests(alice, name="dropped+tests")
     upload(alice, {"tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes()}, name="tuned-alone")
@@ -80,6 +90,7 @@ def test_effective_filter_ignores_nccl_tests_processes(alice, client):
     assert sorted(rows.values_list("rank", flat=True)) == ["0", "1"] and len({r.line for r in rows}) == 1
 
 
+@pytest.mark.django_db
 def test_processes_say_who_wrote_what(alice):
     run = dropped_plus_tuned_tests(alice)
     serving = run.logfiles.get(original_name="sweep_dropped_2step.log")
@@ -97,6 +108,7 @@ def test_processes_say_who_wrote_what(alice):
     assert run.parsed["launches_count"] == 1
 
 
+@pytest.mark.django_db
 def test_two_serving_launches_are_flagged_not_blended_into_ok(alice):
     run = upload(alice, {
         "tuned.log": log_path("spec_eagle3_tuned_2step.log").read_bytes(),
@@ -116,6 +128,7 @@ def test_two_serving_launches_are_flagged_not_blended_into_ok(alice):
     assert default["summary"]["throughput_tok_s"] != tuned["summary"]["throughput_tok_s"]
 
 
+@pytest.mark.django_db
 def test_the_same_launch_in_two_files_is_one_launch(alice):
     text = log_path("sweep/sweep_dropped_2step.log").read_text().splitlines(keepends=True)
     run = upload(alice, {"part1.log": "".join(text[:150]).encode(), "part2.log": "".join(text[150:]).encode()})
@@ -123,6 +136,7 @@ def test_the_same_launch_in_two_files_is_one_launch(alice):
     assert run.parsed["launches"][0]["nccl"]["status"] == "drift"
 
 
+@pytest.mark.django_db
 def test_a_file_role_correction_moves_its_processes(alice):
     # Told that the "nccl-tests" file is really a serving worker's NCCL log, its echoes count.
     run = dropped_plus_tuned_tests(alice, roles={"all_reduce_tuned.log": "serving worker"})
@@ -138,6 +152,7 @@ def two_launches(user, **kw):
     }, **kw)
 
 
+@pytest.mark.django_db
 def test_run_page_and_list_warn_about_several_launches(alice, client):
     run = two_launches(alice, name="two-launches")
     client.force_login(alice)
@@ -148,6 +163,7 @@ def test_run_page_and_list_warn_about_several_launches(alice, client):
     assert '⚠ <span data-field="launches_count">2</span> launches' in client.get("/").content.decode()
 
 
+@pytest.mark.django_db
 def test_api_reports_launches_and_splits_the_run(alice, client, bearer):
     run = two_launches(alice)
     headers = bearer(alice)
@@ -169,11 +185,13 @@ def test_api_reports_launches_and_splits_the_run(alice, client, bearer):
     assert client.post(f"/api/v1/runs/{run.id}/split", headers=headers).json()["error"]["code"] == "one_launch"
 
 
+@pytest.mark.django_db
 def test_split_is_refused_to_outsiders(alice, eve, client, bearer):
     run = two_launches(alice)
     assert client.post(f"/api/v1/runs/{run.id}/split", headers=bearer(eve)).status_code == 404
 
 
+@pytest.mark.django_db
 def test_roles_are_corrected_through_the_api_and_the_page(alice, client, bearer):
     run = dropped_plus_tuned_tests(alice)
     tests = run.logfiles.get(original_name="all_reduce_tuned.log")
@@ -189,6 +207,7 @@ def test_roles_are_corrected_through_the_api_and_the_page(alice, client, bearer)
     assert run.parsed["nccl_tests"][0]["file"] == "all_reduce_tuned.log"
 
 
+@pytest.mark.django_db
 def test_upload_api_takes_roles_in_meta(alice, client, bearer):
     data = tuned_nccl_tests_log()
     response = client.post("/api/v1/runs", {
@@ -206,6 +225,7 @@ def test_upload_api_takes_roles_in_meta(alice, client, bearer):
     assert wrong.status_code == 400 and "other.log" in wrong.json()["error"]["message"]
 
 
+@pytest.mark.django_db
 def test_a_viewer_cannot_change_roles_and_the_figures_stay(vic, client, bearer):
     from runs.models import Membership, RunEdit
 
@@ -221,6 +241,7 @@ def test_a_viewer_cannot_change_roles_and_the_figures_stay(vic, client, bearer):
     assert run.throughput_tok_s == 472.8 and run.logfiles.get().role == "" and not RunEdit.objects.exists()
 
 
+@pytest.mark.django_db
 def test_a_role_change_is_recorded_with_the_figures_it_moved(bob, client, bearer):
     run = upload(bob, {"server.log": log_path("spec_eagle3_tuned_2step.log").read_bytes()})
     response = client.post(f"/api/v1/runs/{run.id}/roles", data={"roles": {"server.log": "nccl-tests"}},
@@ -242,6 +263,7 @@ def test_a_role_change_is_recorded_with_the_figures_it_moved(bob, client, bearer
     assert "event-roles" in client.get("/").content.decode()
 
 
+@pytest.mark.django_db
 def test_thousands_of_launches_in_two_files_pair_up_by_pid_and_keep_their_aliases():
     """Two files of the same 1,100 launches (a launcher and a worker each, the worker's pid also
     named by a `[TPn]` alias; the second file without hosts) give 1,100 launches of four processes,
@@ -266,3 +288,137 @@ def test_thousands_of_launches_in_two_files_pair_up_by_pid_and_keep_their_aliase
     assert lay.launches[7].processes == ["1:pid 10014", "1:pid 10015", "2:pid 10014", "2:pid 10015"]
     workers = {p["id"]: p for p in lay.processes if p["role"] == WORKER}
     assert workers["2:pid 10015"]["aliases"] == ["TP0 #7"] and workers["1:pid 12199"]["aliases"] == ["TP0 #1099"]
+
+
+# The merges of launches, pure (no database).
+
+
+def _reference_merge(lay: Layout, into: int, other: int) -> None:
+    def remap(i: int) -> int:
+        i = into if i == other else i
+        return i - 1 if i > other else i
+
+    a, b = lay.launches[into], lay.launches[other]
+    a.processes.extend(b.processes)
+    for logfile, line in b.starts.items():
+        a.starts.setdefault(logfile, line)
+    del lay.launches[other]
+    lay.launch_of_process = {pid: remap(i) for pid, i in lay.launch_of_process.items()}
+    lay.segments = {lf: [(s, remap(i)) for s, i in segs] for lf, segs in lay.segments.items()}
+    for n, launch in enumerate(lay.launches, 1):
+        launch.number = n
+
+
+def _reference_same_pids(lay: Layout) -> None:
+    """The merge loop before it was made linear: look from the first launch, merge the first pair, again."""
+    while True:
+        info = {p["id"]: p for p in lay.processes}
+        owner: dict[tuple, int] = {}
+        keys_of_pid: dict[Any, list[tuple]] = {}
+        merged = False
+        for i, launch in enumerate(lay.launches):
+            for pid in launch.processes:
+                p = info[pid]
+                if p["pid"] is None:
+                    continue
+                key = (p["host"] or "", p["pid"])
+                j = owner.get(key)
+                if j is None:
+                    j = next((owner[k] for k in keys_of_pid.get(p["pid"], ()) if not k[0] or not key[0]), None)
+                if j is not None and j != i:
+                    _reference_merge(lay, j, i)
+                    merged = True
+                    break
+                if key not in owner:
+                    keys_of_pid.setdefault(p["pid"], []).append(key)
+                owner[key] = i
+            if merged:
+                break
+        if not merged:
+            return
+
+
+def _reference_orphans(lay: Layout, has_figures: set[int]) -> None:
+    with_launcher = [i for i, launch in enumerate(lay.launches) if launch.has(LAUNCHER, lay.roles)]
+    if len(with_launcher) != 1:
+        return
+    target = with_launcher[0]
+    for i in range(len(lay.launches) - 1, -1, -1):
+        if i != target and i not in has_figures and not lay.launches[i].has(LAUNCHER, lay.roles):
+            _reference_merge(lay, target, i)
+            if i < target:
+                target -= 1
+
+
+def _made(spec: list[list[tuple[str, int | None, str]]]) -> Layout:
+    """A layout of launches as given: per launch, its processes' (host, pid, role); each launch
+    its own file segment, so segments and launch_of_process are remapped as a real run's are."""
+    processes, launches, roles, launch_of = [], [], {}, {}
+    segments: dict[int | None, list[tuple[int, int]]] = {}
+    for i, procs in enumerate(spec):
+        launch = Launch(i + 1, starts={i % 3: 10 * i, (i + 1) % 3: 10 * i + 1})
+        for n, (host, pid, role) in enumerate(procs):
+            ident = f"{i}:{n}"
+            processes.append({"id": ident, "host": host or None, "pid": pid, "role": role})
+            roles[ident] = role
+            launch.processes.append(ident)
+            launch_of[ident] = i
+        launches.append(launch)
+        segments.setdefault(i % 3, []).append((10 * i, i))
+    return Layout(processes, launches, {}, roles, launch_of, segments)
+
+
+def _state(lay: Layout) -> tuple:
+    return ([(la.number, la.processes, list(la.starts.items())) for la in lay.launches],
+            list(lay.launch_of_process.items()), lay.segments)
+
+
+PROCESS = st.tuples(st.sampled_from(["", "a", "b"]), st.one_of(st.none(), st.integers(1, 6)),
+                    st.sampled_from([LAUNCHER, WORKER]))
+
+
+@given(st.lists(st.lists(PROCESS, max_size=4), max_size=9))
+def test_launches_sharing_pids_merge_as_the_merge_loop_did(spec):
+    lay, ref = _made(spec), _made(spec)
+    _merge_same_pids(lay)
+    _reference_same_pids(ref)
+    assert _state(lay) == _state(ref)
+
+
+@given(st.lists(st.lists(PROCESS, max_size=3), max_size=8), st.sets(st.integers(0, 8)))
+def test_orphans_join_the_one_launcher_as_the_merge_loop_did(spec, figures):
+    lay = _made(spec)
+    ref = copy.deepcopy(lay)
+    merge_orphans(lay, figures)
+    _reference_orphans(ref, figures)
+    assert _state(lay) == _state(ref)
+
+
+def test_three_thousand_launches_sharing_pids_merge_in_linear_time():
+    """3,000 launches, each sharing a pid with the one before it (a chain: all one launch) and
+    3,000 more in pairs across two files with and without hosts: the merge loop took ~25 s."""
+    chain: list[list[tuple[str, int | None, str]]] = [[("vm", n, LAUNCHER), ("vm", n + 1, WORKER)] for n in range(3000)]
+    pairs: list[list[tuple[str, int | None, str]]] = [[("h", 10_000 + n, WORKER)] for n in range(1500)]
+    pairs += [[("", 10_000 + n, WORKER)] for n in range(1500)]
+    lay = _made(chain + pairs)
+    start = time.process_time()
+    _merge_same_pids(lay)
+    took = time.process_time() - start
+    assert len(lay.launches) == 1 + 1500
+    assert lay.launches[0].processes[:4] == ["0:0", "0:1", "1:0", "1:1"] and len(lay.launches[0].processes) == 6000
+    assert lay.launches[1].processes == ["3000:0", "4500:0"] and lay.launches[-1].number == 1501
+    assert took < 2, took
+
+
+def test_many_hosts_of_one_pid_and_one_without_a_host_fold_in_order():
+    """pid 7 on hosts a and b (two launches), then pid 7 with no host: it matches both, goes to the
+    first, and the second follows (it now matches the first)."""
+    lay = layout({1: {"name": "x.log", "processes": {
+        "pid 7a": {"pid": 7, "host": "a", "role": WORKER, "first_line": 1},
+        "pid 9": {"pid": 9, "host": "a", "role": LAUNCHER, "first_line": 5},
+        "pid 7b": {"pid": 7, "host": "b", "role": WORKER, "first_line": 6},
+        "pid 8": {"pid": 8, "host": "a", "role": LAUNCHER, "first_line": 10},
+        "pid 7": {"pid": 7, "host": None, "role": WORKER, "first_line": 11},
+    }}})
+    assert [la.processes for la in lay.launches] == [["1:pid 7a", "1:pid 8", "1:pid 7", "1:pid 9", "1:pid 7b"]]
+    assert lay.segments == {1: [(1, 0), (5, 0), (10, 0)]}

@@ -606,6 +606,8 @@ typedef struct {
     long window;
     int in_block;
     PyObject *seen;  /* the parser's own set */
+    PyObject *names;  /* the parser's set of the phase names kept, `cap` at most (Parser.PHASE_NAMES) */
+    long cap, left_out, first_left_out;  /* the phase lines of later names left out, the first one */
 } Eagle;
 
 static const char *TOTALS[] = {"cycle total", "total", "cycle"};
@@ -711,9 +713,25 @@ static int eagle_phase(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int
             }
         }
     }
+    int total = is_total(s + i, g - i);
+    if (!total && PySet_GET_SIZE(e->names) >= e->cap) {
+        /* The cap reached: a name not kept is left out (eagle_profile._phase) before it is interned,
+         * so a log of endless distinct names grows no table here either. */
+        PyObject *probe = PyUnicode_DecodeUTF8(s + i, g - i, NULL);
+        if (!probe) return ERROR;
+        int kept = PySet_Contains(e->names, probe);
+        Py_DECREF(probe);
+        if (kept < 0) return ERROR;
+        if (!kept) {
+            e->left_out += 1;
+            if (!e->first_left_out) e->first_left_out = (long)lineno;
+            return OK;
+        }
+    }
     int name = intern_str(self, s + i, g - i);
     if (name < 0) return ERROR;
     PyObject *name_obj = str_obj(self, name);
+    if (!total && PySet_Add(e->names, name_obj) < 0) return ERROR;
     if (!e->in_block) {
         int seen = PySet_Contains(e->seen, name_obj);
         if (seen < 0) return ERROR;
@@ -724,7 +742,7 @@ static int eagle_phase(Scanner *self, Eagle *e, const char *s, Py_ssize_t n, int
         }
     }
     if (PySet_Add(e->seen, name_obj) < 0) return ERROR;
-    if (is_total(s + i, g - i))
+    if (total)
         return add_metric(self, self->s_cycle_ms, ms, e->window, lineno, self->s_eagle, self->s_empty, self->s_main);
     return add_phase(self, name, ms, pct, e->window, lineno);
 }
@@ -1217,16 +1235,32 @@ static int state_in(State *st, PyObject *eagle, PyObject *sglang) {
     PyObject *w = PyObject_GetAttrString(eagle, "window");
     PyObject *b = PyObject_GetAttrString(eagle, "in_block");
     st->e.seen = PyObject_GetAttrString(eagle, "seen");
-    if (!w || !b || !st->e.seen || !PySet_CheckExact(st->e.seen)) {
-        Py_XDECREF(w); Py_XDECREF(b); Py_XDECREF(st->e.seen);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "eagle_profile.Parser.seen must be a set");
+    st->e.names = PyObject_GetAttrString(eagle, "names");
+    /* The cap and the count of lines left out, each a C long (the window's own check, below). */
+    PyObject *counts[3] = {PyObject_GetAttrString(eagle, "PHASE_NAMES"), PyObject_GetAttrString(eagle, "left_out"),
+                           PyObject_GetAttrString(eagle, "first_left_out")};
+    if (!w || !b || !st->e.seen || !PySet_CheckExact(st->e.seen) || !st->e.names || !PySet_CheckExact(st->e.names)
+        || !counts[0] || !counts[1] || !counts[2]) {
+        Py_XDECREF(w); Py_XDECREF(b); Py_XDECREF(st->e.seen); Py_XDECREF(st->e.names);
+        for (int k = 0; k < 3; k++) Py_XDECREF(counts[k]);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "eagle_profile.Parser.seen and names must be sets");
         return -1;
     }
     st->e.window = PyLong_AsLong(w);
+    long *into[3] = {&st->e.cap, &st->e.left_out, &st->e.first_left_out};
+    for (int k = 0; k < 3; k++) {
+        *into[k] = PyErr_Occurred() ? -1 : PyLong_AsLong(counts[k]);
+        Py_DECREF(counts[k]);
+    }
     int in_block = PyErr_Occurred() ? -1 : PyObject_IsTrue(b);
     Py_DECREF(w);
     Py_DECREF(b);
-    if (in_block < 0) { Py_DECREF(st->e.seen); return -1; }  /* a window no C long holds, a bad in_block */
+    if (in_block < 0 || st->e.cap < 0 || st->e.left_out < 0 || st->e.first_left_out < 0) {
+        /* a window or count no C long holds, a bad in_block, a negative count */
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "eagle_profile.Parser's counts must not be negative");
+        Py_DECREF(st->e.seen); Py_DECREF(st->e.names);
+        return -1;
+    }
     st->e.in_block = in_block;
     return 0;
 }
@@ -1234,10 +1268,16 @@ static int state_in(State *st, PyObject *eagle, PyObject *sglang) {
 /* The state after the lines read here (a line handed back changed none of it); -1 on error. */
 static int state_out(Scanner *self, State *st) {
     PyObject *nw = PyLong_FromLong(st->e.window);
+    PyObject *left = PyLong_FromLong(st->e.left_out), *first = PyLong_FromLong(st->e.first_left_out);
     int bad = windows_out(self, &st->windows) < 0 || !nw || PyObject_SetAttrString(st->eagle, "window", nw) < 0
-        || PyObject_SetAttrString(st->eagle, "in_block", st->e.in_block ? Py_True : Py_False) < 0;
+        || PyObject_SetAttrString(st->eagle, "in_block", st->e.in_block ? Py_True : Py_False) < 0
+        || !left || PyObject_SetAttrString(st->eagle, "left_out", left) < 0
+        || !first || PyObject_SetAttrString(st->eagle, "first_left_out", first) < 0;
     Py_XDECREF(nw);
+    Py_XDECREF(left);
+    Py_XDECREF(first);
     Py_DECREF(st->e.seen);
+    Py_DECREF(st->e.names);
     return bad ? -1 : 0;
 }
 

@@ -22,9 +22,15 @@ from __future__ import annotations
 
 import re
 
-from .records import Metric, ParseResult, Phase
+from .records import Issue, Metric, ParseResult, Phase
 
 NAME = "eagle_profile"
+# Distinct phase names a file keeps (a real profile prints a handful). Each name is a group of
+# rows, a row of the phase table and a series of its chart: a log of a million distinct names (a
+# made one, FORMATS §6) cost memory and time per name in every step after the parse. A phase
+# line of a later name is left out, counted in one warning; the C scanner reads the same cap
+# (Parser.PHASE_NAMES) and counts its lines the same way.
+PHASE_NAMES = 1000
 
 _HEADER = re.compile(r"\[(\w+?)_PROFILE\]\s*(.*)$")
 _HEADER_FIELD = re.compile(r"(\w+)=(\d+)")
@@ -45,12 +51,16 @@ class Parser:
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = ("_PROFILE]", "ms/")
     STARTS: re.Pattern | None = None
+    PHASE_NAMES = PHASE_NAMES
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
         self.window = 0
         self.in_block = False
         self.seen: set[str] = set()  # phase names in the current window
+        self.names: set[str] = set()  # the phase names kept (PHASE_NAMES at most)
+        self.left_out = 0  # phase lines of names past PHASE_NAMES
+        self.first_left_out = 0  # the first of them
 
     def feed(self, lineno: int, line: str) -> None:
         if "_PROFILE]" in line:
@@ -77,7 +87,10 @@ class Parser:
         return self.in_block  # an Accept len / Throughput line, or the line that ends the block
 
     def finish(self) -> None:
-        pass
+        if self.left_out:
+            self.result.warnings.append(Issue(self.first_left_out, (
+                f"more than {self.PHASE_NAMES:,} distinct phase names: the phase table and the cycle time keep the "
+                f"first {self.PHASE_NAMES:,}; {self.left_out:,} phase line(s) of later names are left out")))
 
     def _header(self, lineno: int, line: str) -> None:
         m = _HEADER.search(line)
@@ -99,13 +112,21 @@ class Parser:
         name = m.group(1).strip()
         ms = float(m.group(2))
         pct = float(m.group(4)) if m.group(4) is not None else None
+        total = name.lower() in _TOTALS
+        if not total and name not in self.names:
+            if len(self.names) >= self.PHASE_NAMES:
+                # Left out as if it were no phase line: no window opened, no name kept.
+                self.left_out += 1
+                self.first_left_out = self.first_left_out or lineno
+                return
+            self.names.add(name)
         if not self.in_block and (name in self.seen or self.window == 0):
             # Headerless (non-speculative) output: a repeated phase name opens the next window.
             self.window += 1
             self.seen = set()
         self.seen.add(name)
         self.result.add_format(NAME)
-        if name.lower() in _TOTALS:
+        if total:
             self.result.metrics.append(Metric("cycle_ms", ms, self.window, lineno, NAME))
         else:
             self.result.phases.append(Phase(name, ms, pct, self.window, lineno, NAME))
