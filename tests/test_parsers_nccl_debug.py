@@ -3,7 +3,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.parsers import nccl_debug, parse_lines, parse_stream
+from ingest.parsers import nccl_debug, parse_lines, parse_stream, processes
 from runs.summary import summarize
 from tests.samples import log_path, public_sample
 
@@ -353,11 +353,16 @@ def test_rccl_wins_over_an_nccl_version_line_before_it():
 # The patterns before their look-behinds: the reference the anchored ones must agree with.
 _UNANCHORED = {
     "_LINE": r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:(\S+:\d+) )?NCCL (INFO|WARN|TRACE|CALL|ABORT)\b ?(.*)$",
+    "processes._NCCL": r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL [A-Z]+\b ?(.*)$",
     "_CONF_FILE": r"NCCL_CONF_FILE\S*?[= ](?:set by environment to )?(\S+)|(\S*/\.?nccl\.conf)\b",
 }
 _PIECES = st.sampled_from(["h", "vm", "10-4", ":", "1", "42", " ", "  ", "[0]", "[", "]", "NCCL", "INFO", "WARN",
                            "init.cc:213", "/", "/etc/nccl.conf", ".nccl.conf", "NCCL_CONF_FILE", "=", "x",
                            "set by environment to ", "\t", "é"])
+
+
+def _pattern(name):
+    return processes._NCCL if name == "processes._NCCL" else getattr(nccl_debug, name)
 
 
 @settings(max_examples=400)
@@ -366,7 +371,7 @@ def test_anchored_line_patterns_find_what_the_unanchored_ones_found(text):
     import re
 
     for name, reference in _UNANCHORED.items():
-        want, got = re.search(reference, text), getattr(nccl_debug, name).search(text)
+        want, got = re.search(reference, text), _pattern(name).search(text)
         assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), name
 
 
@@ -379,7 +384,7 @@ def test_anchored_line_patterns_agree_on_every_real_nccl_line():
              for line in path.read_text(errors="replace").splitlines() if "NCCL" in line]
     assert len(lines) > 2000
     for name, reference in _UNANCHORED.items():
-        pattern, ref = getattr(nccl_debug, name), re.compile(reference)
+        pattern, ref = _pattern(name), re.compile(reference)
         for line in lines:
             want, got = ref.search(line), pattern.search(line)
             assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), (name, line)

@@ -38,7 +38,9 @@ SERVING_FORMATS = frozenset({"sglang", "vllm", "llamacpp", "eagle_profile"})
 RECENT = 8192  # lines whose tag is remembered: a block flushed later still finds its first line
 REPEATS = 4096  # NCCL lines remembered with their tag: every rank prints its channels again per communicator
 
-_NCCL = re.compile(r"([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL [A-Z]+\b ?(.*)$")
+# The look-behind starts a match only where a host token starts (as nccl_debug._LINE, which says why:
+# the unanchored search was quadratic in a long token's length; the leftmost match is the same).
+_NCCL = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL [A-Z]+\b ?(.*)$")
 # The literal every _NCCL match holds ("NCCL" has a space on either side): a line without it, an
 # env dump or launch line full of NCCL_ names, is no NCCL line, found without the search, which on
 # such a line tries each of its words as a host (~30 µs: the cost of a Python-fed line again).
