@@ -22,12 +22,14 @@ import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+
+from runs.layout import layout
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Grouped, ParseResult
@@ -372,11 +374,89 @@ class CollectiveTally:
         rows.collectives_total, rows.busbw = self.total, self.busbw
 
 
+class NcclFold:
+    """A parse's NCCL values in memory that follows their distinct values, not their lines.
+
+    What reads them (runs.nccl.launch_verdicts, analyze, person_conflicts) takes, per group of
+    values (a launch's, a test file's, the rest), the last value of each variable: an earlier
+    value of a group is never seen when a later one of the same (log file, process, kind, key,
+    rank, source, value) is in the same group. A process's values fall in one group but for the
+    line's launch segment (runs.layout: a segment starts at a launch line or at a launcher's or
+    worker's first line, known once the parse ends). So each value is kept as a number (its
+    identity's) and its line, and at the end only the last of each identity in each segment
+    becomes a value again, in the order the values came: the verdicts, their lines and sources
+    are those of every value. An echo whose rank is still empty is the nccl_debug parser's, which
+    sets the rank at its end: kept as the object itself and folded then.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple, int] = {}
+        self._first: list = []  # an identity's first value: the others are copies of it, their line apart
+        self._loose: list = []  # echoes whose rank is set at the parse's end
+        self._which = array("i")  # per value: its identity, or -1 - its index in _loose
+        self._lines = array("q")
+
+    def add(self, values: Iterable) -> None:
+        ids, which, lines = self._ids, self._which, self._lines
+        for v in values:
+            if v.kind == "effective" and not v.rank:
+                which.append(-1 - len(self._loose))
+                self._loose.append(v)
+            else:
+                key = (v.logfile, v.process, v.kind, v.key, v.rank, v.source, v.value)
+                i = ids.get(key)
+                if i is None:
+                    i = ids[key] = len(self._first)
+                    self._first.append(v)
+                which.append(i)
+            lines.append(v.line)
+
+    def values(self, result: ParseResult) -> list:
+        """The values after the parse (its processes and launch lines known), folded."""
+        files: dict[int | None, dict] = {lf: info for lf, info in result.files.items()} or {None: {
+            "name": None, "role": "", "processes": result.processes, "launch_lines": result.launch_lines,
+            "settings": {}}}  # a lone parse's one file, as runs.summary.process_files gives it
+        segments = layout(files).segments
+        which = np.array(self._which, dtype=np.int64)  # a copy: the loose ones are numbered in it
+        lines = np.frombuffer(self._lines, dtype=np.int64) if len(self._lines) else np.zeros(0, np.int64)
+        # A loose echo's identity, its rank now set: numbered after the others.
+        ids = dict(self._ids)
+        first = list(self._first)
+        loose = np.flatnonzero(which < 0)
+        for at in loose:
+            v = self._loose[-1 - int(which[at])]
+            key = (v.logfile, v.process, v.kind, v.key, v.rank, v.source, v.value)
+            i = ids.get(key)
+            if i is None:
+                i = ids[key] = len(first)
+                first.append(v)
+            which[at] = i
+        # Each value's segment: after how many of its log file's segment starts it comes.
+        segment = np.zeros(len(which), dtype=np.int64)
+        for lf, segs in segments.items():
+            mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
+            starts = np.array([start for start, _ in segs], dtype=np.int64)
+            segment[mine] = np.searchsorted(starts, lines[mine], side="right")
+        # The last of each (identity, segment), in the order the values came.
+        where = which * (int(segment.max(initial=0)) + 1) + segment
+        _, last = np.unique(where[::-1], return_index=True)
+        kept = np.sort(len(where) - 1 - last)
+        out = []
+        for at in kept.tolist():
+            v = first[int(which[at])]
+            line = int(lines[at])
+            out.append(v if v.line == line else replace(v, line=line))
+        return out
+
+
 class ParseDigest:
     """A parse_stream sink for a lone parse (parselog): each batch of rows folded into a
     FileDigest's columns (parked in its spill as they come: memory does not grow with the log)
     and a CollectiveTally. NCCL values are few and the summary reads them from the result: they
     are kept as they come and handed back by `rows()`.
+
+    NCCL values repeat: a log of many restarts echoes the same variables each time (1 GB of them
+    held ~2M objects, parselog peaked at 1.1 GB), so they are kept folded (NcclFold).
 
     summarize(result, digest.rows(result)) gives what summarize(result) gives without a sink.
     The native engine hands it the scanner's records already grouped (`takes_groups`).
@@ -387,7 +467,7 @@ class ParseDigest:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.digest = FileDigest(directory)
         self.collectives = CollectiveTally()
-        self.nccl: list = []
+        self.nccl = NcclFold()
 
     def __call__(self, result: ParseResult) -> None:
         phases, metrics, collectives, nccl = result.take_batches()
@@ -401,13 +481,12 @@ class ParseDigest:
                 self.collectives.add_frame(held)
             else:
                 self.collectives.add(held)
-        # The same objects: the nccl_debug parser sets a held echo's rank at its end.
-        self.nccl.extend(nccl)
+        self.nccl.add(nccl)
 
     def rows(self, result: ParseResult) -> Rows:
         """After the parse: take the rows still pending, put the NCCL values back in `result`."""
         self(result)
-        result.nccl = self.nccl
+        result.nccl = self.nccl.values(result)
         rows = self.digest.rows()
         self.collectives.into(rows)
         return rows

@@ -11,6 +11,7 @@ import io
 import json
 from array import array
 from bisect import bisect_right
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -361,3 +362,63 @@ def test_a_table_is_one_run():
         busbw.add(7, "pid 1", line, 2, float(line % 13))
     ((logfile, process, runs),) = list(busbw.runs())
     assert (logfile, process, runs) == (7, "pid 1", [[100, 1099, 2000, 12.0]])
+
+
+# Real logs of NCCL values: launch lines with NCCL variables, launcher and worker env dumps, NCCL
+# echoes (`set by environment`) resolved to ranks at the parse's end, and several launches.
+NCCL_VALUE_LOGS = ["nccl/sglang_launch_prompt_nccl_vars_pd_decode_slurmv4.log",
+                   "nccl/torchrun_prompt_nccl_vars_slurmv4.log",
+                   "nccl/nccl_debug_cumem_enable_kserve_issue3791.log",
+                   "nccl/job_nersc_slurm_test_2.23_918503.log",
+                   "shared/nccl_debug_8gpu_p2p_direct_nccl_issue1773.log"]
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def _digest_parse(data: bytes, monkeypatch) -> tuple:
+    monkeypatch.setattr(parsers, "SPILL_AT", 3)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    sink = digest.ParseDigest()
+    result = parse_stream(io.BytesIO(data), sink=sink)
+    return sink, result, sink.rows(result)
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+@pytest.mark.parametrize("name", NCCL_VALUE_LOGS)
+def test_folded_nccl_values_summarize_as_every_value(monkeypatch, name, repeats):
+    # A log repeated (a service restarted): the same variables echoed again in later launches.
+    data = (CORPUS / name).read_bytes() * repeats
+    _, result, rows = _digest_parse(data, monkeypatch)
+    assert summarize(result, rows) == summarize(parse_stream(io.BytesIO(data)))
+
+
+def test_folded_nccl_values_of_mixed_logs_summarize_as_every_value(monkeypatch):
+    # Logs one after another in one file: values of one identity in launches of different processes.
+    data = b"".join((CORPUS / name).read_bytes() for name in NCCL_VALUE_LOGS * 2)
+    sink, result, rows = _digest_parse(data, monkeypatch)
+    every = parse_stream(io.BytesIO(data))
+    assert len(result.nccl) < len(every.nccl)
+    assert summarize(result, rows) == summarize(every)
+
+
+def test_a_repeated_launch_log_holds_its_distinct_nccl_values_only(monkeypatch):
+    """Memory follows the distinct values: a launch log of env dumps and launch lines repeated 4
+    or 16 times holds as many value objects (one per identity), the numbers of its lines aside."""
+    data = (CORPUS / "nccl/torchrun_prompt_nccl_vars_slurmv4.log").read_bytes()
+    held = []
+    for repeats in (4, 16):
+        sink, result, _ = _digest_parse(data * repeats, monkeypatch)
+        assert len(sink.nccl._which) == len(parse_stream(io.BytesIO(data * repeats)).nccl)
+        held.append((len(sink.nccl._first), len(sink.nccl._loose), len(result.nccl)))
+    assert held[0] == held[1] and held[0][0] > 0
+
+
+def test_an_echo_of_every_restart_keeps_its_rank_and_last_line(monkeypatch):
+    # Echoes get their rank at the parse's end (nccl_debug): folded then, by that rank.
+    data = (CORPUS / "nccl/nccl_debug_cumem_enable_kserve_issue3791.log").read_bytes() * 3
+    _, result, _ = _digest_parse(data, monkeypatch)
+    every = parse_stream(io.BytesIO(data)).nccl
+    assert all(v.rank for v in result.nccl if v.kind == "effective")
+    last = {}
+    for v in every:
+        last[(v.process, v.kind, v.key, v.rank, v.source, v.value)] = v.line
+    assert {(v.process, v.kind, v.key, v.rank, v.source, v.value): v.line for v in result.nccl} == last
