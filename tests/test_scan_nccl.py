@@ -443,3 +443,26 @@ def test_nccl_lines_of_a_host_led_by_a_digit_are_read_in_c_before_any_nccl_tests
     data = ("\n".join(log + tests + copy(log, 8) + copy(log, 16)) + "\n").encode()
     for batch in (1 << 21, 4096, 97):
         _same(data, batch, batch)
+
+
+ECHOES = _kinds(r"NCCL INFO NCCL_[A-Z0-9_]+ set (?:by environment )?to ")
+SHARED = nccl_debug.Parser.SHARED
+
+
+@pytest.mark.parametrize("shared", [0, 3, SHARED])
+def test_repeated_real_echoes_share_their_texts_in_both_engines_and_read_alike(shared):
+    # A log of many restarts echoes the same variables each time: each echo is held to the parse's
+    # end, its texts shared with the echoes repeating them (up to SHARED texts, C and Python alike).
+    data = ("\n".join(ECHOES * 6) + "\n").encode()
+    with mock.patch.object(nccl_debug.Parser, "SHARED", shared):
+        for batch in (1 << 21, 4096, 97):
+            _same(data, batch, batch)
+        for engine in ("lines", "native"):
+            values = parse_stream(io.BytesIO(data), engine=engine).nccl
+            assert len(values) >= 6 * len({(v.key, v.value) for v in values}) > 0
+            copies = len({id(v.key) for v in values} | {id(v.value) for v in values})
+            if shared == SHARED:  # one object a distinct text
+                assert copies == len({v.key for v in values} | {v.value for v in values})
+            elif shared == 0:
+                assert copies > len(values)  # (equal short texts may be one object: Python's own caching)
+    assert _fed_by_python(data) < 0.5 * data.count(b"\n")  # the repeats are C's

@@ -77,6 +77,8 @@ struct nccl_fast {
     /* per scan call: 0 not read yet, 1 read, -1 off for this call */
     int fetched;
     PyObject *nccl, *pending, *offer, *used;  /* result.nccl, the parser's pending echoes, result.offer, .used */
+    PyObject *shared;  /* the parser's shared texts (nccl_debug.Parser._shared), up to shared_max */
+    Py_ssize_t shared_max;
     PyObject *processes, *thread_rank, *process_rank, *device_ranks, *thread_peer, *process_peer, *transports;
     long long nranks, nnodes;  /* the largest held, -1: none yet */
     int ring_set;
@@ -119,7 +121,7 @@ static void nccl_fast_free(Scanner *self) {
     nccl_heads_clear(f);
     nccl_mirror_clear(f);
     PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
-                         &f->used, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
+                         &f->used, &f->shared, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
                          &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
                          &f->k_coll, &f->k_p2p, &f->processes,
                          &f->thread_rank, &f->process_rank, &f->device_ranks, &f->thread_peer, &f->process_peer,
@@ -263,8 +265,12 @@ static int nccl_fetch(struct nccl_fast *f) {
     Py_XSETREF(f->pending, PyObject_GetAttrString(f->parser, "pending"));
     Py_XSETREF(f->offer, PyObject_GetAttrString(f->result, "offer"));
     Py_XSETREF(f->used, PyObject_GetAttrString(f->result, "used"));
-    if (!f->nccl || !f->pending || !f->offer || !f->used || !PyList_CheckExact(f->nccl)
-        || !PyList_CheckExact(f->pending)
+    Py_XSETREF(f->shared, PyObject_GetAttrString(f->parser, "shared"));
+    PyObject *most = PyObject_GetAttrString(f->parser, "SHARED");
+    f->shared_max = most && PyLong_CheckExact(most) ? PyLong_AsSsize_t(most) : -1;
+    Py_XDECREF(most);
+    if (!f->nccl || !f->pending || !f->offer || !f->used || !f->shared || !PyList_CheckExact(f->nccl)
+        || !PyList_CheckExact(f->pending) || !PyDict_CheckExact(f->shared) || f->shared_max < 0
         || !PySet_CheckExact(f->used)) {
         PyErr_Clear();
         return 0;
@@ -691,6 +697,19 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject 
     return OK;
 }
 
+/* `*text` replaced by its equal held in f->shared, or held there while it holds fewer than
+ * shared_max (nccl_debug.Parser._shared: the echoes that repeat a text share one copy). -1: error. */
+static int nccl_share(struct nccl_fast *f, PyObject **text) {
+    PyObject *held = PyDict_GetItemWithError(f->shared, *text);  /* borrowed */
+    if (held) {
+        Py_INCREF(held);
+        Py_SETREF(*text, held);
+        return 0;
+    }
+    if (PyErr_Occurred()) return -1;
+    return PyDict_GET_SIZE(f->shared) < f->shared_max ? PyDict_SetItem(f->shared, *text, *text) : 0;
+}
+
 /* An echo, `NCCL_X set by environment to V` (_ECHO) or `NCCL_X set to V` (_SET_TO), of a process
  * the Tagger knows: what nccl_debug._effective() does (the record, stamped with its process as
  * Tagger.stamp() would, and its pending entry for the rank finish() gives it), then the line
@@ -726,6 +745,8 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *rec = NULL, *entry = NULL, *text = NULL, *r = NULL;
     int status = ERROR;
     if (!key || !value || !at || !host || !pid || !tid) goto done;
+    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0
+        || nccl_share(f, &tid) < 0) goto done;
     rec = PyObject_CallFunctionObjArgs(f->record, key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag,
                                        NULL);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;

@@ -70,10 +70,15 @@ class Parser:
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
     TRIGGERS: tuple[str, ...] = ("NCCL", "nccl.conf")
     STARTS: re.Pattern | None = None
+    SHARED = 65536  # texts `shared` holds at most: past it a new text is its own copy
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
         self.pending: list[tuple[NcclValue, str, str, str]] = []  # (value, host, pid, tid)
+        # Every echo is held to the end (its rank is known then): its texts are shared with the
+        # echoes that repeat them (a log of many restarts echoes the same variables each time; five
+        # strings an echo were ~280 bytes of it). Read by the native scanner too (_scan_nccl.h).
+        self.shared: dict[str, str] = {}
         self.thread_rank: dict[tuple[str, str, str], str] = {}
         self.process_rank: dict[tuple[str, str], str] = {}
         # The rank each CUDA device of a process has: nccl-tests `-g 2` drives two GPUs (two ranks)
@@ -209,9 +214,19 @@ class Parser:
 
     def _effective(self, lineno: int, key: str, value: str, source: str, host: str, pid: str,
                    tid: str) -> None:
-        v = NcclValue(key, value, "effective", lineno, source)
+        share = self._shared
+        v = NcclValue(share(key), share(value), "effective", lineno, source)
         self.result.nccl.append(v)
-        self.pending.append((v, host, pid, tid))
+        self.pending.append((v, share(host), share(pid), share(tid)))
+
+    def _shared(self, text: str) -> str:
+        """`text`'s equal held in `shared`, or `text` (held there while it holds fewer than SHARED)."""
+        held = self.shared.get(text)
+        if held is not None:
+            return held
+        if len(self.shared) < self.SHARED:
+            self.shared[text] = text
+        return text
 
     def _rank(self, lineno: int, host: str, pid: str, tid: str, dev: str, m: re.Match) -> None:
         rank, nranks, nnodes = m.group(1), self.result.read_int(m.group(2), lineno, "nranks"), m.group(3)
