@@ -17,14 +17,7 @@ CORPUS = PROJECT_ROOT / "tests" / "corpus"
 FILES = sorted((CORPUS / "serving").glob("llamacpp_*.log")) + sorted((CORPUS / "shared").glob("llamacpp_*.log"))
 
 
-def _lines() -> list[str]:
-    lines = []
-    for path in FILES:
-        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return lines
-
-
-LINES = _lines()
+LINES = [line for path in FILES for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
 TIMING = [line for line in LINES if "eval time" in line or "draft acceptance" in line]
 
 # Damage a timing or slot line could come with: each must be read as Python reads it.
