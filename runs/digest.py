@@ -444,8 +444,10 @@ class NcclFold:
             segment[mine] = np.searchsorted(starts, lines[mine], side="right")
         # The last of each (identity, segment), in the order the values came.
         span = int(segment.max(initial=0)) + 1
-        narrow = np.int32 if len(first) * span < 2**31 else np.int64
-        where = which.astype(narrow, copy=False) * narrow(span) + segment.astype(narrow, copy=False)
+        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
+        where = which.astype(narrow)  # a copy: `which` is read below
+        where *= span
+        where += segment.astype(narrow, copy=False)
         del segment
         # A stable sort keeps each key's values in their order: a run's end is its key's last value.
         order = np.argsort(where, kind="stable")
