@@ -10,7 +10,7 @@ from unittest import mock
 
 import pytest
 
-from ingest.parsers import native, parse_stream, serving
+from ingest.parsers import context, native, parse_stream, serving
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_native import _same
 
@@ -434,3 +434,75 @@ def test_a_capital_line_no_reader_acts_on_is_read_by_the_scanner():
     data = ("INFO:     ::1:50352 - \"POST /v1/completions HTTP/1.1\" 200 OK\n" * 200).encode()
     assert len(_python_lines(data)) == 1  # the first: the Tagger makes the main process of it
     _same(data)
+
+
+# Lines about the words context.Watcher.offer looks for, where the scanner settles an offer itself
+# (offer_plain in _scan_vllm.h) or leaves it to offer(): each must count as the line engine counts it.
+OFFER_DAMAGED = [
+    lambda s: s.replace("throughput", "Throughput", 1),  # case-blind hint, no cased word
+    lambda s: s.replace("throughput", "throughput batch", 1),  # _SKIP's literal
+    lambda s: s.replace("throughput", "throughput Decode batch", 1),
+    lambda s: s + " NCCL INFO x",
+    lambda s: "---" + s,
+    lambda s: s.replace("throughput", "thröughput", 1),  # non-ASCII
+    lambda s: s.replace("throughput", "Speculative", 1),
+    lambda s: s.replace("throughput", "SPECDECODING", 1),
+    lambda s: s.replace("throughput", "acceptance rate", 1),
+    lambda s: s.replace("throughput", "acceptance len", 1),
+    lambda s: s.replace("throughput", "accept length", 1),
+    lambda s: s.replace("throughput", "avg bus bandwidth", 1),
+    lambda s: s.replace("throughput", "nccl version", 1),
+    lambda s: s.replace("throughput", "statistics  x:", 1),
+    lambda s: s + " extra words",  # a row no more: the block ends, the line is unread or a reader's
+    lambda s: "Mean throughput widgets:   12",  # a row of a label serving.KEYS lacks
+]
+
+
+def _offer_log(seed: int) -> bytes:
+    """Real bench blocks and vLLM lines holding the Watcher's words, some damaged around them."""
+    rng = random.Random(seed)
+    worded = [line for line in REAL + VLLM if context._HINTS.search(line.lower())]
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 8)):
+        pool = rng.choice([REAL, VLLM, worded])
+        start = rng.randrange(len(pool))
+        for line in pool[start:start + rng.randint(1, 60)]:
+            if rng.random() < 0.1:
+                line = rng.choice(OFFER_DAMAGED)(line)
+            lines.append(line)
+    return "\n".join(lines).encode() + b"\n"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lines_with_the_watchers_words_leave_the_unread_lines_lines_leave(seed):
+    same_mixed(_offer_log(seed))
+
+
+@pytest.mark.parametrize("cap", [0, 1, 5, 40, 200])
+def test_the_scanners_offers_stop_at_the_watchers_cap_as_offer_does(cap):
+    """Past MAX_CANDIDATES offer() counts no more lines and says so (`truncated`): the offers the
+    scanner settles count toward the cap, and stop at it, as offer()'s own do."""
+    data = b"".join(_offer_log(seed) for seed in range(3)) + b"".join(p.read_bytes() for p in BLOCK_FILES)
+    with mock.patch.object(context, "MAX_CANDIDATES", cap):
+        _same(data * 2, 1 << 12, 1 << 12)
+        _same(data)
+
+
+def test_the_scanner_settles_the_offers_of_bench_rows_and_engine_lines_itself():
+    """A bench log repeated: the `throughput` rows of its blocks and its section titles are offered
+    to the Watcher by the scanner (offer_plain), not through offer(), and the unread lines are the
+    line engine's."""
+    path = CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt"
+    data = path.read_bytes() * 40
+    worded = sum(1 for line in data.decode().splitlines() if "throughput" in line)
+    calls = []
+    real = context.Watcher.offer
+
+    def offer(self, lineno, line):
+        calls.append(line)
+        return real(self, lineno, line)
+    with mock.patch.object(context.Watcher, "offer", offer):
+        parse_stream(io.BytesIO(data))
+    assert worded >= 100 and sum("throughput" in line for line in calls) < worded // 4, calls[-5:]
+    assert sum(line.startswith("---") for line in calls) < 10
+    _same(data, 1 << 12, 1 << 12)
