@@ -506,3 +506,79 @@ def test_the_scanner_settles_the_offers_of_bench_rows_and_engine_lines_itself():
     assert worded >= 100 and sum("throughput" in line for line in calls) < worded // 4, calls[-5:]
     assert sum(line.startswith("---") for line in calls) < 10
     _same(data, 1 << 12, 1 << 12)
+
+
+STAGE = [line for line in VLLM if "SpecDecodeWorker stage times" in line]
+# Stage lines as a copy or another release could print them: each must be read as Python reads it.
+STAGE_DAMAGED = [
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=1e3", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=" + "9" * 60, 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=.5", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=-1", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=12.", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=nan", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=2.5 scoring_time_ms=", 1),  # a later value wins
+    lambda s: s.replace("scoring_time_ms=", "xscoring_time_ms=", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring.time_ms=", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms_ms=", 1),
+    lambda s: s.replace(" scoring_time_ms=", "scoring_time_ms=", 1),  # glued to the value before
+    lambda s: s.replace("average_time_per_proposal_tok_ms=", "average_time_per_proposal_tok_ms=0", 1),
+    lambda s: re.sub(r"average_time_per_proposal_tok_ms=\S+ ", "", s),
+    lambda s: re.sub(r"average_time_per_proposal_tok_ms=\S+ scoring_time_ms=\S+", "", s),  # neither time
+    lambda s: s + " prefill_sync_time_ms=3.25",
+    lambda s: "prefill_sync_time_ms=1.0 " + s,
+    lambda s: s.replace("stage times: ", "stage times:\t", 1),
+    lambda s: s.replace("stage times:", "stage times", 1),
+    lambda s: s.replace("SpecDecodeWorker", "SpecDecodeWorker SpecDecodeWorker stage times:", 1),
+    lambda s: "NAME=1 " + s,
+    lambda s: "Name_1=x " + s,
+    lambda s: "export " + s,
+    lambda s: "env " + s,
+    lambda s: "  " + s,
+    lambda s: "(VllmWorkerProcess pid=123) " + s,
+    lambda s: "(APIServer pid=7) " + s,
+    lambda s: s + " user@host",
+    lambda s: s + " NCCL_ALGO=Ring",
+    lambda s: s + " throughput: 3",
+    lambda s: s + " metrics: 1",
+    lambda s: s + " LLM",
+    lambda s: s.replace("ms=", "ms=é", 1),  # non-ASCII
+    lambda s: s + " vllm serve m --num-speculative-tokens 4",
+    lambda s: "INFO 01-01 00:00:00 llm_engine.py:1] non-default args: {'speculative_config': {'method': 'eagle', "
+              "'num_speculative_tokens': 3}}",
+]
+
+
+def _stage_log(seed: int) -> bytes:
+    """Real V0 stage lines among real vLLM lines (launches, metrics lines that set the draft length),
+    some damaged."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    for _ in range(rng.randint(2, 12)):
+        pool = rng.choice([VLLM, STAGE, STAGE, SPEC])
+        start = rng.randrange(len(pool))
+        for line in pool[start:start + rng.randint(1, 30)]:
+            if rng.random() < 0.2:
+                line = rng.choice(STAGE_DAMAGED)(line)
+            lines.append(line)
+    return "\n".join(lines).encode() + b"\n"
+
+
+def test_the_corpus_holds_v0_stage_lines_tagged_and_not():
+    assert len(STAGE) >= 3 and any(line.startswith("SpecDecodeWorker") for line in STAGE)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_real_v0_stage_lines_mixed_and_damaged_give_the_records_lines_give(seed):
+    same_mixed(_stage_log(seed))
+
+
+def test_the_scanner_reads_v0_stage_lines_itself():
+    """Real stage lines repeated after their launch's first ones: the scanner reads them (the first
+    records, format and engine, are Python's), their proposal time per cycle by the launch's k."""
+    for path in sorted((CORPUS / "shared").glob("vllm_v0_*stage*.log")):
+        data = path.read_bytes() * 30
+        stage = [line for line in data.decode().splitlines() if "stage times" in line]
+        fed = [line for line in _python_lines(data) if "stage times" in line]
+        assert len(stage) >= 30 and len(fed) <= 2, (path.name, fed[:3])
+        _same(data, 1 << 12, 1 << 12)

@@ -63,6 +63,7 @@ _FLAGS = (  # settings the scanner must find set (first records are Python's): b
     (1, "eagle_profile", None), (2, None, "spec.algorithm"), (4, None, "spec.steps"),
     (8, "sglang_decode", None), (16, "sglang_prefill", None), (32, None, "engine"),
     (8192, "vllm_engine", None), (16384, "vllm_spec", None),  # F_VLLM_ENGINE, F_VLLM_SPEC (_scan_vllm.h)
+    (1 << 20, "vllm_stage_times", None),  # F_VLLM_STAGES (_scan_vllm.h)
 )
 F_LAUNCH_USED = 32768  # vllm.Parser.launch_used (_scan_vllm.h: a spec line read in C leaves it set)
 
