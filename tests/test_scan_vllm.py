@@ -300,18 +300,25 @@ VLLM_DAMAGED = [
 ]
 
 
-def _vllm_log(seed: int) -> bytes:
-    """Runs of real vLLM files' lines, and their engine, spec and tagged lines alone, some damaged."""
+def mixed_log(seed: int, pools: list[list[str]], damaged: list, rate: float, runs: tuple[int, int] = (1, 10),
+              longest: int = 40, ends: tuple[bytes, ...] = (b"\n",)) -> bytes:
+    """Runs of real lines, each from one of `pools` (a line pool, chosen at random: one listed twice
+    comes twice as often), some damaged (`rate` of them, by one of `damaged`)."""
     rng = random.Random(seed)
     lines: list[str] = []
-    for _ in range(rng.randint(1, 10)):
-        pool = rng.choice([VLLM, ENGINE, SPEC, TAGGED])
+    for _ in range(rng.randint(*runs)):
+        pool = rng.choice(pools)
         start = rng.randrange(len(pool))
-        for line in pool[start:start + rng.randint(1, 40)]:
-            if rng.random() < 0.15:
-                line = rng.choice(VLLM_DAMAGED)(line)
+        for line in pool[start:start + rng.randint(1, longest)]:
+            if rng.random() < rate:
+                line = rng.choice(damaged)(line)
             lines.append(line)
-    return "\n".join(lines).encode() + b"\n"
+    return "\n".join(lines).encode() + rng.choice(ends)
+
+
+def _vllm_log(seed: int) -> bytes:
+    """Runs of real vLLM files' lines, and their engine, spec and tagged lines alone, some damaged."""
+    return mixed_log(seed, [VLLM, ENGINE, SPEC, TAGGED], VLLM_DAMAGED, 0.15)
 
 
 def test_the_corpus_holds_vllm_engine_spec_and_tagged_lines():
@@ -404,6 +411,13 @@ def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
                   processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, hints, None)
     with pytest.raises(RuntimeError):
         _scan.Scanner.__new__(_scan.Scanner).bench(None)
+    for bad in ((set(),), (set(), [], 5), (frozenset(), set(), 5), ([], set(), 5)):
+        with pytest.raises(TypeError):
+            scan.watch(*bad)
+    scan.watch(set(), set(), 5)
+    scan.watch(None)
+    with pytest.raises(RuntimeError):
+        _scan.Scanner.__new__(_scan.Scanner).watch(None)
 
 
 CAPITAL = [line for line in VLLM + REAL if line[:1].isupper() and line.isascii()]
@@ -458,19 +472,12 @@ OFFER_DAMAGED = [
 ]
 
 
+WORDED = [line for line in REAL + VLLM if context._HINTS.search(line.lower())]
+
+
 def _offer_log(seed: int) -> bytes:
     """Real bench blocks and vLLM lines holding the Watcher's words, some damaged around them."""
-    rng = random.Random(seed)
-    worded = [line for line in REAL + VLLM if context._HINTS.search(line.lower())]
-    lines: list[str] = []
-    for _ in range(rng.randint(1, 8)):
-        pool = rng.choice([REAL, VLLM, worded])
-        start = rng.randrange(len(pool))
-        for line in pool[start:start + rng.randint(1, 60)]:
-            if rng.random() < 0.1:
-                line = rng.choice(OFFER_DAMAGED)(line)
-            lines.append(line)
-    return "\n".join(lines).encode() + b"\n"
+    return mixed_log(seed, [REAL, VLLM, WORDED], OFFER_DAMAGED, 0.1, (1, 8), 60)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -552,16 +559,7 @@ STAGE_DAMAGED = [
 def _stage_log(seed: int) -> bytes:
     """Real V0 stage lines among real vLLM lines (launches, metrics lines that set the draft length),
     some damaged."""
-    rng = random.Random(seed)
-    lines: list[str] = []
-    for _ in range(rng.randint(2, 12)):
-        pool = rng.choice([VLLM, STAGE, STAGE, SPEC])
-        start = rng.randrange(len(pool))
-        for line in pool[start:start + rng.randint(1, 30)]:
-            if rng.random() < 0.2:
-                line = rng.choice(STAGE_DAMAGED)(line)
-            lines.append(line)
-    return "\n".join(lines).encode() + b"\n"
+    return mixed_log(seed, [VLLM, STAGE, STAGE, SPEC], STAGE_DAMAGED, 0.2, (2, 12), 30)
 
 
 def test_the_corpus_holds_v0_stage_lines_tagged_and_not():

@@ -1353,18 +1353,19 @@ static int spec_write(VllmLines *l, const SpecWrites *w) {
     return 0;
 }
 
-/* The next spec window of the vllm parser (spec_window + 1), stored: -1 on error. */
-static long spec_window(VllmLines *l) {
-    PyObject *w = PyObject_GetAttrString(l->parser, "spec_window");
+/* The next window of a counter of the vllm parser (its `spec_window`, `stage_window`: the attribute
+ * + 1), stored: -1 on error. */
+static long parser_window(VllmLines *l, const char *counter) {
+    PyObject *w = PyObject_GetAttrString(l->parser, counter);
     if (!w) return -1;
     long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
     Py_DECREF(w);
     if (window < 0 || window >= LONG_MAX - 1) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "spec_window must be an int");
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%s must be an int", counter);
         return -1;
     }
     PyObject *nw = PyLong_FromLong(window + 1);
-    int bad = !nw || PyObject_SetAttrString(l->parser, "spec_window", nw) < 0;
+    int bad = !nw || PyObject_SetAttrString(l->parser, counter, nw) < 0;
     Py_XDECREF(nw);
     return bad ? -1 : window + 1;
 }
@@ -1425,18 +1426,8 @@ static int launch_k_of(VllmLines *l, long long *k) {
 static int vllm_stage(Scanner *self, VllmLines *l, const int *key, const double *ms, int count, int64_t lineno,
                       int process, int flags) {
     if (!(flags & F_LAUNCH_USED) && PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return -1;
-    PyObject *w = PyObject_GetAttrString(l->parser, "stage_window");
-    if (!w) return -1;
-    long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
-    Py_DECREF(w);
-    if (window < 0 || window >= LONG_MAX - 1) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "stage_window must be an int");
-        return -1;
-    }
-    PyObject *nw = PyLong_FromLong(++window);
-    int bad = !nw || PyObject_SetAttrString(l->parser, "stage_window", nw) < 0;
-    Py_XDECREF(nw);
-    if (bad) return -1;
+    long window = parser_window(l, "stage_window");
+    if (window < 0) return -1;
     long long k = l->stage_k;
     for (int i = 0; i < count; i++) {
         int name = l->s_phases[key[i]];
@@ -1550,7 +1541,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (idle && vllm_used(l, lineno) < 0) return ERROR;
     if (stages && vllm_stage(self, l, stage_key, stage_ms, stages, lineno, process, flags) < 0) return ERROR;
     if (spec && count) {
-        long window = spec_window(l);
+        long window = parser_window(l, "spec_window");
         if (window < 0) return ERROR;
         for (int i = 0; i < count; i++)
             if (add_metric(self, metric[i], value[i], window, lineno, l->s_spec, self->s_empty, process) < 0)
