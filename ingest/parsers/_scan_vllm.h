@@ -22,8 +22,10 @@
  *     joins both blocks' sections, and the readers' subsection is "" again;
  *   - a blank line.
  * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
- * offered to it here (result.offer) when it may hold one of context.WORDS (a superset is looked
- * for; offer() itself decides). Any other line (the title or footer that closes the block, a row
+ * offered to it here when it may hold one of context.WORDS (a superset is looked for): where
+ * offer()'s outcome is plain (offer_plain: no word, a section title _SKIP takes, or a sure word on a
+ * line a format reader's literal or STARTS is on) it is settled here, on the Watcher's own sets
+ * (watch()); else offer() decides. Any other line (the title or footer that closes the block, a row
  * with text, a valueless row) goes back to Python, which reads it as the line engine does.
  */
 
@@ -43,7 +45,10 @@
  *     `used`), or a `SpecDecoding metrics: ...` / `Speculative metrics: ...` line (_spec: V1 with or
  *     without a mean length, without drafts its line `used`; V0's counters differenced against
  *     v0_previous), once their formats' first records were set; an `LLM` line only without
- *     `version` or `with config:` (feed takes no branch for `vLLM Version : 0.8.5`);
+ *     `version` or `with config:` (feed takes no branch for `vLLM Version : 0.8.5`); or, on an
+ *     ASCII line without those three, a V0 `SpecDecodeWorker stage times: k_ms=v ...` line
+ *     (vllm.Parser._stage: its phases, stage_window, launch_used, the proposal time per cycle by
+ *     launch_k), launch_env idle on it (its `=` are fields', not a first word's);
  *   - or untagged, a line only launch_env's STARTS names (a capital first) holding no assignment,
  *     prompt or literal: launch_env does nothing with it (read_line hands all of those back).
  * Anything else is declined: read_line reads it as before (or hands it to Python). */
