@@ -408,6 +408,24 @@ def test_decode_lines_all_tagged_by_their_rank_are_read_in_c():
     _same(data, 1 << 14, 1 << 14)
 
 
+
+def test_decode_lines_of_no_prefix_are_read_in_c():
+    """SGLang's decode lines of 2024 have no prefix: `Decode batch. ...` starts with a capital and holds
+    `throughput`, which launch_env's STARTS takes (for the unread count), so every one went to Python
+    (a whole log at Python's pace). launch_env does nothing with such a line: the scanner reads it
+    where it makes records (one cut before its throughput stays Python's, as do assignments)."""
+    bare = (PROJECT_ROOT / "tests" / "corpus" / "serving" / "sglang_decode_2024_a100_issue938.log").read_text()
+    assert bare.startswith("Decode batch. ") and "throughput" in bare
+    data = (bare.rstrip("\n") + "\n").encode() * 3000
+    assert _fed_by_python(data) <= 2
+    _same(data, 1 << 14, 1 << 12)
+    cut = b"Decode batch. #running-req: 3, #token: 9, token usage: 0.01, accept len: 2.5\n"  # no throughput
+    assignment = b"MODE=Decode batch. gen throughput (token/s): 9.0\n"  # an assignment launch_env reads
+    line = (bare.rstrip("\n") + "\n").encode()
+    mixed = line * 40 + cut + line * 20 + assignment + line * 30 + cut
+    _same(mixed, 1 << 12, 1 << 10)
+    assert parse_stream(io.BytesIO(mixed), engine="native").settings["env.MODE"].value == "Decode"
+
 def test_records_of_lines_python_reads_join_the_scanners_columns_in_order():
     # A vLLM log: every metric line is read in Python, between lines the scanner reads. They join
     # the scanner's own columns (add_records): no frame a line (14 MB: 63 s and 406 MB before).
