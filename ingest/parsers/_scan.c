@@ -1144,6 +1144,10 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
+    if (by_literal == (BIT(R_SGLANG) | BIT(R_VLLM)) && !by_start) {  /* a bench title, no reader busy (_scan_vllm.h) */
+        int title = bench_title(self, s, n, line, e, flags, lineno, mask, lits);
+        if (title != DECLINE) return title;
+    }
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
     unsigned rd = *mask;
@@ -1336,6 +1340,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
         status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
                            &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
+        flags |= bench_armed(self);  /* a title opened the bench blocks: their rows are read on (bench_title) */
     }
     if (finish_scan(self, &st, status) < 0) return NULL;
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
@@ -1431,6 +1436,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
                                           channel_lines, flags, &mask)
                            : PYTHON;
             if (status != OK) break;
+            flags |= bench_armed(self);
             /* read in C: on to the next dirty line (ascending; a bad entry only stops the scan early) */
             stop_at = -1;
             for (d++; d < PyList_GET_SIZE(dirty); d++) {
@@ -1455,6 +1461,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels,
                                nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
+        flags |= bench_armed(self);
         pos = end + 1;
     }
     if (finish_scan(self, &st, status) < 0) return NULL;
@@ -2434,6 +2441,8 @@ static PyMethodDef Scanner_methods[] = {
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
+    {"bench_readers", (PyCFunction)Scanner_bench_readers, METH_VARARGS,
+     "bench_readers(sglang_reader, vllm_reader, Row, keys) or bench_readers(None): whose blocks a title opens"},
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
      "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},

@@ -105,6 +105,11 @@ struct vllm_state {
     PyObject *blocks[2];
     PyObject *readers[2];  /* the two BlockReaders (their `subsection` is set here), or NULL */
     int subsection;  /* both readers have a `Per-position acceptance` subsection open */
+    /* The two BlockReaders (bench_readers()), whose open_title() bench_title calls, and the readers'
+     * `Serving Benchmark Result` literals; `armed_here`: bench_title opened the blocks in this scan */
+    PyObject *openers[2];
+    uint64_t title_lits;
+    int armed_here;
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
@@ -128,6 +133,8 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
         if (bench_reader && ((self->lit_len[k] == 13 && memeq(self->lit[k], "request rate:", 13))
                              || (self->lit_len[k] == 20 && memeq(self->lit[k], "request concurrency:", 20))))
             v->client_lits |= 1ull << k;
+        if (bench_reader && self->lit_len[k] == 24 && memeq(self->lit[k], "Serving Benchmark Result", 24))
+            v->title_lits |= 1ull << k;
         if (self->lit_reader[k] == R_SGLANG && self->lit_len[k] == 6 && memeq(self->lit[k], "sglang", 6))
             v->sglang_lits |= 1ull << k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "throughput:", 11))
@@ -156,6 +163,7 @@ static void vllm_release(Scanner *self) {
     llama_release(v->llama);
     for (int i = 0; i < 2; i++) {
         Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+        Py_CLEAR(v->openers[i]);
     }
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
@@ -165,6 +173,41 @@ static void vllm_release(Scanner *self) {
     for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey); }
     free(v);
     self->vllm = NULL;
+}
+
+/* The Row type and serving.KEYS rows are made with; labels looked up in another table are forgotten. */
+static void bench_tables(struct vllm_state *v, PyObject *row_type, PyObject *keys) {
+    if (v->keys == keys && v->row_type == row_type) return;
+    for (int i = 0; i < BENCH_LABELS; i++) {
+        Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey);
+        v->seen[i].len = 0;
+    }
+    Py_INCREF(keys);
+    Py_XSETREF(v->keys, keys);
+    Py_INCREF(row_type);
+    Py_XSETREF(v->row_type, row_type);
+}
+
+/* bench_readers(sglang_reader, vllm_reader, Row, keys): the two BlockReaders whose blocks bench_title
+ * opens (their open_title()), or bench_readers(None). */
+static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
+    if (not_ready(self)) return NULL;
+    PyObject *a, *b = Py_None, *row_type = NULL, *keys = NULL;
+    if (!PyArg_ParseTuple(args, "O|OO!O!", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys)) return NULL;
+    if (a != Py_None && (b == Py_None || !row_type || !keys)) {
+        PyErr_SetString(PyExc_TypeError, "bench_readers(sglang_reader, vllm_reader, Row, keys) or bench_readers(None)");
+        return NULL;
+    }
+    struct vllm_state *v = vllm_state_of(self);
+    if (!v) return NULL;
+    Py_CLEAR(v->openers[0]);
+    Py_CLEAR(v->openers[1]);
+    if (a != Py_None) {
+        bench_tables(v, row_type, keys);
+        Py_INCREF(a), Py_INCREF(b);
+        v->openers[0] = a, v->openers[1] = b;
+    }
+    Py_RETURN_NONE;
 }
 
 /* bench(rows_sglang, sections_sglang, rows_vllm, sections_vllm, Row, keys) before a scan with
@@ -178,6 +221,7 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
             for (int i = 0; i < 2; i++) {
                 Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
             }
+            v->armed_here = 0;
         }
         Py_RETURN_NONE;
     }
@@ -202,16 +246,8 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
         return NULL;
     }
     if (!v && !(v = vllm_state_of(self))) return NULL;
-    if (v->keys != keys || v->row_type != row_type) {  /* labels looked up in another table: forgotten */
-        for (int i = 0; i < BENCH_LABELS; i++) {
-            Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey);
-            v->seen[i].len = 0;
-        }
-        Py_INCREF(keys);
-        Py_XSETREF(v->keys, keys);
-        Py_INCREF(row_type);
-        Py_XSETREF(v->row_type, row_type);
-    }
+    bench_tables(v, row_type, keys);
+    v->armed_here = 0;
     PyObject *lists[4] = {ra, sa, rb, sb};
     for (int i = 0; i < 4; i++) Py_INCREF(lists[i]);
     Py_XSETREF(v->rows[0], ra);
@@ -668,6 +704,82 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     /* offered after the readers, as the engines do */
     if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
+}
+
+
+/* A list attribute of a block (a new reference), or NULL with the error set. */
+static PyObject *block_list(PyObject *block, const char *name) {
+    PyObject *x = PyObject_GetAttrString(block, name);
+    if (x && !PyList_CheckExact(x)) {
+        Py_DECREF(x);
+        PyErr_Format(PyExc_TypeError, "a block's %s is a list", name);
+        return NULL;
+    }
+    return x;
+}
+
+/* A `Serving Benchmark Result` title with no reader busy (the scan's flags lack F_BENCH): BlockReader.feed
+ * opens a titled block in both bench readers (open_title) and nothing else reads it, when the line holds
+ * no literal but the title, no reader's STARTS (a `#` line is the Tagger's and nccl_tests': Python's),
+ * and is main's with eagle_profile outside a block (as bench_line asks). The blocks are opened by the
+ * readers' own open_title, then handed over as arm() would (tool unknown, no subsection, the prefix
+ * _PREFIX gives: `> ` before the `=`), nccl_tests taken for busy (a `#` row goes to Python), and the
+ * scan reads on in F_BENCH (armed_here; native.py sees the blocks open after the scan). OK, ERROR,
+ * or DECLINE (read_line reads it as before). */
+static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                       int64_t lineno, unsigned *mask, uint64_t lits) {
+    struct vllm_state *v = self->vllm;
+    if (!v || !v->openers[0] || !v->row_type || !lits || (lits & ~v->title_lits) || e->in_block
+        || !(flags & F_MAIN) || v->offer == NULL || (n && s[0] == '['))
+        return DECLINE;
+    int label;
+    int tag = tagger_tag(self, s, n, NULL, &label);
+    if (tag != TAG_MAIN) return tag < 0 ? ERROR : DECLINE;
+    /* serving._PREFIX, `^([#>][ \t]?)=`: with no STARTS, `>` is the one mark a title can carry */
+    Py_ssize_t plen = 0;
+    if (n > 0 && (s[0] == '#' || s[0] == '>')) {
+        plen = n > 1 && (s[1] == ' ' || s[1] == '\t') ? 2 : 1;
+        if (plen >= n || s[plen] != '=') plen = 0;
+    }
+    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+    PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
+    PyObject *name = ln ? PyUnicode_InternFromString("open_title") : NULL;
+    PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
+    int bad = !name;
+    for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
+        PyObject *argv[3] = {v->openers[i], ln, text};
+        blocks[i] = PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        bad = !blocks[i] || !(rows[i] = block_list(blocks[i], "rows")) || !(sections[i] = block_list(blocks[i], "sections"));
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(ln);
+    Py_XDECREF(text);
+    if (!bad) {
+        for (int i = 0; i < 2; i++) {
+            Py_XSETREF(v->rows[i], rows[i]);
+            Py_XSETREF(v->sections[i], sections[i]);
+            Py_XSETREF(v->blocks[i], blocks[i]);  /* the tool is unknown in a new block */
+            Py_INCREF(v->openers[i]);
+            Py_XSETREF(v->readers[i], v->openers[i]);
+        }
+        memcpy(v->prefix, s, (size_t)plen);
+        v->prefix_len = v->prefix_need = plen;
+        while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;
+        v->subsection = 0;
+        v->nccl_idle = 0;
+        v->armed_here = 1;
+    } else {
+        for (int i = 0; i < 2; i++) { Py_XDECREF(blocks[i]); Py_XDECREF(rows[i]); Py_XDECREF(sections[i]); }
+        return ERROR;
+    }
+    /* offered after the readers, as the engines do */
+    if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
+    return OK;
+}
+
+/* F_BENCH when bench_title has opened the bench blocks in this scan: the flags of the lines after it. */
+static inline int bench_armed(Scanner *self) {
+    return self->vllm && self->vllm->armed_here ? F_BENCH : 0;
 }
 
 

@@ -288,6 +288,8 @@ class _Parse:
             if mode := self.ready():
                 i, mask = self.scan.scan(lines, i, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
                                          self.channel_lines, self.arm(mode))
+                if mode == 1 and self.sglang.bench.block is not None:
+                    mode = F_BENCH  # the scanner opened both blocks at a title (bench_title): they are busy
                 if mode == F_BENCH:
                     self.scan.bench(None)
                 if i == n:
@@ -309,6 +311,8 @@ class _Parse:
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
                     self.channel_lines, self.arm(mode), dirty[d] if d < len(dirty) else -1, raw, dirty, d, text.clean)
+                if mode == 1 and self.sglang.bench.block is not None:
+                    mode = F_BENCH  # the scanner opened both blocks at a title (bench_title): they are busy
                 if mode == F_BENCH:
                     self.scan.bench(None)
                 if i == n:
@@ -354,6 +358,8 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     watcher = getattr(result.offer, "__self__", None)
     if type(watcher) is context.Watcher and getattr(result.offer, "__func__", None) is context.Watcher.offer:
         scan.watch(watcher.candidates, watcher.dump_lines, context.MAX_CANDIDATES)
+    # The bench readers whose blocks the scanner opens at a title while no reader is busy (bench_title)
+    scan.bench_readers(by_name["sglang"].bench, by_name["vllm"].bench, serving.Row, serving.KEYS)
     scan.llamacpp_arm(by_name[llamacpp.NAME])  # llama.cpp's timing and slot lines (_scan_llamacpp.h)
     others = [r for r in readers if r is not eagle and r is not tagger and not _never_busy(r)]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],

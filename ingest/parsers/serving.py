@@ -129,10 +129,7 @@ class BlockReader:
             line = line[len(block.prefix):]
         if block is None:
             if _TITLE in line:
-                opened = self._open(lineno)
-                opened.titled = True
-                m = _PREFIX.match(line)
-                opened.prefix = m.group(1) if m else ""
+                self.open_title(lineno, line)
             elif "request " in line and (c := _CLIENT.match(line)):
                 key = "request_rate" if "rate" in c.group(1) else "max_concurrency"
                 self.client[key] = parse_value(c.group(2))
@@ -163,6 +160,15 @@ class BlockReader:
         # The `=====` footer, or any other line: the block is over.
         self.block = None
         return block if block.rows else None
+
+    def open_title(self, lineno: int, line: str) -> Block:
+        """What feed() does at a title with no block open: a titled block, of the title's comment
+        mark. The native scanner calls it on both bench readers (bench_title in _scan_vllm.h)."""
+        opened = self._open(lineno)
+        opened.titled = True
+        m = _PREFIX.match(line)
+        opened.prefix = m.group(1) if m else ""
+        return opened
 
     def close(self) -> Block | None:
         """The block still open at the end of the input (a cut-off copy)."""
