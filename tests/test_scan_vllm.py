@@ -93,6 +93,22 @@ DAMAGED = [
     lambda s: "Sglang Traffic request rate:   ",
     lambda s: "Per-position acceptance (%):   \t",
     lambda s: "---------------Speculative Decoding---------------",
+    # titles as copies and tools print them: marked, glued, tagged, with another reader's words on them
+    lambda s: "============ Serving Benchmark Result ============",
+    lambda s: ">============ Serving Benchmark Result ============",
+    lambda s: ">\t============ Serving Benchmark Result ============",
+    lambda s: "> ============ Serving Benchmark Result ============  ",
+    lambda s: "# ============ Serving Benchmark Result ============",
+    lambda s: ">> ============ Serving Benchmark Result ============",
+    lambda s: "  ==== Serving Benchmark Result ====",
+    lambda s: "Serving Benchmark Result",
+    lambda s: "--- Serving Benchmark Result ---",
+    lambda s: "sglang ============ Serving Benchmark Result ============",
+    lambda s: "==== Serving Benchmark Result (throughput) ====",
+    lambda s: "(APIServer pid=7) ============ Serving Benchmark Result ============",
+    lambda s: "[2025-01-01 TP0] ============ Serving Benchmark Result ============",
+    lambda s: "NCCL_PROTO=LL ============ Serving Benchmark Result ============",
+    lambda s: "==================================================",
 ]
 
 
@@ -189,6 +205,43 @@ def test_the_scanner_reads_a_blocks_first_row_text_values_and_positions(name):
     assert len(fed) <= own + 2 * 29, fed[own:own + 10]
     assert not [line for line in fed[own:] if "sglang" in line or "not set" in line or "osition" in line]
     _same(data.encode(), 1 << 12, 1 << 12)
+
+
+@pytest.mark.parametrize("name", ["shared/vllm_bench_serve_specdecode_eagle3.txt",
+                                  "shared/sglang_bench_serving_eagle_dsv3_cookbook.txt"])
+def test_a_title_with_no_block_open_is_not_fed_to_python(name):
+    """Blocks closed by their `=====` footer, repeated: the title of each next one opens both readers'
+    blocks in the scanner (bench_title), Python reads only the footer that closes each."""
+    block = (CORPUS / name).read_text()
+    assert block.count(serving._TITLE) == 1 and block.rstrip().endswith("=" * 50)
+    data = (block.rstrip("\n") + "\n") * 30
+    fed = _python_lines(data.encode())
+    own = len(block.splitlines())
+    assert not [line for line in fed[own:] if serving._TITLE in line], fed[own:own + 10]
+    assert sum(1 for line in fed if line.startswith("=" * 50)) == 30
+    _same(data.encode(), 1 << 12, 1 << 12)
+    _same(data.encode(), vector=False)
+
+
+def test_marked_and_glued_titles_open_blocks_as_the_readers_do():
+    """Titles the scanner opens and titles it leaves to Python (marked, tagged, with other words),
+    after blocks closed and not, give what lines give."""
+    block = (CORPUS / "shared" / "vllm_bench_serve_specdecode_eagle3.txt").read_text().splitlines()
+    rows = [line for line in block if ":" in line]
+    titles = ["============ Serving Benchmark Result ============", "> ============ Serving Benchmark Result ====",
+              ">============ Serving Benchmark Result", ">\t=== Serving Benchmark Result", "# === Serving Benchmark Result",
+              "  == Serving Benchmark Result ==", "(APIServer pid=3) === Serving Benchmark Result ===",
+              "=== Serving Benchmark Result === throughput", "sglang === Serving Benchmark Result ==="]
+    lines = []
+    for i, title in enumerate(titles * 3):
+        lines.append(title)
+        lines += [("> " if title.startswith(">") and i % 2 else "") + row for row in rows[:5 + i % 7]]
+        if i % 3:
+            lines.append("=" * 50 if i % 3 == 1 else "")
+    data = ("\n".join(lines) + "\n").encode()
+    _same(data)
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
 
 
 def test_a_copied_block_under_comment_marks_is_read_by_the_scanner_too():
