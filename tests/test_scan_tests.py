@@ -426,3 +426,52 @@ def test_a_header_read_in_c_takes_its_op_from_the_starting_line_before_the_comma
     assert b"broadcast_perf" in command
     assert [c.op for c in result.collectives] == ["all_gather"] * 8
     _same(data, 1 << 12, 1 << 12)
+
+
+# MPI's --tag-output: every line of a rank's output behind `[job,rank]<stdout>:` (the corpus holds
+# such outputs: nccl_tests_mpi_tagged_p5_aws_k8s_tester_pr503.txt), and what clean() must still do
+# to some (a tag past its bound, a second wrapper, colours, a carriage return).
+MPI_TAGS = [b"[1,0]<stdout>:", b"[1,1]<stdout>:", b"[1,0]<stderr>:", b"[12,3]<stdout>:", b"[007,02]<stdout>:",
+            b"[123456,654321]<stdout>:", b"[1234567,654321]<stdout>:", b"[1," + b"9" * 18 + b"]<stdout>:",
+            b"[1,0]<stdout>:> ", b"[1,0]<stdout>:[1,0]<stdout>:", b"[1,0]<stdin>:", b"[1,0]<stdout>: ",
+            b"[1,0]<stdout>:\x1b[0m", b"[1,0]<stdout>:x\r", b"[,0]<stdout>:", b" [1,0]<stdout>:"]
+
+
+def _mpi_tagged(data: bytes, tags: list[bytes], every: int) -> bytes:
+    """`data` with every `every`-th line behind a tag (cycled through `tags`); a tag's "x\\r" goes
+    first, the rest of the line after it (a tqdm rewrite keeps it)."""
+    out = []
+    for i, line in enumerate(data.split(b"\n")):
+        if i % every == 0 and line:
+            line = tags[i // every % len(tags)] + line
+        out.append(line)
+    return b"\n".join(out)
+
+
+def test_mpi_tagged_real_outputs_give_the_records_lines_give():
+    for data in OUTPUTS:
+        for tags, every in (([b"[1,0]<stdout>:"], 1), (MPI_TAGS[:2], 1), (MPI_TAGS, 1), (MPI_TAGS, 3)):
+            tagged = _mpi_tagged(data, tags, every)
+            for batch in (1 << 8, 1 << 21):
+                _same(tagged, batch, batch)
+            _same(tagged, 1 << 21, 1 << 21, spill_at=3, grouped=True, vector=False)
+
+
+def test_the_rows_of_an_mpi_tagged_table_are_read_in_c():
+    """Tagged like the corpus' MPI output, a table's rows and comment lines are read in C once the
+    rank's process is made (by the first tagged line, in Python): as many lines reach Python as untagged."""
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    rows = [r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r][:20]
+    footer = b"# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n"
+    few = NAMED + header + b"\n" + b"\n".join(rows) + b"\n" + footer
+    many = NAMED + header + b"\n" + b"#\n# Using devices\n" * 100 + b"\n".join(rows * 500) + b"\n" + footer
+    tag = [b"[1,0]<stdout>:"]
+    assert _fed_by_python(_mpi_tagged(many, tag, 1)) <= _fed_by_python(_mpi_tagged(few, tag, 1)) + 1
+    _same(_mpi_tagged(many, tag, 1), 1 << 12, 1 << 12)  # (the records' process, "mpi 1,0", held equal)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(OUTPUTS), min_size=1, max_size=3), st.lists(st.sampled_from(MPI_TAGS), min_size=1,
+       max_size=4), st.integers(1, 4), st.sampled_from([1 << 8, 1 << 12, 1 << 21]), st.booleans())
+def test_mpi_tagged_outputs_anywhere_give_the_records_lines_give(outputs, tags, every, batch, vector):
+    _same(_mpi_tagged(b"\n".join(outputs) + b"\n", tags, every), batch, batch, vector=vector)

@@ -332,6 +332,9 @@ static int nccl_next_is_head(struct nccl_fast *f) {
     } else if (f->next_at && f->next_at <= f->text_end) {
         const char *nl = memchr(f->next_at, '\n', (size_t)(f->text_end - f->next_at));
         s = f->next_at, n = (nl ? nl : f->text_end) - f->next_at;
+        int64_t job, rank;
+        Py_ssize_t tag = n && s[0] == '[' ? mpi_tag(s, n, &job, &rank) : 0;  /* (the scanner takes it off) */
+        s += tag, n -= tag;
     } else {
         return 0;
     }

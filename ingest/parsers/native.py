@@ -317,7 +317,8 @@ class _Parse:
             while d < len(dirty) and dirty[d] < i:
                 d += 1
             line = body[pos:end]
-            if d < len(dirty) and dirty[d] == i:
+            # A dirty line, or one whose MPI tag the scanner takes off (no other line holds "]<std")
+            if d < len(dirty) and dirty[d] == i or line[:1] == "[" and "]<std" in line:
                 line, mask = text.clean(line), ~0  # every reader, as the line engine feeds a cleaned line
             elif mask < 0:
                 mask = self.scan.mask(line)

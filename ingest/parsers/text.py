@@ -245,7 +245,9 @@ def _lines(lines: list[str], cleaned: Iterable[int] = ()) -> Lines:
 class Text:
     """A chunk kept as its decoded text, ASCII, not cut into lines (read_chunks(texts=True)): the
     native scanner reads its lines in place; Python cuts out only those it feeds, cleaning the
-    `dirty` ones (the indices of the lines clean() may change, ascending)."""
+    `dirty` ones (the indices of the lines clean() may change, ascending) and those MPI-tagged.
+    A line whose one change is the MPI tag leading it is not among the dirty: the scanner takes
+    the tag off itself (_scan.dirty_lines)."""
 
     __slots__ = ("count", "dirty", "text")
 
@@ -271,9 +273,9 @@ def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
         block = block.replace(b"\x00", b"")
     text = block.decode("utf-8", errors="replace")
     counted = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
-    marked = None if counted is None else counted[1]
+    marked = None if counted is None else sorted(counted[1] + counted[2]) if counted[2] else counted[1]
     if texts and counted is not None and len(counted[1]) <= TEXT_DIRTY_SHARE * counted[0]:
-        return Text(text, *counted)
+        return Text(text, counted[0], counted[1])
     lines = text.split("\n")
     if marked is not None:
         for i in marked:
