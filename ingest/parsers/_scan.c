@@ -1146,6 +1146,28 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      by_literal);
 }
 
+/* Whether the Tagger's trigger literals on a line change nothing _tag does: "environ" alone, where
+ * the line holds no "pid=" (_DUMP, an env dump's `pid=N environ`, needs both). */
+static int tagger_literals_idle(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits) {
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && self->lit_reader[k] == R_TAGGER && !(self->lit_len[k] == 7 && memeq(self->lit[k], "environ", 7)))
+            return 0;
+    return find(s, n, "pid=", 4) == NULL;
+}
+
+/* A rule of dashes (and whitespace), `-------`: the bench readers' `---` literal only, which
+ * BlockReader.feed reads as a section title (_SECTION wants a name between the dashes) and the
+ * rest of their feed() as nothing, with no block open; no STARTS, no context word. */
+static int dash_rule(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits, unsigned by_literal,
+                     unsigned by_start) {
+    if (by_start || by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM))) return 0;
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && !(self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3))) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] != '-' && !is_space(s[i])) return 0;
+    return 1;
+}
+
 /* The line's first non-blank (space or tab, as nccl_tests.feed strips) is a digit. */
 static int leading_digit(const char *s, Py_ssize_t n) {
     Py_ssize_t i = 0;
@@ -1162,6 +1184,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     *mask = by_literal | by_start;
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
+    if (by_literal && dash_rule(self, s, n, lits, by_literal, by_start))  /* the Tagger's "main" */
+        return !(flags & F_MAIN) ? PYTHON : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
         && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
@@ -1201,7 +1225,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         nccl_remember(self, s, n, channel_lines, nccl_lines);
         return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     }
-    if (by_literal & BIT(R_TAGGER)) return PYTHON;
+    if (by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits)) return PYTHON;
     int label;
     int tag = tagger_tag(self, s, n, labels, &label);
     if (tag < 0) return ERROR;
@@ -1278,7 +1302,7 @@ static int mpi_line(Scanner *self, const char *s, Py_ssize_t n, int64_t job, int
         return PYTHON;
     unsigned by_literal;
     uint64_t lits = literals_in(self, s, n, &by_literal);
-    if (by_literal & BIT(R_TAGGER)) return PYTHON;
+    if (by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits)) return PYTHON;
     int process = mpi_process(self, job, rank);
     if (process < 0) return process == -2 ? ERROR : PYTHON;
     int main = self->s_main;
