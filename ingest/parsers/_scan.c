@@ -1136,6 +1136,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
 #include "_scan_nccl.h"
+#include "_scan_nccl_other.h"
 
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1186,6 +1187,10 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (vllm != DECLINE) return vllm;
     if (by_literal && dash_rule(self, s, n, lits, by_literal, by_start))  /* the Tagger's "main" */
         return !(flags & F_MAIN) ? PYTHON : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+    if (by_literal & BIT(R_NCCL_DEBUG) && n > 13 && s[0] == 'N' && starts_len(s, n, "NCCL version ", 13)) {
+        int bare = nccl_bare_version(self, s, n, line, lineno, *mask, by_literal, flags);  /* _scan_nccl_other.h */
+        if (bare != PYTHON) return bare == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+    }
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
         && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
@@ -1215,6 +1220,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
         if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+        int warn = nccl_warn_line(self, s, n, line, rd, nccl_lines, channel_lines);  /* _scan_nccl_other.h */
+        if (warn != PYTHON) return warn == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
         if (!text) return ERROR;
         int seen = PySet_Contains(channel_lines, text);
