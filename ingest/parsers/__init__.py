@@ -123,7 +123,7 @@ def _watched(chunks: Iterator[tuple[int, Any]], watcher: context.Watcher) -> Ite
     """The chunks, each shown to the context watcher before an engine reads it."""
     for first, chunk in chunks:
         if isinstance(chunk, Text):
-            watcher.text(first, chunk.text, chunk.dirty, clean)
+            watcher.text(first, chunk.raw, chunk.dirty, clean)
         else:
             watcher.chunk(first, chunk)
         yield first, chunk

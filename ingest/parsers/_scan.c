@@ -1472,19 +1472,52 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
 }
 
+/* A dirty line of a text chunk (text.Text), raw[pos:end], cleaned by `clean` and read as scan() reads a
+ * line of a list: OK, or PYTHON (with its mask, ~0 for a line that is not an ASCII str), or ERROR.
+ * The line after it is not looked at (NULL: a dirty line's neighbours are read as at a stop). */
+static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t end, PyObject *clean, long long lineno,
+                        State *st, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                        unsigned *mask) {
+    PyObject *piece = PyUnicode_Substring(raw, pos, end);
+    PyObject *line = piece ? PyObject_CallOneArg(clean, piece) : NULL;
+    Py_XDECREF(piece);
+    if (!line) return ERROR;
+    int status = PYTHON;
+    *mask = ~0u;
+    if (PyUnicode_Check(line) && PyUnicode_IS_ASCII(line)) {
+        nccl_next_line(self, NULL, 0, NULL, NULL);
+        const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+        int64_t job, rank;
+        /* NULL for the str, as a text's lines: whatever keeps a line's text makes its own */
+        if (PyUnicode_CheckExact(line))
+            status = scan_line(self, s, n, NULL, lineno, &st->e, &st->windows, labels, nccl_lines, channel_lines,
+                               flags, mask);
+        else if ((status = mpi_of(line, &job, &rank)) == OK)  /* a text.MpiLine: read with its rank's process */
+            status = mpi_line(self, s, n, job, rank, lineno, &st->e, &st->windows, labels, nccl_lines, channel_lines,
+                              flags, mask);
+    }
+    Py_DECREF(line);
+    return status;
+}
+
 /* scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags,
  * stop_at) -> (index, pos, end, mask): a chunk kept as its ASCII text (text.Text), its lines read
  * in place from `pos` (line `index` of `count`), no str made a line. It stops at the first line
  * Python must feed, or at line `stop_at` (one clean() may change; -1: none): that line's index,
  * where it starts and ends in the text, and the readers it concerns; (count, len, len, 0) at
- * the end. */
+ * the end. With `raw, dirty, d, clean` (text.Text's decoded text, its dirty lines, the one
+ * `stop_at` is, and text.clean), a dirty line is cut from `raw`, cleaned and, when that gives an ASCII
+ * str, read like the others: the scan stops there only when Python must feed the cleaned line
+ * (which the caller cleans again) or it is not ASCII (mask ~0). */
 static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
-    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines;
-    Py_ssize_t pos, index, count, stop_at;
+    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines, *raw = NULL, *dirty = NULL, *clean = NULL;
+    Py_ssize_t pos, index, count, stop_at, d = 0;
     long long first;
     int flags;
-    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in", &text, &pos, &index, &count, &first, &eagle, &sglang, &PySet_Type,
-                          &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags, &stop_at))
+    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in|UO!nO", &text, &pos, &index, &count, &first, &eagle, &sglang,
+                          &PySet_Type, &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags,
+                          &stop_at, &raw, &PyList_Type, &dirty, &d, &clean))
         return NULL;
     if (not_ready(self)) return NULL;
     if (!PyUnicode_IS_ASCII(text)) { PyErr_SetString(PyExc_ValueError, "scan_text reads ASCII text"); return NULL; }
@@ -1493,6 +1526,10 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     if (pos < 0 || pos > len) { PyErr_SetString(PyExc_IndexError, "pos outside the text"); return NULL; }
     if (index < 0 || count < index || stop_at < -1) {
         PyErr_SetString(PyExc_IndexError, "index, count or stop_at outside the text's lines");
+        return NULL;
+    }
+    if (clean && (PyUnicode_GET_LENGTH(raw) != len || d < 0 || d > PyList_GET_SIZE(dirty) || !PyCallable_Check(clean))) {
+        PyErr_SetString(PyExc_ValueError, "raw is the text's own, d one of dirty's places and clean callable");
         return NULL;
     }
     State st;
@@ -1524,7 +1561,23 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             const char *nl = memchr(base + pos, '\n', (size_t)(len - pos));
             end = nl ? nl - base : len;
         }
-        if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
+        if (index == stop_at) {
+            mask = ~0u;
+            status = clean ? scan_cleaned(self, raw, pos, end, clean, first + index, &st, labels, nccl_lines,
+                                          channel_lines, flags, &mask)
+                           : PYTHON;
+            if (status != OK) break;
+            /* read in C: on to the next dirty line (ascending; a bad entry only stops the scan early) */
+            stop_at = -1;
+            for (d++; d < PyList_GET_SIZE(dirty); d++) {
+                Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(dirty, d));
+                if (at == -1 && PyErr_Occurred()) { status = ERROR; break; }
+                if (at > index) { stop_at = at; break; }
+            }
+            if (status != OK) break;
+            pos = end + 1;
+            continue;
+        }
         nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
                        base + len);
         int64_t job, rank;
@@ -2543,8 +2596,8 @@ static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask)"},
     {"scan_text", (PyCFunction)Scanner_scan_text, METH_VARARGS,
-     "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at)"
-     " -> (index, pos, end, mask)"},
+     "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at"
+     "[, raw, dirty, d, clean]) -> (index, pos, end, mask)"},
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},

@@ -118,7 +118,7 @@ class Watcher:
         lines = body.split("\n", HEAD_SCAN_LINES - first + 1)[:HEAD_SCAN_LINES - first + 1]
         wanted = set(dirty) if clean is not None else set()
         for k, line in enumerate(lines):
-            if k in wanted or clean is not None and line[:1] == "[" and "]<std" in line:
+            if clean is not None and (k in wanted or line[:1] == "[" and "]<std" in line):
                 lines[k] = line = clean(line)
             if len(self.head) < HEAD_LINES:
                 self.head.append(line)
