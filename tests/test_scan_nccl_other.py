@@ -4,11 +4,11 @@ between runs. The native engine gives what the line engine gives on the real one
 changed and damaged, and reads their repeats in C."""
 
 from hypothesis import given
-from hypothesis import strategies as st
 
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_engine import SETTINGS
 from tests.test_parsers_native import _fed_by_python, _same
+from tests.test_scan_tests import logs_with
 
 CORPUS = PROJECT_ROOT / "tests" / "corpus" / "nccl"
 # Real logs that print them: nccl-tests 2.9.6 (`misc/ibvwrap.cc:63 NCCL WARN`, bare version, mpirun
@@ -54,11 +54,6 @@ VARIANTS = [
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(LOGS), min_size=1, max_size=3),
-       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(VARIANTS)), max_size=16),
-       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
-def test_warn_and_version_lines_changed_anywhere_give_the_records_lines_give(logs, inserted, batch):
-    lines = b"\n".join(logs).split(b"\n")
-    for at, line in inserted:
-        lines.insert(at % (len(lines) + 1), line)
-    _same(b"\n".join(lines) + b"\n", batch, batch)
+@given(logs_with(LOGS, VARIANTS))
+def test_warn_and_version_lines_changed_anywhere_give_the_records_lines_give(case):
+    _same(*case, case[1])

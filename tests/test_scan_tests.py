@@ -73,6 +73,15 @@ def test_the_rows_of_a_named_table_are_read_in_c():
     _same(many, 1 << 12, 1 << 12)
 
 
+def with_lines(outputs: list[bytes], inserted: list[tuple[int, bytes]]) -> bytes:
+    """The outputs one after another, each (place, line) of `inserted` put in at its place (modulo
+    the lines there are)."""
+    lines = b"\n".join(outputs).split(b"\n")
+    for at, line in inserted:
+        lines.insert(at % (len(lines) + 1), line)
+    return b"\n".join(lines) + b"\n"
+
+
 def _cells(row: bytes) -> list[bytes]:
     return row.split()
 
@@ -230,15 +239,17 @@ ODD_COMMENTS = [
 ]
 
 
+def logs_with(logs: list[bytes], lines: list[bytes]) -> st.SearchStrategy:
+    """(a few of `logs` one after another with some of `lines` put in anywhere, a chunk size)."""
+    return st.tuples(st.lists(st.sampled_from(logs), min_size=1, max_size=3).flatmap(
+        lambda some: st.lists(st.tuples(st.integers(0, 400), st.sampled_from(lines)), max_size=12).map(
+            lambda inserted: with_lines(some, inserted))), st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
+
+
 @SETTINGS
-@given(st.lists(st.sampled_from(OUTPUTS), min_size=1, max_size=3),
-       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(COMMENTS + ODD_COMMENTS)), max_size=12),
-       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
-def test_comment_lines_anywhere_give_the_records_lines_give(outputs, comments, batch):
-    lines = b"\n".join(outputs).split(b"\n")
-    for at, comment in comments:
-        lines.insert(at % (len(lines) + 1), comment)
-    data = b"\n".join(lines) + b"\n"
+@given(logs_with(OUTPUTS, COMMENTS + ODD_COMMENTS))
+def test_comment_lines_anywhere_give_the_records_lines_give(case):
+    data, batch = case
     _same(data, batch, batch)
     _same(data * 2, batch, batch, spill_at=5, grouped=True)
 
@@ -499,11 +510,6 @@ def test_the_mca_help_box_of_a_real_output_is_read_in_c_past_its_first_lines():
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(OUTPUTS), min_size=1, max_size=3),
-       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(MCA_LINES)), max_size=12),
-       st.sampled_from([1 << 8, 1 << 12, 1 << 21]))
-def test_rules_and_environ_lines_anywhere_give_the_records_lines_give(outputs, inserted, batch):
-    lines = b"\n".join(outputs).split(b"\n")
-    for at, line in inserted:
-        lines.insert(at % (len(lines) + 1), line)
-    _same(b"\n".join(lines) + b"\n", batch, batch)
+@given(logs_with(OUTPUTS, MCA_LINES))
+def test_rules_and_environ_lines_anywhere_give_the_records_lines_give(case):
+    _same(*case, case[1])

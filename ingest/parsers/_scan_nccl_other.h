@@ -16,28 +16,8 @@
  * _NCCL match it there: the head in *h (its msg: the message's start), the place `file.cc:N` in
  * *where_at..*where_end (equal: none). 0 when the line is not so. */
 static int nccl_warn_head(const char *s, Py_ssize_t n, nccl_line_head *h, Py_ssize_t *where_at, Py_ssize_t *where_end) {
-    Py_ssize_t i = 0;
-    while (i < n && s[i] != ':') {
-        if (is_space(s[i])) return 0;  /* [^\s:]+ */
-        i++;
-    }
-    if (i == 0 || i == n) return 0;
-    h->host_end = i;
-    h->pid_at = ++i;
-    i = nccl_digits(s, n, i);
-    if (i == h->pid_at || i - h->pid_at > NCCL_INT_DIGITS || i >= n || s[i] != ':') return 0;
-    h->pid_end = i;
-    h->pid = 0;
-    for (Py_ssize_t k = h->pid_at; k < h->pid_end; k++) h->pid = h->pid * 10 + (s[k] - '0');
-    h->tid_at = ++i;
-    i = nccl_digits(s, n, i);
-    if (i == h->tid_at || i + 2 > n || s[i] != ' ' || s[i + 1] != '[') return 0;
-    h->tid_end = i;
-    h->dev_at = i + 2;
-    i = nccl_digits(s, n, h->dev_at);
-    if (i == h->dev_at || i + 2 > n || s[i] != ']' || s[i + 1] != ' ') return 0;
-    h->dev_end = i;
-    i += 2;
+    Py_ssize_t i = nccl_head_start(s, n, h);
+    if (!i) return 0;
     /* `(?:(\S+:\d+) )?`: the next token whole, where it ends in `:` and digits (a name before) */
     *where_at = *where_end = i;
     Py_ssize_t t = i;
@@ -107,13 +87,6 @@ static int nccl_bare_version(Scanner *self, const char *s, Py_ssize_t n, PyObjec
         return PYTHON;
     if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
     if (!nccl_version_held(f, s, n)) return PYTHON;
-    /* _version: the line marked used (the format and settings are held); offer() reads its words */
-    PyObject *at = PyLong_FromLongLong((long long)lineno), *text = NULL, *r = NULL;
-    int bad = !at || PySet_Add(f->used, at) < 0;
-    if (!bad && f->offer != Py_None) {
-        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-        bad = !text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL));
-    }
-    Py_XDECREF(at); Py_XDECREF(text); Py_XDECREF(r);
-    return bad ? ERROR : OK;
+    /* _version: the format and settings are held */
+    return nccl_version_read(f, s, n, line, lineno) < 0 ? ERROR : OK;
 }
