@@ -412,6 +412,10 @@ def test_footers_read_in_c_are_offered_to_the_context_watcher_as_python_offers_t
     data = (NAMED + header + b"\n" + row + b"\n" + average + b"\n") * 5
     _same(data, 1 << 12, 1 << 12)
     assert parse_stream(io.BytesIO(data)).settings["unread"].value["truncated"]
+    # Words offer() skips a line for (the scanner offers it whole then): no candidate, nothing truncated
+    skipped = (NAMED + header + b"\n" + row + b"\n" + average.rstrip() + b" Decode batch\n") * 5
+    _same(skipped, 1 << 12, 1 << 12)
+    assert not parse_stream(io.BytesIO(skipped)).settings["unread"].value["truncated"]
 
 
 def test_a_header_read_in_c_starts_its_tables_rows_afresh_for_a_late_name():
