@@ -366,6 +366,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
         # cost per frame is paid less often), or at the end.
         if sink is not None and result.pending + scan.pending >= spill_at:
             _flush(scan, result, parse.grouped)
+            nccl.settle()  # echoes of a known rank go ranked, and are not held to the end
             sink(result)
     _flush(scan, result, parse.grouped)
     for p in formats:
