@@ -17,10 +17,15 @@
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
  *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
+ *     a WARN line warned before, a bare `NCCL version` line once its settings are held
+ *     (_scan_nccl_other.h);
+ *   - a rule of dashes, a line holding the Tagger's `environ` but no env dump;
  *   - a line that holds none of the readers' trigger literals and starts like none of their
- *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
+ *     STARTS (and `[` lines the Tagger tags "main" or by a known label);
+ *   - any of these behind MPI's `[job,rank]<stdout>:` tag, taken off here (a text.MpiLine in a
+ *     list), once the Tagger has made the rank's process (mpi_line).
  *
- * Anything else — a non-ASCII line, an MPI-tagged line (a str subclass), a first record (formats
+ * Anything else — a non-ASCII line, an MPI-tagged line of a new rank, a first record (formats
  * and settings are set in order by Python), a number outside the plain grammar, a duplicate key —
  * stops the scan; Python feeds that line (parsers/__init__.py, _parse_native). What "exactly"
  * means is pinned by tests/test_parsers_native.py: the records and state equal the line-at-a-time
