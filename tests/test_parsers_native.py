@@ -432,12 +432,42 @@ def test_blank_lines_after_tagged_ones_are_read_in_c():
     _same(data + b"now a plain line makes main\n" + b"\n" * 100, 1 << 12, 1 << 12)
 
 
+def test_blank_lines_between_every_line_of_blocks_give_the_records_lines_give():
+    # A blank line outside any block is skipped by the scanner without a read; inside an EAGLE profile
+    # block or a bench result block it is read (it may end the block).
+    from bench.loggen import windows_text
+
+    bench = (PROJECT_ROOT / "tests" / "corpus" / "serving" / "sglang_bench_serving_dsv3_v0.4.1_pr2643.txt").read_text()
+    for body in (windows_text(60, seed=5), bench * 3):
+        lines = body.splitlines()
+        _same(("\n\n".join(lines) + "\n").encode(), 1 << 12, 1 << 12)
+        _same(("\n".join(line + "\n" * (i % 3) for i, line in enumerate(lines)) + "\n").encode(), 1 << 12, 1 << 12)
+
+
 def test_decode_lines_all_tagged_by_their_rank_are_read_in_c():
     # Every line `[date TPn]`: no "main" process ever; 200k such lines took 13.9 s (5.4 s without C).
     data = "".join(DECODE.format(i % 60) for i in range(5000)).encode()
     assert _fed_by_python(data) <= 3  # the first record of a format is set in Python
     _same(data, 1 << 14, 1 << 14)
 
+
+
+def test_decode_lines_of_no_prefix_are_read_in_c():
+    """SGLang's decode lines of 2024 have no prefix: `Decode batch. ...` starts with a capital and holds
+    `throughput`, which launch_env's STARTS takes (for the unread count), so every one went to Python
+    (a whole log at Python's pace). launch_env does nothing with such a line: the scanner reads it
+    where it makes records (one cut before its throughput stays Python's, as do assignments)."""
+    bare = (PROJECT_ROOT / "tests" / "corpus" / "serving" / "sglang_decode_2024_a100_issue938.log").read_text()
+    assert bare.startswith("Decode batch. ") and "throughput" in bare
+    data = (bare.rstrip("\n") + "\n").encode() * 3000
+    assert _fed_by_python(data) <= 2
+    _same(data, 1 << 14, 1 << 12)
+    cut = b"Decode batch. #running-req: 3, #token: 9, token usage: 0.01, accept len: 2.5\n"  # no throughput
+    assignment = b"MODE=Decode batch. gen throughput (token/s): 9.0\n"  # an assignment launch_env reads
+    line = (bare.rstrip("\n") + "\n").encode()
+    mixed = line * 40 + cut + line * 20 + assignment + line * 30 + cut
+    _same(mixed, 1 << 12, 1 << 10)
+    assert parse_stream(io.BytesIO(mixed), engine="native").settings["env.MODE"].value == "Decode"
 
 def test_records_of_lines_python_reads_join_the_scanners_columns_in_order():
     # A vLLM log: every metric line is read in Python, between lines the scanner reads. They join

@@ -973,7 +973,7 @@ static int windows_out(Scanner *self, Windows *w) {
 
 /* A `[date time TAGS] Decode batch ...` or `... Prefill batch ...` line (sglang._decode, _prefill). */
 static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize_t n, int decode, int flags,
-                        int64_t lineno, int process) {
+                        int64_t lineno, int process, int need_record) {
     if (!(flags & F_ENGINE) || !(flags & (decode ? F_DECODE_FORMAT : F_PREFILL_FORMAT))) return PYTHON;
     const char *word = decode ? "Decode batch" : "Prefill batch";
     Py_ssize_t wl = decode ? 12 : 13;
@@ -1029,14 +1029,14 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
         double v;
         int got = tput ? sglang_number(tput->val, tput->vlen, &v) : 0;
         if (got < 0) return PYTHON;
-        if (got == 0) return OK;  /* a line cut before its throughput is not a whole window */
+        if (got == 0) return need_record ? PYTHON : OK;  /* a line cut before its throughput is not a whole window */
         if (sh->accept >= 0) {
             has_accept = sglang_number(f[sh->accept].val, f[sh->accept].vlen, &accept);
             if (has_accept < 0) return PYTHON;
         }
         graph = sh->graph >= 0 ? &f[sh->graph] : NULL;
     } else if (sh->news < 0) {
-        return OK;
+        return need_record ? PYTHON : OK;
     }
     /* The DP rank: the first DPn tag of the prefix, "" when one scheduler reports for all. */
     const char *rank = "";
@@ -1181,6 +1181,18 @@ static int leading_digit(const char *s, Py_ssize_t n) {
     return i < n && is_digit(s[i]);
 }
 
+/* Whether launch_env, the one other reader a batch line concerns, does nothing with it: a line that
+ * starts with a capital (`Decode batch. #running-req: ...`, SGLang's lines of 2024, no prefix) and
+ * holds a word of context.WORDS (`throughput`) matches its STARTS' last branch only. Without "NCCL_"
+ * (its trigger) its feed() reads the line as a command, and a command it acts on starts with a
+ * prompt or an assignment (`User@host:~$`, `NAME=`), which launch_start_strict would have found.
+ * (The unread watcher skips batch lines: context._SKIP.) Only a line that makes records is read here
+ * (sglang_batch's need_record): one that makes none stays Python's, as before. */
+static int sglang_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned by_literal) {
+    return rd == (rd & (BIT(R_TAGGER) | BIT(R_SGLANG) | BIT(R_LAUNCH_ENV))) && by_literal & BIT(R_SGLANG)
+        && !(by_literal & BIT(R_LAUNCH_ENV)) && n > 0 && s[0] >= 'A' && s[0] <= 'Z' && !launch_start_strict(s, n);
+}
+
 /* scan_line with the line's literals found already (`lits`, and the readers they belong to). */
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1205,7 +1217,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
         if (llama != DECLINE) return llama;
     }
-    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal))
+    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal)
+        && !sglang_launch_idle(s, n, rd, by_literal))
         return PYTHON;
     if (rd & BIT(R_EAGLE)) {
         /* A profile line: no other parser's, and tagged "main". */
@@ -1259,7 +1272,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             /* `Avg latency: 21.1 seconds` (vLLM's benchmark_latency): _one_batch reads a banner or
              * _ONE_BATCH, which names Prefill, Decode or Total; without them sglang.feed does nothing */
             if (lits & (decode | prefill) || find(s, n, "Prefill", 7) || find(s, n, "Decode", 6) || find(s, n, "Total", 5)
-                || e->in_block) return PYTHON;
+                || e->in_block || rd & BIT(R_LAUNCH_ENV)) return PYTHON;  /* (a line of no record: sglang_launch_idle) */
             return OK;
         }
         if ((lits & decode) && (lits & prefill)) return PYTHON;
@@ -1267,8 +1280,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* eagle_busy on a line led by no blank: the block is over (an indented one is Python's). */
         if (in_block && n && is_space(s[0])) return PYTHON;
         if (in_block) e->in_block = 0;
-        int r = sglang_batch(self, windows, s, n, (lits & decode) != 0, flags, lineno,
-                             process);
+        int r = sglang_batch(self, windows, s, n, (lits & decode) != 0, flags, lineno, process,
+                             (rd & BIT(R_LAUNCH_ENV)) != 0);
         if (r == PYTHON) e->in_block = in_block;  /* a line handed back has changed nothing */
         return r;
     }
@@ -1557,6 +1570,9 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             status = ERROR;
             break;
         }
+        if (pos < len && base[pos] == '\n') {
+            end = pos;  /* a blank line holds no literal: no search (10M of them were a cliff) */
+        } else
 #ifdef HAVE_AVX2_PATH
         if (vector) {
             end = pos + line_avx2(self, base + pos, len - pos, &lits, &by_literal);
@@ -1581,6 +1597,10 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             }
             if (status != OK) break;
             pos = end + 1;
+            continue;
+        }
+        if (end == pos && !(flags & F_BENCH) && !st.e.in_block) {
+            pos = end + 1;  /* what read_line does with a blank line outside blocks: nothing */
             continue;
         }
         nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
