@@ -518,24 +518,13 @@ static int tests_out_of_bounds(Scanner *self, const char *s, Py_ssize_t n, int64
     return tests_move(self, 2, names, values);
 }
 
-/* The footer offered to the context watcher: offer() finds its words (`avg bus bandwidth`, ASCII) and
- * nccl_tests' STARTS (`#`), and skips it only for "batch", "NCCL " or a `---` start (_skipped): the
- * rest of offer() is the watcher's candidate() (a bound method's __self__), called here without the
- * searches. Another offer callable, or such a word, gets the call itself. 0, or -1 on error. */
+/* The footer offered to the context watcher: settled on its sets where the outcome is plain
+ * (offer_plain, _scan_vllm.h: the line is wanted, nccl_tests' STARTS `#` is on it), else offer()
+ * called. 0, or -1 on error. */
 static int tests_offer_footer(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
-    PyObject *offer = self->vllm->offer;
-    if (offer == Py_None) return 0;
-    if (!PyMethod_Check(offer) || find(s, n, "batch", 5) || find(s, n, "NCCL ", 5))
-        return bench_offer(self->vllm, s, n, NULL, lineno);
-    PyObject *at = PyLong_FromLongLong((long long)lineno);
-    PyObject *got = at ? PyObject_CallMethod(PyMethod_GET_SELF(offer), "candidate", "O", at) : NULL;
-    Py_XDECREF(at);
-    if (!got && PyErr_ExceptionMatches(PyExc_AttributeError)) {  /* no candidate(): not a Watcher */
-        PyErr_Clear();
-        return bench_offer(self->vllm, s, n, NULL, lineno);
-    }
-    Py_XDECREF(got);
-    return got ? 0 : -1;
+    int settled = offer_plain(self->vllm, s, n, lineno, 1);
+    if (settled) return settled < 0 ? -1 : 0;
+    return bench_offer(self->vllm, s, n, NULL, lineno);
 }
 
 /* `# Avg bus bandwidth    : 68.7056 `: a plain decimal (another value, FAILED, is Python's), its

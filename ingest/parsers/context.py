@@ -145,13 +145,7 @@ class Watcher:
             return
         if self.wanted is not None and not self.wanted(line):
             return
-        self.candidate(lineno)
-
-    def candidate(self, lineno: int) -> None:
-        """A line offer() takes (its words found, a reader's trigger or start on it): a candidate unless
-        it is a dump's or one already. The native scanner calls it for a line it knows offer() would
-        take so (an nccl-tests `# Avg bus bandwidth` footer it reads: _scan_tests.h)."""
-        if lineno in self.candidates or lineno in self.dump_lines:
+        if lineno in self.dump_lines:
             return
         if len(self.candidates) < MAX_CANDIDATES:
             self.candidates.add(lineno)
