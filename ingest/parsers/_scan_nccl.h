@@ -291,7 +291,9 @@ static Py_ssize_t nccl_digits(const char *s, Py_ssize_t n, Py_ssize_t i) {
     return i;
 }
 
-static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
+/* `host:pid:tid [dev] ` from the line's start into *h: the place after it, 0 when the line is not so
+ * (nccl_head_of; a WARN line's, _scan_nccl_other.h). */
+static Py_ssize_t nccl_head_start(const char *s, Py_ssize_t n, nccl_line_head *h) {
     Py_ssize_t i = 0;
     while (i < n && s[i] != ':') {
         if (is_space(s[i])) return 0;  /* [^\s:]+ */
@@ -313,9 +315,13 @@ static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
     i = nccl_digits(s, n, h->dev_at);
     if (i == h->dev_at || i + 2 > n || s[i] != ']' || s[i + 1] != ' ') return 0;
     h->dev_end = i;
-    i += 2;
+    return i + 2;
+}
+
+static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
+    Py_ssize_t i = nccl_head_start(s, n, h);
     /* `(?:\S+:\d+ )?NCCL INFO\b ?`: the optional field cannot match inside "NCCL" (no ':'). */
-    if (!starts_len(s + i, n - i, "NCCL INFO ", 10)) return 0;
+    if (!i || !starts_len(s + i, n - i, "NCCL INFO ", 10)) return 0;
     h->msg = i + 10;
     return 1;
 }
@@ -332,6 +338,9 @@ static int nccl_next_is_head(struct nccl_fast *f) {
     } else if (f->next_at && f->next_at <= f->text_end) {
         const char *nl = memchr(f->next_at, '\n', (size_t)(f->text_end - f->next_at));
         s = f->next_at, n = (nl ? nl : f->text_end) - f->next_at;
+        int64_t job, rank;
+        Py_ssize_t tag = n && s[0] == '[' ? mpi_tag(s, n, &job, &rank) : 0;  /* (the scanner takes it off) */
+        s += tag, n -= tag;
     } else {
         return 0;
     }
@@ -899,6 +908,18 @@ static int nccl_version_held(struct nccl_fast *f, const char *m, Py_ssize_t n) {
     return f->has_cuda || !find(m, n, "+cuda", 5);
 }
 
+/* _version of a line whose settings are held: the line marked used; offer() reads its words. -1 on error. */
+static int nccl_version_read(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
+    PyObject *at = PyLong_FromLongLong((long long)lineno), *text = NULL, *r = NULL;
+    int bad = !at || PySet_Add(f->used, at) < 0;
+    if (!bad && f->offer != Py_None) {
+        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+        bad = !text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL));
+    }
+    Py_XDECREF(at); Py_XDECREF(text); Py_XDECREF(r);
+    return bad ? -1 : 0;
+}
+
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
  * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
@@ -992,15 +1013,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     } else if (matrix) {
         if (PyObject_SetAttrString(f->parser, "matrix_columns", Py_None) < 0) return ERROR;
     } else if (version) {
-        /* _version: the line marked used (the settings are held); offer() reads its words */
-        PyObject *at = PyLong_FromLongLong((long long)lineno), *text = NULL, *r = NULL;
-        int bad = !at || PySet_Add(f->used, at) < 0;
-        if (!bad && f->offer != Py_None) {
-            text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-            bad = !text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL));
-        }
-        Py_XDECREF(at); Py_XDECREF(text); Py_XDECREF(r);
-        if (bad) return ERROR;
+        if (nccl_version_read(f, s, n, line, lineno) < 0) return ERROR;
     }
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
     return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));

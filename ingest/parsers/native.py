@@ -327,7 +327,9 @@ class _Parse:
                     mask = ~0  # every reader, as the line engine feeds a cleaned line
             else:
                 line = body[pos:end]
-                if mask < 0:
+                if line[:1] == "[" and "]<std" in line:  # an MPI-tagged line the scanner took its tag off
+                    line, mask = text.clean(line), ~0  # (no other line but a dirty one holds "]<std")
+                elif mask < 0:
                     mask = self.scan.mask(line)
             (self.feed_stopped if mode == 1 else self.feed)(line, first + i, mask)
             i, pos = i + 1, end + 1
