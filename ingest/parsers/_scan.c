@@ -1107,7 +1107,9 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
+#include "_scan_context.h"
 #include "_scan_nccl.h"
+#include "_scan_env.h"
 
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1142,6 +1144,10 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
         if (llama != DECLINE) return llama;
+    }
+    if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd);  /* _scan_env.h */
+        if (env != DECLINE) return env;
     }
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal))
         return PYTHON;
@@ -2366,6 +2372,9 @@ static PyMethodDef Scanner_methods[] = {
      " -> (index, pos, end, mask)"},
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
+    {"env_bind", (PyCFunction)Scanner_env_bind, METH_VARARGS,
+     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name): env dumps, launch"
+     " commands (_scan_env.h)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
