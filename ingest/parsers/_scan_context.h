@@ -190,3 +190,15 @@ static int context_offer(context_fast *c, PyObject *offer, const char *s, Py_ssi
     Py_DECREF(at);
     return status < 0 ? -1 : 0;
 }
+
+/* offer_words(line) -> (WORDS.search(line) found, _skipped(line)) as read here, for an ASCII line
+ * (tests hold them to context.py's own regexes). */
+static PyObject *offer_words(PyObject *Py_UNUSED(mod), PyObject *line) {
+    if (!PyUnicode_Check(line) || !PyUnicode_IS_ASCII(line)) {
+        PyErr_SetString(PyExc_ValueError, "offer_words reads an ASCII str");
+        return NULL;
+    }
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    return Py_BuildValue("(NN)", PyBool_FromLong(context_words(s, n)), PyBool_FromLong(context_skipped(s, n)));
+}

@@ -217,6 +217,29 @@ static int env_next_pair(const char *s, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t 
     return 0;
 }
 
+/* Whether launch_env.feed finds a launch flag on a line holding "NCCL_": its test (` -x`, ` -e` or
+ * `--env` on the line), then a match of _FLAG, `-(?<!\S-)(?<!declare\s-)(?:x|e|-env)[\s=]+
+ * (NCCL_[A-Z0-9_]+)=("[^"]*"|'[^']*'|\S+)`: a '-' first or after a space (not `declare -`), one
+ * of the names, a run of spaces and '=' (maximal: "NCCL_" takes neither), the name, '=' and a
+ * value (each of its forms starts with a character that is no space). */
+static int env_has_flag(const char *s, Py_ssize_t n) {
+    if (!find(s, n, " -x", 3) && !find(s, n, " -e", 3) && !find(s, n, "--env", 5)) return 0;
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '-' || (i > 0 && !is_space(s[i - 1]))) continue;
+        if (i >= 8 && is_space(s[i - 1]) && memeq(s + i - 8, "declare", 7)) continue;
+        Py_ssize_t j = i + 1;
+        if (s[j] == 'x' || s[j] == 'e') j++;
+        else if (starts_len(s + j, n - j, "-env", 4)) j += 4;
+        else continue;
+        Py_ssize_t k = j;
+        while (k < n && (is_space(s[k]) || s[k] == '=')) k++;
+        if (k == j || !starts_len(s + k, n - k, "NCCL_", 5)) continue;
+        Py_ssize_t e = ctx_name_end(s, n, k + 5);
+        if (e > k + 5 && e + 1 < n && s[e] == '=' && !is_space(s[e + 1])) return 1;
+    }
+    return 0;
+}
+
 /* ---- launch_env._command ---------------------------------------------------------------------- */
 
 #define ENV_TEXT_MAX 8192  /* a command's text read here: longer goes to Python */
@@ -499,7 +522,7 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
     }
     if (!(flags & F_MAIN)) return DECLINE;  /* the Tagger makes "main" of it */
     /* launch_env: an env dump was ruled out; with "NCCL_", launch flags are Python's */
-    if (launch && has_nccl_ && (find(s, n, " -x", 3) || find(s, n, " -e", 3) || find(s, n, "--env", 5))) return DECLINE;
+    if (launch && has_nccl_ && env_has_flag(s, n)) return DECLINE;
     env_cmd *cmd = v->cmd;
     int what = CMD_NOTHING;
     if (launch) {
@@ -527,7 +550,11 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
             }
             if (cmd->source == 2 || !env_public_upper(word, kl)) continue;
             if (!v->has_format) goto done;
-            Py_XSETREF(key, PyUnicode_FromFormat("env.%.*s", (int)kl, word));
+            if (kl > ENV_NAME_MAX - 4) goto done;
+            char name[ENV_NAME_MAX];
+            memcpy(name, "env.", 4);
+            memcpy(name + 4, word, (size_t)kl);
+            Py_XSETREF(key, PyUnicode_DecodeASCII(name, 4 + kl, NULL));  /* f"env.{key}" */
             if (!key) { status = ERROR; goto done; }
             int held = PyDict_Contains(v->settings, key);
             if (held <= 0) { status = held < 0 ? ERROR : DECLINE; goto done; }
