@@ -417,7 +417,7 @@ class NcclFold:
             "name": None, "role": "", "processes": result.processes, "launch_lines": result.launch_lines,
             "settings": {}}}  # a lone parse's one file, as runs.summary.process_files gives it
         segments = layout(files).segments
-        which = np.array(self._which, dtype=np.int64)  # a copy: the loose ones are numbered in it
+        which = np.array(self._which, dtype=np.int32)  # a copy: the loose ones are numbered in it
         lines = np.frombuffer(self._lines, dtype=np.int64) if len(self._lines) else np.zeros(0, np.int64)
         # A loose echo's identity, its rank now set: numbered after the others.
         ids = dict(self._ids)
@@ -431,16 +431,31 @@ class NcclFold:
                 i = ids[key] = len(first)
                 first.append(v)
             which[at] = i
-        # Each value's segment: after how many of its log file's segment starts it comes.
+        # Each value's segment: after how many of its log file's segment starts it comes. (Millions of
+        # values after a large log: no array more than needed, each as narrow as it can be, each let go
+        # once used -- this is parselog's peak.)
         segment = np.zeros(len(which), dtype=np.int64)
         for lf, segs in segments.items():
-            mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
             starts = np.array([start for start, _ in segs], dtype=np.int64)
+            if all(v.logfile == lf for v in first):  # a lone parse: one file, every value its own
+                segment = np.searchsorted(starts, lines, side="right")
+                continue
+            mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
             segment[mine] = np.searchsorted(starts, lines[mine], side="right")
         # The last of each (identity, segment), in the order the values came.
-        where = which * (int(segment.max(initial=0)) + 1) + segment
-        _, last = np.unique(where[::-1], return_index=True)
-        kept = np.sort(len(where) - 1 - last)
+        span = int(segment.max(initial=0)) + 1
+        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
+        where = which.astype(narrow)  # a copy: `which` is read below
+        where *= span
+        where += segment.astype(narrow, copy=False)
+        del segment
+        # A stable sort keeps each key's values in their order: a run's end is its key's last value.
+        order = np.argsort(where, kind="stable")
+        ends = where[order]
+        del where
+        ends = np.append(ends[1:] != ends[:-1], True) if len(ends) else np.zeros(0, dtype=bool)
+        kept = np.sort(order[ends])
+        del order, ends
         out = []
         for at in kept.tolist():
             v = first[int(which[at])]
