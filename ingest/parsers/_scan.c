@@ -17,6 +17,8 @@
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
  *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
+ *   - an env dump, a launch command or export, a bare `NCCL version` line, a line naming NCCL that no
+ *     reader acts on (_scan_env.h; offered to the context watcher in C, _scan_context.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
  *
