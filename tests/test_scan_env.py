@@ -5,7 +5,6 @@ in C (not a line each handed back to Python)."""
 
 import io
 import re
-from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -16,6 +15,7 @@ from tests.samples import PROJECT_ROOT
 from tests.test_parsers_engine import SETTINGS
 from tests.test_parsers_native import _same
 from tests.test_scan_launch import _real_lines
+from tests.test_scan_nccl import _python_lines
 
 _SHAPE = re.compile(r"pid=\d+ environ|^[$+]\s|^(?:export|declare|env)\b|^[A-Za-z_][A-Za-z0-9_]*=|^NCCL version|NCCL")
 _HEAD = re.compile(r":\d+:\d+ \[\d+\] ")
@@ -43,20 +43,6 @@ def test_the_real_lines_hold_every_shape_read_in_c():
                     r"^export NCCL_\w+=\w", r"^export NCCL_\w+=\"", r"^export [A-Z_]+=", r"^NCCL version \d",
                     r"^node \[\d+\] NCCL INFO ", r"^echo .*NCCL", r"^\[\d{4}-\d\d-\d\d [\d:]+\] node "):
         assert any(re.search(pattern, line) for line in REAL), pattern
-
-
-def _python_lines(data: bytes) -> list[str]:
-    """The lines the Tagger was fed in Python, in order."""
-    fed: list[str] = []
-    feed = processes.Tagger.feed
-
-    def spy(self, lineno: int, line: str) -> None:
-        fed.append(line)
-        feed(self, lineno, line)
-
-    with mock.patch.object(processes.Tagger, "feed", spy):
-        parse_stream(io.BytesIO(data), engine="native")
-    return fed
 
 
 def _log(*parts: list[str]) -> bytes:
