@@ -1421,6 +1421,9 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             status = ERROR;
             break;
         }
+        if (pos < len && base[pos] == '\n') {
+            end = pos;  /* a blank line holds no literal: no search (10M of them were a cliff) */
+        } else
 #ifdef HAVE_AVX2_PATH
         if (vector) {
             end = pos + line_avx2(self, base + pos, len - pos, &lits, &by_literal);
@@ -1445,6 +1448,10 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             }
             if (status != OK) break;
             pos = end + 1;
+            continue;
+        }
+        if (end == pos && !(flags & F_BENCH) && !st.e.in_block) {
+            pos = end + 1;  /* what read_line does with a blank line outside blocks: nothing */
             continue;
         }
         nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
@@ -2442,6 +2449,8 @@ static PyMethodDef Scanner_methods[] = {
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
      "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},
+    {"watch", (PyCFunction)Scanner_watch, METH_VARARGS,
+     "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
      "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
