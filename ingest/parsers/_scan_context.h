@@ -193,7 +193,7 @@ static int context_offer(context_fast *c, PyObject *offer, const char *s, Py_ssi
 
 /* offer_words(line) -> (WORDS.search(line) found, _skipped(line)) as read here, for an ASCII line
  * (tests hold them to context.py's own regexes). */
-static PyObject *offer_words(PyObject *Py_UNUSED(mod), PyObject *line) {
+static PyObject *context_offer_words(PyObject *Py_UNUSED(mod), PyObject *line) {
     if (!PyUnicode_Check(line) || !PyUnicode_IS_ASCII(line)) {
         PyErr_SetString(PyExc_ValueError, "offer_words reads an ASCII str");
         return NULL;
