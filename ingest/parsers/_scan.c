@@ -20,6 +20,8 @@
  *     a WARN line warned before, a bare `NCCL version` line once its settings are held
  *     (_scan_nccl_other.h);
  *   - a rule of dashes, a line holding the Tagger's `environ` but no env dump;
+ *   - an env dump, a launch command or export, a line naming NCCL that no reader acts on
+ *     (_scan_env.h; offered to the context watcher in C, _scan_context.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label);
  *   - any of these behind MPI's `[job,rank]<stdout>:` tag, taken off here (a text.MpiLine in a
@@ -1140,8 +1142,10 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
+#include "_scan_context.h"
 #include "_scan_nccl.h"
 #include "_scan_nccl_other.h"
+#include "_scan_env.h"
 
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1216,6 +1220,10 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
         if (llama != DECLINE) return llama;
+    }
+    if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd);  /* _scan_env.h */
+        if (env != DECLINE) return env;
     }
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal)
         && !sglang_launch_idle(s, n, rd, by_literal))
@@ -2612,6 +2620,7 @@ static PyMethodDef module_methods[] = {
     {"hold_heap", hold_heap, METH_NOARGS, "hold_heap() -> whether freed memory is kept for the next chunks (glibc)"},
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
+    {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},
@@ -2625,6 +2634,9 @@ static PyMethodDef Scanner_methods[] = {
      "[, raw, dirty, d, clean]) -> (index, pos, end, mask)"},
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
+    {"env_bind", (PyCFunction)Scanner_env_bind, METH_VARARGS,
+     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name): env dumps, launch"
+     " commands (_scan_env.h)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,

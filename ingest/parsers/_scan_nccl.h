@@ -96,7 +96,11 @@ struct nccl_fast {
     PyObject *of_lines, *of_channels;
     nccl_mirror_slot *mirror;
     Py_ssize_t mirrored;
+    context_fast ctx;  /* the Watcher's offer() (_scan_context.h), bound by env_bind() */
+    struct env_fast *env;  /* env dumps, launch commands and other NCCL-named lines (_scan_env.h) */
 };
+
+static void env_free(struct nccl_fast *f);  /* _scan_env.h */
 
 static void nccl_heads_clear(struct nccl_fast *f) {
     for (int i = 0; i < f->nheads; i++) Py_CLEAR(f->heads[i].tag);
@@ -115,11 +119,15 @@ static void nccl_mirror_clear(struct nccl_fast *f) {
     Py_CLEAR(f->of_channels);
 }
 
+static void env_enter(struct nccl_fast *f);  /* _scan_env.h */
+
 static void nccl_fast_free(Scanner *self) {
     struct nccl_fast *f = self->nccl;
     if (!f) return;
     nccl_heads_clear(f);
     nccl_mirror_clear(f);
+    context_clear(&f->ctx);
+    env_free(f);
     PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
                          &f->used, &f->shared, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
                          &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
@@ -136,8 +144,10 @@ static void nccl_fast_enter(Scanner *self) {
     struct nccl_fast *f = self->nccl;
     if (!f) return;
     f->fetched = 0;
+    f->ctx.fetched = 0;
     f->next_list = NULL, f->next_at = NULL;
     nccl_heads_clear(f);
+    env_enter(f);
 }
 
 /* The scan loops say where the line after the one they read is: lines[index] of a list, or the
@@ -751,7 +761,7 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
     PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
-    PyObject *rec = NULL, *entry = NULL, *text = NULL, *r = NULL;
+    PyObject *rec = NULL, *entry = NULL;
     int status = ERROR;
     if (!key || !value || !at || !host || !pid || !tid) goto done;
     if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0
@@ -761,14 +771,12 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
     entry = PyTuple_Pack(4, rec, host, pid, tid);
     if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
-    if (f->offer != Py_None) {
-        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-        if (!text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL))) goto done;
-    }
+    /* offered after the readers, as the engines do (nccl_debug's "NCCL" is on it: a reader wants it) */
+    if (context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0) goto done;
     status = OK;
 done:
     Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(at); Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
-    Py_XDECREF(rec); Py_XDECREF(entry); Py_XDECREF(text); Py_XDECREF(r);
+    Py_XDECREF(rec); Py_XDECREF(entry);
     return status;
 }
 
@@ -910,14 +918,11 @@ static int nccl_version_held(struct nccl_fast *f, const char *m, Py_ssize_t n) {
 
 /* _version of a line whose settings are held: the line marked used; offer() reads its words. -1 on error. */
 static int nccl_version_read(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
-    PyObject *at = PyLong_FromLongLong((long long)lineno), *text = NULL, *r = NULL;
+    /* _version: the line marked used (the settings are held); offer() reads its words (_scan_context.h) */
+    PyObject *at = PyLong_FromLongLong((long long)lineno);
     int bad = !at || PySet_Add(f->used, at) < 0;
-    if (!bad && f->offer != Py_None) {
-        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-        bad = !text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL));
-    }
-    Py_XDECREF(at); Py_XDECREF(text); Py_XDECREF(r);
-    return bad ? -1 : 0;
+    Py_XDECREF(at);
+    return bad || context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? -1 : 0;
 }
 
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
