@@ -209,18 +209,21 @@ def test_the_scanner_reads_a_blocks_first_row_text_values_and_positions(name):
 
 @pytest.mark.parametrize("name", ["shared/vllm_bench_serve_specdecode_eagle3.txt",
                                   "shared/sglang_bench_serving_eagle_dsv3_cookbook.txt"])
-def test_a_title_with_no_block_open_is_not_fed_to_python(name):
-    """Blocks closed by their `=====` footer, repeated: the title of each next one opens both readers'
-    blocks in the scanner (bench_title), Python reads only the footer that closes each."""
+def test_titles_and_footers_of_repeated_blocks_are_not_fed_to_python(name):
+    """Blocks closed by their `=====` footer, repeated, and with the footer cut (the next title closes
+    the block): past the first copy the scanner opens both readers' blocks at a title (bench_title)
+    and hands a closing line to the two bench readers alone (bench_close); none is fed to Python."""
     block = (CORPUS / name).read_text()
     assert block.count(serving._TITLE) == 1 and block.rstrip().endswith("=" * 50)
-    data = (block.rstrip("\n") + "\n") * 30
-    fed = _python_lines(data.encode())
-    own = len(block.splitlines())
-    assert not [line for line in fed[own:] if serving._TITLE in line], fed[own:own + 10]
-    assert sum(1 for line in fed if line.startswith("=" * 50)) == 30
-    _same(data.encode(), 1 << 12, 1 << 12)
-    _same(data.encode(), vector=False)
+    cut = block.rstrip().rsplit("\n", 1)[0]
+    for text in (block.rstrip("\n") + "\n", cut + "\n"):
+        data = text * 30
+        fed = _python_lines(data.encode())
+        own = len(text.splitlines())
+        assert not [line for line in fed[own:] if serving._TITLE in line or line.startswith("=" * 50)], \
+            fed[own:own + 10]
+        _same(data.encode(), 1 << 12, 1 << 12)
+        _same(data.encode(), vector=False)
 
 
 def test_marked_and_glued_titles_open_blocks_as_the_readers_do():
@@ -248,6 +251,9 @@ def test_a_copied_block_under_comment_marks_is_read_by_the_scanner_too():
     text = (CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh").read_text()
     data = (text.rstrip("\n") + "\n") * 20
     fed = _python_lines(data.encode())
+    # its `# =====` footers are the scanner's (bench_close)
+    assert sum(1 for line in data.splitlines() if line.startswith("# =====") and serving._TITLE not in line) >= 40
+    assert not [line for line in fed if line.startswith("# =====") and serving._TITLE not in line]
     copied_rows = sum(1 for line in data.splitlines() if line.startswith("# ") and "):" in line)
     assert copied_rows >= 20 * 10
     assert sum(1 for line in fed if line.startswith("# ") and "):" in line) < copied_rows // 4

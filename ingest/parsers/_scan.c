@@ -1497,7 +1497,7 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
                                flags, &mask);
         }
         if (status != OK) break;
-        flags |= bench_armed(self);  /* a title opened the bench blocks: their rows are read on (bench_title) */
+        flags = bench_flags(self, flags);  /* a title opened the bench blocks: their rows are read on (bench_title) */
     }
     if (finish_scan(self, &st, status) < 0) return NULL;
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
@@ -1601,7 +1601,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
                                           channel_lines, flags, &mask)
                            : PYTHON;
             if (status != OK) break;
-            flags |= bench_armed(self);
+            flags = bench_flags(self, flags);
             /* read in C: on to the next dirty line (ascending; a bad entry only stops the scan early) */
             stop_at = -1;
             for (d++; d < PyList_GET_SIZE(dirty); d++) {
@@ -1631,7 +1631,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             status = scan_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels,
                                nccl_lines, channel_lines, flags, &mask);
         if (status != OK) break;
-        flags |= bench_armed(self);
+        flags = bench_flags(self, flags);
         pos = end + 1;
     }
     if (finish_scan(self, &st, status) < 0) return NULL;

@@ -25,8 +25,12 @@
  * offered to it here when it may hold one of context.WORDS (a superset is looked for): where
  * offer()'s outcome is plain (offer_plain: no word, a section title _SKIP takes, or a sure word on a
  * line a format reader's literal or STARTS is on) it is settled here, on the Watcher's own sets
- * (watch()); else offer() decides. Any other line (the title or footer that closes the block, a row
- * with text, a valueless row) goes back to Python, which reads it as the line engine does.
+ * (watch()); else offer() decides. A line that closes the blocks, a footer (`=====`) or a title, with
+ * no literal but the title's and `---` on it, is fed to the two bench readers alone by one call
+ * (bench_close: native._Parse.bench_close writes the blocks' records and gives the flags the scan reads
+ * on with); a title with no reader busy opens both readers' blocks (bench_title, their open_title())
+ * and the scan reads on in F_BENCH. Any other line goes back to Python, which reads it as the line
+ * engine does.
  */
 
 /* ---- vLLM process tags and engine throughput lines ------------------------------------------
@@ -110,6 +114,10 @@ struct vllm_state {
     PyObject *openers[2];
     uint64_t title_lits;
     int armed_here;
+    /* native._Parse.bench_close (bench_readers()), called at a line that closes the open blocks; the
+     * flags it gives the scan reads on with (`reflag`: not taken yet, bench_flags) */
+    PyObject *closer;
+    int reflag, next_flags;
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
@@ -165,6 +173,7 @@ static void vllm_release(Scanner *self) {
         Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
         Py_CLEAR(v->openers[i]);
     }
+    Py_CLEAR(v->closer);
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
@@ -188,24 +197,29 @@ static void bench_tables(struct vllm_state *v, PyObject *row_type, PyObject *key
     Py_XSETREF(v->row_type, row_type);
 }
 
-/* bench_readers(sglang_reader, vllm_reader, Row, keys): the two BlockReaders whose blocks bench_title
- * opens (their open_title()), or bench_readers(None). */
+/* bench_readers(sglang_reader, vllm_reader, Row, keys[, close]): the two BlockReaders whose blocks
+ * bench_title opens (their open_title()) and the call that reads a line closing them (bench_close, or
+ * None: such lines are Python's); or bench_readers(None), which lets them go (`close` holds the parse,
+ * which holds the scanner: the cycle is broken here). */
 static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     if (not_ready(self)) return NULL;
-    PyObject *a, *b = Py_None, *row_type = NULL, *keys = NULL;
-    if (!PyArg_ParseTuple(args, "O|OO!O!", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys)) return NULL;
-    if (a != Py_None && (b == Py_None || !row_type || !keys)) {
-        PyErr_SetString(PyExc_TypeError, "bench_readers(sglang_reader, vllm_reader, Row, keys) or bench_readers(None)");
+    PyObject *a, *b = Py_None, *row_type = NULL, *keys = NULL, *close = Py_None;
+    if (!PyArg_ParseTuple(args, "O|OO!O!O", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys, &close)) return NULL;
+    if ((a != Py_None && (b == Py_None || !row_type || !keys)) || (close != Py_None && !PyCallable_Check(close))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bench_readers(sglang_reader, vllm_reader, Row, keys[, close]) or bench_readers(None)");
         return NULL;
     }
     struct vllm_state *v = vllm_state_of(self);
     if (!v) return NULL;
     Py_CLEAR(v->openers[0]);
     Py_CLEAR(v->openers[1]);
+    Py_CLEAR(v->closer);
     if (a != Py_None) {
         bench_tables(v, row_type, keys);
         Py_INCREF(a), Py_INCREF(b);
         v->openers[0] = a, v->openers[1] = b;
+        if (close != Py_None) Py_INCREF(close), v->closer = close;
     }
     Py_RETURN_NONE;
 }
@@ -662,6 +676,54 @@ static int nccl_words(const char *s, Py_ssize_t n) {
         || find(s, n, "Rank", 4);
 }
 
+/* Whether BlockReader.feed closes an open block at b[0:bn] (the line past the block's mark), and
+ * sglang.feed and vllm.feed do nothing more with it: the footer (`=` only, blanks around: not a row,
+ * a section or blank), or a title (a new block opens), holding no literal but the title's and `---`.
+ * (A line without the mark also closes a copied block: it is Python's, as any other line is.) */
+static int closes_blocks(struct vllm_state *v, const char *b, Py_ssize_t bn, uint64_t lits) {
+    if (!v->closer || lits & ~(v->title_lits | v->dash_lits)) return 0;
+    if (lits & v->title_lits) return 1;
+    Py_ssize_t i = 0, e = bn;
+    while (i < bn && is_space(b[i])) i++;
+    while (e > i && is_space(b[e - 1])) e--;
+    if (i == e) return 0;
+    for (Py_ssize_t k = i; k < e; k++)
+        if (b[k] != '=') return 0;
+    return 1;
+}
+
+/* A line that closes the open blocks (closes_blocks): native._Parse.bench_close feeds it to the two
+ * bench readers (their blocks' records are written, a title opens new ones), stamps the records and
+ * hands them to the scanner's columns (ready()), and gives the flags the scan reads on with (arm(): the
+ * new blocks handed over by bench(), or none open); then the Watcher's offer, as after the readers. */
+static int bench_close(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno,
+                       unsigned mask) {
+    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+    PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
+    PyObject *got = NULL;
+    if (ln) {
+        PyObject *argv[2] = {ln, text};
+        got = PyObject_Vectorcall(v->closer, argv, 2, NULL);
+    }
+    Py_XDECREF(ln);
+    Py_XDECREF(text);
+    if (!got) return ERROR;
+    long flags = PyLong_AsLong(got);
+    Py_DECREF(got);
+    if (flags == -1 && PyErr_Occurred()) return ERROR;
+    if (flags < 0 || flags > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "bench_close gives the scan's flags");
+        return ERROR;
+    }
+    v->next_flags = (int)flags, v->reflag = 1, v->armed_here = 0;
+    if (!(flags & F_BENCH))  /* no block open: the closed ones let go, as bench(None) */
+        for (int i = 0; i < 2; i++) {
+            Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+        }
+    if (mask && offer_line(v, s, n, line, lineno, (mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
+    return OK;
+}
+
 /* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
  * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
 static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
@@ -671,7 +733,8 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     *mask = by_literal | by_start;
     if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
     /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
-    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~(v->dash_lits | v->client_lits | v->sglang_lits)))
+    if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~(v->dash_lits | v->client_lits | v->sglang_lits
+                                                                   | v->title_lits)))
         return PYTHON;
     if (by_start & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS) | BIT(R_LAUNCH_ENV) | BIT(R_SGLANG) | BIT(R_VLLM)))
         return PYTHON;
@@ -696,6 +759,8 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         b = s + k, bn = n - k;
     }
     int r;
+    if (closes_blocks(v, b, bn, lits)) return bench_close(v, s, n, line, lineno, *mask);
+    if (lits & v->title_lits) return PYTHON;
     if (blank_line(b, bn))
         r = OK;
     else if ((r = bench_row(self, b, bn, lineno, lits)) == PYTHON && by_literal && !(lits & (v->client_lits | v->sglang_lits)))
@@ -777,9 +842,13 @@ static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
     return OK;
 }
 
-/* F_BENCH when bench_title has opened the bench blocks in this scan: the flags of the lines after it. */
-static inline int bench_armed(Scanner *self) {
-    return self->vllm && self->vllm->armed_here ? F_BENCH : 0;
+/* The flags of the lines after one read: those bench_close got, and F_BENCH when bench_title has opened
+ * the bench blocks in this scan. */
+static inline int bench_flags(Scanner *self, int flags) {
+    struct vllm_state *v = self->vllm;
+    if (!v) return flags;
+    if (v->reflag) v->reflag = 0, flags = v->next_flags;
+    return v->armed_here ? flags | F_BENCH : flags;
 }
 
 

@@ -255,6 +255,19 @@ class _Parse:
             self.flags, self.flags_at = _flags(r), at
         return self.flags | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
 
+    def bench_close(self, lineno: int, line: str) -> int:
+        """A line that closes the open bench blocks (their footer, a title), which the scanner reads where
+        it concerns no reader but the two busy bench ones (_scan_vllm.h bench_close): fed to those (the
+        blocks' records written), stamped and handed to the scanner as before a scan (ready()); the
+        flags it reads on with (arm()). The Watcher's offer is the scanner's."""
+        self.sglang.feed(lineno, line)
+        self.vllm.feed(lineno, line)
+        self.readers[0].stamp()  # the Tagger
+        mode = self.ready()
+        if not mode:  # neither reader starts anything else on such a line (no literal of theirs is on it)
+            raise RuntimeError(f"line {lineno}: a reader is busy after the bench blocks closed")
+        return self.arm(mode)
+
     def feed(self, line: str, lineno: int, mask: int) -> None:
         """A line Python reads, as the line engine does: to the readers it concerns and the busy ones."""
         for bit, reader, may_be_busy in self.fed:
@@ -377,26 +390,30 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     watcher = getattr(result.offer, "__self__", None)
     if type(watcher) is context.Watcher and getattr(result.offer, "__func__", None) is context.Watcher.offer:
         scan.watch(watcher.candidates, watcher.dump_lines, context.MAX_CANDIDATES)
-    # The bench readers whose blocks the scanner opens at a title while no reader is busy (bench_title)
-    scan.bench_readers(by_name["sglang"].bench, by_name["vllm"].bench, serving.Row, serving.KEYS)
     scan.llamacpp_arm(by_name[llamacpp.NAME])  # llama.cpp's timing and slot lines (_scan_llamacpp.h)
     others = [r for r in readers if r is not eagle and r is not tagger and not _never_busy(r)]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,
                    bool(getattr(sink, "takes_groups", False)),
                    fed=[(bit, r, not _never_busy(r)) for bit, r in enumerate(readers)])
-    for first, lines in chunks:
-        if isinstance(lines, text.Text):
-            parse.text(lines, first)
-        else:
-            parse.lines(lines, first)
-        result.lines = first + len(lines) - 1
-        # The scanner's records join the result when a sink takes them (a few chunks' worth: polars'
-        # cost per frame is paid less often), or at the end.
-        if sink is not None and result.pending + scan.pending >= spill_at:
-            _flush(scan, result, parse.grouped)
-            nccl.settle()  # echoes of a known rank go ranked, and are not held to the end
-            sink(result)
+    # The bench readers whose blocks the scanner opens at a title while no reader is busy (bench_title),
+    # and what reads a line that closes them (bench_close); let go at the end (the parse holds the scanner).
+    scan.bench_readers(parse.sglang.bench, parse.vllm.bench, serving.Row, serving.KEYS, parse.bench_close)
+    try:
+        for first, lines in chunks:
+            if isinstance(lines, text.Text):
+                parse.text(lines, first)
+            else:
+                parse.lines(lines, first)
+            result.lines = first + len(lines) - 1
+            # The scanner's records join the result when a sink takes them (a few chunks' worth: polars'
+            # cost per frame is paid less often), or at the end.
+            if sink is not None and result.pending + scan.pending >= spill_at:
+                _flush(scan, result, parse.grouped)
+                nccl.settle()  # echoes of a known rank go ranked, and are not held to the end
+                sink(result)
+    finally:
+        scan.bench_readers(None)
     _flush(scan, result, parse.grouped)
     for p in formats:
         p.finish()
