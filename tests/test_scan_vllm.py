@@ -247,6 +247,24 @@ def test_marked_and_glued_titles_open_blocks_as_the_readers_do():
     _same(data, vector=False)
 
 
+def test_a_section_title_with_no_block_open_opens_blocks_in_the_scanner():
+    """A block whose title was cut off opens at its first section title (which may name the tool), and a
+    `------------` rule opens none: read in the scanner (bench_title, open_section), as lines read them."""
+    block = (CORPUS / "shared" / "vllm_bench_serve_specdecode_eagle3.txt").read_text().splitlines()
+    rows = [line for line in block if ":" in line and "Position" not in line]
+    cut = []
+    for i, header in enumerate(["----------------End-to-end Latency----------------", "---------------Time to First Token"
+                                "----------------", "------------", "---x--y---", "-----Inter-Token Latency-----  "] * 4):
+        cut += ["INFO:     ::1:50382 - \"POST /v1/completions HTTP/1.1\" 200 OK", header, *rows[i % 5:i % 5 + 6]]
+        cut += ["=" * 50] if i % 2 else []
+    data = ("\n".join(cut) + "\n").encode()
+    fed = _python_lines(data * 3)
+    assert not [line for line in fed[len(cut):] if line.startswith("----------------End-to-end")], fed[:10]
+    _same(data * 3)
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, vector=False)
+
+
 def test_a_copied_block_under_comment_marks_is_read_by_the_scanner_too():
     text = (CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh").read_text()
     data = (text.rstrip("\n") + "\n") * 20

@@ -784,8 +784,9 @@ static PyObject *block_list(PyObject *block, const char *name) {
 }
 
 /* A `Serving Benchmark Result` title with no reader busy (the scan's flags lack F_BENCH): BlockReader.feed
- * opens a titled block in both bench readers (open_title) and nothing else reads it, when the line holds
- * no literal but the title, no reader's STARTS (a `#` line is the Tagger's and nccl_tests': Python's),
+ * opens a titled block in both bench readers (open_title), or a `---` line: open_section opens a block at
+ * a section title (which may name the tool), else nothing; and nothing else reads it, when the line holds
+ * no literal but the title (or `---`), no reader's STARTS (a `#` line is the Tagger's and nccl_tests': Python's),
  * and is main's with eagle_profile outside a block (as bench_line asks). The blocks are opened by the
  * readers' own open_title, then handed over as arm() would (tool unknown, no subsection, the prefix
  * _PREFIX gives: `> ` before the `=`), nccl_tests taken for busy (a `#` row goes to Python), and the
@@ -794,9 +795,12 @@ static PyObject *block_list(PyObject *block, const char *name) {
 static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
                        int64_t lineno, unsigned *mask, uint64_t lits) {
     struct vllm_state *v = self->vllm;
-    if (!v || !v->openers[0] || !v->row_type || !lits || (lits & ~v->title_lits) || e->in_block
-        || !(flags & F_MAIN) || v->offer == NULL || (n && s[0] == '['))
+    if (!v || !v->openers[0] || !v->row_type || !lits || e->in_block || !(flags & F_MAIN) || v->offer == NULL
+        || (n && s[0] == '['))
         return DECLINE;
+    /* a title, or a `---` line (BlockReader.feed's branch for it: a section title opens a block) */
+    int title = !(lits & ~v->title_lits);
+    if (!title && (lits & ~v->dash_lits)) return DECLINE;
     int label;
     int tag = tagger_tag(self, s, n, NULL, &label);
     if (tag != TAG_MAIN) return tag < 0 ? ERROR : DECLINE;
@@ -808,25 +812,39 @@ static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
     }
     PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
     PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
-    PyObject *name = ln ? PyUnicode_InternFromString("open_title") : NULL;
+    PyObject *name = ln ? PyUnicode_InternFromString(title ? "open_title" : "open_section") : NULL;
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
-    int bad = !name;
+    int bad = !name, opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
         PyObject *argv[3] = {v->openers[i], ln, text};
         blocks[i] = PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-        bad = !blocks[i] || !(rows[i] = block_list(blocks[i], "rows")) || !(sections[i] = block_list(blocks[i], "sections"));
+        if (!blocks[i]) { bad = 1; break; }
+        if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
+        opened |= 1 << i;
+        PyObject *tool = PyObject_GetAttrString(blocks[i], "tool");  /* a section may name it (note_section) */
+        known |= (tool && tool != Py_None) << i;
+        bad = !tool || !(rows[i] = block_list(blocks[i], "rows")) || !(sections[i] = block_list(blocks[i], "sections"));
+        Py_XDECREF(tool);
     }
     Py_XDECREF(name);
     Py_XDECREF(ln);
     Py_XDECREF(text);
-    if (!bad) {
+    if (!bad && (opened == 1 || opened == 2 || known == 1 || known == 2)) {  /* the same line, the same outcome */
+        PyErr_SetString(PyExc_RuntimeError, "the bench readers opened different blocks at one line");
+        bad = 1;
+    }
+    if (!bad && !opened) {
+        for (int i = 0; i < 2; i++) Py_DECREF(blocks[i]);
+    } else if (!bad) {
         for (int i = 0; i < 2; i++) {
             Py_XSETREF(v->rows[i], rows[i]);
             Py_XSETREF(v->sections[i], sections[i]);
-            Py_XSETREF(v->blocks[i], blocks[i]);  /* the tool is unknown in a new block */
+            if (known) Py_CLEAR(blocks[i]);  /* note_row is called only while the tool is unknown */
+            Py_XSETREF(v->blocks[i], blocks[i]);
             Py_INCREF(v->openers[i]);
             Py_XSETREF(v->readers[i], v->openers[i]);
         }
+        if (!title) plen = 0;  /* a block a section opens has no mark */
         memcpy(v->prefix, s, (size_t)plen);
         v->prefix_len = v->prefix_need = plen;
         while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;

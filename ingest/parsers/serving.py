@@ -139,9 +139,7 @@ class BlockReader:
                     if m := pattern.search(line):
                         self.client[key] = m.group(1) if key == "model" else parse_value(m.group(1))
             elif "---" in line:
-                m = _SECTION.match(line)
-                if m:
-                    self._section(self._open(lineno), m.group(1))
+                self.open_section(lineno, line)
             elif ("requests:" in line or "s):" in line) and _START.match(line) and (m := _ROW.match(line)):
                 self._row(self._open(lineno), lineno, m)
             return None
@@ -169,6 +167,16 @@ class BlockReader:
         m = _PREFIX.match(line)
         opened.prefix = m.group(1) if m else ""
         return opened
+
+    def open_section(self, lineno: int, line: str) -> Block | None:
+        """What feed() does at a `---` line with no block open: a block opened by a section title (its
+        own title cut off in the copy), or None (bench_title in _scan_vllm.h calls it too)."""
+        m = _SECTION.match(line)
+        if m is None:
+            return None
+        block = self._open(lineno)
+        self._section(block, m.group(1))
+        return block
 
     def close(self) -> Block | None:
         """The block still open at the end of the input (a cut-off copy)."""
