@@ -33,6 +33,7 @@ from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
 from ingest.parsers import trace as trace_parser
 from runs import columns
+from runs.digest import NcclFold
 from runs.models import (
     CollectiveResult,
     LogFile,
@@ -46,6 +47,7 @@ from runs.services import refresh_run
 log = logging.getLogger(__name__)
 
 BATCH = 2000
+BATCH_ROWS = 64_000  # NCCL rows built for one COPY at a time
 
 
 def enqueue_run(run: Run) -> None:
@@ -216,28 +218,32 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
     try:
         with Heartbeat(lf) as heartbeat, _spool_file() as spool, _spool_file() as block_spool, \
                 _Folder(block_spool) as folder:
+            # NCCL values repeat (a log of restarts echoes the same variables each time: 512 MB
+            # of NCCL start-up lines gave millions of rows): kept folded, only the last of each
+            # identity between two possible launch starts stored (NcclFold.stored).
+            nccl = NcclFold()
             # NCCL echoes whose rank the nccl_debug parser learns only at its end (it holds
-            # them itself until then): spooled once the parse has finished, with their rank.
+            # them itself until then): folded once the parse has finished, with their rank.
             unranked: list[rec.NcclValue] = []
 
             def spill(result: ParseResult) -> None:
                 if heartbeat.lost.is_set():
                     raise _ClaimLost()
-                phases, metrics, collectives, nccl = result.take_columns()
-                unranked.extend(n for n in nccl if _rank_pending(n))
+                phases, metrics, collectives, values = result.take_columns()
+                unranked.extend(n for n in values if _rank_pending(n))
+                nccl.add(n for n in values if not _rank_pending(n))
                 folder.add(phases, metrics)
-                _spool_rows(spool, collectives, [n for n in nccl if not _rank_pending(n)])
+                _spool_rows(spool, collectives)
 
             with storage.open_log(lf.path, lf.registered) as stream:
                 # A reader of `read` alone is all the parsers ask of a stream.
                 result = parse_stream(cast(BinaryIO, _Watched(stream, heartbeat.lost)), sink=spill)
             spill(result)
             cut = folder.finish()
-            if unranked:
-                _spool_rows(spool, [], unranked)
-                unranked.clear()
+            nccl.add(unranked)
+            unranked.clear()
             try:
-                _store_rows(lf, spool, cut, result)
+                _store_rows(lf, spool, cut, nccl.stored(result), result)
             except (OperationalError, _ClaimLost):
                 raise
             except Exception as e:
@@ -313,31 +319,28 @@ class _Folder:
         return self.cut
 
 
-def _spool_rows(spool: BinaryIO, collectives: list, nccl: list) -> None:
-    """One batch of collectives and NCCL values: a JSON line, every field."""
-    head = {
-        "c": [[c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-               c.wrong, c.in_place, c.line, c.process] for c in collectives],
-        "n": [[n.key, n.value, n.kind, n.line, n.source, n.rank, n.process] for n in nccl],
-    }
-    if head["c"] or head["n"]:
-        spool.write(json.dumps(head).encode() + b"\n")
+def _spool_rows(spool: BinaryIO, collectives: list) -> None:
+    """One batch of collectives: a JSON line, every field."""
+    if collectives:
+        spool.write(json.dumps([[c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
+                                 c.busbw_gbs, c.wrong, c.in_place, c.line, c.process]
+                                for c in collectives]).encode() + b"\n")
 
 
-def _unspool(spool: BinaryIO) -> Iterator[tuple[list, list]]:
-    """What was spooled, in order: (collectives, NCCL values) batches."""
+def _unspool(spool: BinaryIO) -> Iterator[list]:
+    """What was spooled, in order: batches of collectives."""
     spool.seek(0)
     while raw := spool.readline():
-        head = json.loads(raw)
-        yield head["c"], head["n"]
+        yield json.loads(raw)
 
 
-def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: ParseResult) -> None:
+def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, nccl: list[rec.NcclValue],
+                result: ParseResult) -> None:
     """Replace the file's rows with the spooled ones, if the claim is still this parse's.
 
     Phases and metrics were cut into the file's stored columns while parsing (parse_logfile's
-    spill): here they are written as they are (runs.columns.write), NCCL values and
-    collectives as rows (COPY on PostgreSQL).
+    spill): here they are written as they are (runs.columns.write), collectives and the folded
+    NCCL values as rows (COPY on PostgreSQL).
 
     The log file's row is left alone until the end (_finish_logfile marks it ready if the claim
     is still this parse's, else the whole store rolls back): the heartbeat keeps updating it
@@ -353,7 +356,10 @@ def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: Parse
         _delete_rows(lf)
         columns.write(lf, cut)
         for rows in _unspool(spool):
-            _insert_rows(lf, *rows)
+            _insert_rows(lf, rows, [])
+        for at in range(0, len(nccl), BATCH_ROWS):
+            _insert_rows(lf, [], [(n.key, n.value, n.kind, n.line, n.source, n.rank, n.process)
+                                  for n in nccl[at:at + BATCH_ROWS]])
         _finish_logfile(lf, result)
 
 
@@ -443,7 +449,7 @@ NCCL_FIELDS = ("run", "logfile", "line", "process", "key", "value", "kind", "ran
 
 
 def _insert_rows(lf: LogFile, collectives: list, nccl: list) -> None:
-    """Insert one spooled batch of collectives and NCCL values (as _unspool gives it), cut to the
+    """Insert one batch of collectives (as _unspool gives it) and NCCL values, cut to the
     columns' sizes."""
     run_id, lf_id = lf.run_id, lf.id
     write = _copy if connection.vendor == "postgresql" else _bulk_create

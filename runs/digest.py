@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from runs.layout import layout
+from runs.layout import ROLES, layout
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Grouped, ParseResult
@@ -416,7 +416,25 @@ class NcclFold:
         files: dict[int | None, dict] = {lf: info for lf, info in result.files.items()} or {None: {
             "name": None, "role": "", "processes": result.processes, "launch_lines": result.launch_lines,
             "settings": {}}}  # a lone parse's one file, as runs.summary.process_files gives it
-        segments = layout(files).segments
+        starts = {lf: [start for start, _ in segs] for lf, segs in layout(files).segments.items()}
+        return self._fold(starts, by_line=False)
+
+    def stored(self, result: ParseResult) -> list:
+        """The values a store keeps of one log file's parse: the last of each identity between
+        any two lines where a launch segment starts under any role a person may give the file
+        afterwards (runs.layout: a file's segments follow from its own processes, launch lines
+        and role alone; merging launches across files only joins segments). Each segment of the
+        run's layout is then a run of these pieces, so the last of an identity in a segment is
+        the last in its last piece: kept. "Last" as the store reads its rows back: by line, then
+        in the order written (runs.services._add_nccl), the order kept."""
+        cuts: set[int] = set()
+        for role in ("", *ROLES):
+            lay = layout({None: {"name": None, "role": role, "processes": result.processes,
+                                 "launch_lines": result.launch_lines}})
+            cuts.update(start for segs in lay.segments.values() for start, _ in segs)
+        return self._fold({lf: sorted(cuts) for lf in {v.logfile for v in self._first + self._loose}}, by_line=True)
+
+    def _fold(self, starts: dict[int | None, list[int]], by_line: bool) -> list:
         which = np.array(self._which, dtype=np.int64)  # a copy: the loose ones are numbered in it
         lines = np.frombuffer(self._lines, dtype=np.int64) if len(self._lines) else np.zeros(0, np.int64)
         # A loose echo's identity, its rank now set: numbered after the others.
@@ -433,14 +451,20 @@ class NcclFold:
             which[at] = i
         # Each value's segment: after how many of its log file's segment starts it comes.
         segment = np.zeros(len(which), dtype=np.int64)
-        for lf, segs in segments.items():
+        for lf, cuts in starts.items():
             mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
-            starts = np.array([start for start, _ in segs], dtype=np.int64)
-            segment[mine] = np.searchsorted(starts, lines[mine], side="right")
-        # The last of each (identity, segment), in the order the values came.
+            segment[mine] = np.searchsorted(np.array(cuts, dtype=np.int64), lines[mine], side="right")
         where = which * (int(segment.max(initial=0)) + 1) + segment
-        _, last = np.unique(where[::-1], return_index=True)
-        kept = np.sort(len(where) - 1 - last)
+        if by_line:
+            # The last of each (identity, segment) by line, then by arrival: sorted so, each
+            # group's last place.
+            order = np.lexsort((np.arange(len(where)), lines, where))
+            ends = np.flatnonzero(np.diff(where[order], append=-1))
+            kept = np.sort(order[ends])
+        else:
+            # The last of each (identity, segment), in the order the values came.
+            _, last = np.unique(where[::-1], return_index=True)
+            kept = np.sort(len(where) - 1 - last)
         out = []
         for at in kept.tolist():
             v = first[int(which[at])]
