@@ -439,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     stack = Stack(db_url=a.db_url, redis_url=a.redis_url, timeout=a.timeout, log=say)
     mach = report.machine()
     commit = report.git_commit(str(ROOT))
-    config = {k: getattr(a, k) for k in ("quick", "size_mb", "ingest_mix", "mix_mb", "mixes", "windows", "compare_runs", "list_runs",
-                                         "logs", "log_windows", "reps", "sections", "timeout")}
+    config = {k: getattr(a, k) for k in ("quick", "size_mb", "ingest_mix", "mix_mb", "mixes", "windows", "compare_runs",
+                                         "list_runs", "logs", "log_windows", "reps", "sections", "timeout")}
 
     def write(extra: list[str]) -> dict:
         """results.json, written after every section: a run stopped half-way keeps what it measured."""

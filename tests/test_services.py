@@ -543,3 +543,45 @@ def test_nccl_values_echoed_again_by_the_same_processes_store_no_more_rows(alice
         rows = NcclSetting.objects.filter(run=run).order_by("id")
         stored.append([(r.key, r.value, r.line - (repeats - 1) * lines) for r in rows])
     assert stored[0] and stored[0] == stored[1] == stored[2]
+
+
+@pytest.mark.parametrize("name", ["shared/nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt",
+                                  "nccl/nccl_tests_command_echo_alltoall_2.30.3_report.log"])
+def test_stored_collectives_are_the_parsed_rows_exactly(alice, monkeypatch, name):
+    """nccl-tests rows go to the database as columns (an Arrow spool, then CSV for COPY or
+    instances for SQLite): every field, line and process as the line-at-a-time parse gives them,
+    spilled in small batches; a text that reads as COPY's NULL mark stays a text."""
+    import io
+
+    from pathlib import Path
+
+    import ingest.parsers as parsers
+    from ingest.parsers import parse_stream
+
+    monkeypatch.setattr(parsers, "SPILL_AT", 7)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    data = (Path(__file__).resolve().parent / "corpus" / name).read_bytes() * 3
+    run = upload_bytes(alice, "tests.log", data)
+    assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+    parsed = parse_stream(io.BytesIO(data), engine="lines").collectives
+    stored = CollectiveResult.objects.filter(run=run).order_by("id").values_list(
+        "op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
+        "in_place", "line", "process")
+    assert len(parsed) > 20
+    assert list(stored) == [(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
+                             c.busbw_gbs, c.wrong, c.in_place, c.line, c.process) for c in parsed]
+
+
+def test_a_collective_whose_texts_read_as_null_or_empty_is_stored_as_it_is(alice):
+    from ingest.parsers.records import Collective, collectives_frame
+
+    run = upload_bytes(alice, "x.log", b"x\n")
+    lf = run.logfiles.get()
+    odd = [Collective("all_reduce", 8, 2, "float", "", -1, None, 1.5, 1e-7, None, True, 3, "\\N"),
+           Collective('a"b,c', 2**62, 2, "float", "sum", 0, 12.25, float("inf"), 0.1 + 0.2, 0, False, 4, "")]
+    services._insert_collectives(lf, collectives_frame(odd))
+    stored = CollectiveResult.objects.filter(logfile=lf).order_by("id").values_list(
+        "op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
+        "in_place", "line", "process")
+    assert list(stored) == [(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
+                             c.busbw_gbs, c.wrong, c.in_place, c.line, c.process) for c in odd]
