@@ -303,6 +303,17 @@ class Busbw:
                 return
         runs.append([line, line, n, peak])
 
+    def add_run(self, logfile: int | None, process: str, first: int, last: int, n: int, peak: float) -> None:
+        """Lines `first`..`last`, all of them, at once (SQL finds such runs): as add() of each."""
+        runs = self._runs.get((logfile, process))
+        if runs is None:
+            runs = self._runs[(logfile, process)] = []
+        if runs and runs[-1][1] <= first <= runs[-1][1] + 1:
+            run = runs[-1]
+            run[1], run[2], run[3] = last, run[2] + n, max(run[3], peak)
+        else:
+            runs.append([first, last, n, peak])
+
     def runs(self) -> Iterator[tuple[int | None, str, list[list]]]:
         """(log file, process, its runs in the order they came)."""
         for (logfile, process), runs in self._runs.items():
