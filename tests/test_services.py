@@ -552,7 +552,6 @@ def test_stored_collectives_are_the_parsed_rows_exactly(alice, monkeypatch, name
     instances for SQLite): every field, line and process as the line-at-a-time parse gives them,
     spilled in small batches; a text that reads as COPY's NULL mark stays a text."""
     import io
-
     from pathlib import Path
 
     import ingest.parsers as parsers
