@@ -469,11 +469,8 @@ def _insert_collectives(lf: LogFile, frame: pl.DataFrame) -> None:
         return
     # Every text quoted, so that no text reads as the NULL mark (\N), which only a missing number is.
     csv = rows.write_csv(include_header=False, null_value="\\N", quote_style="non_numeric").encode()
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(CollectiveResult._meta.get_field(f).column) for f in COLLECTIVE_FIELDS)
     with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {quote(CollectiveResult._meta.db_table)} ({columns}) FROM STDIN WITH (FORMAT csv, NULL '\\N')"
-    ) as copy:
+            f"{_copy_into(CollectiveResult, COLLECTIVE_FIELDS)} WITH (FORMAT csv, NULL '\\N')") as copy:
         copy.write(csv)
 
 
@@ -490,12 +487,16 @@ def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
     times faster than bulk_create's INSERTs for the same rows."""
     if not rows:
         return
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+    with connection.cursor() as cursor, cursor.cursor.copy(_copy_into(model, fields)) as copy:
         for row in rows:
             copy.write_row(row)
+
+
+def _copy_into(model: Any, fields: tuple[str, ...]) -> str:
+    """`COPY table (columns) FROM STDIN` of these fields of the model."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
+    return f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
 
 
 def _bulk_create(model: Any, fields: tuple[str, ...], rows: Iterable[tuple]) -> None:

@@ -7,7 +7,7 @@ can be traced back to its source line.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -193,7 +193,7 @@ def _frame(batch: Batch) -> pl.DataFrame:
     return batch.frame() if isinstance(batch, Grouped) else batch
 
 
-def _one(batches: list[Batch]) -> pl.DataFrame | None:
+def _one(batches: Sequence[Batch]) -> pl.DataFrame | None:
     frames = [_frame(f) for f in batches if f.height]
     return None if not frames else frames[0] if len(frames) == 1 else pl.concat(frames)
 
