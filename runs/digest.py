@@ -446,7 +446,9 @@ class NcclFold:
         return self._fold({lf: sorted(cuts) for lf in {v.logfile for v in self._first + self._loose}}, by_line=True)
 
     def _fold(self, starts: dict[int | None, list[int]], by_line: bool) -> list:
-        which = np.array(self._which, dtype=np.int64)  # a copy: the loose ones are numbered in it
+        """The last value of each (identity, segment), segments starting at `starts` (per log
+        file): last as the values came, or `by_line`: by line, then as they came."""
+        which = np.array(self._which, dtype=np.int32)  # a copy: the loose ones are numbered in it
         lines = np.frombuffer(self._lines, dtype=np.int64) if len(self._lines) else np.zeros(0, np.int64)
         # A loose echo's identity, its rank now set: numbered after the others.
         ids = dict(self._ids)
@@ -460,22 +462,32 @@ class NcclFold:
                 i = ids[key] = len(first)
                 first.append(v)
             which[at] = i
-        # Each value's segment: after how many of its log file's segment starts it comes.
+        # Each value's segment: after how many of its log file's segment starts it comes. (Millions of
+        # values after a large log: no array more than needed, each as narrow as it can be, each let go
+        # once used -- this is parselog's peak.)
         segment = np.zeros(len(which), dtype=np.int64)
         for lf, cuts in starts.items():
+            at = np.array(cuts, dtype=np.int64)
+            if all(v.logfile == lf for v in first):  # a lone parse: one file, every value its own
+                segment = np.searchsorted(at, lines, side="right")
+                continue
             mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
-            segment[mine] = np.searchsorted(np.array(cuts, dtype=np.int64), lines[mine], side="right")
-        where = which * (int(segment.max(initial=0)) + 1) + segment
-        if by_line:
-            # The last of each (identity, segment) by line, then by arrival: sorted so, each
-            # group's last place.
-            order = np.lexsort((np.arange(len(where)), lines, where))
-            ends = np.flatnonzero(np.diff(where[order], append=-1))
-            kept = np.sort(order[ends])
-        else:
-            # The last of each (identity, segment), in the order the values came.
-            _, last = np.unique(where[::-1], return_index=True)
-            kept = np.sort(len(where) - 1 - last)
+            segment[mine] = np.searchsorted(at, lines[mine], side="right")
+        # The last of each (identity, segment).
+        span = int(segment.max(initial=0)) + 1
+        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
+        where = which.astype(narrow)  # a copy: `which` is read below
+        where *= span
+        where += segment.astype(narrow, copy=False)
+        del segment
+        # A stable sort keeps each key's values in their order (by_line: each key's values by line,
+        # those of one line in their order): a run's end is its key's last value.
+        order = np.lexsort((lines, where)) if by_line else np.argsort(where, kind="stable")
+        ends = where[order]
+        del where
+        ends = np.append(ends[1:] != ends[:-1], True) if len(ends) else np.zeros(0, dtype=bool)
+        kept = np.sort(order[ends])
+        del order, ends
         out = []
         for at in kept.tolist():
             v = first[int(which[at])]

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from ingest.parsers import PARSERS, ParseError, _scan, native, nccl_tests, parse_stream  # noqa: E402
 from ingest.parsers.records import ParseResult  # noqa: E402
+from ingest.parsers.text import clean  # noqa: E402
 
 
 def sources() -> list[bytes]:
@@ -90,6 +91,12 @@ def direct_calls(rng: random.Random) -> int:
                 rng.choice([0, native.F_MAIN, 127]), rng.randint(-3, 9))
         try:
             scan.scan_text(text, *args)
+        except (IndexError, ValueError):
+            raised += 1
+        try:  # with its dirty lines cleaned in C (text.Text): any list, any place in it
+            dirty = sorted(rng.sample(range(-2, 8), rng.randint(0, 3)))
+            scan.scan_text(text, *args, text if rng.random() < 0.9 else text + "x", dirty,
+                           rng.randint(-1, len(dirty) + 1), clean)
         except (IndexError, ValueError):
             raised += 1
         try:

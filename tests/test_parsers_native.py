@@ -353,6 +353,39 @@ def test_every_line_to_clean_in_a_text_chunk_is_cleaned_before_it_is_read():
     _same(data)
 
 
+
+def test_a_chunk_with_some_non_ascii_or_coloured_lines_is_read_as_text_and_gives_the_records_lines_give():
+    """Real logs with a progress bar's blocks (vllm bench serve), a U+FFFD of a broken byte and coloured
+    vLLM worker lines, 2% of a chunk's lines: once the whole chunk went line by line (a chunk
+    with over 1% to clean, or one non-ASCII character); now it is read as text, each such line
+    cleaned and read alone, the scanner taking the coloured ones it can read."""
+    corpus = PROJECT_ROOT / "tests" / "corpus"
+    bench = (corpus / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh").read_bytes()
+    coloured = (corpus / "shared" / "vllm_ansi_escape_variants.log").read_bytes()
+    assert b"\xe2\x96\x88" in bench  # the progress bar's blocks
+    decode = "".join(DECODE.format(i % 60) for i in range(400)).encode()
+    data = (bench + coloured + decode + b"broken \xff byte in SpecDecoding metrics\n") * 12
+    chunk = text._decode_block(data.rstrip(b"\n"), texts=True)
+    assert isinstance(chunk, text.Text)
+    assert 0.01 < len(chunk.dirty) / len(chunk) < text.TEXT_DIRTY_SHARE
+    assert chunk.text.isascii() and chunk.raw == data.rstrip(b"\n").decode("utf-8", "replace")
+    lines = chunk.raw.split("\n")
+    assert [lines[i] for i in chunk.dirty] == [line for line in lines if not line.isascii() or text.clean(line) != line]
+    _same(data)
+    _same(data, 1 << 12, 1 << 10)
+
+
+def test_a_coloured_line_the_scanner_reads_is_not_fed_to_python():
+    """Each cleaned line of a text chunk goes to the scanner first: SGLang decode lines coloured
+    every 25th are read in C, not handed to the readers one by one."""
+    lines = [DECODE.format(i % 60).rstrip("\n") for i in range(3000)]
+    for i in range(0, len(lines), 25):
+        lines[i] = f"\x1b[32m{lines[i]}\x1b[0m"
+    data = ("\n".join(lines) + "\n").encode()
+    assert isinstance(text._decode_block(data.rstrip(b"\n"), texts=True), text.Text)
+    assert _fed_by_python(data) <= 3
+    _same(data)
+
 # ---- no speed cliffs on odd input: the records stay equal, and Python is not fed a line each ----
 
 DECODE = ("[2026-11-29 21:06:{:02d} TP0] Decode batch. #running-req: 1, #token: 224, token usage: 0.00, "
@@ -374,6 +407,24 @@ def test_decode_lines_all_tagged_by_their_rank_are_read_in_c():
     assert _fed_by_python(data) <= 3  # the first record of a format is set in Python
     _same(data, 1 << 14, 1 << 14)
 
+
+
+def test_decode_lines_of_no_prefix_are_read_in_c():
+    """SGLang's decode lines of 2024 have no prefix: `Decode batch. ...` starts with a capital and holds
+    `throughput`, which launch_env's STARTS takes (for the unread count), so every one went to Python
+    (a whole log at Python's pace). launch_env does nothing with such a line: the scanner reads it
+    where it makes records (one cut before its throughput stays Python's, as do assignments)."""
+    bare = (PROJECT_ROOT / "tests" / "corpus" / "serving" / "sglang_decode_2024_a100_issue938.log").read_text()
+    assert bare.startswith("Decode batch. ") and "throughput" in bare
+    data = (bare.rstrip("\n") + "\n").encode() * 3000
+    assert _fed_by_python(data) <= 2
+    _same(data, 1 << 14, 1 << 12)
+    cut = b"Decode batch. #running-req: 3, #token: 9, token usage: 0.01, accept len: 2.5\n"  # no throughput
+    assignment = b"MODE=Decode batch. gen throughput (token/s): 9.0\n"  # an assignment launch_env reads
+    line = (bare.rstrip("\n") + "\n").encode()
+    mixed = line * 40 + cut + line * 20 + assignment + line * 30 + cut
+    _same(mixed, 1 << 12, 1 << 10)
+    assert parse_stream(io.BytesIO(mixed), engine="native").settings["env.MODE"].value == "Decode"
 
 def test_records_of_lines_python_reads_join_the_scanners_columns_in_order():
     # A vLLM log: every metric line is read in Python, between lines the scanner reads. They join
@@ -484,6 +535,14 @@ def test_scan_arguments_outside_the_chunk_are_refused():
         with pytest.raises(IndexError):
             scan.scan_text(text_, 0, index, count, 1, *state, stop_at)
     assert scan.scan_text(text_, 0, 0, 3, 1, *state, -1) == (3, len(text_), len(text_), 0)
+    # A text's dirty lines: its decoded text of the same length, a place in the list, a callable clean.
+    for raw, d, clean in (("short", 0, text.clean), (text_, 2, text.clean), (text_, -1, text.clean), (text_, 0, None)):
+        with pytest.raises(ValueError, match="raw is the text's own"):
+            scan.scan_text(text_, 0, 0, 3, 1, *state, 1, raw, [1], d, clean)
+    cleaned: list[str] = []
+    assert scan.scan_text(text_, 0, 0, 3, 1, *state, 1, text_, [1], 0,
+                          lambda line: cleaned.append(line) or line) == (3, len(text_), len(text_), 0)
+    assert cleaned == ["another"]  # the dirty line, cut out, cleaned and read
 
 
 def test_only_readers_whose_busy_is_return_false_are_left_unasked():

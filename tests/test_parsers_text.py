@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from ingest.parsers import parse_stream
+from ingest.parsers import parse_stream, text
 from ingest.parsers.text import MAX_LINE_BYTES, read_lines
 from tests.samples import log_path
 
@@ -43,3 +43,25 @@ def test_a_50_mb_line_does_not_fail_the_log():
 def test_a_file_cut_mid_line_still_warns_and_skips_only_that_line():
     lines, warnings = _read(b"".join(LINES) + b"half a li")
     assert len(lines) == 12 and warnings == ["the file ends mid-line (truncated?); that last line was skipped"]
+
+
+def test_a_chunk_with_a_few_non_ascii_lines_is_kept_as_text_with_those_lines_to_clean():
+    # A progress bar's blocks, a U+FFFD of a broken byte: the scanner reads the ASCII image (each
+    # other character a "?", every line where it was), the lines holding them are cut from the text.
+    lines = [f"INFO 09-01 10:00:{i % 60:02d} plain line {i}" for i in range(200)]
+    lines[7] = " 40%|████      | 4/10 [00:01<00:02]"
+    lines[150] = "broken \ufffd byte and \x1b[32mcolour\x1b[0m"
+    lines[151] = "\x1b[32mcoloured only\x1b[0m"
+    chunk = text._decode_block("\n".join(lines).encode())
+    assert isinstance(chunk, list)  # without texts=True: lines, as ever
+    chunk = text._decode_block("\n".join(lines).encode(), texts=True)
+    assert isinstance(chunk, text.Text) and len(chunk) == 200
+    assert chunk.dirty == [7, 150, 151] and chunk.raw == "\n".join(lines)
+    assert chunk.text.isascii() and chunk.text.split("\n")[7] == " 40%|????      | 4/10 [00:01<00:02]"
+    assert [len(a) for a in chunk.text.split("\n")] == [len(a) for a in lines]
+
+
+def test_a_chunk_with_many_non_ascii_lines_is_cut_into_lines():
+    lines = [f"line {i} ✓" if i % 10 == 0 else f"line {i}" for i in range(200)]  # 10%: over TEXT_DIRTY_SHARE
+    chunk = text._decode_block("\n".join(lines).encode(), texts=True)
+    assert not isinstance(chunk, text.Text) and chunk == lines

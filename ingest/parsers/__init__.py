@@ -71,6 +71,7 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
     tagger = processes.Tagger(result)
     tag, stamp = tagger.feed, tagger.stamp
     offer = result.offer
+    settle = [p.settle for p in parsers if isinstance(p, nccl_debug.Parser)]
     for lineno, line in numbered:
         result.lines = lineno
         tag(lineno, line)
@@ -80,6 +81,8 @@ def parse_numbered(numbered: Iterator[tuple[int, str]], formats: Iterable[str] |
             offer(lineno, line)
         stamp()
         if sink is not None and not lineno % SPILL_EVERY and result.pending >= SPILL_AT:
+            for echoes in settle:
+                echoes()  # echoes of a known rank go ranked, and are not held to the end
             sink(result)
     for p in parsers:
         p.finish()
@@ -123,7 +126,7 @@ def _watched(chunks: Iterator[tuple[int, Any]], watcher: context.Watcher) -> Ite
     """The chunks, each shown to the context watcher before an engine reads it."""
     for first, chunk in chunks:
         if isinstance(chunk, Text):
-            watcher.text(first, chunk.text, chunk.dirty, clean)
+            watcher.text(first, chunk.raw, chunk.dirty, clean)
         else:
             watcher.chunk(first, chunk)
         yield first, chunk

@@ -965,7 +965,7 @@ static int windows_out(Scanner *self, Windows *w) {
 
 /* A `[date time TAGS] Decode batch ...` or `... Prefill batch ...` line (sglang._decode, _prefill). */
 static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize_t n, int decode, int flags,
-                        int64_t lineno, int process) {
+                        int64_t lineno, int process, int need_record) {
     if (!(flags & F_ENGINE) || !(flags & (decode ? F_DECODE_FORMAT : F_PREFILL_FORMAT))) return PYTHON;
     const char *word = decode ? "Decode batch" : "Prefill batch";
     Py_ssize_t wl = decode ? 12 : 13;
@@ -1021,14 +1021,14 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
         double v;
         int got = tput ? sglang_number(tput->val, tput->vlen, &v) : 0;
         if (got < 0) return PYTHON;
-        if (got == 0) return OK;  /* a line cut before its throughput is not a whole window */
+        if (got == 0) return need_record ? PYTHON : OK;  /* a line cut before its throughput is not a whole window */
         if (sh->accept >= 0) {
             has_accept = sglang_number(f[sh->accept].val, f[sh->accept].vlen, &accept);
             if (has_accept < 0) return PYTHON;
         }
         graph = sh->graph >= 0 ? &f[sh->graph] : NULL;
     } else if (sh->news < 0) {
-        return OK;
+        return need_record ? PYTHON : OK;
     }
     /* The DP rank: the first DPn tag of the prefix, "" when one scheduler reports for all. */
     const char *rank = "";
@@ -1125,6 +1125,18 @@ static int leading_digit(const char *s, Py_ssize_t n) {
     return i < n && is_digit(s[i]);
 }
 
+/* Whether launch_env, the one other reader a batch line concerns, does nothing with it: a line that
+ * starts with a capital (`Decode batch. #running-req: ...`, SGLang's lines of 2024, no prefix) and
+ * holds a word of context.WORDS (`throughput`) matches its STARTS' last branch only. Without "NCCL_"
+ * (its trigger) its feed() reads the line as a command, and a command it acts on starts with a
+ * prompt or an assignment (`User@host:~$`, `NAME=`), which launch_start_strict would have found.
+ * (The unread watcher skips batch lines: context._SKIP.) Only a line that makes records is read here
+ * (sglang_batch's need_record): one that makes none stays Python's, as before. */
+static int sglang_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned by_literal) {
+    return rd == (rd & (BIT(R_TAGGER) | BIT(R_SGLANG) | BIT(R_LAUNCH_ENV))) && by_literal & BIT(R_SGLANG)
+        && !(by_literal & BIT(R_LAUNCH_ENV)) && n > 0 && s[0] >= 'A' && s[0] <= 'Z' && !launch_start_strict(s, n);
+}
+
 /* scan_line with the line's literals found already (`lits`, and the readers they belong to). */
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1143,7 +1155,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
         if (llama != DECLINE) return llama;
     }
-    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal))
+    if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal)
+        && !sglang_launch_idle(s, n, rd, by_literal))
         return PYTHON;
     if (rd & BIT(R_EAGLE)) {
         /* A profile line: no other parser's, and tagged "main". */
@@ -1195,7 +1208,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             /* `Avg latency: 21.1 seconds` (vLLM's benchmark_latency): _one_batch reads a banner or
              * _ONE_BATCH, which names Prefill, Decode or Total; without them sglang.feed does nothing */
             if (lits & (decode | prefill) || find(s, n, "Prefill", 7) || find(s, n, "Decode", 6) || find(s, n, "Total", 5)
-                || e->in_block) return PYTHON;
+                || e->in_block || rd & BIT(R_LAUNCH_ENV)) return PYTHON;  /* (a line of no record: sglang_launch_idle) */
             return OK;
         }
         if ((lits & decode) && (lits & prefill)) return PYTHON;
@@ -1203,8 +1216,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* eagle_busy on a line led by no blank: the block is over (an indented one is Python's). */
         if (in_block && n && is_space(s[0])) return PYTHON;
         if (in_block) e->in_block = 0;
-        int r = sglang_batch(self, windows, s, n, (lits & decode) != 0, flags, lineno,
-                             process);
+        int r = sglang_batch(self, windows, s, n, (lits & decode) != 0, flags, lineno, process,
+                             (rd & BIT(R_LAUNCH_ENV)) != 0);
         if (r == PYTHON) e->in_block = in_block;  /* a line handed back has changed nothing */
         return r;
     }
@@ -1328,19 +1341,45 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
 }
 
+/* A dirty line of a text chunk (text.Text), raw[pos:end], cleaned by `clean` and read as scan() reads a
+ * line of a list: OK, or PYTHON (with its mask, ~0 for a line that is not an ASCII str), or ERROR.
+ * The line after it is not looked at (NULL: a dirty line's neighbours are read as at a stop). */
+static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t end, PyObject *clean, long long lineno,
+                        State *st, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                        unsigned *mask) {
+    PyObject *piece = PyUnicode_Substring(raw, pos, end);
+    PyObject *line = piece ? PyObject_CallOneArg(clean, piece) : NULL;
+    Py_XDECREF(piece);
+    if (!line) return ERROR;
+    int status = PYTHON;
+    *mask = ~0u;
+    if (PyUnicode_CheckExact(line) && PyUnicode_IS_ASCII(line)) {  /* not an MpiLine: the Tagger reads its tag */
+        nccl_next_line(self, NULL, 0, NULL, NULL);
+        /* NULL for the str, as a text's lines: whatever keeps a line's text makes its own */
+        status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), NULL, lineno,
+                           &st->e, &st->windows, labels, nccl_lines, channel_lines, flags, mask);
+    }
+    Py_DECREF(line);
+    return status;
+}
+
 /* scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags,
  * stop_at) -> (index, pos, end, mask): a chunk kept as its ASCII text (text.Text), its lines read
  * in place from `pos` (line `index` of `count`), no str made a line. It stops at the first line
  * Python must feed, or at line `stop_at` (one clean() may change; -1: none): that line's index,
  * where it starts and ends in the text, and the readers it concerns; (count, len, len, 0) at
- * the end. */
+ * the end. With `raw, dirty, d, clean` (text.Text's decoded text, its dirty lines, the one
+ * `stop_at` is, and text.clean), a dirty line is cut from `raw`, cleaned and, when that gives an ASCII
+ * str, read like the others: the scan stops there only when Python must feed the cleaned line
+ * (which the caller cleans again) or it is not ASCII (mask ~0). */
 static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
-    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines;
-    Py_ssize_t pos, index, count, stop_at;
+    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines, *raw = NULL, *dirty = NULL, *clean = NULL;
+    Py_ssize_t pos, index, count, stop_at, d = 0;
     long long first;
     int flags;
-    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in", &text, &pos, &index, &count, &first, &eagle, &sglang, &PySet_Type,
-                          &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags, &stop_at))
+    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in|UO!nO", &text, &pos, &index, &count, &first, &eagle, &sglang,
+                          &PySet_Type, &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags,
+                          &stop_at, &raw, &PyList_Type, &dirty, &d, &clean))
         return NULL;
     if (not_ready(self)) return NULL;
     if (!PyUnicode_IS_ASCII(text)) { PyErr_SetString(PyExc_ValueError, "scan_text reads ASCII text"); return NULL; }
@@ -1349,6 +1388,10 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     if (pos < 0 || pos > len) { PyErr_SetString(PyExc_IndexError, "pos outside the text"); return NULL; }
     if (index < 0 || count < index || stop_at < -1) {
         PyErr_SetString(PyExc_IndexError, "index, count or stop_at outside the text's lines");
+        return NULL;
+    }
+    if (clean && (PyUnicode_GET_LENGTH(raw) != len || d < 0 || d > PyList_GET_SIZE(dirty) || !PyCallable_Check(clean))) {
+        PyErr_SetString(PyExc_ValueError, "raw is the text's own, d one of dirty's places and clean callable");
         return NULL;
     }
     State st;
@@ -1379,7 +1422,23 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             const char *nl = memchr(base + pos, '\n', (size_t)(len - pos));
             end = nl ? nl - base : len;
         }
-        if (index == stop_at) { mask = ~0u; status = PYTHON; break; }
+        if (index == stop_at) {
+            mask = ~0u;
+            status = clean ? scan_cleaned(self, raw, pos, end, clean, first + index, &st, labels, nccl_lines,
+                                          channel_lines, flags, &mask)
+                           : PYTHON;
+            if (status != OK) break;
+            /* read in C: on to the next dirty line (ascending; a bad entry only stops the scan early) */
+            stop_at = -1;
+            for (d++; d < PyList_GET_SIZE(dirty); d++) {
+                Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(dirty, d));
+                if (at == -1 && PyErr_Occurred()) { status = ERROR; break; }
+                if (at > index) { stop_at = at; break; }
+            }
+            if (status != OK) break;
+            pos = end + 1;
+            continue;
+        }
         nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
                        base + len);
         if (vector)
@@ -2362,8 +2421,8 @@ static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask)"},
     {"scan_text", (PyCFunction)Scanner_scan_text, METH_VARARGS,
-     "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at)"
-     " -> (index, pos, end, mask)"},
+     "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at"
+     "[, raw, dirty, d, clean]) -> (index, pos, end, mask)"},
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},

@@ -298,7 +298,7 @@ class _Parse:
     def text(self, chunk: text.Text, first: int) -> None:
         """A chunk kept as its text (text.Text): the scanner reads it in place; a line is cut out (and
         cleaned, if it is one of the chunk's dirty lines) only where Python feeds it."""
-        body, dirty = chunk.text, chunk.dirty
+        body, raw, dirty = chunk.text, chunk.raw, chunk.dirty
         i, n, pos, d = 0, len(chunk), 0, 0  # d: the first dirty line not behind line i
         while i < n:
             while d < len(dirty) and dirty[d] < i:  # past the dirty line fed last: the scan stops at the next
@@ -306,7 +306,7 @@ class _Parse:
             if mode := self.ready():
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
-                    self.channel_lines, self.arm(mode), dirty[d] if d < len(dirty) else -1)
+                    self.channel_lines, self.arm(mode), dirty[d] if d < len(dirty) else -1, raw, dirty, d, text.clean)
                 if mode == F_BENCH:
                     self.scan.bench(None)
                 if i == n:
@@ -316,11 +316,17 @@ class _Parse:
                 end, mask = (len(body) if end < 0 else end), -1
             while d < len(dirty) and dirty[d] < i:
                 d += 1
-            line = body[pos:end]
             if d < len(dirty) and dirty[d] == i:
-                line, mask = text.clean(line), ~0  # every reader, as the line engine feeds a cleaned line
-            elif mask < 0:
-                mask = self.scan.mask(line)
+                # Cleaned as the line engine cleans every line (the scanner cleaned it too, and read it
+                # if it could: its mask is the cleaned line's), cut from the text itself: a non-ASCII
+                # character is a "?" in the scanner's image.
+                line = text.clean(raw[pos:end])
+                if mask < 0:
+                    mask = ~0  # every reader, as the line engine feeds a cleaned line
+            else:
+                line = body[pos:end]
+                if mask < 0:
+                    mask = self.scan.mask(line)
             (self.feed_stopped if mode == 1 else self.feed)(line, first + i, mask)
             i, pos = i + 1, end + 1
 
@@ -358,6 +364,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
         # cost per frame is paid less often), or at the end.
         if sink is not None and result.pending + scan.pending >= spill_at:
             _flush(scan, result, parse.grouped)
+            nccl.settle()  # echoes of a known rank go ranked, and are not held to the end
             sink(result)
     _flush(scan, result, parse.grouped)
     for p in formats:

@@ -12,6 +12,7 @@ named `pid <pid>`.
 from __future__ import annotations
 
 import re
+from array import array
 
 from .records import Issue, NcclValue, ParseResult
 
@@ -75,6 +76,13 @@ class Parser:
     def __init__(self, result: ParseResult) -> None:
         self.result = result
         self.pending: list[tuple[NcclValue, str, str, str]] = []  # (value, host, pid, tid)
+        # Every echo in its order, for the copies finish() makes: its line and its identity (settle():
+        # key, value, kind, source, logfile, process, rank, host, pid), or -1 - its place in `unsettled`
+        # (its rank still open: held as the object finish() sets it on).
+        self.echo_lines = array("q")
+        self.echo_ids = array("q")
+        self.identities: dict[tuple, int] = {}
+        self.unsettled: list[tuple[NcclValue, str, str, str]] = []
         # Every echo is held to the end (its rank is known then): its texts are shared with the
         # echoes that repeat them (a log of many restarts echoes the same variables each time; five
         # strings an echo were ~280 bytes of it). Read by the native scanner too (_scan_nccl.h).
@@ -124,22 +132,52 @@ class Parser:
     def busy(self) -> bool:
         return self.in_matrix  # the Func/Proto/Algo table ends at its first line that is not a row
 
+    def settle(self) -> None:
+        """The echoes since the last call whose thread has said its rank take it now, as finish() would
+        (a thread's first rank is its rank: the first of finish()'s choices, never changed), so a sink
+        takes them ranked and neither it nor this parser holds them to the end: only their line and
+        identity stay, for the copies finish() makes. The others wait as objects. Called before a sink
+        takes the rows (parse_numbered, native.parse_chunks) and by finish()."""
+        ids, lines, identities, thread_rank = self.echo_ids, self.echo_lines, self.identities, self.thread_rank
+        for entry in self.pending:
+            value, host, pid, tid = entry
+            rank = thread_rank.get((host, pid, tid))
+            if rank is None:
+                ids.append(-1 - len(self.unsettled))
+                self.unsettled.append(entry)
+            else:
+                value.rank = rank
+                key = (value.key, value.value, value.kind, value.source, value.logfile, value.process, rank, host, pid)
+                i = identities.get(key)
+                if i is None:
+                    i = identities[key] = len(identities)
+                ids.append(i)
+            lines.append(value.line)
+        self.pending.clear()  # in place: the scanner appends to this list
+
     def finish(self) -> None:
         r = self.result
-        for value, host, pid, tid in self.pending:
-            value.rank = (
-                self.thread_rank.get((host, pid, tid))
-                or self.process_rank.get((host, pid))
-                or self.thread_peer_rank.get((host, pid, tid))
-                or self.process_peer_rank.get((host, pid))
-                or f"pid {pid}"
-            )
+        self.settle()
+        by_id = list(self.identities)
+        for i, line in zip(self.echo_ids, self.echo_lines, strict=True):
+            if i < 0:
+                value, host, pid, tid = self.unsettled[-1 - i]
+                value.rank = (
+                    self.thread_rank.get((host, pid, tid))
+                    or self.process_rank.get((host, pid))
+                    or self.thread_peer_rank.get((host, pid, tid))
+                    or self.process_peer_rank.get((host, pid))
+                    or f"pid {pid}"
+                )
+                key, text, kind, source, logfile, process, mine = (value.key, value.value, value.kind, value.source,
+                                                                   value.logfile, value.process, value.rank)
+            else:
+                key, text, kind, source, logfile, process, mine, host, pid = by_id[i]
             # An echo is the process's, not its thread's: every rank the process drives had it.
             for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()):
-                if rank != value.rank:
-                    r.nccl.append(NcclValue(value.key, value.value, value.kind, value.line, value.source, rank,
-                                            value.logfile, value.process))
-        self.pending = []
+                if rank != mine:
+                    r.nccl.append(NcclValue(key, text, kind, line, source, rank, logfile, process))
+        self.echo_lines, self.echo_ids, self.identities, self.unsettled = array("q"), array("q"), {}, []
         if self.nranks:
             r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
         if self.nnodes:

@@ -245,20 +245,27 @@ def _lines(lines: list[str], cleaned: Iterable[int] = ()) -> Lines:
 class Text:
     """A chunk kept as its decoded text, ASCII, not cut into lines (read_chunks(texts=True)): the
     native scanner reads its lines in place; Python cuts out only those it feeds, cleaning the
-    `dirty` ones (the indices of the lines clean() may change, ascending)."""
+    `dirty` ones (the indices of the lines clean() may change, ascending).
 
-    __slots__ = ("count", "dirty", "text")
+    A chunk with a few non-ASCII lines (a progress bar's blocks, a name in another script) comes as
+    its ASCII image, each other character a "?" (so every line starts at the same place in both),
+    those lines dirty; `raw` is the decoded text itself, which dirty lines are cut from."""
 
-    def __init__(self, text: str, count: int, dirty: list[int]) -> None:
+    __slots__ = ("count", "dirty", "raw", "text")
+
+    def __init__(self, text: str, count: int, dirty: list[int], raw: str | None = None) -> None:
         self.text, self.count, self.dirty = text, count, dirty
+        self.raw = text if raw is None else raw
 
     def __len__(self) -> int:
         return self.count
 
 
-# A chunk with more lines to clean than this share is cut into lines as ever: its dirty lines
-# would each be handed to Python (a log coloured on every line).
-TEXT_DIRTY_SHARE = 0.01
+# A chunk with more lines to clean than this share is cut into lines as ever. A dirty line of a text
+# is cut out and cleaned alone, ~2 us more than in a chunk of lines, which costs ~0.4 us more a line
+# (a str each): measured on the decode mix coloured every 4th line, 25% was 17% slower as text, 1%
+# 20% faster (bench/mixes.py; the break-even lies near a fifth).
+TEXT_DIRTY_SHARE = 0.05
 
 
 def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
@@ -274,6 +281,8 @@ def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
     marked = None if counted is None else counted[1]
     if texts and counted is not None and len(counted[1]) <= TEXT_DIRTY_SHARE * counted[0]:
         return Text(text, *counted)
+    if texts and counted is None and _scan is not None and (chunk := _ascii_image(text)) is not None:
+        return chunk
     lines = text.split("\n")
     if marked is not None:
         for i in marked:
@@ -299,6 +308,33 @@ def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
     for i in found:
         lines[i] = clean(lines[i])
     return _lines(lines, found)
+
+
+# A non-ASCII character and the rest of its line: one match a line however many such characters it holds.
+_NON_ASCII = re.compile(r"[^\x00-\x7f][^\n]*")
+
+
+def _ascii_image(text: str) -> Text | None:
+    """A non-ASCII text as a Text (its ASCII image to scan, its lines holding other characters dirty:
+    clean() runs on them, as on every line of the line engine, which leaves such a line as it is unless
+    it holds one of _DIRTY), or None where more than TEXT_DIRTY_SHARE of its lines would be dirty."""
+    image = text.encode("ascii", errors="replace").decode("ascii")  # one "?" a character: same places
+    counted = _scan.dirty_lines(image)
+    assert counted is not None  # an ASCII text
+    count, marked = counted
+    limit = TEXT_DIRTY_SHARE * count
+    if len(marked) > limit:
+        return None
+    wide: list[int] = []
+    line, pos = 0, 0
+    for m in _NON_ASCII.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        wide.append(line)
+        if len(wide) > limit:
+            return None
+    dirty = sorted(set(marked).union(wide)) if marked else wide
+    return None if len(dirty) > limit else Text(image, count, dirty, text)
 
 
 def _longest_line(block: bytes) -> int:
