@@ -467,12 +467,12 @@ class NcclFold:
         # once used -- this is parselog's peak.)
         segment = np.zeros(len(which), dtype=np.int64)
         for lf, cuts in starts.items():
-            at = np.array(cuts, dtype=np.int64)
+            bounds = np.array(cuts, dtype=np.int64)
             if all(v.logfile == lf for v in first):  # a lone parse: one file, every value its own
-                segment = np.searchsorted(at, lines, side="right")
+                segment = np.searchsorted(bounds, lines, side="right")
                 continue
             mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
-            segment[mine] = np.searchsorted(at, lines[mine], side="right")
+            segment[mine] = np.searchsorted(bounds, lines[mine], side="right")
         # The last of each (identity, segment).
         span = int(segment.max(initial=0)) + 1
         narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
