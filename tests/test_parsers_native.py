@@ -401,6 +401,18 @@ def test_blank_lines_after_tagged_ones_are_read_in_c():
     _same(data + b"now a plain line makes main\n" + b"\n" * 100, 1 << 12, 1 << 12)
 
 
+def test_blank_lines_between_every_line_of_blocks_give_the_records_lines_give():
+    # A blank line outside any block is skipped by the scanner without a read; inside an EAGLE profile
+    # block or a bench result block it is read (it may end the block).
+    from bench.loggen import windows_text
+
+    bench = (PROJECT_ROOT / "tests" / "corpus" / "serving" / "sglang_bench_serving_dsv3_v0.4.1_pr2643.txt").read_text()
+    for body in (windows_text(60, seed=5), bench * 3):
+        lines = body.splitlines()
+        _same(("\n\n".join(lines) + "\n").encode(), 1 << 12, 1 << 12)
+        _same(("\n".join(line + "\n" * (i % 3) for i, line in enumerate(lines)) + "\n").encode(), 1 << 12, 1 << 12)
+
+
 def test_decode_lines_all_tagged_by_their_rank_are_read_in_c():
     # Every line `[date TPn]`: no "main" process ever; 200k such lines took 13.9 s (5.4 s without C).
     data = "".join(DECODE.format(i % 60) for i in range(5000)).encode()

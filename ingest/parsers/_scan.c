@@ -1413,6 +1413,9 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             status = ERROR;
             break;
         }
+        if (pos < len && base[pos] == '\n') {
+            end = pos;  /* a blank line holds no literal: no search (10M of them were a cliff) */
+        } else
 #ifdef HAVE_AVX2_PATH
         if (vector) {
             end = pos + line_avx2(self, base + pos, len - pos, &lits, &by_literal);
@@ -1437,6 +1440,10 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
             }
             if (status != OK) break;
             pos = end + 1;
+            continue;
+        }
+        if (end == pos && !(flags & F_BENCH) && !st.e.in_block) {
+            pos = end + 1;  /* what read_line does with a blank line outside blocks: nothing */
             continue;
         }
         nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
