@@ -281,43 +281,47 @@ class Rows:
 
 class Busbw:
     """Per (log file, process), its nccl-tests rows with a bus bandwidth as runs of adjacent lines:
-    [first line, last line, rows, the highest bus bandwidth]. The panels split a file's rows into
-    tests at footer lines, and a footer line is never a row line, so a run of adjacent row lines
-    falls in one test whole: a table is a run, whatever its rows. (A dict entry a line was ~100
-    bytes that stayed to the end: 1 GB of nccl-tests outputs held ~5M, parselog peaked at 1.2 GB.)
-    Fed in line order (a parse, SQL ordered by line); a line out of order starts a run of its own."""
+    the last line, the rows and the highest bus bandwidth of each. The panels split a file's rows
+    into tests at footer lines, and a footer line is never a row line, so a run of adjacent row
+    lines falls in one test whole: a table is a run, whatever its rows. (A dict entry a line was
+    ~100 bytes that stayed to the end: 1 GB of nccl-tests outputs held ~5M, parselog peaked at
+    1.2 GB; then a list a run, ~300k of them; now three arrays, 24 bytes a run.) Fed in line order
+    (a parse, SQL ordered by line); a line out of order starts a run of its own."""
 
     __slots__ = ("_runs",)
 
     def __init__(self) -> None:
-        self._runs: dict[tuple[int | None, str], list[list]] = {}
+        self._runs: dict[tuple[int | None, str], tuple[array, array, array]] = {}
 
     def add(self, logfile: int | None, process: str, line: int, n: int, peak: float) -> None:
         runs = self._runs.get((logfile, process))
         if runs is None:
-            runs = self._runs[(logfile, process)] = []
-        if runs:
-            run = runs[-1]
-            if run[1] <= line <= run[1] + 1:
-                run[1], run[2], run[3] = line, run[2] + n, max(run[3], peak)
-                return
-        runs.append([line, line, n, peak])
+            runs = self._runs[(logfile, process)] = (array("q"), array("q"), array("d"))
+        last, rows, top = runs
+        if last and last[-1] <= line <= last[-1] + 1:
+            last[-1], rows[-1], top[-1] = line, rows[-1] + n, max(top[-1], peak)
+            return
+        last.append(line)
+        rows.append(n)
+        top.append(peak)
 
     def add_run(self, logfile: int | None, process: str, first: int, last: int, n: int, peak: float) -> None:
         """Lines `first`..`last`, all of them, at once (SQL finds such runs): as add() of each."""
         runs = self._runs.get((logfile, process))
         if runs is None:
-            runs = self._runs[(logfile, process)] = []
-        if runs and runs[-1][1] <= first <= runs[-1][1] + 1:
-            run = runs[-1]
-            run[1], run[2], run[3] = last, run[2] + n, max(run[3], peak)
-        else:
-            runs.append([first, last, n, peak])
+            runs = self._runs[(logfile, process)] = (array("q"), array("q"), array("d"))
+        lasts, rows, top = runs
+        if lasts and lasts[-1] <= first <= lasts[-1] + 1:
+            lasts[-1], rows[-1], top[-1] = last, rows[-1] + n, max(top[-1], peak)
+            return
+        lasts.append(last)
+        rows.append(n)
+        top.append(peak)
 
-    def runs(self) -> Iterator[tuple[int | None, str, list[list]]]:
-        """(log file, process, its runs in the order they came)."""
-        for (logfile, process), runs in self._runs.items():
-            yield logfile, process, runs
+    def runs(self) -> Iterator[tuple[int | None, str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """(log file, process, (its runs' last lines, rows, peaks) in the order they came)."""
+        for (logfile, process), (last, rows, top) in self._runs.items():
+            yield logfile, process, (_numbers(last), _numbers(rows), _numbers(top))
 
 
 def collective_dict(op: str, size_bytes: int, time_us: float | None, algbw: float | None, busbw: float | None,

@@ -7,7 +7,6 @@ the first tiny `gen throughput` after idle) and would drag a mean.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -745,51 +744,65 @@ def nccl_tests_panels(result: ParseResult, lay: Layout, rows: Rows) -> list[dict
     # each (file, process) asked its role once; a test's runs are then a slice of its file's runs
     # sorted by line, found by bisection (a scan of every line per test was quadratic in the
     # tests). A run lies in one test whole (no footer line falls inside one): its last line says which.
-    counted: dict[int | None, list[tuple[int, int, float]]] = defaultdict(list)
+    counted: dict[int | None, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
     for lf, process, runs in rows.busbw.runs():
         if lf in tests_procs and lay.role(lf, process) == NCCL_TESTS:
-            counted[lf].extend((last, n, peak) for _, last, n, peak in runs)
+            counted[lf].append(runs)
     panels: list[dict] = []
     for logfile in sorted(tests_procs, key=lambda f: (f is None, f or 0)):
-        own_rows = sorted(counted.get(logfile, []))
-        lines = [line for line, _, _ in own_rows]
-        tests = footers.get(logfile, [])  # (last footer line, average bus bandwidth)
-        last = lines[-1] if lines else 0
-        if not tests or last > tests[-1][0]:
-            tests = [*tests, (last, None)]  # rows after the last footer: a test cut short (or none at all)
-        start = 0
-        for number, (end, avg) in enumerate(tests, 1):
-            own = own_rows[bisect_right(lines, start):bisect_right(lines, end)]  # start < line <= end
-            start = end
-            if NCCL_TESTS_KEPT <= number < len(tests):
-                continue
+        # The file's runs as columns sorted by last line (hundreds of thousands of tables in a
+        # large output: no tuple a run), a kept test's own runs a slice found by bisection.
+        parts = counted.get(logfile, [])
+        lines, ns, peaks = (np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in range(3))
+        order = np.argsort(lines, kind="stable")
+        lines, ns, peaks = lines[order], ns[order], peaks[order]
+        ends, avgs = footers.get(logfile, ([], []))  # each test's last footer line, its average bus bandwidth
+        last = int(lines[-1]) if len(lines) else 0
+        if not len(ends) or last > ends[-1]:
+            ends, avgs = [*ends, last], [*avgs, None]  # rows after the last footer: a test cut short (or none)
+        tests = len(ends)
+        for number in (*range(1, min(tests, NCCL_TESTS_KEPT - 1) + 1), *((tests,) if tests >= NCCL_TESTS_KEPT else ())):
+            start, end = (ends[number - 2] if number > 1 else 0), ends[number - 1]
+            at, to = np.searchsorted(lines, [start, end], side="right")  # start < line <= end
             panels.append({
                 "logfile": logfile,
                 "file": (names.get(logfile) or {}).get("name"),
                 "test": number,
-                "tests": len(tests),
+                "tests": tests,
                 "processes": list(tests_procs[logfile]),
                 "nccl": {},
-                "avg_busbw_gbs": avg,
-                "peak_busbw_gbs": max(peak for _, _, peak in own) if own else None,
-                "rows": sum(n for _, n, _ in own),
+                "avg_busbw_gbs": avgs[number - 1],
+                "peak_busbw_gbs": float(peaks[at:to].max()) if to > at else None,
+                "rows": int(ns[at:to].sum()),
             })
     return panels
 
 
-def _nccl_tests_footers(groups: list[Group]) -> dict[int | None, list[tuple[int, float | None]]]:
-    """Log file -> its nccl-tests footers in order, one per test: (the test's last footer line, its
-    last `Avg bus bandwidth`). The footer lines of one test share a window (the test's number)."""
-    by_test: dict[tuple[int | None, int], list[tuple[int, str, float]]] = defaultdict(list)
+def _nccl_tests_footers(groups: list[Group]) -> dict[int | None, tuple[list[int], list[float | None]]]:
+    """Log file -> its nccl-tests footers in order, one per test: the tests' last footer lines and
+    their last `Avg bus bandwidth`s. The footer lines of one test share a window (the test's
+    number). Read as columns: a large output has hundreds of thousands of tests."""
+    parts: dict[int | None, list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]]] = defaultdict(list)
     for g in groups:
         if g.source == "nccl_tests" and g.name in ("avg_busbw_gbs", "out_of_bounds_values"):
-            for window, line, value in zip(g.windows, g.lines, g.values, strict=True):
-                by_test[(g.logfile, window)].append((line, g.name, value))
-    out: dict[int | None, list[tuple[int, float | None]]] = defaultdict(list)
-    for (logfile, _), footer in sorted(by_test.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0, kv[0][1])):
-        footer.sort()
-        avgs = [value for _, name, value in footer if name == "avg_busbw_gbs"]
-        out[logfile].append((footer[-1][0], avgs[-1] if avgs else None))
+            parts[g.logfile].append((np.asarray(g.windows, dtype=np.int64), np.asarray(g.lines, dtype=np.int64),
+                                     np.asarray(g.values, dtype=np.float64), g.name == "avg_busbw_gbs"))
+    out: dict[int | None, tuple[list[int], list[float | None]]] = {}
+    for logfile in sorted(parts, key=lambda f: (f is None, f or 0)):
+        own = parts[logfile]
+        windows = np.concatenate([w for w, _, _, _ in own])
+        lines = np.concatenate([ln for _, ln, _, _ in own])
+        values = np.concatenate([v for _, _, v, _ in own])
+        avg = np.concatenate([np.full(len(w), a) for w, _, _, a in own])
+        order = np.lexsort((lines, windows))  # by test, then line
+        windows, lines, values, avg = windows[order], lines[order], values[order], avg[order]
+        last = np.append(windows[1:] != windows[:-1], True)  # a test's last footer line
+        # Its last average: the average footers alone in the same order, the last of each test.
+        aw, av = windows[avg], values[avg]
+        a_last = np.append(aw[1:] != aw[:-1], True)
+        by_window = dict(zip(aw[a_last].tolist(), av[a_last].tolist(), strict=True))
+        tests = windows[last].tolist()
+        out[logfile] = (lines[last].tolist(), [by_window.get(w) for w in tests])
     return out
 
 

@@ -4,14 +4,13 @@ shared public samples), whole, repeated, mixed and damaged, and the native engin
 settings and processes equal the line engine's; past the first records the scanner reads the
 `eval time` and `draft acceptance` lines itself."""
 
-import random
 import re
 
 import pytest
 
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_native import _same
-from tests.test_scan_vllm import _python_lines, same_files, same_mixed
+from tests.test_scan_vllm import _python_lines, mixed_log, same_files, same_mixed
 
 CORPUS = PROJECT_ROOT / "tests" / "corpus"
 FILES = sorted((CORPUS / "serving").glob("llamacpp_*.log")) + sorted((CORPUS / "shared").glob("llamacpp_*.log"))
@@ -57,16 +56,7 @@ DAMAGED = [
 
 def _log(seed: int) -> bytes:
     """Runs of real llama.cpp lines, and of their timing and slot lines alone, some damaged."""
-    rng = random.Random(seed)
-    lines: list[str] = []
-    for _ in range(rng.randint(1, 10)):
-        pool = rng.choice([LINES, TIMING, TIMING])
-        start = rng.randrange(len(pool))
-        for line in pool[start:start + rng.randint(1, 40)]:
-            if rng.random() < 0.15:
-                line = rng.choice(DAMAGED)(line)
-            lines.append(line)
-    return "\n".join(lines).encode() + rng.choice([b"\n", b""])
+    return mixed_log(seed, [LINES, TIMING, TIMING], DAMAGED, 0.15, ends=(b"\n", b""))
 
 
 def test_the_corpus_holds_real_timing_and_slot_lines():

@@ -10,7 +10,7 @@ from unittest import mock
 
 import pytest
 
-from ingest.parsers import native, parse_stream, serving
+from ingest.parsers import context, native, parse_stream, serving
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_native import _same
 
@@ -300,18 +300,25 @@ VLLM_DAMAGED = [
 ]
 
 
-def _vllm_log(seed: int) -> bytes:
-    """Runs of real vLLM files' lines, and their engine, spec and tagged lines alone, some damaged."""
+def mixed_log(seed: int, pools: list[list[str]], damaged: list, rate: float, runs: tuple[int, int] = (1, 10),
+              longest: int = 40, ends: tuple[bytes, ...] = (b"\n",)) -> bytes:
+    """Runs of real lines, each from one of `pools` (a line pool, chosen at random: one listed twice
+    comes twice as often), some damaged (`rate` of them, by one of `damaged`)."""
     rng = random.Random(seed)
     lines: list[str] = []
-    for _ in range(rng.randint(1, 10)):
-        pool = rng.choice([VLLM, ENGINE, SPEC, TAGGED])
+    for _ in range(rng.randint(*runs)):
+        pool = rng.choice(pools)
         start = rng.randrange(len(pool))
-        for line in pool[start:start + rng.randint(1, 40)]:
-            if rng.random() < 0.15:
-                line = rng.choice(VLLM_DAMAGED)(line)
+        for line in pool[start:start + rng.randint(1, longest)]:
+            if rng.random() < rate:
+                line = rng.choice(damaged)(line)
             lines.append(line)
-    return "\n".join(lines).encode() + b"\n"
+    return "\n".join(lines).encode() + rng.choice(ends)
+
+
+def _vllm_log(seed: int) -> bytes:
+    """Runs of real vLLM files' lines, and their engine, spec and tagged lines alone, some damaged."""
+    return mixed_log(seed, [VLLM, ENGINE, SPEC, TAGGED], VLLM_DAMAGED, 0.15)
 
 
 def test_the_corpus_holds_vllm_engine_spec_and_tagged_lines():
@@ -404,6 +411,13 @@ def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
                   processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, hints, None)
     with pytest.raises(RuntimeError):
         _scan.Scanner.__new__(_scan.Scanner).bench(None)
+    for bad in ((set(),), (set(), [], 5), (frozenset(), set(), 5), ([], set(), 5)):
+        with pytest.raises(TypeError):
+            scan.watch(*bad)
+    scan.watch(set(), set(), 5)
+    scan.watch(None)
+    with pytest.raises(RuntimeError):
+        _scan.Scanner.__new__(_scan.Scanner).watch(None)
 
 
 CAPITAL = [line for line in VLLM + REAL if line[:1].isupper() and line.isascii()]
@@ -434,3 +448,135 @@ def test_a_capital_line_no_reader_acts_on_is_read_by_the_scanner():
     data = ("INFO:     ::1:50352 - \"POST /v1/completions HTTP/1.1\" 200 OK\n" * 200).encode()
     assert len(_python_lines(data)) == 1  # the first: the Tagger makes the main process of it
     _same(data)
+
+
+# Lines about the words context.Watcher.offer looks for, where the scanner settles an offer itself
+# (offer_plain in _scan_vllm.h) or leaves it to offer(): each must count as the line engine counts it.
+OFFER_DAMAGED = [
+    lambda s: s.replace("throughput", "Throughput", 1),  # case-blind hint, no cased word
+    lambda s: s.replace("throughput", "throughput batch", 1),  # _SKIP's literal
+    lambda s: s.replace("throughput", "throughput Decode batch", 1),
+    lambda s: s + " NCCL INFO x",
+    lambda s: "---" + s,
+    lambda s: s.replace("throughput", "thröughput", 1),  # non-ASCII
+    lambda s: s.replace("throughput", "Speculative", 1),
+    lambda s: s.replace("throughput", "SPECDECODING", 1),
+    lambda s: s.replace("throughput", "acceptance rate", 1),
+    lambda s: s.replace("throughput", "acceptance len", 1),
+    lambda s: s.replace("throughput", "accept length", 1),
+    lambda s: s.replace("throughput", "avg bus bandwidth", 1),
+    lambda s: s.replace("throughput", "nccl version", 1),
+    lambda s: s.replace("throughput", "statistics  x:", 1),
+    lambda s: s + " extra words",  # a row no more: the block ends, the line is unread or a reader's
+    lambda s: "Mean throughput widgets:   12",  # a row of a label serving.KEYS lacks
+]
+
+
+WORDED = [line for line in REAL + VLLM if context._HINTS.search(line.lower())]
+
+
+def _offer_log(seed: int) -> bytes:
+    """Real bench blocks and vLLM lines holding the Watcher's words, some damaged around them."""
+    return mixed_log(seed, [REAL, VLLM, WORDED], OFFER_DAMAGED, 0.1, (1, 8), 60)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lines_with_the_watchers_words_leave_the_unread_lines_lines_leave(seed):
+    same_mixed(_offer_log(seed))
+
+
+@pytest.mark.parametrize("cap", [0, 1, 5, 40, 200])
+def test_the_scanners_offers_stop_at_the_watchers_cap_as_offer_does(cap):
+    """Past MAX_CANDIDATES offer() counts no more lines and says so (`truncated`): the offers the
+    scanner settles count toward the cap, and stop at it, as offer()'s own do."""
+    data = b"".join(_offer_log(seed) for seed in range(3)) + b"".join(p.read_bytes() for p in BLOCK_FILES)
+    with mock.patch.object(context, "MAX_CANDIDATES", cap):
+        _same(data * 2, 1 << 12, 1 << 12)
+        _same(data)
+
+
+def test_the_scanner_settles_the_offers_of_bench_rows_and_engine_lines_itself():
+    """A bench log repeated: the `throughput` rows of its blocks and its section titles are offered
+    to the Watcher by the scanner (offer_plain), not through offer(), and the unread lines are the
+    line engine's."""
+    path = CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt"
+    data = path.read_bytes() * 40
+    worded = sum(1 for line in data.decode().splitlines() if "throughput" in line)
+    calls = []
+    real = context.Watcher.offer
+
+    def offer(self, lineno, line):
+        calls.append(line)
+        return real(self, lineno, line)
+    with mock.patch.object(context.Watcher, "offer", offer):
+        parse_stream(io.BytesIO(data))
+    assert worded >= 100 and sum("throughput" in line for line in calls) < worded // 4, calls[-5:]
+    assert sum(line.startswith("---") for line in calls) < 10
+    _same(data, 1 << 12, 1 << 12)
+
+
+STAGE = [line for line in VLLM if "SpecDecodeWorker stage times" in line]
+# Stage lines as a copy or another release could print them: each must be read as Python reads it.
+STAGE_DAMAGED = [
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=1e3", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=" + "9" * 60, 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=.5", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=-1", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=12.", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=nan", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms=2.5 scoring_time_ms=", 1),  # a later value wins
+    lambda s: s.replace("scoring_time_ms=", "xscoring_time_ms=", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring.time_ms=", 1),
+    lambda s: s.replace("scoring_time_ms=", "scoring_time_ms_ms=", 1),
+    lambda s: s.replace(" scoring_time_ms=", "scoring_time_ms=", 1),  # glued to the value before
+    lambda s: s.replace("average_time_per_proposal_tok_ms=", "average_time_per_proposal_tok_ms=0", 1),
+    lambda s: re.sub(r"average_time_per_proposal_tok_ms=\S+ ", "", s),
+    lambda s: re.sub(r"average_time_per_proposal_tok_ms=\S+ scoring_time_ms=\S+", "", s),  # neither time
+    lambda s: s + " prefill_sync_time_ms=3.25",
+    lambda s: "prefill_sync_time_ms=1.0 " + s,
+    lambda s: s.replace("stage times: ", "stage times:\t", 1),
+    lambda s: s.replace("stage times:", "stage times", 1),
+    lambda s: s.replace("SpecDecodeWorker", "SpecDecodeWorker SpecDecodeWorker stage times:", 1),
+    lambda s: "NAME=1 " + s,
+    lambda s: "Name_1=x " + s,
+    lambda s: "export " + s,
+    lambda s: "env " + s,
+    lambda s: "  " + s,
+    lambda s: "(VllmWorkerProcess pid=123) " + s,
+    lambda s: "(APIServer pid=7) " + s,
+    lambda s: s + " user@host",
+    lambda s: s + " NCCL_ALGO=Ring",
+    lambda s: s + " throughput: 3",
+    lambda s: s + " metrics: 1",
+    lambda s: s + " LLM",
+    lambda s: s.replace("ms=", "ms=é", 1),  # non-ASCII
+    lambda s: s + " vllm serve m --num-speculative-tokens 4",
+    lambda s: "INFO 01-01 00:00:00 llm_engine.py:1] non-default args: {'speculative_config': {'method': 'eagle', "
+              "'num_speculative_tokens': 3}}",
+]
+
+
+def _stage_log(seed: int) -> bytes:
+    """Real V0 stage lines among real vLLM lines (launches, metrics lines that set the draft length),
+    some damaged."""
+    return mixed_log(seed, [VLLM, STAGE, STAGE, SPEC], STAGE_DAMAGED, 0.2, (2, 12), 30)
+
+
+def test_the_corpus_holds_v0_stage_lines_tagged_and_not():
+    assert len(STAGE) >= 3 and any(line.startswith("SpecDecodeWorker") for line in STAGE)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_real_v0_stage_lines_mixed_and_damaged_give_the_records_lines_give(seed):
+    same_mixed(_stage_log(seed))
+
+
+def test_the_scanner_reads_v0_stage_lines_itself():
+    """Real stage lines repeated after their launch's first ones: the scanner reads them (the first
+    records, format and engine, are Python's), their proposal time per cycle by the launch's k."""
+    for path in sorted((CORPUS / "shared").glob("vllm_v0_*stage*.log")):
+        data = path.read_bytes() * 30
+        stage = [line for line in data.decode().splitlines() if "stage times" in line]
+        fed = [line for line in _python_lines(data) if "stage times" in line]
+        assert len(stage) >= 30 and len(fed) <= 2, (path.name, fed[:3])
+        _same(data, 1 << 12, 1 << 12)

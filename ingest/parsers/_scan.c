@@ -2437,6 +2437,8 @@ static PyMethodDef Scanner_methods[] = {
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
      "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},
+    {"watch", (PyCFunction)Scanner_watch, METH_VARARGS,
+     "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
      "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,

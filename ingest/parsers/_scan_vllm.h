@@ -22,8 +22,10 @@
  *     joins both blocks' sections, and the readers' subsection is "" again;
  *   - a blank line.
  * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
- * offered to it here (result.offer) when it may hold one of context.WORDS (a superset is looked
- * for; offer() itself decides). Any other line (the title or footer that closes the block, a row
+ * offered to it here when it may hold one of context.WORDS (a superset is looked for): where
+ * offer()'s outcome is plain (offer_plain: no word, a section title _SKIP takes, or a sure word on a
+ * line a format reader's literal or STARTS is on) it is settled here, on the Watcher's own sets
+ * (watch()); else offer() decides. Any other line (the title or footer that closes the block, a row
  * with text, a valueless row) goes back to Python, which reads it as the line engine does.
  */
 
@@ -43,7 +45,10 @@
  *     `used`), or a `SpecDecoding metrics: ...` / `Speculative metrics: ...` line (_spec: V1 with or
  *     without a mean length, without drafts its line `used`; V0's counters differenced against
  *     v0_previous), once their formats' first records were set; an `LLM` line only without
- *     `version` or `with config:` (feed takes no branch for `vLLM Version : 0.8.5`);
+ *     `version` or `with config:` (feed takes no branch for `vLLM Version : 0.8.5`); or, on an
+ *     ASCII line without those three, a V0 `SpecDecodeWorker stage times: k_ms=v ...` line
+ *     (vllm.Parser._stage: its phases, stage_window, launch_used, the proposal time per cycle by
+ *     launch_k), launch_env idle on it (its `=` are fields', not a first word's);
  *   - or untagged, a line only launch_env's STARTS names (a capital first) holding no assignment,
  *     prompt or literal: launch_env does nothing with it (read_line hands all of those back).
  * Anything else is declined: read_line reads it as before (or hands it to Python). */
@@ -51,6 +56,7 @@
 #define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
 #define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
 #define F_LAUNCH_USED 32768  /* vllm.Parser.launch_used: a spec line sets it, and it is set */
+#define F_VLLM_STAGES (1 << 20)  /* "vllm_stage_times" is among the formats */
 #define DECLINE 2
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
@@ -62,6 +68,9 @@ typedef struct {
     PyObject *windows, *launch_lines, *processes, *launchers, *workers;
     PyObject *k_label, *k_rank, *k_hints, *k_pid, *hint[3];  /* dict keys, the hints (by NAME_*) */
     int lit_throughput, lit_metrics, lit_llm;  /* vLLM's `throughput:`, `metrics:`, `LLM` literals, -1 when none */
+    int lit_stage;  /* vLLM's `stage times`, -1 when none */
+    int s_stage, s_phases[5];
+    long long stage_k;  /* the draft length a stage line read (launch_k_of), for vllm_stage */  /* "vllm_stage_times"; the phases of STAGE_KEYS, then "proposal per token" */
     struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
     int nspec_key;
     int s_source, s_prompt;
@@ -84,6 +93,8 @@ struct vllm_state {
     PyObject *row_type;  /* serving.Row */
     PyObject *keys;  /* serving.KEYS: label -> serving_key(label) */
     PyObject *offer;  /* result.offer (context.Watcher.offer) or None */
+    PyObject *cands, *dumps;  /* that Watcher's candidates and dump_lines (watch()), or NULL */
+    Py_ssize_t cands_max;  /* context.MAX_CANDIDATES */
     char prefix[4]; Py_ssize_t prefix_len, prefix_need;  /* a copied block's mark (`# `), and its rstrip() */
     int nccl_idle;  /* nccl_tests holds no rows: a `#` line that names none of its words changes nothing */
     uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
@@ -109,7 +120,7 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (v) return v;
     v = self->vllm = calloc(1, sizeof(*v));
     if (!v) { PyErr_NoMemory(); return NULL; }
-    v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = -1;
+    v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = v->lines.lit_stage = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
             v->dash_lits |= 1ull << k;
@@ -125,6 +136,8 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
             v->lines.lit_metrics = k;
         if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 3 && memeq(self->lit[k], "LLM", 3))
             v->lines.lit_llm = k;
+        if (self->lit_reader[k] == R_VLLM && self->lit_len[k] == 11 && memeq(self->lit[k], "stage times", 11))
+            v->lines.lit_stage = k;
     }
     return v;
 }
@@ -147,6 +160,8 @@ static void vllm_release(Scanner *self) {
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
+    Py_CLEAR(v->cands);
+    Py_CLEAR(v->dumps);
     for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey); }
     free(v);
     self->vllm = NULL;
@@ -475,6 +490,8 @@ static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
     return bad ? ERROR : OK;
 }
 
+static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted);
+
 /* Whether the line may hold one of context.WORDS: a case-blind search for a word of each. */
 static int maybe_words(const char *s, Py_ssize_t n) {
     static const char *words[] = {"throughput", "accept", "bandwidth", "specdecod", "statistics", "speculative",
@@ -493,9 +510,102 @@ static int maybe_words(const char *s, Py_ssize_t n) {
     return 0;
 }
 
+/* s[0:n] holds p (lower-case) case-blind */
+static int find_lower(const char *s, Py_ssize_t n, const char *p) {
+    Py_ssize_t k = (Py_ssize_t)strlen(p);
+    for (Py_ssize_t i = 0; i + k <= n; i++)
+        if (lower(s[i]) == p[0] && same_lower(s + i, k, p)) return 1;
+    return 0;
+}
+
+/* context.WORDS on an ASCII line (offer() searches _CASED in it and _CASELESS in its lower()):
+ * 1 when a branch surely matches (a literal that is all of it is there), 0 when none can (the
+ * literal each branch begins with is missing), -1 unsure (Python's regexes decide). */
+static int offer_words(const char *s, Py_ssize_t n) {
+    if (find(s, n, "throughput", 10) || find(s, n, "Speculative", 11) || find(s, n, "acceptance rate", 15)
+        || find(s, n, "acceptance len", 14) || find(s, n, "acceptanc rate", 14) || find(s, n, "acceptanc len", 13)
+        || find(s, n, "Accept length", 13) || find_lower(s, n, "specdecod") || find_lower(s, n, "avg bus bandwidth")
+        || find_lower(s, n, "set by environment") || find_lower(s, n, "nccl version")
+        || find_lower(s, n, "rccl version")) return 1;
+    if (find(s, n, "acceptanc", 9) || find(s, n, "statistics", 10) || find(s, n, "NCCL_", 5)
+        || find_lower(s, n, "cl version")) return -1;
+    return 0;
+}
+
+/* context._skipped on an ASCII line: 1 when _SKIP matches, 0 when it cannot (no literal of its
+ * branches), -1 unsure. A bench section title, `^-{3,}[\w ]+-{3,}\s*$`, is read here ([\w ] takes
+ * no `-`: the runs are the regex's one way to match). */
+static int offer_skipped(const char *s, Py_ssize_t n) {
+    if (find(s, n, "batch", 5) || find(s, n, "NCCL ", 5)) return -1;
+    if (n < 3 || !memeq(s, "---", 3)) return 0;
+    Py_ssize_t i = 0, j;
+    while (i < n && s[i] == '-') i++;
+    j = i;
+    while (j < n && (is_word(s[j]) || s[j] == ' ')) j++;
+    if (j == i) return 0;
+    i = j;
+    while (j < n && s[j] == '-') j++;
+    if (j - i < 3) return 0;
+    while (j < n && is_space(s[j])) j++;
+    return j == n;
+}
+
+/* context.Watcher.offer's outcome where it is plain, on an ASCII line (maybe_words, offer's _HINTS,
+ * found): none of WORDS on it, or _SKIP's shapes, and offer() does nothing; else, on a line a
+ * format reader's literal or STARTS is on (`wanted`: the engines hand that line to the reader, and
+ * _wanted() looks for the same literals and STARTS), WORDS surely on it, _SKIP's surely not and
+ * room among the candidates (else offer() sets `truncated`), the line joins the candidates as
+ * offer() adds it. 1: settled; 0: offer() reads it; -1 on error. Offers of bench rows and engine
+ * lines were a sixth of a vLLM bench log's parse, most in wanted()'s regexes. */
+static int offer_plain(struct vllm_state *v, const char *s, Py_ssize_t n, int64_t lineno, int wanted) {
+    if (!v->cands) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 0;
+    int words = offer_words(s, n);
+    if (words <= 0) return words == 0;
+    int skipped = offer_skipped(s, n);
+    if (skipped) return skipped > 0;
+    if (!wanted || PySet_GET_SIZE(v->cands) >= v->cands_max) return 0;
+    PyObject *ln = PyLong_FromLongLong(lineno);
+    if (!ln) return -1;
+    int dumped = PySet_Contains(v->dumps, ln);
+    int bad = dumped < 0 || (!dumped && PySet_Add(v->cands, ln) < 0);
+    Py_DECREF(ln);
+    return bad ? -1 : 1;
+}
+
+/* watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher whose offer is
+ * result.offer, for offer_plain (the sets are its own, never replaced). */
+static PyObject *Scanner_watch(Scanner *self, PyObject *args) {
+    if (not_ready(self)) return NULL;
+    struct vllm_state *v = vllm_state_of(self);
+    if (!v) return NULL;
+    PyObject *cands = Py_None, *dumps = Py_None;
+    Py_ssize_t max = 0;
+    if (!PyArg_ParseTuple(args, "O|O!n", &cands, &PySet_Type, &dumps, &max)) return NULL;
+    if (cands != Py_None && (!PySet_CheckExact(cands) || !PySet_CheckExact(dumps))) {
+        PyErr_SetString(PyExc_TypeError, "watch(candidates, dump_lines, max): two sets, or watch(None)");
+        return NULL;
+    }
+    Py_CLEAR(v->cands);
+    Py_CLEAR(v->dumps);
+    if (cands != Py_None) {
+        Py_INCREF(cands), Py_INCREF(dumps);
+        v->cands = cands, v->dumps = dumps, v->cands_max = max;
+    }
+    Py_RETURN_NONE;
+}
+
 /* result.offer(lineno, line) where it may do something (maybe_words): 0, or -1 on error. */
 static int bench_offer(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
+    return offer_line(v, s, n, line, lineno, 0);
+}
+
+/* bench_offer, offer_plain first; `wanted`: a format reader's literal or STARTS is on the line. */
+static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted) {
     if (v->offer == Py_None || !maybe_words(s, n)) return 0;
+    int plain = offer_plain(v, s, n, lineno, wanted);
+    if (plain) return plain < 0 ? -1 : 0;
     PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
     PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
     PyObject *got = NULL;
@@ -556,7 +666,7 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         r = bench_section(self, b, bn);
     if (r != OK) return r;
     /* offered after the readers, as the engines do */
-    if (*mask && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+    if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
 }
 
@@ -606,6 +716,66 @@ static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
     return 0;
 }
 
+/* vllm._STAGE_PHASES: the fields of a V0 `SpecDecodeWorker stage times:` line read, their phases */
+static const char *STAGE_KEYS[] = {"average_time_per_proposal_tok", "scoring_time", "verification_time",
+                                   "prefill_sync_time"};
+static const char *STAGE_PHASES[] = {"proposal", "scoring", "verification", "prefill sync", "proposal per token"};
+
+/* vllm.Parser._stage's fields of the body b[0:n] (after `SpecDecodeWorker stage times:\s*`), an
+ * ASCII line's: _STAGE_FIELD.findall, `(\w+?)_ms=(\d+(?:\.\d+)?)`, kept where the key is a phase's,
+ * in the order a dict keeps them (the first time a key is met; a later one's value wins). A key runs
+ * to the `_ms=` that ends a word: `_ms` are word characters and `=` is not, so the word's end is the
+ * lazy key's one stop, and a word without it matches nowhere in it. *count fields, key[i] its index
+ * in STAGE_KEYS; 1, or 0 for a value this does not read (longer than 40: Python's). */
+static int stage_fields(const char *b, Py_ssize_t n, int *key, double *ms, int *count) {
+    *count = 0;
+    Py_ssize_t p = 0;
+    while (p < n) {
+        if (!is_word(b[p])) { p++; continue; }
+        Py_ssize_t r = p;
+        while (r < n && is_word(b[r])) r++;
+        if (!(r - p >= 4 && memeq(b + r - 3, "_ms", 3) && r + 1 < n && b[r] == '=' && is_digit(b[r + 1]))) {
+            p = r;
+            continue;
+        }
+        Py_ssize_t e = r + 1;
+        while (e < n && is_digit(b[e])) e++;
+        if (e + 1 < n && b[e] == '.' && is_digit(b[e + 1])) {
+            e++;
+            while (e < n && is_digit(b[e])) e++;
+        }
+        if (e - (r + 1) > 40) return 0;
+        Py_ssize_t kl = r - 3 - p;
+        for (int k = 0; k < 4; k++) {
+            if ((Py_ssize_t)strlen(STAGE_KEYS[k]) != kl || !memeq(b + p, STAGE_KEYS[k], (size_t)kl)) continue;
+            double x = to_double(b + r + 1, e - (r + 1));
+            int at = 0;
+            while (at < *count && key[at] != k) at++;
+            if (at == *count) key[(*count)++] = k;
+            ms[at] = x;  /* (a decimal of 40 digits at most: finite) */
+        }
+        p = e;
+    }
+    return 1;
+}
+
+/* launch_env.Parser.feed does nothing with an untagged line holding no `NCCL_`, no prompt (no `@`,
+ * `$` or `+`) and, stripped, no _START: no `export`/`declare`/`env` first and no `NAME=` (a word
+ * of [A-Za-z0-9_] then `=`: the run takes all it can, `=` is not in it). A `(` first is no
+ * assignment's. (launch_env_idle with the `=` of a `key_ms=3.2` field allowed past the first word.) */
+static int launch_env_idle_start(const char *s, Py_ssize_t n) {
+    if (memchr(s, '@', (size_t)n) || memchr(s, '$', (size_t)n) || memchr(s, '+', (size_t)n)) return 0;
+    Py_ssize_t i = 0;
+    while (i < n && is_space(s[i])) i++;
+    if (i < n && s[i] == '(') return 1;
+    if (starts(s + i, n - i, "export") || starts(s + i, n - i, "declare") || starts(s + i, n - i, "env")) return 0;
+    if (i < n && (is_alpha(s[i]) || s[i] == '_')) {
+        while (i < n && is_word(s[i])) i++;
+        if (i < n && s[i] == '=') return 0;
+    }
+    return 1;
+}
+
 /* vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, hints, offer):
  * once a parse, before its first scan (native.parse_chunks). hints: the Tagger's (launcher,
  * worker); offer: result.offer or None. */
@@ -651,7 +821,10 @@ static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
         l->field[l->nfield].metric = metric;
         l->nfield++;
     }
-    if ((l->s_source = intern_str(self, "vllm_engine", 11)) < 0
+    for (int i = 0; i < 5; i++)
+        if ((l->s_phases[i] = intern_str(self, STAGE_PHASES[i], (Py_ssize_t)strlen(STAGE_PHASES[i]))) < 0) return NULL;
+    if ((l->s_stage = intern_str(self, "vllm_stage_times", 16)) < 0
+        || (l->s_source = intern_str(self, "vllm_engine", 11)) < 0
         || (l->s_prompt = intern_str(self, "prompt_throughput_tok_s", 23)) < 0) return NULL;
     l->k_label = PyUnicode_InternFromString("label");
     l->k_rank = PyUnicode_InternFromString("rank");
@@ -1185,18 +1358,19 @@ static int spec_write(VllmLines *l, const SpecWrites *w) {
     return 0;
 }
 
-/* The next spec window of the vllm parser (spec_window + 1), stored: -1 on error. */
-static long spec_window(VllmLines *l) {
-    PyObject *w = PyObject_GetAttrString(l->parser, "spec_window");
+/* The next window of a counter of the vllm parser (its `spec_window`, `stage_window`: the attribute
+ * + 1), stored: -1 on error. */
+static long parser_window(VllmLines *l, const char *counter) {
+    PyObject *w = PyObject_GetAttrString(l->parser, counter);
     if (!w) return -1;
     long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
     Py_DECREF(w);
     if (window < 0 || window >= LONG_MAX - 1) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "spec_window must be an int");
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%s must be an int", counter);
         return -1;
     }
     PyObject *nw = PyLong_FromLong(window + 1);
-    int bad = !nw || PyObject_SetAttrString(l->parser, "spec_window", nw) < 0;
+    int bad = !nw || PyObject_SetAttrString(l->parser, counter, nw) < 0;
     Py_XDECREF(nw);
     return bad ? -1 : window + 1;
 }
@@ -1234,6 +1408,44 @@ static int vllm_used(VllmLines *l, int64_t lineno) {
     return bad ? -1 : 0;
 }
 
+/* vllm.Parser.launch_k as a draft length: 1 with *k (0: None), 0 for what Python reads (not an
+ * exact int a double holds), -1 on error. */
+static int launch_k_of(VllmLines *l, long long *k) {
+    *k = 0;
+    PyObject *lk = PyObject_GetAttrString(l->parser, "launch_k");
+    if (!lk) return -1;
+    int r = 1;
+    if (lk != Py_None) {
+        long long x = PyLong_CheckExact(lk) ? PyLong_AsLongLong(lk) : -1;
+        if (x == -1 && PyErr_Occurred()) PyErr_Clear();
+        if (x < 0 || (double)x > EXACT_INT_MAX) r = 0;
+        else *k = x;
+    }
+    Py_DECREF(lk);
+    return r;
+}
+
+/* vllm.Parser._stage's writes and records of a stage line's fields (stage_fields, with a scoring or
+ * proposal time): launch_used, the next stage window, a Phase a field, the proposal time per
+ * cycle (k draft tokens) where the launch's draft length is known. 0, or -1 on error. */
+static int vllm_stage(Scanner *self, VllmLines *l, const int *key, const double *ms, int count, int64_t lineno,
+                      int process, int flags) {
+    if (!(flags & F_LAUNCH_USED) && PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return -1;
+    long window = parser_window(l, "stage_window");
+    if (window < 0) return -1;
+    long long k = l->stage_k;
+    for (int i = 0; i < count; i++) {
+        int name = l->s_phases[key[i]];
+        double x = ms[i];
+        if (key[i] == 0) {  /* proposal time per draft token: a cycle drafts k of them */
+            if (k) x = round6(x * (double)k);
+            else name = l->s_phases[4];
+        }
+        if (add_phase_of(self, name, x, NAN, window, lineno, l->s_stage, process) < 0) return -1;
+    }
+    return 0;
+}
+
 /* A line read_line has found the literals and STARTS of: OK, PYTHON, ERROR, or DECLINE (not a
  * line of this part's: read_line goes on as before). */
 static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags, int64_t lineno,
@@ -1245,8 +1457,9 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     int throughput = l->lit_throughput >= 0 && (lits >> l->lit_throughput & 1);
     int metrics = l->lit_metrics >= 0 && (lits >> l->lit_metrics & 1);
     int llm = l->lit_llm >= 0 && (lits >> l->lit_llm & 1);
+    int stage = l->lit_stage >= 0 && (lits >> l->lit_stage & 1);
     uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0)
-        & ~(llm ? 1ull << l->lit_llm : 0);
+        & ~(llm ? 1ull << l->lit_llm : 0) & ~(stage ? 1ull << l->lit_stage : 0);
     for (uint64_t o = other; o; o &= o - 1)
         if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
     if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
@@ -1254,6 +1467,11 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
      * only where `version` or `with config:` is on the line too; else feed does nothing with it
      * (`vLLM Version : 0.8.5`, a collect_env dump's, or `the current vLLM instance can use ...`) */
     if (llm && !throughput && !metrics && (find(s, n, "version", 7) || find(s, n, "with config:", 12))) return PYTHON;
+    /* `stage times` alone (feed's branch after `metrics:` and `throughput:`), on an ASCII line */
+    if (stage && (throughput || metrics || llm)) return PYTHON;
+    if (stage)
+        for (Py_ssize_t i = 0; i < n; i++)
+            if ((unsigned char)s[i] >= 0x80) return PYTHON;
     int process = self->s_main, kind = NAME_OTHER;
     Py_ssize_t name_len, pid0, pid1;
     int ranked;
@@ -1266,19 +1484,21 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
         char c = s[0];
         if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
-        if (!throughput && !metrics && !llm) {
+        if (!throughput && !metrics && !llm && !stage) {
             /* A line only launch_env's STARTS names (a capital first: `INFO: ...`, a table's row)
              * with no assignment, prompt or NCCL_ on it: launch_env does nothing with it, the
              * Tagger makes it "main"'s. read_line would hand every such line back. */
             if (by_literal || by_start != BIT(R_LAUNCH_ENV) || !(flags & F_MAIN) || memchr(s, '=', (size_t)n)
                 || !launch_env_idle(s, n)) return DECLINE;
-            if (bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+            if (offer_line(v, s, n, line, lineno, 1) < 0) return ERROR;  /* launch_env's STARTS */
             return OK;
         }
         if (!(flags & F_MAIN)) return PYTHON;
     }
-    if (by_start & BIT(R_LAUNCH_ENV) && !launch_env_idle(s, n)) return PYTHON;
+    if (by_start & BIT(R_LAUNCH_ENV) && !(stage ? launch_env_idle_start(s, n) : launch_env_idle(s, n))) return PYTHON;
     int count = 0, metric[ENGINE_MAX];
+    int stage_key[4], stages = 0;
+    double stage_ms[4];
     double value[ENGINE_MAX];
     long long dp = -1;
     int spec = 0, idle = 0;
@@ -1296,6 +1516,19 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             /* the writes come once nothing can hand the line back (only an error after this) */
             if (spec && spec_write(l, &w) < 0) return ERROR;
         }
+    } else if (stage) {  /* vllm.Parser._stage: a V0 stage line with a scoring or proposal time */
+        const char *m = find(s, n, "SpecDecodeWorker stage times:", 29);
+        if (m) {
+            Py_ssize_t i = m - s + 29;
+            while (i < n && is_space(s[i])) i++;
+            if (!stage_fields(s + i, n - i, stage_key, stage_ms, &stages)) return PYTHON;
+            int timed = 0;
+            for (int k = 0; k < stages; k++) timed |= stage_key[k] <= 1;
+            if (!timed) stages = 0;  /* neither time: _stage does nothing */
+            if (stages && (!(flags & F_VLLM_STAGES) || !(flags & F_ENGINE))) return PYTHON;  /* first records */
+            int got = stages ? launch_k_of(l, &l->stage_k) : 1;
+            if (got <= 0) return got < 0 ? ERROR : PYTHON;
+        }
     } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
         int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
         if (got == PYTHON) return PYTHON;
@@ -1311,8 +1544,9 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (bad) return ERROR;
     }
     if (idle && vllm_used(l, lineno) < 0) return ERROR;
+    if (stages && vllm_stage(self, l, stage_key, stage_ms, stages, lineno, process, flags) < 0) return ERROR;
     if (spec && count) {
-        long window = spec_window(l);
+        long window = parser_window(l, "spec_window");
         if (window < 0) return ERROR;
         for (int i = 0; i < count; i++)
             if (add_metric(self, metric[i], value[i], window, lineno, l->s_spec, self->s_empty, process) < 0)
@@ -1328,6 +1562,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         for (int i = 0; i < count; i++)
             if (add_metric(self, metric[i], value[i], window, lineno, l->s_source, rank_idx, process) < 0) return ERROR;
     }
-    if ((by_literal | by_start) && bench_offer(v, s, n, line, lineno) < 0) return ERROR;
+    if ((by_literal | by_start)
+        && offer_line(v, s, n, line, lineno, ((by_literal | by_start) & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
 }

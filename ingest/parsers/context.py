@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
+import numpy as np
+
 from .records import Grouped, Issue, ParseResult
 
 # Words of a supported format: a line holding one was meant for a reader (FORMATS §1-§6).
@@ -191,16 +193,30 @@ class Watcher:
             for rec in records:
                 if rec.line in open_:
                     self.used.add(rec.line)
+        # Columns are looked up in bulk (numpy): a batch holds a spill's worth of records, and a
+        # Python loop over them took a third of a serving log's parse once a candidate stayed open.
+        wanted = np.fromiter(open_, dtype=np.int64, count=len(open_))
         for frames in (result.phase_frames, result.metric_frames):
             for batch in frames:
-                lines: Iterable[int]
                 if isinstance(batch, Grouped):
-                    lines = (int(x) for g in batch.groups for x in batch.arrays(g)[1])
-                else:
-                    lines = batch.get_column("line").to_list() if batch.height else []
-                self.used.update(x for x in lines if x in open_)
+                    for g in batch.groups:
+                        self._strike(batch.arrays(g)[1], wanted)
+                elif batch.height:
+                    self._strike(batch.get_column("line").to_numpy(), wanted)
         for frame in result.collective_frames:
-            self.used.update(x for x in frame.get_column("line").to_list() if x in open_)
+            if frame.height:
+                self._strike(frame.get_column("line").to_numpy(), wanted)
+
+    def _strike(self, lines: np.ndarray, wanted: np.ndarray) -> None:
+        """Mark used the candidate lines (`wanted`) that `lines` holds. The candidates still open are
+        mostly lines before the batch's: those in its range are looked up in a table of the range."""
+        if not len(lines):
+            return
+        low, high = lines.min(), lines.max()
+        wanted = wanted[(wanted >= low) & (wanted <= high)]
+        if len(wanted):
+            hit = wanted[np.isin(wanted, lines, kind="table")]
+            self.used.update(hit.tolist())
 
     def finish(self, result: ParseResult) -> None:
         """Topology, versions, unread lines and, for a file of no log format, its context."""

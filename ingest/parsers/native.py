@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from . import (
+    context,
     eagle_profile,
     launch_env,
     llamacpp,
@@ -62,6 +63,7 @@ _FLAGS = (  # settings the scanner must find set (first records are Python's): b
     (1, "eagle_profile", None), (2, None, "spec.algorithm"), (4, None, "spec.steps"),
     (8, "sglang_decode", None), (16, "sglang_prefill", None), (32, None, "engine"),
     (8192, "vllm_engine", None), (16384, "vllm_spec", None),  # F_VLLM_ENGINE, F_VLLM_SPEC (_scan_vllm.h)
+    (1 << 20, "vllm_stage_times", None),  # F_VLLM_STAGES (_scan_vllm.h)
 )
 F_LAUNCH_USED = 32768  # vllm.Parser.launch_used (_scan_vllm.h: a spec line read in C leaves it set)
 
@@ -348,6 +350,10 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,
                   (processes.LAUNCHER, processes.WORKER), result.offer)
+    # The Watcher's sets, for the offers the scanner settles itself (offer_plain in _scan_vllm.h)
+    watcher = getattr(result.offer, "__self__", None)
+    if type(watcher) is context.Watcher and getattr(result.offer, "__func__", None) is context.Watcher.offer:
+        scan.watch(watcher.candidates, watcher.dump_lines, context.MAX_CANDIDATES)
     scan.llamacpp_arm(by_name[llamacpp.NAME])  # llama.cpp's timing and slot lines (_scan_llamacpp.h)
     others = [r for r in readers if r is not eagle and r is not tagger and not _never_busy(r)]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],

@@ -259,8 +259,8 @@ def block_record(block: Block, tool: str) -> dict:
     vLLM blocks never print the rate: unknown (null) unless the client's lines said it."""
     values: dict = {}
     for row in block.rows:
-        if row.value is not None:
-            values.setdefault(row.key, row.value)
+        if row.value is not None and row.key not in values:  # the first row of a key
+            values[row.key] = row.value
     rate = values.get("traffic_request_rate",
                       values.get("request_rate_configured_rps", block.client.get("request_rate")))
     if rate is None and tool == "vllm" and "failed_requests" in values:
@@ -269,7 +269,7 @@ def block_record(block: Block, tool: str) -> dict:
     if concurrency == "not set":
         concurrency = None
     return {"tool": tool, "line": block.first_line, "model": block.client.get("model"), "request_rate": rate,
-            "max_concurrency": concurrency, "speculative": any(key in values for key in SPEC_KEYS), **values}
+            "max_concurrency": concurrency, "speculative": not values.keys().isdisjoint(SPEC_KEYS), **values}
 
 
 # Result blocks of a file listed one by one once its blocks are of several configurations. Such

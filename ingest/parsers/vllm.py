@@ -420,25 +420,24 @@ class Parser:
         window = self.bench_blocks
         positions = 0
         for row in block.rows:
-            value = row.value
+            value, key = row.value, row.key
             if value is None:
                 continue
-            r.set(f"serving.{row.key}", value, row.line, fmt)
+            r.set(f"serving.{key}", value, row.line, fmt)
             if not isinstance(value, int | float):
                 continue
-
-            def add(name: str, v: float, line: int = row.line) -> None:
-                r.metrics.append(Metric(name, round(float(v), 6), window, line, "vllm_bench"))
-
-            if row.key == "output_throughput_tok_s":
-                add("throughput_tok_s", value)
-            elif row.key == "acceptance_length":
-                add("tokens_per_cycle", value)  # per run: deltas of /metrics counters
-            elif row.key == "acceptance_rate_pct":
-                add("draft_acceptance_rate", value / 100)
-            elif row.key.startswith("acceptance_position_"):
+            if key == "output_throughput_tok_s":
+                name = "throughput_tok_s"
+            elif key == "acceptance_length":
+                name = "tokens_per_cycle"  # per run: deltas of /metrics counters
+            elif key == "acceptance_rate_pct":
+                name, value = "draft_acceptance_rate", value / 100
+            elif key.startswith("acceptance_position_"):
                 positions += 1
-                add(f"acceptance_pos_{positions}", value / 100)
+                name, value = f"acceptance_pos_{positions}", value / 100
+            else:
+                continue
+            r.metrics.append(Metric(name, round(float(value), 6), window, row.line, "vllm_bench"))
         if "Speculative Decoding" in block.sections or positions:
             r.set("engine", "vllm", block.first_line, fmt)
         if positions:
