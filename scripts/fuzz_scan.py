@@ -85,7 +85,8 @@ def direct_calls(rng: random.Random) -> int:
     raised = 0
     scan, state = native.standalone(PARSERS)
     for _ in range(400):
-        text = "\n".join(rng.choice(["", "a", "NCCL INFO x", "[EAGLE3_PROFILE] window=1", "  Draft: 1 ms/cyc"])
+        text = "\n".join(rng.choice(["", "a", "NCCL INFO x", "[EAGLE3_PROFILE] window=1", "  Draft: 1 ms/cyc",
+                                      "[1,0]<stdout>:# x", "[12,3]<stderr>:", "[1,0]<stdout>"])
                          for _ in range(rng.randint(0, 6)))
         args = (rng.randint(-3, len(text) + 3), rng.randint(-3, 9), rng.randint(-3, 12), 1, *state,
                 rng.choice([0, native.F_MAIN, 127]), rng.randint(-3, 9))
@@ -99,8 +100,9 @@ def direct_calls(rng: random.Random) -> int:
                            rng.randint(-1, len(dirty) + 1), clean)
         except (IndexError, ValueError):
             raised += 1
-        try:
-            scan.scan(text.split("\n"), rng.randint(-3, 9), 1, *state, rng.choice([0, native.F_MAIN]))
+        try:  # an MPI-tagged line comes cleaned, a text.MpiLine
+            scan.scan([clean(line) for line in text.split("\n")], rng.randint(-3, 9), 1, *state,
+                      rng.choice([0, native.F_MAIN]))
         except IndexError:
             raised += 1
     # The nccl-tests reader's state as the scanner reads it: wrong types and odd tables refused.

@@ -351,7 +351,7 @@ def test_runs_of_adjacent_lines_give_the_counts_and_peaks_of_every_line(rows, fo
     busbw = Busbw()
     for process, line, n, peak in rows:
         busbw.add(None, process, line, n, peak)
-    from_runs = [(int(last), int(n), float(peak)) for _, _, runs in busbw.runs() for last, n, peak in zip(*runs)]
+    from_runs = [(int(last), int(n), float(peak)) for _, _, runs in busbw.runs() for last, n, peak in zip(*runs, strict=True)]
     per_line = [(line, n, peak) for (_, line), (n, peak) in _per_line(rows).items()]
     assert _panels(from_runs, ends) == _panels(per_line, ends)
 

@@ -80,10 +80,12 @@ CASES = sorted(CORPUS.glob("*.log")) + sorted(CORPUS.glob("*.txt")) + sorted(COR
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
 def test_every_engine_reads_the_same_context(path):
-    """The watcher sees each engine's lines; dirty copies (CRLF, colours) are read cleaned alike."""
+    """The watcher sees each engine's lines; dirty copies (CRLF, colours) and MPI-tagged ones (the
+    native scanner takes a tag off itself) are read cleaned alike."""
     raw = path.read_bytes()
     dirty = raw.replace(b"\n", b"\r\n").replace(b"NCCL INFO", b"\x1b[1;36mNCCL INFO\x1b[0m", 3)
-    for content in (raw, dirty):
+    tagged = b"\n".join(b"[1,0]<stdout>:" + line if line else line for line in raw.split(b"\n"))
+    for content in (raw, dirty, tagged):
         got = [{k: setting(r, k) for k in ("topology", "versions", "unread", "context")} | {"warnings": [
             (w.line, w.message) for w in r.warnings]} for r in (parse(content, e) for e in ("lines", "chunks", "native"))]
         assert got[0] == got[1] == got[2], path.name

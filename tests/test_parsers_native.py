@@ -212,10 +212,16 @@ def test_the_scanners_text_search_finds_each_lines_literals_as_python_does(lines
         _scan.vector(was)
 
 
+# MPI tags clean() takes off alone, with more to clean, past its bounds, or not tags at all
+_MPI_BITS = ["[1,0]<stdout>:", "[12,345]<stderr>:", "[1,0]<stdout>:>", "[1234567,123456]<stdout>:",
+             "[1,123456789012]<stdout>:", "[1,0]<stdin>:", "[1,]<stdout>:", "x[1,0]<stdout>:", "[1,0]<stdout>:[1,0]<std"]
+
+
 @SETTINGS
 @given(st.lists(st.one_of(st.sampled_from(LINES), _ASCII_LINE.map(str.encode)), max_size=30),
-       st.lists(st.sampled_from(DAMAGE[:-2]), max_size=3))
-def test_the_lines_clean_may_change_are_found_as_the_polars_search_finds_them(lines, damage):
+       st.lists(st.sampled_from(DAMAGE[:-2]), max_size=3), st.lists(st.sampled_from(_MPI_BITS), max_size=30))
+def test_the_lines_clean_may_change_are_found_as_the_polars_search_finds_them(lines, damage, tags):
+    lines = [tag.encode() + line for tag, line in zip(tags, lines, strict=False)] + lines[len(tags):]
     block = b"\n".join(lines)
     for hurt in damage:
         block = hurt(block)
@@ -227,8 +233,32 @@ def test_the_lines_clean_may_change_are_found_as_the_polars_search_finds_them(li
     assert _scan.longest_line(block) == max(map(len, block.split(b"\n")))
 
 
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(LINES), _ASCII_LINE.map(str.encode)), max_size=30),
+       st.lists(st.sampled_from(_MPI_BITS), max_size=30))
+def test_a_text_chunk_cut_and_cleaned_where_python_feeds_it_gives_the_lines_python_gives(lines, tags):
+    """A Text's lines as native.py cuts them (the dirty and the MPI-tagged cleaned) are _decode_block's;
+    an MPI-tagged line not among the dirty loses its tag alone (what the scanner takes off)."""
+    block = b"\n".join([tag.encode() + line for tag, line in zip(tags, lines, strict=False)] + lines[len(tags):])
+    chunk = text._decode_block(block, texts=True)
+    with mock.patch.object(text, "_scan", None):
+        python_lines = text._decode_block(block)
+    if not isinstance(chunk, text.Text):
+        return
+    dirty = set(chunk.dirty)
+    got = [text.clean(line) if i in dirty or line[:1] == "[" and "]<std" in line else line
+           for i, line in enumerate(chunk.text.split("\n"))]
+    assert got == list(python_lines)
+    assert [type(line) for line in got] == [type(line) for line in python_lines]
+    for i, line in enumerate(chunk.text.split("\n")):
+        if i not in dirty and "]<std" in line:
+            cleaned = text.clean(line)
+            assert isinstance(cleaned, text.MpiLine) and line.endswith(cleaned) and len(line) - len(cleaned) <= 24
+
+
 _DIRTY_BITS = st.lists(st.sampled_from([*(d for d in text._DIRTY if d.isascii()), "\x1b[31m", "[1;2m", "[12", "\n>", ">", "\n", "a", "P", "#0",
-                                        "]", "[", "^", "x" * 31]), max_size=16)
+                                        "]", "[", "^", "x" * 31, *_MPI_BITS, *("\n" + t for t in _MPI_BITS)]),
+                       max_size=16)
 
 
 @SETTINGS
@@ -245,8 +275,9 @@ def test_the_vector_search_for_lines_to_clean_finds_what_the_scalar_one_does(par
     finally:
         _scan.vector(was)
     assert answers[0] == answers[1]
-    count, dirty = answers[0][0]
-    assert count == text_.count("\n") + 1 and dirty == sorted(set(dirty))
+    count, dirty, mpi = answers[0][0]
+    assert count == text_.count("\n") + 1 and dirty == sorted(set(dirty)) and mpi == sorted(set(mpi))
+    assert not set(dirty) & set(mpi)
     assert answers[0][1] == max(map(len, text_.split("\n")))
 
 

@@ -1,6 +1,8 @@
 import io
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ingest.parsers as parsers
 from ingest.parsers import nccl_tests, parse_lines, parse_stream, processes
@@ -351,3 +353,28 @@ def test_headers_kept_are_bounded():
     for k in range(nccl_tests.HEADERS_KEPT + 10):
         parser.feed(k + 1, "#  size  count  type  redop  root  time  algbw  busbw  #wrong" + " " * k)
     assert len(parser.headers) == nccl_tests.HEADERS_KEPT and parser.tables == nccl_tests.HEADERS_KEPT + 10
+
+
+def _real_perf_lines() -> list[str]:
+    from pathlib import Path
+
+    root = Path(__file__).parent
+    return [line for path in sorted((root / "corpus").rglob("*")) + sorted((root.parent / "samples").rglob("*"))
+            if path.is_file() and path.suffix in (".log", ".txt", ".sh")
+            for line in path.read_text("utf-8", "replace").split("\n") if "_perf" in line]
+
+
+def test_the_binary_a_real_line_names_is_the_patterns_match():
+    lines = _real_perf_lines()
+    assert len(lines) >= 15
+    for line in lines:
+        m = nccl_tests._BINARY.search(line)
+        assert nccl_tests.binary(line) == (m.group(1) if m else None), line
+
+
+@given(st.lists(st.sampled_from(["_perf", "_mpi", "all_reduce", "a", "Z", "9", "_", "/", " ", "\t", "\u2003", "\x1c",
+                                 "-", ".", "x", "é", "bin/", "_perf_mpi", "__perf"]), max_size=14))
+def test_the_binary_found_from_each_perf_is_the_patterns_leftmost_match(parts):
+    line = "".join(parts)
+    m = nccl_tests._BINARY.search(line)
+    assert nccl_tests.binary(line) == (m.group(1) if m else None)

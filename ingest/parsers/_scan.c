@@ -17,10 +17,17 @@
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
  *     (_scan_vllm.h says which exactly);
  *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
+ *     a WARN line warned before, a bare `NCCL version` line once its settings are held
+ *     (_scan_nccl_other.h);
+ *   - a rule of dashes, a line holding the Tagger's `environ` but no env dump;
+ *   - an env dump, a launch command or export, a line naming NCCL that no reader acts on
+ *     (_scan_env.h; offered to the context watcher in C, _scan_context.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
- *     STARTS (and `[` lines the Tagger tags "main" or by a known label).
+ *     STARTS (and `[` lines the Tagger tags "main" or by a known label);
+ *   - any of these behind MPI's `[job,rank]<stdout>:` tag, taken off here (a text.MpiLine in a
+ *     list), once the Tagger has made the rank's process (mpi_line).
  *
- * Anything else — a non-ASCII line, an MPI-tagged line (a str subclass), a first record (formats
+ * Anything else — a non-ASCII line, an MPI-tagged line of a new rank, a first record (formats
  * and settings are set in order by Python), a number outside the plain grammar, a duplicate key —
  * stops the scan; Python feeds that line (parsers/__init__.py, _parse_native). What "exactly"
  * means is pinned by tests/test_parsers_native.py: the records and state equal the line-at-a-time
@@ -145,6 +152,9 @@ typedef struct {
     PyObject *tests_gpu_key, *tests_hint;  /* "nccl_tests.gpu", "nccl-tests" */
     PyObject *tests_version_key, *nccl_version_key, *tests_name;  /* "nccl_tests.version", "nccl.version", "nccl_tests" */
     struct vllm_state *vllm;  /* serving bench blocks (_scan_vllm.h), made by its first bench() */
+    /* MPI ranks whose process ("mpi J,R") this scan found made (mpi_process): job, rank, its string */
+    struct { int64_t job, rank; int process; } mpi_known[8];
+    int nmpi, mpi_evict;
 } Scanner;
 
 static int not_ready(Scanner *self);
@@ -1103,11 +1113,39 @@ static void nccl_remember(Scanner *self, const char *s, Py_ssize_t n, PyObject *
 
 #include "_scan_tests.h"
 
+/* ---- MPI's --tag-output: `[job,rank]<stdout>:` leading a line (text.clean, Tagger._mpi) ---------- */
+
+/* The tag leading s[0:n] as clean() takes it off and keeps its numbers (text._WRAPPER and _MPI_TAG):
+ * its length, *job and *rank; 0 where there is none taken off so. clean() looks for the tag's `>:`
+ * in the line's first 24 characters only: 12 digits in all at most (so under MAX_INT_DIGITS each,
+ * _MPI_TAG's bound). A `>` after the tag is a markdown quote _WRAPPER takes off too: no tag here. */
+static Py_ssize_t mpi_tag(const char *s, Py_ssize_t n, int64_t *job, int64_t *rank) {
+    Py_ssize_t i = 1, j, r;
+    if (n < 13 || s[0] != '[') return 0;
+    while (i < n && is_digit(s[i])) i++;
+    j = i - 1;
+    if (j == 0 || i >= n || s[i] != ',') return 0;
+    Py_ssize_t r0 = ++i;
+    while (i < n && is_digit(s[i])) i++;
+    r = i - r0;
+    if (r == 0 || j + r > 12 || n - i < 10) return 0;
+    if (!memeq(s + i, "]<stdout>:", 10) && !memeq(s + i, "]<stderr>:", 10)) return 0;
+    if (i + 10 < n && s[i + 10] == '>') return 0;
+    int64_t a = 0, b = 0;
+    for (Py_ssize_t k = 1; k <= j; k++) a = a * 10 + (s[k] - '0');
+    for (Py_ssize_t k = r0; k < r0 + r; k++) b = b * 10 + (s[k] - '0');
+    *job = a, *rank = b;
+    return i + 10;
+}
+
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
+#include "_scan_context.h"
 #include "_scan_nccl.h"
+#include "_scan_nccl_other.h"
+#include "_scan_env.h"
 
 static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
@@ -1116,6 +1154,28 @@ static int scan_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     uint64_t lits = literals_in(self, s, n, &by_literal);
     return read_line(self, s, n, line, lineno, e, windows, labels, nccl_lines, channel_lines, flags, mask, lits,
                      by_literal);
+}
+
+/* Whether the Tagger's trigger literals on a line change nothing _tag does: "environ" alone, where
+ * the line holds no "pid=" (_DUMP, an env dump's `pid=N environ`, needs both). */
+static int tagger_literals_idle(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits) {
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && self->lit_reader[k] == R_TAGGER && !(self->lit_len[k] == 7 && memeq(self->lit[k], "environ", 7)))
+            return 0;
+    return find(s, n, "pid=", 4) == NULL;
+}
+
+/* A rule of dashes (and whitespace), `-------`: the bench readers' `---` literal only, which
+ * BlockReader.feed reads as a section title (_SECTION wants a name between the dashes) and the
+ * rest of their feed() as nothing, with no block open; no STARTS, no context word. */
+static int dash_rule(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits, unsigned by_literal,
+                     unsigned by_start) {
+    if (by_start || by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM))) return 0;
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && !(self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3))) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] != '-' && !is_space(s[i])) return 0;
+    return 1;
 }
 
 /* The line's first non-blank (space or tab, as nccl_tests.feed strips) is a digit. */
@@ -1146,6 +1206,12 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     *mask = by_literal | by_start;
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
+    if (by_literal && dash_rule(self, s, n, lits, by_literal, by_start))  /* the Tagger's "main" */
+        return !(flags & F_MAIN) ? PYTHON : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+    if (by_literal & BIT(R_NCCL_DEBUG) && n > 13 && s[0] == 'N' && starts_len(s, n, "NCCL version ", 13)) {
+        int bare = nccl_bare_version(self, s, n, line, lineno, *mask, by_literal, flags);  /* _scan_nccl_other.h */
+        if (bare != PYTHON) return bare == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+    }
     unsigned rd = *mask;
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
         && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
@@ -1154,6 +1220,10 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
         if (llama != DECLINE) return llama;
+    }
+    if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd);  /* _scan_env.h */
+        if (env != DECLINE) return env;
     }
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal)
         && !sglang_launch_idle(s, n, rd, by_literal))
@@ -1176,6 +1246,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
         if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+        int warn = nccl_warn_line(self, s, n, line, rd, nccl_lines, channel_lines);  /* _scan_nccl_other.h */
+        if (warn != PYTHON) return warn == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
         if (!text) return ERROR;
         int seen = PySet_Contains(channel_lines, text);
@@ -1186,7 +1258,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         nccl_remember(self, s, n, channel_lines, nccl_lines);
         return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     }
-    if (by_literal & BIT(R_TAGGER)) return PYTHON;
+    if (by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits)) return PYTHON;
     int label;
     int tag = tagger_tag(self, s, n, labels, &label);
     if (tag < 0) return ERROR;
@@ -1222,6 +1294,57 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         return r;
     }
     return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+}
+
+/* The string of process "mpi J,R" (Tagger._mpi's name), where the Tagger has made it; -1 where it
+ * has not (the line that makes it is Python's), -2 on an error. Made, it changes no more for a line
+ * it tags alike: its rank and label are set (a non-empty str each) and stay. */
+static int mpi_process(Scanner *self, int64_t job, int64_t rank) {
+    for (int k = 0; k < self->nmpi; k++)
+        if (self->mpi_known[k].job == job && self->mpi_known[k].rank == rank) return self->mpi_known[k].process;
+    if (!self->tests || !self->tests->result) return -1;
+    char name[48];
+    int len = snprintf(name, sizeof(name), "mpi %lld,%lld", (long long)job, (long long)rank);
+    if (len <= 0 || len >= (int)sizeof(name)) return -1;
+    PyObject *processes = tests_attr(self->tests->result, "processes");
+    if (!processes) return -2;
+    PyObject *key = PyUnicode_FromStringAndSize(name, len);
+    int known = key && PyDict_Check(processes) ? PyDict_Contains(processes, key) : key ? 0 : -1;
+    Py_XDECREF(key);
+    Py_DECREF(processes);
+    if (known <= 0) return known < 0 ? -2 : -1;
+    int process = intern_str(self, name, len);
+    if (process < 0) return -2;
+    int k = self->nmpi < 8 ? self->nmpi++ : (self->mpi_evict++ & 7);
+    self->mpi_known[k].job = job, self->mpi_known[k].rank = rank, self->mpi_known[k].process = process;
+    return process;
+}
+
+/* A line MPI's --tag-output wrapped, s[0:n] the text after its tag (as clean() leaves it), read
+ * as read_line reads that text where the Tagger tags it "main": Tagger._mpi then tags it with the
+ * rank's process, made already (mpi_process), and changes nothing else. Records of the line are
+ * that process's. A line the Tagger would tag otherwise (a vLLM, SGLang or nccl-tests device tag,
+ * an NCCL or env dump line, a launch line) and a bench block's row are Python's; a line handed
+ * back goes to every reader (*mask), cleaned, as the line engine feeds it. */
+static int mpi_line(Scanner *self, const char *s, Py_ssize_t n, int64_t job, int64_t rank, int64_t lineno, Eagle *e,
+                    Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
+                    unsigned *mask) {
+    *mask = ~0u;
+    if (flags & F_BENCH) return PYTHON;
+    if (n && (s[0] == '(' || s[0] == '[' || s[0] == '$' || s[0] == '+' || (s[0] == '#' && find(s, n, "Pid", 3))))
+        return PYTHON;
+    unsigned by_literal;
+    uint64_t lits = literals_in(self, s, n, &by_literal);
+    if (by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits)) return PYTHON;
+    int process = mpi_process(self, job, rank);
+    if (process < 0) return process == -2 ? ERROR : PYTHON;
+    int main = self->s_main;
+    self->s_main = process;  /* the process of the lines tagged "main", for this line */
+    int status = read_line(self, s, n, NULL, lineno, e, windows, labels, nccl_lines, channel_lines, flags | F_MAIN,
+                           mask, lits, by_literal);
+    self->s_main = main;
+    if (status != OK) *mask = ~0u;
+    return status;
 }
 
 /* The parsers' state a scan reads and moves on (what Python holds between scans). */
@@ -1310,6 +1433,29 @@ static int finish_scan(Scanner *self, State *st, int status) {
     return -1;
 }
 
+/* The (job, rank) of a text.MpiLine, its `mpi` (ints under 10**18: _MPI_TAG's bound); PYTHON for
+ * any other str subclass. */
+static int mpi_of(PyObject *line, int64_t *job, int64_t *rank) {
+    PyObject *mpi = PyObject_GetAttrString(line, "mpi");
+    if (!mpi) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return ERROR;
+        PyErr_Clear();
+        return PYTHON;
+    }
+    int status = PYTHON;
+    if (PyTuple_CheckExact(mpi) && PyTuple_GET_SIZE(mpi) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(mpi, 0))
+        && PyLong_CheckExact(PyTuple_GET_ITEM(mpi, 1))) {
+        int o1 = 0, o2 = 0;
+        long long a = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(mpi, 0), &o1);
+        long long b = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(mpi, 1), &o2);
+        if (PyErr_Occurred()) status = ERROR;
+        else if (!o1 && !o2 && a >= 0 && b >= 0 && a < 1000000000000000000LL && b < 1000000000000000000LL)
+            *job = a, *rank = b, status = OK;
+    }
+    Py_DECREF(mpi);
+    return status;
+}
+
 /* scan(lines, start, first, eagle, sglang, labels, nccl_lines, channel_lines, flags) -> (stop, mask):
  * the lines from `start` read here up to the first Python must feed (its index, and the readers
  * it concerns), or len(lines). */
@@ -1328,13 +1474,24 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     nccl_fast_enter(self);
     unsigned mask = 0;
     int status = OK;
+    self->nmpi = 0;  /* (Python may have made processes since) */
     for (; i < n; i++) {
         PyObject *line = PyList_GET_ITEM(lines, i);
-        mask = ~0u;  /* an MpiLine (the Tagger reads its tag), a non-ASCII line: every reader */
-        if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
+        mask = ~0u;  /* a non-ASCII line, an MpiLine the scanner cannot read: every reader */
+        if (!PyUnicode_Check(line) || !PyUnicode_IS_ASCII(line)) { status = PYTHON; break; }
         nccl_next_line(self, lines, i + 1, NULL, NULL);
-        status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), line, first + i,
-                           &st.e, &st.windows, labels, nccl_lines, channel_lines, flags, &mask);
+        const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(line);
+        if (!PyUnicode_CheckExact(line)) {  /* a text.MpiLine: cleaned, its (job, rank) in `mpi` */
+            int64_t job, rank;
+            status = mpi_of(line, &job, &rank);
+            if (status == OK)
+                status = mpi_line(self, s, len, job, rank, first + i, &st.e, &st.windows, labels, nccl_lines,
+                                  channel_lines, flags, &mask);
+        } else {
+            status = scan_line(self, s, len, line, first + i, &st.e, &st.windows, labels, nccl_lines, channel_lines,
+                               flags, &mask);
+        }
         if (status != OK) break;
     }
     if (finish_scan(self, &st, status) < 0) return NULL;
@@ -1353,11 +1510,18 @@ static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t
     if (!line) return ERROR;
     int status = PYTHON;
     *mask = ~0u;
-    if (PyUnicode_CheckExact(line) && PyUnicode_IS_ASCII(line)) {  /* not an MpiLine: the Tagger reads its tag */
+    if (PyUnicode_Check(line) && PyUnicode_IS_ASCII(line)) {
         nccl_next_line(self, NULL, 0, NULL, NULL);
+        const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+        int64_t job, rank;
         /* NULL for the str, as a text's lines: whatever keeps a line's text makes its own */
-        status = scan_line(self, (const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line), NULL, lineno,
-                           &st->e, &st->windows, labels, nccl_lines, channel_lines, flags, mask);
+        if (PyUnicode_CheckExact(line))
+            status = scan_line(self, s, n, NULL, lineno, &st->e, &st->windows, labels, nccl_lines, channel_lines,
+                               flags, mask);
+        else if ((status = mpi_of(line, &job, &rank)) == OK)  /* a text.MpiLine: read with its rank's process */
+            status = mpi_line(self, s, n, job, rank, lineno, &st->e, &st->windows, labels, nccl_lines, channel_lines,
+                              flags, mask);
     }
     Py_DECREF(line);
     return status;
@@ -1397,6 +1561,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
     State st;
     if (tests_in(self) < 0 || state_in(&st, eagle, sglang) < 0) return NULL;
     nccl_fast_enter(self);
+    self->nmpi = 0;  /* (Python may have made processes since) */
     unsigned mask = 0;
     int status = OK;
     Py_ssize_t end = len;
@@ -1448,7 +1613,12 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         }
         nccl_next_line(self, NULL, 0, end < len && index + 1 < count && index + 1 != stop_at ? base + end + 1 : NULL,
                        base + len);
-        if (vector)
+        int64_t job, rank;
+        Py_ssize_t tag = end > pos && base[pos] == '[' ? mpi_tag(base + pos, end - pos, &job, &rank) : 0;
+        if (tag)  /* (a line not to clean: dirty_lines found its tag alone, and mpi_tag takes it off so) */
+            status = mpi_line(self, base + pos + tag, end - pos - tag, job, rank, first + index, &st.e, &st.windows,
+                              labels, nccl_lines, channel_lines, flags, &mask);
+        else if (vector)
             status = read_line(self, base + pos, end - pos, NULL, first + index, &st.e, &st.windows, labels, nccl_lines,
                                channel_lines, flags, &mask, lits, by_literal);
         else
@@ -2259,9 +2429,21 @@ static Py_ssize_t line_of(const Py_ssize_t *starts, Py_ssize_t lines, Py_ssize_t
 }
 
 /* dirty_lines(text: str) -> (its number of lines, the indices of those clean() may change:
- * text._DIRTY, _COLOUR, a leading ">"), or None for a text that is not ASCII (text.py looks for
- * U+FFFD there too). Each literal is searched over the whole text, not line by line: most texts
- * have none. */
+ * text._DIRTY, _COLOUR, a leading ">", but for the lines whose one change is the MPI tag that
+ * leads them (mpi_tag: the scanner takes it off itself), and the indices of those), or None for a
+ * text that is not ASCII (text.py looks for U+FFFD there too). Each literal is searched over the
+ * whole text, not line by line: most texts have none. */
+
+/* Whether the `]<std` at p closes an MPI tag that leads its line, as mpi_tag reads one. */
+static int mpi_tag_at(const char *text, Py_ssize_t len, Py_ssize_t p) {
+    Py_ssize_t b = p - 1;
+    while (b >= 0 && p - b <= 14 && (is_digit(text[b]) || text[b] == ',')) b--;  /* `[` + 13 at most */
+    if (b < 0 || text[b] != '[' || (b > 0 && text[b - 1] != '\n')) return 0;
+    const char *nl = memchr(text + p, '\n', (size_t)(len - p));
+    int64_t job, rank;
+    Py_ssize_t k = mpi_tag(text + b, (nl ? nl - text : len) - b, &job, &rank);
+    return k && b + k - 10 == p;
+}
 #ifdef HAVE_AVX2_PATH
 /* Which of DIRTY starts at p, or a colour at p (dirty_lines' literals, read one place at a time). */
 /* (DIRTY's literals by their first byte: the two lists change together.) */
@@ -2284,7 +2466,9 @@ static int dirty_at(const char *text, Py_ssize_t len, Py_ssize_t p) {
  * and the places where a line may need cleaning found by compares of each byte and the next
  * (\r, ESC, ^, #0, ]<, ac, Py, [ then a digit, a newline then >), each then read whole. */
 __attribute__((target("avx2")))
-static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, PyObject *out, Py_ssize_t last) {
+static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, PyObject *out, Py_ssize_t last,
+                      PyObject *mpi) {
+    Py_ssize_t last_mpi = -1;  /* the line last found an MPI tag, while it is the last of `mpi` */
     char pad0[64], pad1[64];
     Py_ssize_t line = 0;
 #define EQ(v, c) _mm256_cmpeq_epi8((v), _mm256_set1_epi8(c))
@@ -2311,6 +2495,16 @@ static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, P
                 else continue;
             } else if (!dirty_at(text, len, p)) {
                 continue;
+            } else if (text[p] == ']' && at != last && mpi_tag_at(text, len, p)) {
+                PyObject *v = PyLong_FromSsize_t(at);
+                if (!v || PyList_Append(mpi, v) < 0) { Py_XDECREF(v); return -1; }
+                Py_DECREF(v);
+                last_mpi = at;
+                continue;
+            }
+            if (at == last_mpi) {  /* more to clean on the line than its tag: a dirty line, no more an MPI one */
+                if (PyList_SetSlice(mpi, PyList_GET_SIZE(mpi) - 1, PyList_GET_SIZE(mpi), NULL) < 0) return -1;
+                last_mpi = -1;
             }
             if (at != last) {
                 PyObject *v = PyLong_FromSsize_t(at);
@@ -2334,17 +2528,18 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(arg), lines = 1;
 #ifdef HAVE_AVX2_PATH
     if (avx2_ok) {
-        PyObject *out = PyList_New(0);
-        if (len && text[0] == '>') {  /* a quote on the first line */
+        PyObject *out = PyList_New(0), *mpi = PyList_New(0);
+        if (out && mpi && len && text[0] == '>') {  /* a quote on the first line */
             PyObject *zero = PyLong_FromLong(0);
-            if (!out || !zero || PyList_Append(out, zero) < 0) { Py_XDECREF(out); Py_XDECREF(zero); return NULL; }
-            Py_DECREF(zero);
+            if (!zero || PyList_Append(out, zero) < 0) Py_CLEAR(out);
+            Py_XDECREF(zero);
         }
-        if (!out || dirty_avx2(text, len, &lines, out, PyList_GET_SIZE(out) - 1) < 0) {
+        if (!out || !mpi || dirty_avx2(text, len, &lines, out, PyList_GET_SIZE(out) - 1, mpi) < 0) {
             Py_XDECREF(out);
+            Py_XDECREF(mpi);
             return NULL;
         }
-        return Py_BuildValue("nN", lines, out);
+        return Py_BuildValue("nNN", lines, out, mpi);
     }
 #endif
     for (const char *p = text; (p = memchr(p, '\n', (size_t)(text + len - p))); p++) lines++;
@@ -2361,20 +2556,26 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
     for (size_t d = 0; d < sizeof(DIRTY) / sizeof(*DIRTY); d++) {
         Py_ssize_t m = (Py_ssize_t)strlen(DIRTY[d]);
         for (const char *p = text; (p = find_at(p, text + len - p, DIRTY[d], m, DIRTY_AT[d])); p++)
-            dirty[line_of(starts, lines, p - text)] = 1;
+            dirty[line_of(starts, lines, p - text)] |= *p == ']' && mpi_tag_at(text, len, p - text) ? 2 : 1;
     }
     for (const char *p = text; (p = memchr(p, '[', (size_t)(text + len - p))); p++)
-        if (colour_at(p, text + len - p, 0)) dirty[line_of(starts, lines, p - text)] = 1;
-    PyObject *out = PyList_New(0);
-    for (Py_ssize_t i = 0; out && i < lines; i++) {
+        if (colour_at(p, text + len - p, 0)) dirty[line_of(starts, lines, p - text)] |= 1;
+    /* 1: a line to clean; 2 alone: one whose MPI tag is all there is to take off */
+    PyObject *out = PyList_New(0), *mpi = PyList_New(0);
+    for (Py_ssize_t i = 0; out && mpi && i < lines; i++) {
         if (!dirty[i]) continue;
         PyObject *v = PyLong_FromSsize_t(i);
-        if (!v || PyList_Append(out, v) < 0) Py_CLEAR(out);
+        if (!v || PyList_Append(dirty[i] & 1 ? out : mpi, v) < 0) Py_CLEAR(out);
         Py_XDECREF(v);
     }
     free(starts);
     free(dirty);
-    return out ? Py_BuildValue("nN", lines, out) : NULL;
+    if (!out || !mpi) {
+        Py_XDECREF(out);
+        Py_XDECREF(mpi);
+        return NULL;
+    }
+    return Py_BuildValue("nNN", lines, out, mpi);
 }
 
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
@@ -2419,6 +2620,7 @@ static PyMethodDef module_methods[] = {
     {"hold_heap", hold_heap, METH_NOARGS, "hold_heap() -> whether freed memory is kept for the next chunks (glibc)"},
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
+    {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},
@@ -2432,6 +2634,9 @@ static PyMethodDef Scanner_methods[] = {
      "[, raw, dirty, d, clean]) -> (index, pos, end, mask)"},
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
+    {"env_bind", (PyCFunction)Scanner_env_bind, METH_VARARGS,
+     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name): env dumps, launch"
+     " commands (_scan_env.h)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,

@@ -96,7 +96,11 @@ struct nccl_fast {
     PyObject *of_lines, *of_channels;
     nccl_mirror_slot *mirror;
     Py_ssize_t mirrored;
+    context_fast ctx;  /* the Watcher's offer() (_scan_context.h), bound by env_bind() */
+    struct env_fast *env;  /* env dumps, launch commands and other NCCL-named lines (_scan_env.h) */
 };
+
+static void env_free(struct nccl_fast *f);  /* _scan_env.h */
 
 static void nccl_heads_clear(struct nccl_fast *f) {
     for (int i = 0; i < f->nheads; i++) Py_CLEAR(f->heads[i].tag);
@@ -115,11 +119,15 @@ static void nccl_mirror_clear(struct nccl_fast *f) {
     Py_CLEAR(f->of_channels);
 }
 
+static void env_enter(struct nccl_fast *f);  /* _scan_env.h */
+
 static void nccl_fast_free(Scanner *self) {
     struct nccl_fast *f = self->nccl;
     if (!f) return;
     nccl_heads_clear(f);
     nccl_mirror_clear(f);
+    context_clear(&f->ctx);
+    env_free(f);
     PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
                          &f->used, &f->shared, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
                          &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
@@ -136,8 +144,10 @@ static void nccl_fast_enter(Scanner *self) {
     struct nccl_fast *f = self->nccl;
     if (!f) return;
     f->fetched = 0;
+    f->ctx.fetched = 0;
     f->next_list = NULL, f->next_at = NULL;
     nccl_heads_clear(f);
+    env_enter(f);
 }
 
 /* The scan loops say where the line after the one they read is: lines[index] of a list, or the
@@ -291,7 +301,9 @@ static Py_ssize_t nccl_digits(const char *s, Py_ssize_t n, Py_ssize_t i) {
     return i;
 }
 
-static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
+/* `host:pid:tid [dev] ` from the line's start into *h: the place after it, 0 when the line is not so
+ * (nccl_head_of; a WARN line's, _scan_nccl_other.h). */
+static Py_ssize_t nccl_head_start(const char *s, Py_ssize_t n, nccl_line_head *h) {
     Py_ssize_t i = 0;
     while (i < n && s[i] != ':') {
         if (is_space(s[i])) return 0;  /* [^\s:]+ */
@@ -313,9 +325,13 @@ static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
     i = nccl_digits(s, n, h->dev_at);
     if (i == h->dev_at || i + 2 > n || s[i] != ']' || s[i + 1] != ' ') return 0;
     h->dev_end = i;
-    i += 2;
+    return i + 2;
+}
+
+static int nccl_head_of(const char *s, Py_ssize_t n, nccl_line_head *h) {
+    Py_ssize_t i = nccl_head_start(s, n, h);
     /* `(?:\S+:\d+ )?NCCL INFO\b ?`: the optional field cannot match inside "NCCL" (no ':'). */
-    if (!starts_len(s + i, n - i, "NCCL INFO ", 10)) return 0;
+    if (!i || !starts_len(s + i, n - i, "NCCL INFO ", 10)) return 0;
     h->msg = i + 10;
     return 1;
 }
@@ -332,6 +348,9 @@ static int nccl_next_is_head(struct nccl_fast *f) {
     } else if (f->next_at && f->next_at <= f->text_end) {
         const char *nl = memchr(f->next_at, '\n', (size_t)(f->text_end - f->next_at));
         s = f->next_at, n = (nl ? nl : f->text_end) - f->next_at;
+        int64_t job, rank;
+        Py_ssize_t tag = n && s[0] == '[' ? mpi_tag(s, n, &job, &rank) : 0;  /* (the scanner takes it off) */
+        s += tag, n -= tag;
     } else {
         return 0;
     }
@@ -742,7 +761,7 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
     PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
-    PyObject *rec = NULL, *entry = NULL, *text = NULL, *r = NULL;
+    PyObject *rec = NULL, *entry = NULL;
     int status = ERROR;
     if (!key || !value || !at || !host || !pid || !tid) goto done;
     if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0
@@ -752,14 +771,12 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
     entry = PyTuple_Pack(4, rec, host, pid, tid);
     if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
-    if (f->offer != Py_None) {
-        text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-        if (!text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL))) goto done;
-    }
+    /* offered after the readers, as the engines do (nccl_debug's "NCCL" is on it: a reader wants it) */
+    if (context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0) goto done;
     status = OK;
 done:
     Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(at); Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
-    Py_XDECREF(rec); Py_XDECREF(entry); Py_XDECREF(text); Py_XDECREF(r);
+    Py_XDECREF(rec); Py_XDECREF(entry);
     return status;
 }
 
@@ -899,6 +916,15 @@ static int nccl_version_held(struct nccl_fast *f, const char *m, Py_ssize_t n) {
     return f->has_cuda || !find(m, n, "+cuda", 5);
 }
 
+/* _version of a line whose settings are held: the line marked used; offer() reads its words. -1 on error. */
+static int nccl_version_read(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
+    /* _version: the line marked used (the settings are held); offer() reads its words (_scan_context.h) */
+    PyObject *at = PyLong_FromLongLong((long long)lineno);
+    int bad = !at || PySet_Add(f->used, at) < 0;
+    Py_XDECREF(at);
+    return bad || context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? -1 : 0;
+}
+
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
  * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
@@ -992,15 +1018,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     } else if (matrix) {
         if (PyObject_SetAttrString(f->parser, "matrix_columns", Py_None) < 0) return ERROR;
     } else if (version) {
-        /* _version: the line marked used (the settings are held); offer() reads its words */
-        PyObject *at = PyLong_FromLongLong((long long)lineno), *text = NULL, *r = NULL;
-        int bad = !at || PySet_Add(f->used, at) < 0;
-        if (!bad && f->offer != Py_None) {
-            text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-            bad = !text || !(r = PyObject_CallFunctionObjArgs(f->offer, at, text, NULL));
-        }
-        Py_XDECREF(at); Py_XDECREF(text); Py_XDECREF(r);
-        if (bad) return ERROR;
+        if (nccl_version_read(f, s, n, line, lineno) < 0) return ERROR;
     }
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
     return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));

@@ -518,6 +518,15 @@ static int tests_out_of_bounds(Scanner *self, const char *s, Py_ssize_t n, int64
     return tests_move(self, 2, names, values);
 }
 
+/* The footer offered to the context watcher: settled on its sets where the outcome is plain
+ * (offer_plain, _scan_vllm.h: the line is wanted, nccl_tests' STARTS `#` is on it), else offer()
+ * called. 0, or -1 on error. */
+static int tests_offer_footer(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
+    int settled = offer_plain(self->vllm, s, n, lineno, 1);
+    if (settled) return settled < 0 ? -1 : 0;
+    return bench_offer(self->vllm, s, n, NULL, lineno);
+}
+
 /* `# Avg bus bandwidth    : 68.7056 `: a plain decimal (another value, FAILED, is Python's), its
  * metric, the test ended, no table; then offered to the context watcher, as every such line. */
 static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
@@ -537,7 +546,7 @@ static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t l
     const char *names[] = {"test_ended", "table"};
     PyObject *values[] = {Py_NewRef(Py_True), Py_NewRef(Py_None)};
     if (tests_move(self, 2, names, values) != OK) return ERROR;
-    return bench_offer(self->vllm, s, n, NULL, lineno) < 0 ? ERROR : OK;
+    return tests_offer_footer(self, s, n, lineno) < 0 ? ERROR : OK;
 }
 
 /* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
@@ -566,11 +575,22 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lin
 static int tests_wordy(const char *s, Py_ssize_t n) {
     static const char *WORDY[] = {"throughput", "acceptanc", "accept length", "avg bus bandwidth", "specdecod",
                                   "set by environment", "ccl version", "statistics", "speculative", "nccl_"};
-    char low[1024];
-    if (n > (Py_ssize_t)sizeof(low)) return 1;
-    for (Py_ssize_t i = 0; i < n; i++) low[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] + 32 : s[i]);
-    for (size_t w = 0; w < sizeof(WORDY) / sizeof(*WORDY); w++)
-        if (find(low, n, WORDY[w], (Py_ssize_t)strlen(WORDY[w]))) return 1;
+    static const Py_ssize_t LEN[] = {10, 9, 13, 17, 9, 18, 11, 10, 11, 5};
+#define LOWER(c) ((c) >= 'A' && (c) <= 'Z' ? (char)((c) + 32) : (c))
+    if (n > 1024) return 1;  /* (a long line is Python's) */
+    /* One pass, each place tried against the words its letter starts (t, a, s, c, n): a device row
+     * was read ten times over, a search a word. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = LOWER(s[i]);
+        if (c != 't' && c != 'a' && c != 's' && c != 'c' && c != 'n') continue;
+        for (size_t w = 0; w < sizeof(WORDY) / sizeof(*WORDY); w++) {
+            if (WORDY[w][0] != c || i + LEN[w] > n) continue;
+            Py_ssize_t j = 1;
+            while (j < LEN[w] && LOWER(s[i + j]) == WORDY[w][j]) j++;
+            if (j == LEN[w]) return 1;
+        }
+    }
+#undef LOWER
     return 0;
 }
 

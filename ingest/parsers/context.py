@@ -112,15 +112,16 @@ class Watcher:
             self.text(first, "\n".join(lines[:HEAD_SCAN_LINES - first + 1]), [], None)
 
     def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None) -> None:
-        """A chunk as one text (text.Text keeps its dirty lines, those clean() may change, raw): the
-        dumps in its part of the file's head, a dirty line read cleaned as the engines read it."""
+        """A chunk as one text (text.Text keeps its dirty lines, those clean() may change, raw, and
+        its MPI-tagged ones, no other line holding "]<std"): the dumps in its part of the file's head,
+        those lines read cleaned as the engines read them."""
         if first > HEAD_SCAN_LINES:
             return
         lines = body.split("\n", HEAD_SCAN_LINES - first + 1)[:HEAD_SCAN_LINES - first + 1]
         wanted = set(dirty) if clean is not None else set()
         for k, line in enumerate(lines):
-            if k in wanted:
-                lines[k] = line = clean(line)  # type: ignore[misc]  # wanted is empty without clean
+            if clean is not None and (k in wanted or line[:1] == "[" and "]<std" in line):
+                lines[k] = line = clean(line)
             if len(self.head) < HEAD_LINES:
                 self.head.append(line)
             if _CTX.match(line):

@@ -327,10 +327,25 @@ class _Parse:
                     mask = ~0  # every reader, as the line engine feeds a cleaned line
             else:
                 line = body[pos:end]
-                if mask < 0:
+                if line[:1] == "[" and "]<std" in line:  # an MPI-tagged line the scanner took its tag off
+                    line, mask = text.clean(line), ~0  # (no other line but a dirty one holds "]<std")
+                elif mask < 0:
                     mask = self.scan.mask(line)
             (self.feed_stopped if mode == 1 else self.feed)(line, first + i, mask)
             i, pos = i + 1, end + 1
+
+
+def _watcher(result: ParseResult, parsers: dict) -> context.Watcher | None:
+    """The Watcher whose offer() is result.offer, where it wants what every reader of `parsers` wants (the
+    lines the scanner's masks name: what _scan_context.h takes for its `wanted`), else None."""
+    from . import _wanted  # (the package imports this module)
+
+    offer = result.offer
+    watcher = getattr(offer, "__self__", None)
+    if (isinstance(watcher, context.Watcher) and getattr(offer, "__func__", None) is context.Watcher.offer
+            and watcher.wanted is _wanted(tuple(parsers))):
+        return watcher
+    return None
 
 
 def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: dict, result: ParseResult,
@@ -346,6 +361,10 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     scan = scanner(readers)
     # NCCL INFO lines of processes both readers know are read in C (_scan_nccl.h) against their state.
     scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
+    # Env dumps, launch commands and the lines no reader acts on (_scan_env.h), offered to the Watcher in C
+    # where result.offer is the parse's own Watcher's (_scan_context.h), else by calling result.offer.
+    scan.env_bind(tagger, _watcher(result, parsers), context.MAX_CANDIDATES, (processes.LAUNCHER, processes.WORKER),
+                  processes.MAIN, launch_env.NAME)
     # vLLM's process tags and engine lines (_scan_vllm.h): the state those lines move on
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,

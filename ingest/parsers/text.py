@@ -245,7 +245,9 @@ def _lines(lines: list[str], cleaned: Iterable[int] = ()) -> Lines:
 class Text:
     """A chunk kept as its decoded text, ASCII, not cut into lines (read_chunks(texts=True)): the
     native scanner reads its lines in place; Python cuts out only those it feeds, cleaning the
-    `dirty` ones (the indices of the lines clean() may change, ascending).
+    `dirty` ones (the indices of the lines clean() may change, ascending) and those MPI-tagged.
+    A line whose one change is the MPI tag leading it is not among the dirty: the scanner takes
+    the tag off itself (_scan.dirty_lines).
 
     A chunk with a few non-ASCII lines (a progress bar's blocks, a name in another script) comes as
     its ASCII image, each other character a "?" (so every line starts at the same place in both),
@@ -278,9 +280,9 @@ def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
         block = block.replace(b"\x00", b"")
     text = block.decode("utf-8", errors="replace")
     counted = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
-    marked = None if counted is None else counted[1]
+    marked = None if counted is None else sorted(counted[1] + counted[2]) if counted[2] else counted[1]
     if texts and counted is not None and len(counted[1]) <= TEXT_DIRTY_SHARE * counted[0]:
-        return Text(text, *counted)
+        return Text(text, counted[0], counted[1])
     if texts and counted is None and _scan is not None and (chunk := _ascii_image(text)) is not None:
         return chunk
     lines = text.split("\n")
@@ -321,7 +323,7 @@ def _ascii_image(text: str) -> Text | None:
     image = text.encode("ascii", errors="replace").decode("ascii")  # one "?" a character: same places
     counted = _scan.dirty_lines(image)
     assert counted is not None  # an ASCII text
-    count, marked = counted
+    count, marked = counted[0], counted[1]  # (its MPI-tagged lines, counted[2], the scanner reads)
     limit = TEXT_DIRTY_SHARE * count
     if len(marked) > limit:
         return None
