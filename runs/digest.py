@@ -294,16 +294,7 @@ class Busbw:
         self._runs: dict[tuple[int | None, str], tuple[array, array, array]] = {}
 
     def add(self, logfile: int | None, process: str, line: int, n: int, peak: float) -> None:
-        runs = self._runs.get((logfile, process))
-        if runs is None:
-            runs = self._runs[(logfile, process)] = (array("q"), array("q"), array("d"))
-        last, rows, top = runs
-        if last and last[-1] <= line <= last[-1] + 1:
-            last[-1], rows[-1], top[-1] = line, rows[-1] + n, max(top[-1], peak)
-            return
-        last.append(line)
-        rows.append(n)
-        top.append(peak)
+        self.add_run(logfile, process, line, line, n, peak)
 
     def add_run(self, logfile: int | None, process: str, first: int, last: int, n: int, peak: float) -> None:
         """Lines `first`..`last`, all of them, at once (SQL finds such runs): as add() of each."""
