@@ -66,6 +66,16 @@ def status_kb(pid: int, field: str) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,6 +118,7 @@ class Stack:
             "RUNLENS_RECONCILE_AFTER_SECONDS": "7200",
         }
         self._sql: psycopg.Connection | None = None
+        self.database_cpu: dict[int, float] = {}  # wait_ready's samples: {backend pid: CPU seconds}
 
     # -- the database and Redis ---------------------------------------------------------------------
 
@@ -216,6 +227,29 @@ class Stack:
         p = self.procs[f"worker{concurrency}"]
         return max([status_kb(pid, "VmHWM") for pid in [p.pid, *descendants(p.pid)]] or [0])
 
+    def worker_cpu_seconds(self, concurrency: int) -> float:
+        """CPU seconds (user + system) the worker and its children have used so far."""
+        p = self.procs[f"worker{concurrency}"]
+        return sum(cpu_seconds(pid) for pid in [p.pid, *descendants(p.pid)])
+
+    def database_cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds so far of each live PostgreSQL backend serving the bench's database (the
+        worker's COPY and queries run there): {pid: seconds}. A backend's seconds are lost when it
+        exits, so callers sample this as they poll and keep each pid's largest figure."""
+        mark = f" {self.db_name} ".encode()
+        out = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    title = f.read()
+            except OSError:
+                continue
+            if title.startswith(b"postgres: ") and mark in title:
+                out[int(entry)] = cpu_seconds(int(entry))
+        return out
+
     def check_alive(self) -> None:
         for name in list(self.procs):
             self._alive(name)
@@ -303,7 +337,10 @@ class Stack:
         """Seconds until every run is ready (polled in the database); a failed run is an error."""
         start = time.perf_counter()
         left = set(run_ids)
+        self.database_cpu = {}
         while left:
+            for pid, seconds in self.database_cpu_seconds().items():
+                self.database_cpu[pid] = max(seconds, self.database_cpu.get(pid, 0.0))
             for rid, status in self.run_status(list(left)).items():
                 if status == "ready":
                     left.discard(rid)

@@ -58,6 +58,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
                     help=f"comma-separated, of {', '.join(mixes.MIXES + mixes.CLIFFS)} (the last three: odd input "
                          f"that made a speed cliff; default all, --quick all but distinct_names, which does not "
                          f"finish yet)")
+    ap.add_argument("--ingest-mix", choices=mixes.MIXES + RENUMBERED,
+                    help="the ingest section's log: this real-content mix at --size-mb (default the generator's log)")
     ap.add_argument("--mix-source", type=Path, action="append", default=[], metavar="DIR",
                     help="build the mixes from the real logs under DIR instead (repeatable): a kept-back set")
     ap.add_argument("--parse-timeout", type=float,
@@ -257,14 +259,36 @@ def section_parse(a, rows, refs, env) -> None:
     say(rows["parse_rate"].measured, "| peak RSS", rows["parse_rss"].measured)
 
 
+def ingest_log(a) -> Path:
+    """The ingest section's log: the generator's, or a real-content mix (--ingest-mix)."""
+    if not a.ingest_mix:
+        return cached_log(DATA / f"mixed-{a.size_mb}mb.log", size_bytes=a.size_mb << 20)
+    log = DATA / f"mix-{a.ingest_mix}-{a.size_mb}mb.log"
+    if log.exists() and log.stat().st_size >= a.size_mb << 20:
+        return log
+    DATA.mkdir(parents=True, exist_ok=True)
+    if a.ingest_mix in RENUMBERED:
+        nccl_unique.write(log, a.size_mb << 20)
+    else:
+        mixes.write_mix(log, a.ingest_mix, a.size_mb << 20, a.mix_source or None)
+    return log
+
+
 def section_ingest(a, rows, refs, stack: Stack) -> None:
-    log = cached_log(DATA / f"mixed-{a.size_mb}mb.log", size_bytes=a.size_mb << 20)
-    say(f"ingest of {log.stat().st_size / report.MB:.0f} MB through the API ...")
+    log = ingest_log(a)
+    say(f"ingest of {log.stat().st_size / report.MB:.0f} MB ({a.ingest_mix or 'generator'}) through the API ...")
     rid, up = stack.upload([log], f"bench ingest {a.size_mb} MB")
+    cpu, db_cpu = stack.worker_cpu_seconds(1), stack.database_cpu_seconds()
     seconds = stack.wait_ready([rid], timeout=3600)
     report.judge_ingest(rows["ingest_time"], rows["ingest_rss"], size=log.stat().st_size, seconds=seconds,
                         upload_seconds=up, rss=stack.worker_peak_rss(1))
-    say(rows["ingest_time"].measured, "| worker peak RSS", rows["ingest_rss"].measured)
+    rows["ingest_time"].detail["worker_cpu_seconds"] = round(stack.worker_cpu_seconds(1) - cpu, 2)
+    # PostgreSQL's share: each backend's CPU while the run parsed, less what it had used before.
+    db = sum(seconds - db_cpu.get(pid, 0.0) for pid, seconds in stack.database_cpu.items())
+    rows["ingest_time"].detail["database_cpu_seconds"] = round(db, 2)
+    rows["ingest_time"].detail["log"] = a.ingest_mix or "generator"
+    say(rows["ingest_time"].measured, f"(CPU: worker {rows['ingest_time'].detail['worker_cpu_seconds']} s, "
+        f"PostgreSQL {db:.1f} s) | worker peak RSS", rows["ingest_rss"].measured)
 
 
 def large_runs(a, refs, stack: Stack, state: dict) -> list[int]:
@@ -415,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     stack = Stack(db_url=a.db_url, redis_url=a.redis_url, timeout=a.timeout, log=say)
     mach = report.machine()
     commit = report.git_commit(str(ROOT))
-    config = {k: getattr(a, k) for k in ("quick", "size_mb", "mix_mb", "mixes", "windows", "compare_runs", "list_runs",
-                                         "logs", "log_windows", "reps", "sections", "timeout")}
+    config = {k: getattr(a, k) for k in ("quick", "size_mb", "ingest_mix", "mix_mb", "mixes", "windows", "compare_runs",
+                                         "list_runs", "logs", "log_windows", "reps", "sections", "timeout")}
 
     def write(extra: list[str]) -> dict:
         """results.json, written after every section: a run stopped half-way keeps what it measured."""

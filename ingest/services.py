@@ -8,12 +8,12 @@ runs/services.py. The database is the source of truth: a task is only a doorbell
 
 from __future__ import annotations
 
-import json
+import io
 import logging
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from functools import partial
@@ -33,6 +33,7 @@ from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
 from ingest.parsers import trace as trace_parser
 from runs import columns
+from runs.digest import NcclFold
 from runs.models import (
     CollectiveResult,
     LogFile,
@@ -46,6 +47,7 @@ from runs.services import refresh_run
 log = logging.getLogger(__name__)
 
 BATCH = 2000
+BATCH_ROWS = 64_000  # NCCL rows built for one COPY at a time
 
 
 def enqueue_run(run: Run) -> None:
@@ -216,28 +218,32 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
     try:
         with Heartbeat(lf) as heartbeat, _spool_file() as spool, _spool_file() as block_spool, \
                 _Folder(block_spool) as folder:
+            # NCCL values repeat (a log of restarts echoes the same variables each time: 512 MB
+            # of NCCL start-up lines gave millions of rows): kept folded, only the last of each
+            # identity between two possible launch starts stored (NcclFold.stored).
+            nccl = NcclFold()
             # NCCL echoes whose rank the nccl_debug parser learns only at its end (it holds
-            # them itself until then): spooled once the parse has finished, with their rank.
+            # them itself until then): folded once the parse has finished, with their rank.
             unranked: list[rec.NcclValue] = []
 
             def spill(result: ParseResult) -> None:
                 if heartbeat.lost.is_set():
                     raise _ClaimLost()
-                phases, metrics, collectives, nccl = result.take_columns()
-                unranked.extend(n for n in nccl if _rank_pending(n))
+                phases, metrics, collectives, values = result.take_columns()
+                unranked.extend(n for n in values if _rank_pending(n))
+                nccl.add(n for n in values if not _rank_pending(n))
                 folder.add(phases, metrics)
-                _spool_rows(spool, collectives, [n for n in nccl if not _rank_pending(n)])
+                _spool_rows(spool, collectives)
 
             with storage.open_log(lf.path, lf.registered) as stream:
                 # A reader of `read` alone is all the parsers ask of a stream.
                 result = parse_stream(cast(BinaryIO, _Watched(stream, heartbeat.lost)), sink=spill)
             spill(result)
             cut = folder.finish()
-            if unranked:
-                _spool_rows(spool, [], unranked)
-                unranked.clear()
+            nccl.add(unranked)
+            unranked.clear()
             try:
-                _store_rows(lf, spool, cut, result)
+                _store_rows(lf, spool, cut, nccl.stored(result), result)
             except (OperationalError, _ClaimLost):
                 raise
             except Exception as e:
@@ -313,31 +319,32 @@ class _Folder:
         return self.cut
 
 
-def _spool_rows(spool: BinaryIO, collectives: list, nccl: list) -> None:
-    """One batch of collectives and NCCL values: a JSON line, every field."""
-    head = {
-        "c": [[c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-               c.wrong, c.in_place, c.line, c.process] for c in collectives],
-        "n": [[n.key, n.value, n.kind, n.line, n.source, n.rank, n.process] for n in nccl],
-    }
-    if head["c"] or head["n"]:
-        spool.write(json.dumps(head).encode() + b"\n")
+def _spool_rows(spool: BinaryIO, collectives: pl.DataFrame | None) -> None:
+    """One batch of collectives (COLLECTIVE_SCHEMA): its length, then its columns as an Arrow IPC
+    stream (written and read back in native code: a JSON row each was two thirds of the worker's
+    time past the parse on 512 MB of nccl-tests outputs)."""
+    if collectives is None or not collectives.height:
+        return
+    blob = io.BytesIO()
+    collectives.write_ipc_stream(blob)
+    spool.write(len(blob.getbuffer()).to_bytes(8, "little"))
+    spool.write(blob.getbuffer())
 
 
-def _unspool(spool: BinaryIO) -> Iterator[tuple[list, list]]:
-    """What was spooled, in order: (collectives, NCCL values) batches."""
+def _unspool(spool: BinaryIO) -> Iterator[pl.DataFrame]:
+    """What was spooled, in order: batches of collectives."""
     spool.seek(0)
-    while raw := spool.readline():
-        head = json.loads(raw)
-        yield head["c"], head["n"]
+    while size := spool.read(8):
+        yield pl.read_ipc_stream(io.BytesIO(spool.read(int.from_bytes(size, "little"))))
 
 
-def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: ParseResult) -> None:
+def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, nccl: list[rec.NcclValue],
+                result: ParseResult) -> None:
     """Replace the file's rows with the spooled ones, if the claim is still this parse's.
 
     Phases and metrics were cut into the file's stored columns while parsing (parse_logfile's
-    spill): here they are written as they are (runs.columns.write), NCCL values and
-    collectives as rows (COPY on PostgreSQL).
+    spill): here they are written as they are (runs.columns.write), collectives and the folded
+    NCCL values as rows (COPY on PostgreSQL).
 
     The log file's row is left alone until the end (_finish_logfile marks it ready if the claim
     is still this parse's, else the whole store rolls back): the heartbeat keeps updating it
@@ -352,8 +359,16 @@ def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, result: Parse
             raise _ClaimLost()
         _delete_rows(lf)
         columns.write(lf, cut)
-        for rows in _unspool(spool):
-            _insert_rows(lf, *rows)
+        if connection.vendor == "postgresql":
+            # Foreign keys (the NCCL rows') checked as each COPY ends, not all at the COMMIT: the
+            # COMMIT comes after the log file's row is taken (_finish_logfile), and a heartbeat
+            # waits behind it (1.4M NCCL rows, before they were folded: a COMMIT of 27 s).
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for frame in _unspool(spool):
+            _insert_collectives(lf, frame)
+        for at in range(0, len(nccl), BATCH_ROWS):
+            _insert_nccl(lf, nccl[at:at + BATCH_ROWS])
         _finish_logfile(lf, result)
 
 
@@ -442,23 +457,29 @@ COLLECTIVE_FIELDS = ("run", "logfile", "line", "process", "op", "size_bytes", "c
 NCCL_FIELDS = ("run", "logfile", "line", "process", "key", "value", "kind", "rank", "source", "role")
 
 
-def _insert_rows(lf: LogFile, collectives: list, nccl: list) -> None:
-    """Insert one spooled batch of collectives and NCCL values (as _unspool gives it), cut to the
-    columns' sizes."""
-    run_id, lf_id = lf.run_id, lf.id
+def _insert_collectives(lf: LogFile, frame: pl.DataFrame) -> None:
+    """Insert one spooled batch of collectives, cut to the columns' sizes: on PostgreSQL as CSV
+    written by polars (COPY), on SQLite as instances."""
+    rows = frame.select(
+        pl.lit(lf.run_id, pl.Int64).alias("run"), pl.lit(lf.id, pl.Int64).alias("logfile"), "line",
+        pl.col("process").str.slice(0, 64), "op", "size_bytes", "count", pl.col("dtype").str.slice(0, 16),
+        pl.col("redop").str.slice(0, 16), "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place")
+    if connection.vendor != "postgresql":
+        _bulk_create(CollectiveResult, COLLECTIVE_FIELDS, rows.iter_rows())
+        return
+    # Every text quoted, so that no text reads as the NULL mark (\N), which only a missing number is.
+    csv = rows.write_csv(include_header=False, null_value="\\N", quote_style="non_numeric").encode()
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            f"{_copy_into(CollectiveResult, COLLECTIVE_FIELDS)} WITH (FORMAT csv, NULL '\\N')") as copy:
+        copy.write(csv)
+
+
+def _insert_nccl(lf: LogFile, nccl: list[rec.NcclValue]) -> None:
+    """Insert NCCL values, cut to the columns' sizes."""
     write = _copy if connection.vendor == "postgresql" else _bulk_create
-    collective_rows = [
-        (run_id, lf_id, line, process[:64], op, size_bytes, count, dtype[:16], redop[:16], root, time_us, algbw,
-         busbw, wrong, in_place)
-        for op, size_bytes, count, dtype, redop, root, time_us, algbw, busbw, wrong, in_place, line, process
-        in collectives
-    ]
-    nccl_rows = [
-        (run_id, lf_id, line, process[:64], key[:64], value[:512], kind, rank[:32], source[:200], "")
-        for key, value, kind, line, source, rank, process in nccl
-    ]
-    write(CollectiveResult, COLLECTIVE_FIELDS, collective_rows)
-    write(NcclSetting, NCCL_FIELDS, nccl_rows)
+    write(NcclSetting, NCCL_FIELDS, [
+        (lf.run_id, lf.id, n.line, n.process[:64], n.key[:64], n.value[:512], n.kind, n.rank[:32], n.source[:200], "")
+        for n in nccl])
 
 
 def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
@@ -466,15 +487,19 @@ def _copy(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
     times faster than bulk_create's INSERTs for the same rows."""
     if not rows:
         return
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+    with connection.cursor() as cursor, cursor.cursor.copy(_copy_into(model, fields)) as copy:
         for row in rows:
             copy.write_row(row)
 
 
-def _bulk_create(model: Any, fields: tuple[str, ...], rows: list[tuple]) -> None:
+def _copy_into(model: Any, fields: tuple[str, ...]) -> str:
+    """`COPY table (columns) FROM STDIN` of these fields of the model."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(model._meta.get_field(f).column) for f in fields)
+    return f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
+
+
+def _bulk_create(model: Any, fields: tuple[str, ...], rows: Iterable[tuple]) -> None:
     """SQLite's way: the same rows as model instances."""
     names = _attnames(fields)
     model.objects.bulk_create((model(**dict(zip(names, row, strict=True))) for row in rows), batch_size=BATCH)

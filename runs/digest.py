@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from runs.layout import layout
+from runs.layout import ROLES, layout
 
 if TYPE_CHECKING:  # the parsers' record shapes; runs never loads ingest at run time
     from ingest.parsers.records import Grouped, ParseResult
@@ -294,14 +294,18 @@ class Busbw:
         self._runs: dict[tuple[int | None, str], tuple[array, array, array]] = {}
 
     def add(self, logfile: int | None, process: str, line: int, n: int, peak: float) -> None:
+        self.add_run(logfile, process, line, line, n, peak)
+
+    def add_run(self, logfile: int | None, process: str, first: int, last: int, n: int, peak: float) -> None:
+        """Lines `first`..`last`, all of them, at once (SQL finds such runs): as add() of each."""
         runs = self._runs.get((logfile, process))
         if runs is None:
             runs = self._runs[(logfile, process)] = (array("q"), array("q"), array("d"))
-        last, rows, top = runs
-        if last and last[-1] <= line <= last[-1] + 1:
-            last[-1], rows[-1], top[-1] = line, rows[-1] + n, max(top[-1], peak)
+        lasts, rows, top = runs
+        if lasts and lasts[-1] <= first <= lasts[-1] + 1:
+            lasts[-1], rows[-1], top[-1] = last, rows[-1] + n, max(top[-1], peak)
             return
-        last.append(line)
+        lasts.append(last)
         rows.append(n)
         top.append(peak)
 
@@ -418,7 +422,27 @@ class NcclFold:
         files: dict[int | None, dict] = {lf: info for lf, info in result.files.items()} or {None: {
             "name": None, "role": "", "processes": result.processes, "launch_lines": result.launch_lines,
             "settings": {}}}  # a lone parse's one file, as runs.summary.process_files gives it
-        segments = layout(files).segments
+        starts = {lf: [start for start, _ in segs] for lf, segs in layout(files).segments.items()}
+        return self._fold(starts, by_line=False)
+
+    def stored(self, result: ParseResult) -> list:
+        """The values a store keeps of one log file's parse: the last of each identity between
+        any two lines where a launch segment starts under any role a person may give the file
+        afterwards (runs.layout: a file's segments follow from its own processes, launch lines
+        and role alone; merging launches across files only joins segments). Each segment of the
+        run's layout is then a run of these pieces, so the last of an identity in a segment is
+        the last in its last piece: kept. "Last" as the store reads its rows back: by line, then
+        in the order written (runs.services._add_nccl), the order kept."""
+        cuts: set[int] = set()
+        for role in ("", *ROLES):
+            lay = layout({None: {"name": None, "role": role, "processes": result.processes,
+                                 "launch_lines": result.launch_lines}})
+            cuts.update(start for segs in lay.segments.values() for start, _ in segs)
+        return self._fold({lf: sorted(cuts) for lf in {v.logfile for v in self._first + self._loose}}, by_line=True)
+
+    def _fold(self, starts: dict[int | None, list[int]], by_line: bool) -> list:
+        """The last value of each (identity, segment), segments starting at `starts` (per log
+        file): last as the values came, or `by_line`: by line, then as they came."""
         which = np.array(self._which, dtype=np.int32)  # a copy: the loose ones are numbered in it
         lines = np.frombuffer(self._lines, dtype=np.int64) if len(self._lines) else np.zeros(0, np.int64)
         # A loose echo's identity, its rank now set: numbered after the others.
@@ -437,22 +461,23 @@ class NcclFold:
         # values after a large log: no array more than needed, each as narrow as it can be, each let go
         # once used -- this is parselog's peak.)
         segment = np.zeros(len(which), dtype=np.int64)
-        for lf, segs in segments.items():
-            starts = np.array([start for start, _ in segs], dtype=np.int64)
+        for lf, cuts in starts.items():
+            bounds = np.array(cuts, dtype=np.int64)
             if all(v.logfile == lf for v in first):  # a lone parse: one file, every value its own
-                segment = np.searchsorted(starts, lines, side="right")
+                segment = np.searchsorted(bounds, lines, side="right")
                 continue
             mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
-            segment[mine] = np.searchsorted(starts, lines[mine], side="right")
-        # The last of each (identity, segment), in the order the values came.
+            segment[mine] = np.searchsorted(bounds, lines[mine], side="right")
+        # The last of each (identity, segment).
         span = int(segment.max(initial=0)) + 1
         narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
         where = which.astype(narrow)  # a copy: `which` is read below
         where *= span
         where += segment.astype(narrow, copy=False)
         del segment
-        # A stable sort keeps each key's values in their order: a run's end is its key's last value.
-        order = np.argsort(where, kind="stable")
+        # A stable sort keeps each key's values in their order (by_line: each key's values by line,
+        # those of one line in their order): a run's end is its key's last value.
+        order = np.lexsort((lines, where)) if by_line else np.argsort(where, kind="stable")
         ends = where[order]
         del where
         ends = np.append(ends[1:] != ends[:-1], True) if len(ends) else np.zeros(0, dtype=bool)

@@ -267,6 +267,11 @@ class NcclSetting(_Parsed):
 
 
 class CollectiveResult(_Parsed):
+    # A bulk table (512 MB of nccl-tests outputs: 2.3M rows): no database FK constraint, as
+    # above (the two checks a row were half of PostgreSQL's time storing them), and no index of
+    # the run's own (the prefix of collective_run_size).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_constraint=False, db_index=False)
+    logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, null=True, blank=True, db_constraint=False)
     op = models.CharField(max_length=32)
     size_bytes = models.BigIntegerField()
     count = models.BigIntegerField()

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
-from django.db.models import Count, F, Max, Q
+from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from ingest.parsers import parse_lines
@@ -497,12 +497,21 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
         digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
             "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place")[:digest.COLLECTIVES_KEPT]]
     rows.collectives_total = collectives.count()
-    # In line order, streamed: Busbw keeps a run of adjacent lines, not a line (millions in a long run).
-    for lf_id, process, line, n, peak in (
-            collectives.filter(busbw_gbs__isnull=False).order_by().values("logfile_id", "process", "line")
-            .annotate(n=Count("id"), peak=Max("busbw_gbs")).order_by("logfile_id", "process", "line")
-            .values_list("logfile_id", "process", "line", "n", "peak").iterator(chunk_size=10_000)):
-        rows.busbw.add(lf_id, process, line or 0, n, peak)
+    # Busbw keeps runs of adjacent lines, not a line (millions in a long run): found in SQL, a row
+    # a run (a line less its rank among its file's and process's lines is the same along a run),
+    # not a row a line (1.15M lines of 512 MB of nccl-tests outputs fetched into the worker).
+    table = connection.ops.quote_name(CollectiveResult._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT logfile_id, process, MIN(line), MAX(line), CAST(SUM(n) AS BIGINT), MAX(peak) FROM ("
+            " SELECT logfile_id, process, line, n, peak,"
+            "  line - ROW_NUMBER() OVER (PARTITION BY logfile_id, process ORDER BY line) AS island FROM ("
+            "  SELECT logfile_id, process, COALESCE(line, 0) AS line, COUNT(*) AS n, MAX(busbw_gbs) AS peak"
+            f"  FROM {table} WHERE run_id = %s AND busbw_gbs IS NOT NULL"
+            "  GROUP BY logfile_id, process, COALESCE(line, 0)) AS lines) AS islands "
+            "GROUP BY logfile_id, process, island ORDER BY logfile_id, process, MIN(line)", [run.id])
+        for lf_id, process, first, last, n, peak in cursor:
+            rows.busbw.add_run(lf_id, process, first, last, n, peak)
     return rows
 
 
@@ -602,10 +611,24 @@ def refresh_nccl(run_id: int) -> None:
 def mark_nccl_roles(run: Run, processes: list[dict]) -> None:
     """Write each NCCL row's process role (the run list's KEY=VALUE filter reads it)."""
     rows = NcclSetting.objects.filter(run=run, logfile__isnull=False)
+    roles = {(p["logfile"], tag): p["role"] for p in processes if p.get("logfile") and p["role"] != "unknown"
+             for tag in (p["tag"], *p["aliases"])}
+    if connection.vendor == "postgresql":
+        # One statement, each row joined to its process's role: an UPDATE a process scanned the
+        # run's rows once each (53 processes of 512 MB of NCCL start-up: a second each).
+        table = connection.ops.quote_name(NcclSetting._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} AS n SET role = COALESCE(r.role, '') FROM {table} AS o "
+                "LEFT JOIN unnest(%s::bigint[], %s::text[], %s::text[]) AS r(logfile_id, process, role) "
+                "ON r.logfile_id = o.logfile_id AND r.process = o.process "
+                "WHERE n.id = o.id AND o.run_id = %s AND o.logfile_id IS NOT NULL "
+                "AND o.role IS DISTINCT FROM COALESCE(r.role, '')",
+                [[lf for lf, _ in roles], [tag for _, tag in roles], list(roles.values()), run.id])
+        return
     rows.exclude(role="").update(role="")
-    for p in processes:
-        if p.get("logfile") and p["role"] != "unknown":
-            rows.filter(logfile_id=p["logfile"], process__in=[p["tag"], *p["aliases"]]).update(role=p["role"])
+    for (logfile, tag), role in roles.items():
+        rows.filter(logfile_id=logfile, process=tag).update(role=role)
 
 
 def _phase(parsed: dict, word: str) -> dict | None:

@@ -461,3 +461,126 @@ def test_a_heartbeat_is_written_while_its_store_is_open_and_never_waits_on_the_f
         release.set()
         parser.join(30)
     assert LogFile.objects.get(id=lf_id).status == Status.READY
+
+
+# Real logs of NCCL values (launch lines, launcher and worker env dumps, NCCL echoes resolved to
+# ranks at the parse's end, several launches), as tests/test_digest.py folds them for parselog.
+NCCL_VALUE_LOGS = ["nccl/sglang_launch_prompt_nccl_vars_pd_decode_slurmv4.log",
+                   "nccl/torchrun_prompt_nccl_vars_slurmv4.log",
+                   "nccl/nccl_debug_cumem_enable_kserve_issue3791.log",
+                   "nccl/job_nersc_slurm_test_2.23_918503.log",
+                   "shared/nccl_debug_8gpu_p2p_direct_nccl_issue1773.log"]
+
+
+def _every_value(fold, result):
+    """NcclFold.stored without the fold: every value of the parse, in the order it came (as the
+    worker stored them before)."""
+    from dataclasses import replace
+
+    return [replace(fold._first[i] if i >= 0 else fold._loose[-1 - i], line=line)
+            for i, line in zip(fold._which, fold._lines, strict=True)]
+
+
+def _nccl_view(run: Run) -> tuple:
+    """What the pages, the API and the run list read of a run's NCCL values."""
+    from runs.models import NcclSetting
+
+    run.refresh_from_db()
+    rows = {tuple(r) for r in NcclSetting.objects.filter(run=run).values_list(
+        "process", "key", "value", "kind", "rank", "source", "role")}
+    return run.parsed, run.nccl_status, run.person_conflict, run.launches_count, rows, NcclSetting.objects.filter(
+        run=run).count()
+
+
+def _parse_again(run: Run) -> None:
+    services.requeue_run(run)
+    assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+
+
+@pytest.mark.parametrize("logs", [[name] for name in NCCL_VALUE_LOGS] + [NCCL_VALUE_LOGS * 2],
+                         ids=[*NCCL_VALUE_LOGS, "all, twice"])
+def test_folded_nccl_rows_show_as_every_value_whatever_role_a_person_gives_the_file(alice, monkeypatch, logs):
+    """The worker stores the last of each NCCL value between two places a launch could start:
+    the run's verdicts, their lines and the run list's filter read the same as from every value,
+    with the file's role as detected and under each role a person may set afterwards."""
+    from pathlib import Path
+
+    from runs.digest import NcclFold
+    from runs.layout import ROLES
+
+    corpus = Path(__file__).resolve().parent / "corpus"
+    # A service restarted: the same variables echoed again in later launches.
+    data = b"".join((corpus / name).read_bytes() for name in logs) * 3
+    run = upload_bytes(alice, "nccl.log", data)
+    lf = run.logfiles.get()
+    folded = NcclFold.stored
+    for role in ("", *ROLES):
+        LogFile.objects.filter(id=lf.id).update(role=role)
+        monkeypatch.setattr(NcclFold, "stored", folded)
+        _parse_again(run)
+        kept = _nccl_view(run)
+        monkeypatch.setattr(NcclFold, "stored", _every_value)
+        _parse_again(run)
+        every = _nccl_view(run)
+        assert kept[:5] == every[:5], role
+        assert kept[5] < every[5]  # fewer rows
+
+
+def test_nccl_values_echoed_again_by_the_same_processes_store_no_more_rows(alice):
+    """Rows follow the distinct values, not the lines: a launch log's env dumps and launch lines
+    repeated 4 or 16 times (the same processes, whose first lines are in the first copy) store
+    as many NCCL rows as the log once, each at its last line."""
+    from pathlib import Path
+
+    from runs.models import NcclSetting
+
+    data = (Path(__file__).resolve().parent / "corpus" / "nccl/torchrun_prompt_nccl_vars_slurmv4.log").read_bytes()
+    lines = data.count(b"\n")
+    stored = []
+    for repeats in (1, 4, 16):
+        run = upload_bytes(alice, f"x{repeats}.log", data * repeats)
+        assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+        rows = NcclSetting.objects.filter(run=run).order_by("id")
+        stored.append([(r.key, r.value, r.line - (repeats - 1) * lines) for r in rows])
+    assert stored[0] and stored[0] == stored[1] == stored[2]
+
+
+@pytest.mark.parametrize("name", ["shared/nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt",
+                                  "nccl/nccl_tests_command_echo_alltoall_2.30.3_report.log"])
+def test_stored_collectives_are_the_parsed_rows_exactly(alice, monkeypatch, name):
+    """nccl-tests rows go to the database as columns (an Arrow spool, then CSV for COPY or
+    instances for SQLite): every field, line and process as the line-at-a-time parse gives them,
+    spilled in small batches; a text that reads as COPY's NULL mark stays a text."""
+    import io
+    from pathlib import Path
+
+    import ingest.parsers as parsers
+    from ingest.parsers import parse_stream
+
+    monkeypatch.setattr(parsers, "SPILL_AT", 7)
+    monkeypatch.setattr(parsers, "SPILL_EVERY", 1)
+    data = (Path(__file__).resolve().parent / "corpus" / name).read_bytes() * 3
+    run = upload_bytes(alice, "tests.log", data)
+    assert services.parse_logfile(run.logfiles.get().id) == Status.READY
+    parsed = parse_stream(io.BytesIO(data), engine="lines").collectives
+    stored = CollectiveResult.objects.filter(run=run).order_by("id").values_list(
+        "op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
+        "in_place", "line", "process")
+    assert len(parsed) > 20
+    assert list(stored) == [(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
+                             c.busbw_gbs, c.wrong, c.in_place, c.line, c.process) for c in parsed]
+
+
+def test_a_collective_whose_texts_read_as_null_or_empty_is_stored_as_it_is(alice):
+    from ingest.parsers.records import Collective, collectives_frame
+
+    run = upload_bytes(alice, "x.log", b"x\n")
+    lf = run.logfiles.get()
+    odd = [Collective("all_reduce", 8, 2, "float", "", -1, None, 1.5, 1e-7, None, True, 3, "\\N"),
+           Collective('a"b,c', 2**62, 2, "float", "sum", 0, 12.25, float("inf"), 0.1 + 0.2, 0, False, 4, "")]
+    services._insert_collectives(lf, collectives_frame(odd))
+    stored = CollectiveResult.objects.filter(logfile=lf).order_by("id").values_list(
+        "op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
+        "in_place", "line", "process")
+    assert list(stored) == [(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
+                             c.busbw_gbs, c.wrong, c.in_place, c.line, c.process) for c in odd]

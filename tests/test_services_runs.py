@@ -156,3 +156,36 @@ def test_a_job_script_and_its_slurm_output_are_one_run_declared_by_the_script(al
 def test_a_job_output_alone_has_no_declarations_and_says_ok_on_its_echoes(alice, upload_run):
     run = upload_run(alice, JOB_OUTPUT)
     assert run.parsed["nccl"]["declared"] == {} and run.parsed["nccl"]["status"] == "ok"
+
+
+def test_bus_bandwidth_runs_read_in_sql_are_those_of_every_stored_line(alice):
+    """run_rows reads each file's and process's runs of adjacent nccl-tests row lines in SQL: the
+    same runs, rows and peaks as every stored line fed to Busbw in line order (two files, an
+    MPI-tagged output of several processes)."""
+    from pathlib import Path
+
+    from django.db.models import Count, Max
+
+    from runs.digest import Busbw
+    from runs.models import CollectiveResult
+
+    corpus = Path(__file__).resolve().parent / "corpus"
+    files = [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in (
+        ("a.txt", (corpus / "shared/nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt").read_bytes() * 2),
+        ("b.log", (corpus / "nccl/nccl_tests_command_echo_alltoall_2.30.3_report.log").read_bytes()))]
+    run, _ = registration.register_upload(alice, files, project="team")
+    for lf in run.logfiles.all():
+        assert ingest.parse_logfile(lf.id) == "ready"
+    every = Busbw()
+    for lf_id, process, line, n, peak in (
+            CollectiveResult.objects.filter(run=run, busbw_gbs__isnull=False).values("logfile_id", "process", "line")
+            .annotate(n=Count("id"), peak=Max("busbw_gbs")).order_by("logfile_id", "process", "line")
+            .values_list("logfile_id", "process", "line", "n", "peak")):
+        every.add(lf_id, process, line or 0, n, peak)
+    read = services.run_rows(run, services._ready_files(run)).busbw
+
+    def listed(busbw: Busbw) -> list:
+        return [(lf, process, [column.tolist() for column in runs]) for lf, process, runs in busbw.runs()]
+
+    assert listed(read) == listed(every)
+    assert sum(len(runs[0]) for _, _, runs in every.runs()) > 2

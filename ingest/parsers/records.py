@@ -7,7 +7,7 @@ can be traced back to its source line.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -128,6 +128,13 @@ def collectives_of(frames: list[pl.DataFrame]) -> list[Collective]:
     return [Collective(*row) for f in frames for row in f.iter_rows()]
 
 
+def collectives_frame(collectives: list[Collective]) -> pl.DataFrame:
+    """Collectives held as records, as columns (collectives_of's inverse; `logfile` is not a column)."""
+    return pl.DataFrame([(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
+                          c.wrong, c.in_place, c.line, c.process) for c in collectives],
+                        schema=COLLECTIVE_SCHEMA, orient="row", strict=False)
+
+
 def phases_frame(phases: list[Phase]) -> pl.DataFrame:
     return pl.DataFrame([(p.name, p.ms, p.pct, p.window, p.line, p.source, p.process) for p in phases],
                         schema=PHASE_SCHEMA, orient="row")
@@ -186,7 +193,7 @@ def _frame(batch: Batch) -> pl.DataFrame:
     return batch.frame() if isinstance(batch, Grouped) else batch
 
 
-def _one(batches: list[Batch]) -> pl.DataFrame | None:
+def _one(batches: Sequence[Batch]) -> pl.DataFrame | None:
     frames = [_frame(f) for f in batches if f.height]
     return None if not frames else frames[0] if len(frames) == 1 else pl.concat(frames)
 
@@ -261,14 +268,18 @@ class ParseResult:
         self.spilled += sum(len(r) for r in rows)
         return rows
 
-    def take_columns(self) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[Collective], list[NcclValue]]:
-        """take_rows() with phases and metrics as one frame each (None: none), in their order."""
+    def take_columns(self) -> tuple[pl.DataFrame | None, pl.DataFrame | None, pl.DataFrame | None, list[NcclValue]]:
+        """take_rows() with phases, metrics and collectives (COLLECTIVE_SCHEMA) as one frame each
+        (None: none), in their order: nccl-tests rows held as columns stay columns (a record each
+        was a third of a 512 MB nccl-tests ingest)."""
         self.freeze()
-        self.thaw_collectives()
-        phases, metrics = _one(self.phase_frames), _one(self.metric_frames)
-        collectives, nccl = self.collectives, self.nccl
-        self.phase_frames, self.metric_frames, self.collectives, self.nccl = [], [], [], []
-        self.spilled += sum(0 if f is None else f.height for f in (phases, metrics)) + len(collectives) + len(nccl)
+        if self.collectives:
+            self.collective_frames.append(collectives_frame(self.collectives))
+            self.collectives = []
+        phases, metrics, collectives = _one(self.phase_frames), _one(self.metric_frames), _one(self.collective_frames)
+        nccl = self.nccl
+        self.phase_frames, self.metric_frames, self.collective_frames, self.nccl = [], [], [], []
+        self.spilled += sum(0 if f is None else f.height for f in (phases, metrics, collectives)) + len(nccl)
         return phases, metrics, collectives, nccl
 
     def take_batches(self) -> tuple[list[Batch], list[Batch], list[pl.DataFrame | list[Collective]],
