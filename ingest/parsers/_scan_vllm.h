@@ -651,20 +651,26 @@ static int bench_offer(struct vllm_state *v, const char *s, Py_ssize_t n, PyObje
     return offer_line(v, s, n, line, lineno, 0);
 }
 
-/* bench_offer, offer_plain first; `wanted`: a format reader's literal or STARTS is on the line. */
-static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted) {
-    if (v->offer == Py_None || !maybe_words(s, n)) return 0;
-    int plain = offer_plain(v, s, n, lineno, wanted);
-    if (plain) return plain < 0 ? -1 : 0;
+/* fn(lineno, line), the line made a str from s[0:n] where the scan has none: its result, or NULL. */
+static PyObject *call_line(PyObject *fn, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
     PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
     PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
     PyObject *got = NULL;
     if (ln) {
         PyObject *argv[2] = {ln, text};
-        got = PyObject_Vectorcall(v->offer, argv, 2, NULL);
+        got = PyObject_Vectorcall(fn, argv, 2, NULL);
     }
     Py_XDECREF(ln);
     Py_XDECREF(text);
+    return got;
+}
+
+/* bench_offer, offer_plain first; `wanted`: a format reader's literal or STARTS is on the line. */
+static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted) {
+    if (v->offer == Py_None || !maybe_words(s, n)) return 0;
+    int plain = offer_plain(v, s, n, lineno, wanted);
+    if (plain) return plain < 0 ? -1 : 0;
+    PyObject *got = call_line(v->offer, s, n, line, lineno);
     Py_XDECREF(got);
     return got ? 0 : -1;
 }
@@ -698,15 +704,7 @@ static int closes_blocks(struct vllm_state *v, const char *b, Py_ssize_t bn, uin
  * new blocks handed over by bench(), or none open); then the Watcher's offer, as after the readers. */
 static int bench_close(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno,
                        unsigned mask) {
-    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-    PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
-    PyObject *got = NULL;
-    if (ln) {
-        PyObject *argv[2] = {ln, text};
-        got = PyObject_Vectorcall(v->closer, argv, 2, NULL);
-    }
-    Py_XDECREF(ln);
-    Py_XDECREF(text);
+    PyObject *got = call_line(v->closer, s, n, line, lineno);
     if (!got) return ERROR;
     long flags = PyLong_AsLong(got);
     Py_DECREF(got);
