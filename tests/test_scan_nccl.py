@@ -317,11 +317,18 @@ def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
     result = records.ParseResult()
     result.formats.append(nccl_debug.NAME)
     line = "vm:1:1 [0] NCCL INFO Connected all rings"
-    for parser in (object(), nccl_debug.Parser(result)):
-        scan, state = native.standalone(PARSERS)
-        scan.nccl_bind(result, parser, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
-        stop, _ = scan.scan([line], 0, 1, *state, native.F_MAIN)
-        assert stop == 0  # no process "pid 1": the Tagger makes it, in Python
+    scan, state = native.standalone(PARSERS)
+    scan.nccl_bind(result, object(), processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
+    stop, _ = scan.scan([line], 0, 1, *state, native.F_MAIN)
+    assert stop == 0 and not result.processes  # no dicts to read: Python's
+    # bound to a parser it can read, the first line of a process makes it as the Tagger does
+    scan.nccl_bind(result, nccl_debug.Parser(result), processes.REPEATS, nccl_debug.REPEATS, records.NcclValue,
+                   nccl_debug.SOURCE)
+    stop, _ = scan.scan([line], 0, 7, *state, native.F_MAIN)
+    assert stop == 1
+    assert result.processes == {"pid 1": {"pid": 1, "host": "vm", "rank": None, "label": None, "first_line": 7,
+                                          "hints": [], "alias": None}}
+    assert list(result.processes["pid 1"]) == ["pid", "host", "rank", "label", "first_line", "hints", "alias"]
 
 
 def test_each_threads_first_connection_is_read_in_c_for_its_echoes_rank():

@@ -1250,7 +1250,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
         if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
-        int warn = nccl_warn_line(self, s, n, line, rd, nccl_lines, channel_lines);  /* _scan_nccl_other.h */
+        int warn = nccl_warn_line(self, s, n, line, lineno, rd, nccl_lines, channel_lines);  /* _scan_nccl_other.h */
+        if (warn == PYTHON) warn = nccl_headless_rccl(self, s, n, line, lineno, rd, flags);
         if (warn != PYTHON) return warn == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
         if (!text) return ERROR;

@@ -39,12 +39,13 @@ enum {
     NP_TR = 4,     /* (host, pid, tid) in thread_rank */
     NP_PR = 8,     /* (host, pid) in process_rank */
     NP_DR = 16,    /* dev in device_ranks[(host, pid)] */
-    NP_TP = 32,    /* (host, pid, tid) in thread_peer_rank */
-    NP_PP = 64,    /* (host, pid) in process_peer_rank */
+    NP_TP = 32,    /* (host, pid, tid) in thread_peer_rank, or (host, pid) in process_rank (_channel sets none) */
+    NP_PP = 64,    /* (host, pid) in process_peer_rank, or in process_rank */
     NP_HOSTLESS = 128,  /* the process has that pid and no host yet (an env dump made it): _tag sets it */
+    NP_NEW = 256,  /* result.processes has no "pid N": _tag makes it (nccl_new_process) */
 };
 
-#define NCCL_HEADS 32
+#define NCCL_HEADS 256  /* line heads seen this scan call, by their hash (a power of two) */
 #define NCCL_HEAD_MAX 96
 #define NCCL_NAMES 16
 #define NCCL_NAME_MAX 64
@@ -52,7 +53,8 @@ enum {
 #define NCCL_INT_DIGITS 18       /* records.MAX_INT_DIGITS: read_int() warns past it */
 
 typedef struct {
-    Py_ssize_t len;
+    Py_ssize_t len;  /* 0: an empty entry */
+    uint64_t hash;
     char text[NCCL_HEAD_MAX];
     unsigned flags;
     PyObject *tag;  /* "pid N", the Tagger's tag of the line */
@@ -70,10 +72,12 @@ struct nccl_fast {
     PyObject *record, *source;  /* records.NcclValue and nccl_debug.SOURCE: what an echo makes */
     Py_ssize_t tag_repeats, channel_repeats;  /* processes.REPEATS, nccl_debug.REPEATS */
     PyObject *k_pid, *k_host, *k_rank, *format;  /* "pid", "host", "rank", "nccl_debug" */
+    PyObject *k_label, *k_first_line, *k_hints, *k_alias;  /* the other keys of a process (Tagger._process) */
     PyObject *k_network, *k_coll, *k_p2p;  /* the settings "Using network" and "N coll channels" set */
     PyObject *k_version, *k_library, *k_cuda;  /* the settings an `NCCL version` line sets */
     PyObject *k_nranks, *k_nnodes;  /* the parser's largest counts, (count, line) */
     PyObject *k_effective, *k_empty;  /* "effective", "" */
+    PyObject *k_set, *k_rccl, *k_overwrite;  /* "set", "RCCL", {"overwrite": True}: made at first use */
     /* per scan call: 0 not read yet, 1 read, -1 off for this call */
     int fetched;
     PyObject *nccl, *pending, *offer, *used;  /* result.nccl, the parser's pending echoes, result.offer, .used */
@@ -84,7 +88,8 @@ struct nccl_fast {
     int ring_set;
     int has_network, has_channels;  /* result.settings holds nccl.network; nccl.coll_ and p2p_channels */
     int has_version, has_cuda;  /* ... nccl.version and nccl.library; nccl.cuda_version */
-    int nheads, last_head, evict;  /* evict: the entry a new head replaces once all are taken */
+    int nheads, last_head;  /* entries filled (0: none to clear); the entry of the line's head */
+    PyObject *heads_of[7];  /* the dicts the heads were read from: another of them, and all are read again */
     nccl_head_seen heads[NCCL_HEADS];
     int nnames;
     struct { Py_ssize_t len; char text[NCCL_NAME_MAX]; } names[NCCL_NAMES];
@@ -103,8 +108,13 @@ struct nccl_fast {
 static void env_free(struct nccl_fast *f);  /* _scan_env.h */
 
 static void nccl_heads_clear(struct nccl_fast *f) {
-    for (int i = 0; i < f->nheads; i++) Py_CLEAR(f->heads[i].tag);
-    f->nheads = 0, f->last_head = 0, f->evict = 0;
+    for (int i = 0; i < 7; i++) Py_CLEAR(f->heads_of[i]);
+    if (f->nheads)
+        for (int i = 0; i < NCCL_HEADS; i++) {
+            Py_CLEAR(f->heads[i].tag);
+            f->heads[i].len = 0;
+        }
+    f->nheads = 0, f->last_head = 0;
     f->nnames = 0;
 }
 
@@ -130,7 +140,8 @@ static void nccl_fast_free(Scanner *self) {
     env_free(f);
     PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
                          &f->used, &f->shared, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
-                         &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format, &f->k_network,
+                         &f->k_effective, &f->k_empty, &f->k_pid, &f->k_host, &f->k_rank, &f->format,
+                         &f->k_set, &f->k_rccl, &f->k_overwrite, &f->k_label, &f->k_first_line, &f->k_hints, &f->k_alias, &f->k_network,
                          &f->k_coll, &f->k_p2p, &f->processes,
                          &f->thread_rank, &f->process_rank, &f->device_ranks, &f->thread_peer, &f->process_peer,
                          &f->transports};
@@ -146,8 +157,7 @@ static void nccl_fast_enter(Scanner *self) {
     f->fetched = 0;
     f->ctx.fetched = 0;
     f->next_list = NULL, f->next_at = NULL;
-    nccl_heads_clear(f);
-    env_enter(f);
+    env_enter(f);  /* (the heads are kept: nccl_fetch says when they are not) */
 }
 
 /* The scan loops say where the line after the one they read is: lines[index] of a list, or the
@@ -183,6 +193,10 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
     f->k_pid = PyUnicode_InternFromString("pid");
     f->k_host = PyUnicode_InternFromString("host");
     f->k_rank = PyUnicode_InternFromString("rank");
+    f->k_label = PyUnicode_InternFromString("label");
+    f->k_first_line = PyUnicode_InternFromString("first_line");
+    f->k_hints = PyUnicode_InternFromString("hints");
+    f->k_alias = PyUnicode_InternFromString("alias");
     f->format = PyUnicode_InternFromString("nccl_debug");
     f->k_network = PyUnicode_InternFromString("nccl.network");
     f->k_coll = PyUnicode_InternFromString("nccl.coll_channels");
@@ -196,7 +210,7 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
     f->k_nnodes = PyUnicode_InternFromString("nnodes");
     if (!f->k_pid || !f->k_host || !f->k_rank || !f->format || !f->k_network || !f->k_coll || !f->k_p2p
         || !f->k_effective || !f->k_empty || !f->k_version || !f->k_library || !f->k_cuda || !f->k_nranks
-        || !f->k_nnodes) {
+        || !f->k_nnodes || !f->k_label || !f->k_first_line || !f->k_hints || !f->k_alias) {
         nccl_fast_free(self);
         return NULL;
     }
@@ -255,6 +269,19 @@ static int nccl_fetch(struct nccl_fast *f) {
     Py_XSETREF(f->transports, nccl_dict_attr(f->parser, "transports"));
     if (!f->processes || !f->thread_rank || !f->process_rank || !f->device_ranks || !f->thread_peer
         || !f->process_peer || !f->transports) return 0;
+    /* The heads' flags say what these dicts held. They are kept across scan calls: Python only
+     * adds to them (a key once in stays, a process's pid, host and rank once set stay), and a flag
+     * not set yet is looked at again before it is acted on (nccl_head_flags, the setdefault()s).
+     * Dicts other than the ones they were read from: all are read again. */
+    PyObject *of[7] = {f->processes, f->thread_rank, f->process_rank, f->device_ranks, f->thread_peer,
+                       f->process_peer, f->transports};
+    if (memcmp(of, f->heads_of, sizeof(of)) != 0) {
+        nccl_heads_clear(f);
+        for (int i = 0; i < 7; i++) {
+            Py_INCREF(of[i]);
+            f->heads_of[i] = of[i];
+        }
+    }
     f->nranks = nccl_held(f->parser, "nranks");
     f->nnodes = nccl_held(f->parser, "nnodes");
     if (f->nranks < -1 || f->nnodes < -1) return 0;
@@ -386,23 +413,31 @@ static int nccl_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned b
     if (i == 0 || i == n || s[i] != ':') return 0;
     if (!(by_literal & BIT(R_LAUNCH_ENV))) return 1;
     nccl_line_head h;
-    /* "environ" (an echo's "environment") makes feed() try _DUMP, `pid=(\d+) environ`: no "pid=", no dump */
-    return nccl_head_of(s, n, &h) && starts_len(s + h.msg, n - h.msg, "NCCL_", 5) && !find(s, n, "pid=", 4)
+    /* "environ" (an echo's "environment") makes feed() try _DUMP, `pid=(\d+) environ`: no "pid=", no dump.
+     * Any INFO message then, an echo or not (`Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1`). */
+    return nccl_head_of(s, n, &h) && !find(s, n, "pid=", 4)
         && !find(s, n, " -x", 3) && !find(s, n, " -e", 3) && !find(s, n, "--env", 5);
 }
 
-/* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. */
+static uint64_t nccl_hash(const char *s, Py_ssize_t n);
+
+/* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. The
+ * heads are held by their hash, one to a slot: a renumbered log has a new thread every few lines,
+ * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse). */
 static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_head *h, unsigned *flags,
                            PyObject **tag) {
     Py_ssize_t len = h->dev_end + 2;
-    for (int k = 0, i = f->last_head; k < f->nheads; k++, i = (i + 1) % f->nheads) {
-        if (f->heads[i].len == len && memeq(f->heads[i].text, s, (size_t)len)) {
-            f->last_head = i;
-            *flags = f->heads[i].flags, *tag = f->heads[i].tag;
-            return OK;
-        }
-    }
     if (len > NCCL_HEAD_MAX) return PYTHON;
+    uint64_t hash = nccl_hash(s, len);
+    int at = (int)(hash & (NCCL_HEADS - 1));
+    nccl_head_seen *e = &f->heads[at];
+    /* held, and its process as _tag leaves it (flags short of that are read again: Python may have
+     * made the process since, or set its host) */
+    if (e->len == len && e->hash == hash && e->flags & NP_TAG && memeq(e->text, s, (size_t)len)) {
+        f->last_head = at;
+        *flags = e->flags, *tag = e->tag;
+        return OK;
+    }
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
     PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
@@ -415,6 +450,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     if (!dev || !t3 || !t2 || !name) goto done;
     PyObject *p = PyDict_GetItemWithError(f->processes, name);
     if (!p && PyErr_Occurred()) goto done;
+    if (!p) fl |= NP_NEW;
     if (p && PyDict_CheckExact(p)) {
         PyObject *v = PyDict_GetItemWithError(p, f->k_pid);
         PyObject *ho = v ? PyDict_GetItemWithError(p, f->k_host) : NULL;
@@ -432,25 +468,26 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         {f->thread_rank, t3, NP_TR}, {f->process_rank, t2, NP_PR}, {f->thread_peer, t3, NP_TP},
         {f->process_peer, t2, NP_PP},
     };
-    for (size_t k = 0; k < sizeof(has) / sizeof(*has); k++) {
+    /* No process, no key of it in nccl_debug's dicts (_tag makes it before _debug reads its line);
+     * were one there, the flag left unset only makes its setdefault() run again. */
+    for (size_t k = 0; p && k < sizeof(has) / sizeof(*has); k++) {
         int in = PyDict_Contains(has[k].dict, has[k].key);
         if (in < 0) goto done;
         if (in) fl |= has[k].bit;
     }
-    PyObject *devs = PyDict_GetItemWithError(f->device_ranks, t2);
+    if (fl & NP_PR) fl |= NP_TP | NP_PP;  /* _channel keeps no peer rank for a process with a rank */
+    PyObject *devs = p ? PyDict_GetItemWithError(f->device_ranks, t2) : NULL;
     if (!devs && PyErr_Occurred()) goto done;
     if (devs && PyDict_CheckExact(devs)) {
         int in = PyDict_Contains(devs, dev);
         if (in < 0) goto done;
         if (in) fl |= NP_DR;
     }
-    /* All taken (a renumbered log has a new thread every few lines): the oldest entry goes. */
-    int at = f->nheads < NCCL_HEADS ? f->nheads++ : f->evict;
-    if (at == f->evict && f->nheads == NCCL_HEADS) f->evict = (f->evict + 1) % NCCL_HEADS;
-    nccl_head_seen *e = &f->heads[at];
+    /* the slot's head, if any, goes: read again when it comes back */
     Py_XSETREF(e->tag, name);
     name = NULL;  /* held by the entry */
-    e->len = len;
+    f->nheads++;
+    e->len = len, e->hash = hash;
     memcpy(e->text, s, (size_t)len);
     e->flags = fl;
     f->last_head = at;
@@ -764,8 +801,8 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *rec = NULL, *entry = NULL;
     int status = ERROR;
     if (!key || !value || !at || !host || !pid || !tid) goto done;
-    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0
-        || nccl_share(f, &tid) < 0) goto done;
+    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)
+        goto done;  /* (not the thread: see _effective) */
     rec = PyObject_CallFunctionObjArgs(f->record, key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag,
                                        NULL);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
@@ -805,12 +842,56 @@ static int nccl_set_host(struct nccl_fast *f, const char *s, Py_ssize_t n, const
     return bad < 0 ? ERROR : OK;
 }
 
+/* The process of a line's head that the Tagger has not made yet (NP_NEW): what _tag and _process
+ * do with its first NCCL line -- {"pid", "host", "rank", "label", "first_line", "hints", "alias"}
+ * in that order, the pid read_int() reads (at most NCCL_INT_DIGITS digits: no warning), the host;
+ * its rank is left None here, for nccl_first_rank to set from a `rank R nRanks N` message as _tag
+ * does. OK (the head's flags then NP_TAG), PYTHON (a line _tag holds already, or a process made
+ * since the flags were read), ERROR. Made before a later step hands the line back, the process is
+ * what Python's _tag finds then: `_process()` returns it, and pid and host are set to the same. */
+static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h,
+                            PyObject *line, PyObject *tag, PyObject *nccl_lines, int64_t lineno) {
+    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+    if (!text) return ERROR;
+    int known = PyDict_Contains(nccl_lines, text);
+    Py_DECREF(text);
+    if (known) return known < 0 ? ERROR : PYTHON;
+    int held = PyDict_Contains(f->processes, tag);
+    if (held) return held < 0 ? ERROR : PYTHON;
+    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    PyObject *pid = host ? PyLong_FromLongLong(h->pid) : NULL;
+    PyObject *first = pid ? PyLong_FromLongLong((long long)lineno) : NULL;
+    PyObject *hints = first ? PyList_New(0) : NULL;
+    PyObject *p = hints ? PyDict_New() : NULL;
+    int status = ERROR;
+    if (p && PyDict_SetItem(p, f->k_pid, pid) == 0 && PyDict_SetItem(p, f->k_host, host) == 0
+        && PyDict_SetItem(p, f->k_rank, Py_None) == 0 && PyDict_SetItem(p, f->k_label, Py_None) == 0
+        && PyDict_SetItem(p, f->k_first_line, first) == 0 && PyDict_SetItem(p, f->k_hints, hints) == 0
+        && PyDict_SetItem(p, f->k_alias, Py_None) == 0 && PyDict_SetItem(f->processes, tag, p) == 0)
+        status = OK;
+    /* the other heads of the pid held this call (its other threads) said NP_NEW: read again */
+    for (int i = 0; status == OK && i < NCCL_HEADS; i++) {
+        nccl_head_seen *e = &f->heads[i];
+        if (i != f->last_head && e->len && e->tag && PyUnicode_Compare(e->tag, tag) == 0) {
+            Py_CLEAR(e->tag);
+            e->len = 0;
+        }
+    }
+    Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(first); Py_XDECREF(hints); Py_XDECREF(p);
+    return status;
+}
+
 /* (host, pid, tid), (host, pid) and dev of a line head, as nccl_debug keys its dicts: 0 on error. */
-static int nccl_keys(const char *s, const nccl_line_head *h, PyObject **t3, PyObject **t2, PyObject **dev) {
+static int nccl_share(struct nccl_fast *f, PyObject **text);
+
+/* The host and pid shared (nccl_share), as _rank and _channel key what they keep. */
+static int nccl_keys(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **t3, PyObject **t2,
+                     PyObject **dev) {
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
     PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
     *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
+    if (host && pid && (nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)) Py_CLEAR(host);
     *t3 = host && pid && tid ? PyTuple_Pack(3, host, pid, tid) : NULL;
     *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
     Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
@@ -850,11 +931,11 @@ static int nccl_first_rank(struct nccl_fast *f, const char *s, Py_ssize_t n, con
         Py_DECREF(text);
         if (known) { status = known < 0 ? ERROR : PYTHON; goto done; }
     }
-    if (!nccl_keys(s, h, &t3, &t2, &dev)) goto done;
+    if (!nccl_keys(f, s, h, &t3, &t2, &dev)) goto done;
     PyObject *devs = PyDict_GetItemWithError(f->device_ranks, t2);
     if (!devs && PyErr_Occurred()) goto done;
     if (devs && !PyDict_CheckExact(devs)) { status = PYTHON; goto done; }
-    if (!(rank = PyUnicode_DecodeASCII(m + rk, rke - rk, NULL))) goto done;
+    if (!(rank = PyUnicode_DecodeASCII(m + rk, rke - rk, NULL)) || nccl_share(f, &rank) < 0) goto done;
     /* the checks are passed: from here on the line is read here */
     if (set_rank && PyDict_SetItem(p, f->k_rank, rank) < 0) goto done;
     if (!PyDict_SetDefault(f->thread_rank, t3, rank) || !PyDict_SetDefault(f->process_rank, t2, rank)) goto done;
@@ -887,8 +968,14 @@ static int nccl_first_connection(struct nccl_fast *f, const char *s, const nccl_
     PyObject *t3 = NULL, *t2 = NULL, *dev = NULL, *local = NULL, *at = NULL;
     int status = ERROR;
     if ((fl & (NP_TP | NP_PP)) != (NP_TP | NP_PP)) {
-        if (!nccl_keys(s, h, &t3, &t2, &dev) || !(local = PyUnicode_DecodeASCII(m + la, le - la, NULL))) goto done;
-        if (!PyDict_SetDefault(f->thread_peer, t3, local) || !PyDict_SetDefault(f->process_peer, t2, local)) goto done;
+        if (!nccl_keys(f, s, h, &t3, &t2, &dev)) goto done;
+        int ranked = PyDict_Contains(f->process_rank, t2);  /* _channel keeps no peer rank then */
+        if (ranked < 0) goto done;
+        if (!ranked) {
+            if (!(local = PyUnicode_DecodeASCII(m + la, le - la, NULL)) || nccl_share(f, &local) < 0) goto done;
+            if (!PyDict_SetDefault(f->thread_peer, t3, local) || !PyDict_SetDefault(f->process_peer, t2, local))
+                goto done;
+        }
         f->heads[f->last_head].flags |= NP_TP | NP_PP;
     }
     if (transport) {
@@ -925,6 +1012,46 @@ static int nccl_version_read(struct nccl_fast *f, const char *s, Py_ssize_t n, P
     return bad || context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? -1 : 0;
 }
 
+/* _RCCL_VERSION matched where `t` starts (`RCCL version\s*:?\s*(\d+\.\d+\.\d+)`), its \b before
+ * known: 1, else 0 (a search would look further on: Python's). */
+static int nccl_rccl_shape(const char *t, Py_ssize_t n) {
+    if (!starts_len(t, n, "RCCL version", 12)) return 0;
+    Py_ssize_t i = 12, j;
+    while (i < n && is_space(t[i])) i++;
+    if (i < n && t[i] == ':') i++;
+    while (i < n && is_space(t[i])) i++;
+    for (int part = 0; part < 3; part++) {
+        j = nccl_digits(t, n, i);
+        if (j == i || (part < 2 && (j >= n || t[j] != '.'))) return 0;
+        i = j + 1;
+    }
+    return 1;
+}
+
+/* _rccl_version of a line whose version is held (nccl.version and nccl.library set): the line
+ * marked used, nccl.library set to "RCCL" with this line (overwrite: each such line sets it again,
+ * through result.set itself), the line offered. OK, PYTHON (another shape, or no version held), ERROR. */
+static int nccl_rccl_version(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno,
+                             const char *t, Py_ssize_t tn) {
+    if (!f->has_version || !nccl_rccl_shape(t, tn)) return PYTHON;
+    if (!f->k_set) {
+        f->k_set = PyUnicode_InternFromString("set");
+        f->k_rccl = PyUnicode_InternFromString("RCCL");
+        f->k_overwrite = f->k_set && f->k_rccl ? Py_BuildValue("{s:O}", "overwrite", Py_True) : NULL;
+        if (!f->k_overwrite) return ERROR;
+    }
+    PyObject *at = PyLong_FromLongLong((long long)lineno), *set = NULL, *args = NULL, *r = NULL;
+    int status = ERROR;
+    if (!at || PySet_Add(f->used, at) < 0) goto done;
+    if (!(set = PyObject_GetAttr(f->result, f->k_set))) goto done;
+    if (!(args = PyTuple_Pack(4, f->k_library, f->k_rccl, at, f->format))) goto done;
+    if (!(r = PyObject_Call(set, args, f->k_overwrite))) goto done;
+    status = context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? ERROR : OK;
+done:
+    Py_XDECREF(at); Py_XDECREF(set); Py_XDECREF(args); Py_XDECREF(r);
+    return status;
+}
+
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
  * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
@@ -940,8 +1067,11 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     /* _debug takes the version branch before any later one: its words after it are not read */
     int version = !echo && !rank && starts_len(m, mn, "NCCL version", 12);
     if (version && by_literal & BIT(R_LAUNCH_ENV)) return PYTHON;
-    /* "NCCL_" elsewhere (launch_env's, offer's `NCCL_X set to `), or a branch's words: Python's */
-    if (!echo && !version && (by_literal & BIT(R_LAUNCH_ENV) || nccl_acted_on(m, mn))) return PYTHON;
+    /* _debug's next branch, `RCCL version` (no rank, no Channel): the library set again */
+    int rccl = !echo && !rank && !version && starts_len(m, mn, "RCCL version", 12);
+    /* a branch's words: Python's. "NCCL_" elsewhere is no branch's: launch_env does nothing with the
+     * line (read_line asked nccl_launch_idle), and offer() is called below (`NCCL_X set to `). */
+    if (!echo && !version && !rccl && nccl_acted_on(m, mn)) return PYTHON;
     if (echo) {  /* _debug's first branch; _tag sets a missing rank its message names */
         unsigned fl;
         PyObject *tag;
@@ -951,6 +1081,10 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (fl & NP_HOSTLESS) {
             if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
             fl = f->heads[f->last_head].flags = (fl & ~NP_HOSTLESS) | NP_TAG;
+        }
+        if (fl & NP_NEW && !rank) {  /* (a rank the message names is _tag's to set: Python's) */
+            if ((status = nccl_new_process(f, s, n, &h, line, tag, nccl_lines, lineno)) != OK) return status;
+            fl = f->heads[f->last_head].flags = (fl & ~NP_NEW) | NP_TAG;
         }
         if (!(fl & NP_TAG) || (rank && !(fl & NP_RANK))) return PYTHON;
         return nccl_echo(f, s, n, &h, line, tag, lineno);
@@ -962,9 +1096,9 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         static const struct { const char *p; Py_ssize_t k; } BRANCHES[] = {
             {"RCCL version", 12}, {"Invalid value ", 14},
         };
-        for (size_t k = 0; !version && k < sizeof(BRANCHES) / sizeof(*BRANCHES); k++)
+        for (size_t k = 0; !version && !rccl && k < sizeof(BRANCHES) / sizeof(*BRANCHES); k++)
             if (starts_len(m, mn, BRANCHES[k].p, BRANCHES[k].k)) return PYTHON;
-        network = !version && starts_len(m, mn, "Using network", 13);
+        network = !version && !rccl && starts_len(m, mn, "Using network", 13);
         coll = !network && find(m, mn, " coll channels,", 15) != NULL;
         if (coll) {  /* read_int() of its counts warns past NCCL_INT_DIGITS digits: every run short */
             for (Py_ssize_t i = 0, run = 0; i < mn; i++)
@@ -980,6 +1114,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
     if ((network && !f->has_network) || (coll && !f->has_channels)) return PYTHON;
     if (version && !nccl_version_held(f, m, mn)) return PYTHON;  /* the first sets the settings */
+    if (rccl && (!f->has_version || !nccl_rccl_shape(m, mn))) return PYTHON;
     unsigned fl;
     PyObject *tag;
     int status = nccl_head_flags(f, s, &h, &fl, &tag);
@@ -988,7 +1123,11 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
         fl = f->heads[f->last_head].flags = (fl & ~NP_HOSTLESS) | NP_TAG;
     }
-    if (!(fl & NP_TAG)) return PYTHON;  /* _tag makes the process, or sets its pid */
+    if (fl & NP_NEW) {  /* the process's first line: _tag makes it */
+        if ((status = nccl_new_process(f, s, n, &h, line, tag, nccl_lines, lineno)) != OK) return status;
+        fl = f->heads[f->last_head].flags = (fl & ~NP_NEW) | NP_TAG;
+    }
+    if (!(fl & NP_TAG)) return PYTHON;  /* _tag sets its pid */
     if (rank) {
         /* _tag sets a missing rank; _rank the thread's, process's and device's, the largest counts */
         long long nranks = nccl_count(m, ra, re), nodes = na >= 0 ? nccl_count(m, na, ne) : -1;
@@ -999,7 +1138,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             status = nccl_first_rank(f, s, n, &h, line, tag, nccl_lines, lineno, m, rk, nccl_digits(m, mn, rk), nranks,
                                      nodes);
             if (status != OK) return status;
-            f->heads[f->last_head].flags |= all;
+            f->heads[f->last_head].flags |= all | NP_TP | NP_PP;  /* (a rank now: _channel keeps no peer rank) */
         }
     } else if (channel) {
         Py_ssize_t la = 0, le = 0, end = nccl_connection(m, mn, &la, &le);
@@ -1019,7 +1158,13 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (PyObject_SetAttrString(f->parser, "matrix_columns", Py_None) < 0) return ERROR;
     } else if (version) {
         if (nccl_version_read(f, s, n, line, lineno) < 0) return ERROR;
+    } else if (rccl) {
+        if ((status = nccl_rccl_version(f, s, n, line, lineno, m, mn)) != OK) return status;  /* (offered there) */
     }
+    /* offer() after the readers: of a line holding "NCCL_" (WORDS' `NCCL_X=`, `NCCL_X set to `);
+     * the others hold no word _SKIP lets by (nccl_acted_on's lines are Python's) */
+    if (by_literal & BIT(R_LAUNCH_ENV) && !rccl && context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0)
+        return ERROR;
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
     return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));
 }

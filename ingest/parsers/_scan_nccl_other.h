@@ -34,14 +34,13 @@ static int nccl_warn_head(const char *s, Py_ssize_t n, nccl_line_head *h, Py_ssi
 }
 
 /* A WARN line (see the top): OK where nothing is left to do, PYTHON, or ERROR. */
-static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, unsigned rd,
+static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned rd,
                           PyObject *nccl_lines, PyObject *channel_lines) {
     struct nccl_fast *f = self->nccl;
     nccl_line_head h;
     Py_ssize_t wa, we;
-    /* no other reader's (launch_env's `NCCL_`, a digit-led host's nccl_tests), no context word */
-    if (!f || f->fetched < 0 || rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG)) || !nccl_warn_head(s, n, &h, &wa, &we)
-        || maybe_words(s, n))
+    /* no other reader's (launch_env's `NCCL_`, a digit-led host's nccl_tests) */
+    if (!f || f->fetched < 0 || rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG)) || !nccl_warn_head(s, n, &h, &wa, &we))
         return PYTHON;
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
@@ -50,8 +49,8 @@ static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *
     PyObject *tag;
     int status = nccl_head_flags(f, s, &h, &fl, &tag);
     if (status != OK) return status;
-    /* _tag: the process as it would be made; a rank its message names is set where it has none */
-    if (!(fl & NP_TAG) || (!(fl & NP_RANK) && find(m, mn, "rank ", 5))) return PYTHON;
+    /* _tag: the process as it would be made (or made here); a rank its message names is set where it has none */
+    if (!(fl & (NP_TAG | NP_NEW)) || (!(fl & NP_RANK) && find(m, mn, "rank ", 5))) return PYTHON;
     /* _warn's text, f"NCCL WARN {msg.strip()}" + f" ({where})", warned already */
     while (mn && is_space(m[0])) m++, mn--;
     while (mn && is_space(m[mn - 1])) mn--;
@@ -71,7 +70,14 @@ static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *
     Py_XDECREF(warned);
     Py_DECREF(text);
     if (known <= 0) return known < 0 ? ERROR : PYTHON;
-    return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, 0);  /* _tag keeps the line */
+    if (fl & NP_NEW) {  /* the process's first line: _tag makes it */
+        if ((status = nccl_new_process(f, s, n, &h, line, tag, nccl_lines, lineno)) != OK) return status;
+        f->heads[f->last_head].flags = (fl & ~NP_NEW) | NP_TAG;
+    }
+    status = nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, 0);  /* _tag keeps the line */
+    /* then offer(): a context word (`environment is not MSCCL compatible`) in a WARN line _SKIP skips */
+    if (status == OK && context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0) return ERROR;
+    return status;
 }
 
 /* The bare `NCCL version 2.9.6+cuda11.2` (see the top): OK, PYTHON, or ERROR. */
@@ -89,4 +95,28 @@ static int nccl_bare_version(Scanner *self, const char *s, Py_ssize_t n, PyObjec
     if (!nccl_version_held(f, s, n)) return PYTHON;
     /* _version: the format and settings are held */
     return nccl_version_read(f, s, n, line, lineno) < 0 ? ERROR : OK;
+}
+
+/* `node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567`: an RCCL line whose `host:pid:tid` was
+ * redacted to one word. Neither _LINE nor the Tagger's _NCCL finds a head in it when its one '['
+ * follows a word with no ':' (both need `host:pid:tid [dev] `), so the Tagger tags it "main" and
+ * nccl_debug.feed reads it by its words ("RCCL version" and " NCCL INFO "): _rccl_version of the
+ * line, as nccl_rccl_version reads it (the version held). No other reader's (rd), "main" made
+ * (F_MAIN), no env dump's `environ`: OK, PYTHON, or ERROR. */
+static int nccl_headless_rccl(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned rd,
+                              int flags) {
+    struct nccl_fast *f = self->nccl;
+    if (!f || f->fetched < 0 || !(flags & F_MAIN) || rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG)) || n == 0
+        || s[0] == '(' || s[0] == '[' || s[0] == '#' || s[0] == '$' || s[0] == '+')
+        return PYTHON;
+    Py_ssize_t i = 0;
+    while (i < n && !is_space(s[i]) && s[i] != ':' && s[i] != '[') i++;
+    if (i == 0 || !starts_len(s + i, n - i, " [", 2)) return PYTHON;
+    Py_ssize_t j = nccl_digits(s, n, i + 2);
+    if (j == i + 2 || !starts_len(s + j, n - j, "] NCCL INFO ", 12)) return PYTHON;
+    const char *m = s + j + 12;
+    Py_ssize_t mn = n - j - 12;
+    if (memchr(m, '[', (size_t)mn) || find(s, n, "environ", 7) || !nccl_rccl_shape(m, mn)) return PYTHON;
+    if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
+    return nccl_rccl_version(f, s, n, line, lineno, m, mn);
 }

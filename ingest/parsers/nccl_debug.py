@@ -255,7 +255,9 @@ class Parser:
         share = self._shared
         v = NcclValue(share(key), share(value), "effective", lineno, source)
         self.result.nccl.append(v)
-        self.pending.append((v, share(host), share(pid), share(tid)))
+        # (not the thread: a log of many communicators has a new one every few lines, which would
+        # fill `shared` and leave the texts that do repeat, hosts and pids, unshared)
+        self.pending.append((v, share(host), share(pid), tid))
 
     def _shared(self, text: str) -> str:
         """`text`'s equal held in `shared`, or `text` (held there while it holds fewer than SHARED)."""
@@ -268,6 +270,10 @@ class Parser:
 
     def _rank(self, lineno: int, host: str, pid: str, tid: str, dev: str, m: re.Match) -> None:
         rank, nranks, nnodes = m.group(1), self.result.read_int(m.group(2), lineno, "nranks"), m.group(3)
+        # Held to the end per thread (a log of many communicators has hundreds of thousands): the
+        # texts a process's threads repeat are shared (_scan_nccl.h's nccl_keys shares them too).
+        share = self._shared
+        host, pid, rank = share(host), share(pid), share(rank)
         self.thread_rank.setdefault((host, pid, tid), rank)
         self.process_rank.setdefault((host, pid), rank)
         self.device_ranks.setdefault((host, pid), {}).setdefault(dev, rank)
@@ -280,10 +286,14 @@ class Parser:
     def _channel(self, lineno: int, host: str, pid: str, tid: str, msg: str) -> None:
         c = _CONNECTION.match(msg)
         if c:
-            # A send connection starts at this rank; a `[receive]` one ends at it.
-            local = c.group(2) if c.group(3) else c.group(1)
-            self.thread_peer_rank.setdefault((host, pid, tid), local)
-            self.process_peer_rank.setdefault((host, pid), local)
+            # A send connection starts at this rank; a `[receive]` one ends at it. finish() reads a
+            # peer rank only for a process that never said its rank: once it has, none is kept (a
+            # thread each, they were most of a renumbered log's memory).
+            if (host, pid) not in self.process_rank:
+                share = self._shared
+                host, pid, local = share(host), share(pid), share(c.group(2) if c.group(3) else c.group(1))
+                self.thread_peer_rank.setdefault((host, pid, tid), local)
+                self.process_peer_rank.setdefault((host, pid), local)
             via = _VIA.search(msg, c.end())
             name = transport(via.group(1)) if via else None
             if name and name not in self.transports:
