@@ -422,3 +422,21 @@ def test_an_echo_of_every_restart_keeps_its_rank_and_last_line(monkeypatch):
     for v in every:
         last[(v.process, v.kind, v.key, v.rank, v.source, v.value)] = v.line
     assert {(v.process, v.kind, v.key, v.rank, v.source, v.value): v.line for v in result.nccl} == last
+
+
+def test_the_nccl_fold_keeps_lines_past_32_bits():
+    from dataclasses import replace
+
+    from ingest.parsers.records import NcclValue, ParseResult
+    from runs.digest import NcclFold
+
+    fold = NcclFold()
+    a = NcclValue("NCCL_PROTO", "LL", "declared", 3, "launch prefix", process="main")
+    c = replace(a, value="Simple", line=9)
+    fold.add([a, c])
+    assert fold._lines.typecode == "i"  # 4 bytes a value while the lines fit
+    b = replace(a, line=2**31 + 7)
+    fold.add([b])
+    assert fold._lines.typecode == "q" and list(fold._lines) == [3, 9, 2**31 + 7]
+    # the last value of each identity, in the order they came: c, then a again at its far line
+    assert fold.values(ParseResult()) == [c, b]

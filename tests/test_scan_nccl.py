@@ -475,3 +475,84 @@ def test_repeated_real_echoes_share_their_texts_in_both_engines_and_read_alike(s
             elif shared == 0:
                 assert copies > len(values)  # (equal short texts may be one object: Python's own caching)
     assert _fed_by_python(data) < 0.5 * data.count(b"\n")  # the repeats are C's
+
+
+CORPUS = PROJECT_ROOT / "tests" / "corpus" / "nccl"
+
+
+def _corpus(name: str) -> str:
+    return (CORPUS / name).read_text()
+
+
+@pytest.mark.parametrize("batch", [1 << 21, 4096, 97])
+def test_the_first_lines_of_renumbered_processes_make_them_in_c(batch):
+    # Every copy renumbers pids and threads: each process's first line is a new one's. The Tagger's
+    # process (pid, host, rank, first line, key order) is made in C as _tag and _process make it.
+    one = "\n".join(REAL) + "\n"
+    data = ("\n".join(REAL + copy(REAL, 1) + copy(REAL, 2) + copy(REAL, 3)) + "\n").encode()
+    _same(data, batch, batch)
+    # the first pass makes the shapes' settings; the copies' first lines are no longer Python's
+    assert _fed_by_python(data) < _fed_by_python(one.encode()) + 3 * 60
+
+
+def test_a_process_made_in_c_is_the_one_the_tagger_makes():
+    lines = ["vm:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+             "vm:9:11 [1] NCCL INFO comm 0x1 rank 3 nRanks 4 nNodes 1 localRanks 2 localRank 1 MNNVL 0",
+             "vm:9:12 [1] NCCL INFO Channel 00/0 : 3[1] -> 0[0] via P2P/CUMEM",
+             "h2:12:12 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]"]
+    head = _one_process(COMM, CONN, RING, "vm:1467:1467 [0] NCCL INFO NCCL_PROTO set by environment to LL")
+    _same(head + _one_process(*lines), 1 << 12, 1 << 12)
+    for line in lines:  # each one the first of its process, right after the start-up
+        _same(head + _one_process(line), 1 << 12, 1 << 12)
+    # the WARN line's process too: its text is warned by then (a line before it)
+    data = head + _one_process(lines[3].replace("h2:12:12", "h1:5:5"), *lines)
+    assert lines[-1] not in _python_lines(data)
+    _same(data, 1 << 12, 1 << 12)
+
+
+RCCL = _corpus("rccl_debug_2.27.7_version_banner_rocm_issue6074.log")
+REDACTED = _corpus("rccl_debug_2.27.7_redacted_host_rccl_issue2188.log")
+MSCCL = _corpus("rccl_tests_mi50_init_complete_issue163.log")
+
+
+@pytest.mark.parametrize("text", [RCCL, REDACTED, MSCCL])
+@pytest.mark.parametrize("batch", [1 << 21, 4096, 61])
+def test_rccl_logs_repeated_read_as_the_lines_engine_reads_them(text, batch):
+    _same((text * 4).encode(), batch, batch)
+
+
+@pytest.mark.parametrize("line", [
+    "TARS:829507:829507 [0] NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd",  # the library set again, the line used
+    "node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567",  # a redacted head: "main"'s, read by its words
+    "TARS:829507:829507 [0] NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1",  # launch_env's "NCCL_"
+    "z292:58192:58200 [2] /long_pathname_so_that_rpms_can_package_the_debug_info/src/rccl/build/hipify/src/"
+    "init.cc:2065 NCCL WARN MSCCL++: Cannot enable MSCCL++; environment is not MSCCL compatible",  # a context word
+])
+def test_a_repeated_rccl_line_is_read_in_c(line):
+    text = RCCL + REDACTED + MSCCL
+    data = (text + text + line + "\n").encode()
+    assert line in text.splitlines()
+    assert _python_lines(data).count(line) <= 1  # its first sight at most: three in all
+    _same(data, 1 << 12, 1 << 12)
+
+
+@pytest.mark.parametrize("line", [
+    "node [0] NCCL INFO RCCL version : 2.27",  # no X.Y.Z: _RCCL_VERSION searches on
+    "node [0] NCCL INFO RCCL version 2.27.7 [x]",  # a second '[': a head might be found in it
+    "no:de [0] NCCL INFO RCCL version : 2.27.7",  # a ':' in the word
+    "Node [0] NCCL INFO RCCL version : 2.27.7",  # launch_env's STARTS
+    "node [0] NCCL INFO RCCL version : 2.27.7 environ pid=3",
+    "vm:1:1 [0] NCCL INFO RCCL version : 2.27",
+    "vm:1:1 [0] NCCL INFO RCCL version: 2.27.7 rank 0 nranks 2",  # the rank branch first
+    "TARS:829507:829507 [0] NCCL INFO Dmabuf x NCCL_A=1 -x NCCL_B=2",  # launch_env's -x flag
+    "TARS:829507:829507 [0] NCCL INFO NCCL_P2P_LEVEL set to SYS and pid=4",
+    "TARS:829507:829507 [0] NCCL INFO Dmabuf NCCL_DMABUF_ENABLE set to 1",  # offer's `NCCL_X set to `
+    "z292:58192:58200 [2] init.cc:1 NCCL WARN environment is not MSCCL compatible",  # a new warning
+    "z292:58192:58200 [2] init.cc:1 NCCL WARN NCCL_X set by environment to 1",
+    "node [0] NCCL INFO RCCL version : 2.27.7\r",
+    "node [0] NCCL INFO RCCL version : 2.27.7 é",
+])
+def test_rccl_lines_of_other_shapes_read_as_the_lines_engine_reads_them(line):
+    text = RCCL + REDACTED + MSCCL
+    _same((text + line + "\n" + text).encode(), 1 << 12, 1 << 12)
+    _same((line + "\n" + text + line + "\n").encode(), 1 << 12, 1 << 12)

@@ -36,10 +36,10 @@
 enum {
     NP_TAG = 1,    /* result.processes["pid N"] exists with that pid and a host: _tag sets nothing */
     NP_RANK = 2,   /* ... and a rank: _tag's rank search sets nothing */
-    NP_TR = 4,     /* (host, pid, tid) in thread_rank */
+    NP_TR = 4,     /* tid in thread_rank[(host, pid)] */
     NP_PR = 8,     /* (host, pid) in process_rank */
     NP_DR = 16,    /* dev in device_ranks[(host, pid)] */
-    NP_TP = 32,    /* (host, pid, tid) in thread_peer_rank, or (host, pid) in process_rank (_channel sets none) */
+    NP_TP = 32,    /* tid in thread_peer_rank[(host, pid)], or (host, pid) in process_rank (_channel sets none) */
     NP_PP = 64,    /* (host, pid) in process_peer_rank, or in process_rank */
     NP_HOSTLESS = 128,  /* the process has that pid and no host yet (an env dump made it): _tag sets it */
     NP_NEW = 256,  /* result.processes has no "pid N": _tag makes it (nccl_new_process) */
@@ -442,12 +442,11 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
     PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
     PyObject *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
-    PyObject *t3 = host && pid && tid ? PyTuple_Pack(3, host, pid, tid) : NULL;
     PyObject *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
     PyObject *name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
     int status = ERROR;
     unsigned fl = 0;
-    if (!dev || !t3 || !t2 || !name) goto done;
+    if (!dev || !tid || !t2 || !name) goto done;
     PyObject *p = PyDict_GetItemWithError(f->processes, name);
     if (!p && PyErr_Occurred()) goto done;
     if (!p) fl |= NP_NEW;
@@ -464,16 +463,20 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
             if (!overflow && held == h->pid) fl |= (named ? NP_TAG : NP_HOSTLESS) | (r != Py_None ? NP_RANK : 0);
         }
     }
-    struct { PyObject *dict, *key; unsigned bit; } has[] = {
-        {f->thread_rank, t3, NP_TR}, {f->process_rank, t2, NP_PR}, {f->thread_peer, t3, NP_TP},
-        {f->process_peer, t2, NP_PP},
+    /* (host, pid) in each dict, and tid in the thread dicts' dict of the process */
+    struct { PyObject *dict; unsigned bit, thread_bit; } has[] = {
+        {f->thread_rank, 0, NP_TR}, {f->process_rank, NP_PR, 0}, {f->thread_peer, 0, NP_TP},
+        {f->process_peer, NP_PP, 0},
     };
     /* No process, no key of it in nccl_debug's dicts (_tag makes it before _debug reads its line);
      * were one there, the flag left unset only makes its setdefault() run again. */
     for (size_t k = 0; p && k < sizeof(has) / sizeof(*has); k++) {
-        int in = PyDict_Contains(has[k].dict, has[k].key);
+        PyObject *held = PyDict_GetItemWithError(has[k].dict, t2);
+        if (!held && PyErr_Occurred()) goto done;
+        int in = held ? 1 : 0;
+        if (held && has[k].thread_bit) in = PyDict_CheckExact(held) ? PyDict_Contains(held, tid) : 0;
         if (in < 0) goto done;
-        if (in) fl |= has[k].bit;
+        if (in) fl |= has[k].bit | has[k].thread_bit;
     }
     if (fl & NP_PR) fl |= NP_TP | NP_PP;  /* _channel keeps no peer rank for a process with a rank */
     PyObject *devs = p ? PyDict_GetItemWithError(f->device_ranks, t2) : NULL;
@@ -495,7 +498,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     status = OK;
 done:
     Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid); Py_XDECREF(dev);
-    Py_XDECREF(t3); Py_XDECREF(t2); Py_XDECREF(name);
+    Py_XDECREF(t2); Py_XDECREF(name);
     return status;
 }
 
@@ -885,19 +888,32 @@ static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, co
 static int nccl_share(struct nccl_fast *f, PyObject **text);
 
 /* The host and pid shared (nccl_share), as _rank and _channel key what they keep. */
-static int nccl_keys(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **t3, PyObject **t2,
+static int nccl_keys(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **tid, PyObject **t2,
                      PyObject **dev) {
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
     *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
     if (host && pid && (nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)) Py_CLEAR(host);
-    *t3 = host && pid && tid ? PyTuple_Pack(3, host, pid, tid) : NULL;
     *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
-    Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
-    if (*dev && *t3 && *t2) return 1;
-    Py_CLEAR(*dev); Py_CLEAR(*t3); Py_CLEAR(*t2);
+    Py_XDECREF(host); Py_XDECREF(pid);
+    if (*dev && *tid && *t2) return 1;
+    Py_CLEAR(*dev); Py_CLEAR(*tid); Py_CLEAR(*t2);
     return 0;
+}
+
+/* by_process[t2], a dict of the process's threads (nccl_debug's thread_rank, thread_peer_rank;
+ * borrowed), made where absent: NULL with an error set, or with none where it is no dict. */
+static PyObject *nccl_threads(PyObject *by_process, PyObject *t2) {
+    PyObject *threads = PyDict_GetItemWithError(by_process, t2);
+    if (!threads) {
+        if (PyErr_Occurred()) return NULL;
+        PyObject *fresh = PyDict_New();
+        if (!fresh) return NULL;
+        threads = PyDict_SetDefault(by_process, t2, fresh);
+        Py_DECREF(fresh);
+    }
+    return threads && PyDict_CheckExact(threads) ? threads : NULL;
 }
 
 /* parser.<name> = (count, lineno), as _rank keeps its largest count. */
@@ -915,7 +931,7 @@ static int nccl_set_held(struct nccl_fast *f, PyObject *name, long long count, i
 static int nccl_first_rank(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
                            PyObject *tag, PyObject *nccl_lines, int64_t lineno, const char *m, Py_ssize_t rk,
                            Py_ssize_t rke, long long nranks, long long nodes) {
-    PyObject *p = PyDict_GetItemWithError(f->processes, tag), *t3 = NULL, *t2 = NULL, *dev = NULL, *rank = NULL;
+    PyObject *p = PyDict_GetItemWithError(f->processes, tag), *tid = NULL, *t2 = NULL, *dev = NULL, *rank = NULL;
     if (!p) return PyErr_Occurred() ? ERROR : PYTHON;
     if (!PyDict_CheckExact(p)) return PYTHON;
     Py_INCREF(p);  /* held across the calls below, which may run Python code (a str's hash does not) */
@@ -931,14 +947,21 @@ static int nccl_first_rank(struct nccl_fast *f, const char *s, Py_ssize_t n, con
         Py_DECREF(text);
         if (known) { status = known < 0 ? ERROR : PYTHON; goto done; }
     }
-    if (!nccl_keys(f, s, h, &t3, &t2, &dev)) goto done;
+    if (!nccl_keys(f, s, h, &tid, &t2, &dev)) goto done;
     PyObject *devs = PyDict_GetItemWithError(f->device_ranks, t2);
     if (!devs && PyErr_Occurred()) goto done;
     if (devs && !PyDict_CheckExact(devs)) { status = PYTHON; goto done; }
+    PyObject *threads = PyDict_GetItemWithError(f->thread_rank, t2);
+    if (!threads && PyErr_Occurred()) goto done;
+    if (threads && !PyDict_CheckExact(threads)) { status = PYTHON; goto done; }
     if (!(rank = PyUnicode_DecodeASCII(m + rk, rke - rk, NULL)) || nccl_share(f, &rank) < 0) goto done;
     /* the checks are passed: from here on the line is read here */
     if (set_rank && PyDict_SetItem(p, f->k_rank, rank) < 0) goto done;
-    if (!PyDict_SetDefault(f->thread_rank, t3, rank) || !PyDict_SetDefault(f->process_rank, t2, rank)) goto done;
+    if (!(threads = nccl_threads(f->thread_rank, t2)) || !PyDict_SetDefault(threads, tid, rank)
+        || !PyDict_SetDefault(f->process_rank, t2, rank)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "thread_rank holds a process's threads in a dict");
+        goto done;
+    }
     if (!devs) {
         PyObject *fresh = PyDict_New();
         if (!fresh) goto done;
@@ -958,23 +981,27 @@ static int nccl_first_rank(struct nccl_fast *f, const char *s, Py_ssize_t n, con
     status = OK;
 done:
     Py_DECREF(p);
-    Py_XDECREF(t3); Py_XDECREF(t2); Py_XDECREF(dev); Py_XDECREF(rank);
+    Py_XDECREF(tid); Py_XDECREF(t2); Py_XDECREF(dev); Py_XDECREF(rank);
     return status;
 }
 /* A thread's first connection (or a transport's first): what _channel does with it -- the thread's
  * and process's peer rank where unset (setdefault), a new transport with its line. */
 static int nccl_first_connection(struct nccl_fast *f, const char *s, const nccl_line_head *h, int64_t lineno,
                                  const char *m, Py_ssize_t la, Py_ssize_t le, unsigned fl, PyObject *transport) {
-    PyObject *t3 = NULL, *t2 = NULL, *dev = NULL, *local = NULL, *at = NULL;
+    PyObject *tid = NULL, *t2 = NULL, *dev = NULL, *local = NULL, *at = NULL, *threads;
     int status = ERROR;
     if ((fl & (NP_TP | NP_PP)) != (NP_TP | NP_PP)) {
-        if (!nccl_keys(f, s, h, &t3, &t2, &dev)) goto done;
+        if (!nccl_keys(f, s, h, &tid, &t2, &dev)) goto done;
         int ranked = PyDict_Contains(f->process_rank, t2);  /* _channel keeps no peer rank then */
         if (ranked < 0) goto done;
         if (!ranked) {
             if (!(local = PyUnicode_DecodeASCII(m + la, le - la, NULL)) || nccl_share(f, &local) < 0) goto done;
-            if (!PyDict_SetDefault(f->thread_peer, t3, local) || !PyDict_SetDefault(f->process_peer, t2, local))
+            if (!(threads = nccl_threads(f->thread_peer, t2)) || !PyDict_SetDefault(threads, tid, local)
+                || !PyDict_SetDefault(f->process_peer, t2, local)) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "thread_peer_rank holds a process's threads in a dict");
                 goto done;
+            }
         }
         f->heads[f->last_head].flags |= NP_TP | NP_PP;
     }
@@ -983,7 +1010,7 @@ static int nccl_first_connection(struct nccl_fast *f, const char *s, const nccl_
     }
     status = OK;
 done:
-    Py_XDECREF(t3); Py_XDECREF(t2); Py_XDECREF(dev); Py_XDECREF(local); Py_XDECREF(at);
+    Py_XDECREF(tid); Py_XDECREF(t2); Py_XDECREF(dev); Py_XDECREF(local); Py_XDECREF(at);
     return status;
 }
 

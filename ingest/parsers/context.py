@@ -187,6 +187,12 @@ class Watcher:
 
     def harvest(self, result: ParseResult) -> None:
         """Strike off the candidate lines that records in `result` came from (before a sink takes them)."""
+        # A line's mark (result.used) strikes it off only if it is a candidate, which it is by now or
+        # never (the engines offer a line before a sink is called): only those marks are kept. A log
+        # of many NCCL start-ups marks every version line, a set that grew with the file.
+        if result.used:
+            self.used.update(result.used & self.candidates)
+            result.used.clear()
         open_ = set(self.candidates) - self.used
         if not open_:
             return

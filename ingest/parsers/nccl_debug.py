@@ -87,12 +87,14 @@ class Parser:
         # echoes that repeat them (a log of many restarts echoes the same variables each time; five
         # strings an echo were ~280 bytes of it). Read by the native scanner too (_scan_nccl.h).
         self.shared: dict[str, str] = {}
-        self.thread_rank: dict[tuple[str, str, str], str] = {}
+        # A thread's first rank, by process: (host, pid) -> {tid: rank}. A log of many communicators
+        # has hundreds of thousands of threads: one dict a process holds them in less than a key each.
+        self.thread_rank: dict[tuple[str, str], dict[str, str]] = {}
         self.process_rank: dict[tuple[str, str], str] = {}
         # The rank each CUDA device of a process has: nccl-tests `-g 2` drives two GPUs (two ranks)
         # from one process, which echoes each variable once (NCCL reads its environment once).
         self.device_ranks: dict[tuple[str, str], dict[str, str]] = {}
-        self.thread_peer_rank: dict[tuple[str, str, str], str] = {}  # from connection lines
+        self.thread_peer_rank: dict[tuple[str, str], dict[str, str]] = {}  # from connection lines, as thread_rank
         self.process_peer_rank: dict[tuple[str, str], str] = {}
         self.nranks: tuple[int, int] | None = None  # (largest nranks seen, its line)
         self.nnodes: tuple[int, int] | None = None
@@ -141,7 +143,8 @@ class Parser:
         ids, lines, identities, thread_rank = self.echo_ids, self.echo_lines, self.identities, self.thread_rank
         for entry in self.pending:
             value, host, pid, tid = entry
-            rank = thread_rank.get((host, pid, tid))
+            threads = thread_rank.get((host, pid))
+            rank = threads.get(tid) if threads else None
             if rank is None:
                 ids.append(-1 - len(self.unsettled))
                 self.unsettled.append(entry)
@@ -163,9 +166,9 @@ class Parser:
             if i < 0:
                 value, host, pid, tid = self.unsettled[-1 - i]
                 value.rank = (
-                    self.thread_rank.get((host, pid, tid))
+                    self.thread_rank.get((host, pid), {}).get(tid)
                     or self.process_rank.get((host, pid))
-                    or self.thread_peer_rank.get((host, pid, tid))
+                    or self.thread_peer_rank.get((host, pid), {}).get(tid)
                     or self.process_peer_rank.get((host, pid))
                     or f"pid {pid}"
                 )
@@ -274,7 +277,10 @@ class Parser:
         # texts a process's threads repeat are shared (_scan_nccl.h's nccl_keys shares them too).
         share = self._shared
         host, pid, rank = share(host), share(pid), share(rank)
-        self.thread_rank.setdefault((host, pid, tid), rank)
+        threads = self.thread_rank.get((host, pid))
+        if threads is None:
+            threads = self.thread_rank[(host, pid)] = {}
+        threads.setdefault(tid, rank)
         self.process_rank.setdefault((host, pid), rank)
         self.device_ranks.setdefault((host, pid), {}).setdefault(dev, rank)
         if nranks is not None and (self.nranks is None or nranks > self.nranks[0]):
@@ -292,7 +298,10 @@ class Parser:
             if (host, pid) not in self.process_rank:
                 share = self._shared
                 host, pid, local = share(host), share(pid), share(c.group(2) if c.group(3) else c.group(1))
-                self.thread_peer_rank.setdefault((host, pid, tid), local)
+                threads = self.thread_peer_rank.get((host, pid))
+                if threads is None:
+                    threads = self.thread_peer_rank[(host, pid)] = {}
+                threads.setdefault(tid, local)
                 self.process_peer_rank.setdefault((host, pid), local)
             via = _VIA.search(msg, c.end())
             name = transport(via.group(1)) if via else None
