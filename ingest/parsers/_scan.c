@@ -1249,6 +1249,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
         int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
         if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
+        /* "NCCL_" (launch_env's idle here) may be offer()'s word: only nccl_info offers such a line */
+        if (by_literal & BIT(R_LAUNCH_ENV)) return PYTHON;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         int warn = nccl_warn_line(self, s, n, line, lineno, rd, nccl_lines, channel_lines);  /* _scan_nccl_other.h */
         if (warn == PYTHON) warn = nccl_headless_rccl(self, s, n, line, lineno, rd, flags);
