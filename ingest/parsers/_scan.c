@@ -1112,6 +1112,7 @@ static void nccl_remember(Scanner *self, const char *s, Py_ssize_t n, PyObject *
 }
 
 #include "_scan_tests.h"
+#include "_scan_bench.h"
 
 /* ---- MPI's --tag-output: `[job,rank]<stdout>:` leading a line (text.clean, Tagger._mpi) ---------- */
 
@@ -1204,9 +1205,12 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
-    if (by_literal == (BIT(R_SGLANG) | BIT(R_VLLM)) && !by_start) {  /* a bench title, no reader busy (_scan_vllm.h) */
+    /* a bench title or client line, no reader busy (_scan_vllm.h, _scan_bench.h) */
+    if (by_literal == (BIT(R_SGLANG) | BIT(R_VLLM)) && (!by_start || bench_hash_idle(self, s, n, by_start))) {
         int title = bench_title(self, s, n, line, e, flags, lineno, mask, lits);
         if (title != DECLINE) return title;
+        int client = bench_client(self, s, n, line, e, flags, lineno, mask, lits, by_start);
+        if (client != DECLINE) return client;
     }
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
@@ -2655,6 +2659,9 @@ static PyMethodDef Scanner_methods[] = {
      "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
      "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
+    {"bench_emit", (PyCFunction)Scanner_bench_emit, METH_VARARGS,
+     "bench_emit(sglang_parser, vllm_parser, result, recent, Setting, add_block, blocks_key, omitted_key, kept, "
+     "bench_tag, recent_max) or bench_emit(None): what a block closed in the scanner writes its records with"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
      "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},

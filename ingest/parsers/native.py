@@ -399,6 +399,10 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     # The bench readers whose blocks the scanner opens at a title while no reader is busy (bench_title),
     # and what reads a line that closes them (bench_close); let go at the end (the parse holds the scanner).
     scan.bench_readers(parse.sglang.bench, parse.vllm.bench, serving.Row, serving.KEYS, parse.bench_close)
+    # What a block the scanner closes itself writes its records with (_scan_bench.h): the owner's
+    # _bench_emit where nothing it does can change the scan's flags, else bench_close does it in Python.
+    scan.bench_emit(parse.sglang, parse.vllm, result, tagger.recent, records.Setting, serving.add_block,
+                    serving.BLOCKS_KEY, serving.OMITTED_KEY, serving.BLOCKS_KEPT, processes.BENCH_TAG, processes.RECENT)
     try:
         for first, lines in chunks:
             if isinstance(lines, text.Text):
@@ -414,6 +418,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
                 sink(result)
     finally:
         scan.bench_readers(None)
+        scan.bench_emit(None)
     _flush(scan, result, parse.grouped)
     for p in formats:
         p.finish()
