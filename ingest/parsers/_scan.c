@@ -1531,6 +1531,9 @@ static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t
         else if ((status = mpi_of(line, &job, &rank)) == OK)  /* a text.MpiLine: read with its rank's process */
             status = mpi_line(self, s, n, job, rank, lineno, &st->e, &st->windows, labels, nccl_lines, channel_lines,
                               flags, mask);
+    } else if (PyUnicode_CheckExact(line)) {  /* a `#` comment of non-ASCII text no reader acts on (_scan_bench.h) */
+        status = bench_dirty_comment(self, line, lineno, &st->e, flags, mask);
+        if (status == PYTHON) *mask = ~0u;
     }
     Py_DECREF(line);
     return status;

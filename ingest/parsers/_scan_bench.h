@@ -26,13 +26,21 @@
  * do nothing with it when it names none of nccl_tests._comment's words and no row is held (bench_hash_idle).
  */
 
+/* The attributes read here, their names made once (bench_emit) */
+enum { A_VALUE, A_KEY, A_LINE, A_PROCESSES, A_BENCH_BLOCKS, A_BLOCK, A_SETTINGS, A_TOOL, A_FORMATS, A_ROWS, A_SECTIONS,
+       A_PHASES, A_METRICS, A_CLIENT, A_COUNT };
+static const char *BENCH_ATTRS[] = {"value", "key", "line", "processes", "bench_blocks", "block", "settings", "tool",
+                                    "formats", "rows", "sections", "phases", "metrics", "client"};
+
 typedef struct bench_emit {
     PyObject *parser[2];  /* sglang.Parser, vllm.Parser (their bench_blocks) */
     PyObject *result, *recent;  /* the ParseResult; Tagger.recent (a line's tag other than "main") */
+    PyObject *offer;  /* result.offer (the context Watcher's), or None */
     PyObject *setting_type, *add_block;  /* records.Setting; serving.add_block */
     PyObject *k_blocks, *k_omitted, *k_count, *k_engine, *k_steps, *k_spec;  /* keys, and "Speculative Decoding" */
     PyObject *fmt[2], *tool[2];  /* "sglang_bench_serving"/"vllm_bench_serve"; "sglang"/"vllm" */
     PyObject *skeys;  /* row key -> "serving." + key (bounded) */
+    PyObject *attr[A_COUNT];  /* BENCH_ATTRS, interned */
     Py_ssize_t kept, recent_max;  /* serving.BLOCKS_KEPT, processes.RECENT */
     int s_src[2], s_bench;  /* "sglang_bench"/"vllm_bench", processes.BENCH_TAG */
     int s_throughput, s_tokens, s_rate;  /* metric names */
@@ -42,10 +50,12 @@ typedef struct bench_emit {
 
 static void bench_emit_release(struct bench_emit *E) {
     if (!E) return;
-    PyObject **refs[] = {&E->parser[0], &E->parser[1], &E->result, &E->recent, &E->setting_type, &E->add_block,
+    PyObject **refs[] = {&E->parser[0], &E->parser[1], &E->result, &E->recent, &E->offer, &E->setting_type,
+                         &E->add_block,
                          &E->k_blocks, &E->k_omitted, &E->k_count, &E->k_engine, &E->k_steps, &E->k_spec,
                          &E->fmt[0], &E->fmt[1], &E->tool[0], &E->tool[1], &E->skeys};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
+    for (int i = 0; i < A_COUNT; i++) Py_CLEAR(E->attr[i]);
     free(E);
 }
 
@@ -78,30 +88,33 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
                           &E->k_blocks, &E->k_omitted};
     for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++) Py_INCREF(objs[i]), *slots[i] = objs[i];
     E->kept = kept, E->recent_max = recent_max;
-    int bad = !(E->k_count = PyUnicode_InternFromString("count")) || !(E->k_engine = PyUnicode_InternFromString("engine"))
+    int bad = !(E->k_count = PyUnicode_InternFromString("count"))
+        || !(E->k_engine = PyUnicode_InternFromString("engine"))
         || !(E->k_steps = PyUnicode_InternFromString("spec.steps"))
         || !(E->k_spec = PyUnicode_InternFromString("Speculative Decoding"))
         || !(E->fmt[0] = PyUnicode_InternFromString("sglang_bench_serving"))
         || !(E->fmt[1] = PyUnicode_InternFromString("vllm_bench_serve"))
         || !(E->tool[0] = PyUnicode_InternFromString("sglang")) || !(E->tool[1] = PyUnicode_InternFromString("vllm"))
-        || !(E->skeys = PyDict_New())
+        || !(E->skeys = PyDict_New()) || !(E->offer = PyObject_GetAttrString(result, "offer"))
         || (E->s_src[0] = intern_str(self, "sglang_bench", 12)) < 0
         || (E->s_src[1] = intern_str(self, "vllm_bench", 10)) < 0 || (E->s_bench = intern_str(self, tag, tag_len)) < 0
         || (E->s_throughput = intern_str(self, "throughput_tok_s", 16)) < 0
         || (E->s_tokens = intern_str(self, "tokens_per_cycle", 16)) < 0
         || (E->s_rate = intern_str(self, "draft_acceptance_rate", 21)) < 0;
+    for (int i = 0; i < A_COUNT && !bad; i++) bad = !(E->attr[i] = PyUnicode_InternFromString(BENCH_ATTRS[i]));
     if (bad) { bench_emit_release(E); return NULL; }
     bench_emit_release(v->emit);
     v->emit = E;
+    if (!v->offer) Py_INCREF(E->offer), v->offer = E->offer;  /* (bench() hands the same over) */
     Py_RETURN_NONE;
 }
 
 /* An attribute that must be a list (a new reference), or NULL with the error set. */
-static PyObject *bench_list_attr(PyObject *obj, const char *name) {
-    PyObject *x = PyObject_GetAttrString(obj, name);
+static PyObject *bench_list_attr(PyObject *obj, PyObject *name) {
+    PyObject *x = PyObject_GetAttr(obj, name);
     if (x && !PyList_Check(x)) {
         Py_DECREF(x);
-        PyErr_Format(PyExc_TypeError, "%s must be a list", name);
+        PyErr_Format(PyExc_TypeError, "%U must be a list", name);
         return NULL;
     }
     return x;
@@ -164,9 +177,9 @@ static int bench_emit_ok(Scanner *self, BenchEmit *E, int owner, PyObject *rows,
     int bad = 0, positions = 0, metrics = 0, engine = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
-        PyObject *value = PyObject_GetAttrString(row, "value");
-        PyObject *key = value ? PyObject_GetAttrString(row, "key") : NULL;
-        PyObject *line = key ? PyObject_GetAttrString(row, "line") : NULL;
+        PyObject *value = PyObject_GetAttr(row, E->attr[A_VALUE]);
+        PyObject *key = value ? PyObject_GetAttr(row, E->attr[A_KEY]) : NULL;
+        PyObject *line = key ? PyObject_GetAttr(row, E->attr[A_LINE]) : NULL;
         int ok = line && PyUnicode_Check(key) ? 1 : -1;
         if (ok > 0 && value != Py_None) {
             int name;
@@ -178,7 +191,8 @@ static int bench_emit_ok(Scanner *self, BenchEmit *E, int owner, PyObject *rows,
                 PyObject *tag = PyDict_GetItemWithError(E->recent, line);
                 ok = tag ? 0 : PyErr_Occurred() ? -1 : 1;
             }
-            if (ok > 0 && owner == 0 && PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(key, "backend") == 0) {
+            if (ok > 0 && owner == 0 && PyUnicode_Check(value)
+                && PyUnicode_CompareWithASCIIString(key, "backend") == 0) {
                 /* the client's backend names the engine: "vllm..." or one holding "sglang" */
                 PyObject *vllm = PyUnicode_FromString("vllm"), *sglang = PyUnicode_FromString("sglang");
                 Py_ssize_t at = vllm ? PyUnicode_Tailmatch(value, vllm, 0, PY_SSIZE_T_MAX, -1) : -1;
@@ -202,7 +216,7 @@ static int bench_emit_ok(Scanner *self, BenchEmit *E, int owner, PyObject *rows,
     if (engine && !bench_setting(settings, E->k_engine, &bad)) return bad ? -1 : 0;  /* the flags read it */
     if (positions && !bench_setting(settings, E->k_steps, &bad)) return bad ? -1 : 0;
     if (metrics) {  /* the "bench" process is made by Tagger.stamp at its first record */
-        PyObject *procs = PyObject_GetAttrString(E->result, "processes");
+        PyObject *procs = PyObject_GetAttr(E->result, E->attr[A_PROCESSES]);
         if (!procs) return -1;
         PyObject *tag = self->strings ? PyList_GetItem(self->strings, E->s_bench) : NULL;
         int known = tag ? PySequence_Contains(procs, tag) : -1;
@@ -220,8 +234,8 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
     PyObject *listed = bench_setting(settings, E->k_blocks, &bad);
     PyObject *omitted = listed ? bench_setting(settings, E->k_omitted, &bad) : NULL;
     if (bad) return -1;
-    PyObject *blocks = listed ? PyObject_GetAttrString(listed, "value") : NULL;
-    PyObject *counts = omitted && blocks ? PyObject_GetAttrString(omitted, "value") : NULL;
+    PyObject *blocks = listed ? PyObject_GetAttr(listed, E->attr[A_VALUE]) : NULL;
+    PyObject *counts = omitted && blocks ? PyObject_GetAttr(omitted, E->attr[A_VALUE]) : NULL;
     PyObject *count = NULL;
     if ((listed && !blocks) || (omitted && blocks && !counts)) bad = 1;
     else if (counts && PyList_Check(blocks) && PyList_GET_SIZE(blocks) >= E->kept && PyDict_Check(counts)
@@ -243,7 +257,7 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
     Py_XDECREF(counts);
     if (bad) return -1;
     PyObject *parser = E->parser[owner];
-    PyObject *was = PyObject_GetAttrString(parser, "bench_blocks");
+    PyObject *was = PyObject_GetAttr(parser, E->attr[A_BENCH_BLOCKS]);
     long long window = was && PyLong_Check(was) ? PyLong_AsLongLong(was) + 1 : -1;
     Py_XDECREF(was);
     if (window <= 0 || window > INT64_MAX / 2) {
@@ -251,15 +265,15 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
         return -1;
     }
     PyObject *w = PyLong_FromLongLong(window);
-    bad = !w || PyObject_SetAttrString(parser, "bench_blocks", w) < 0;
+    bad = !w || PyObject_SetAttr(parser, E->attr[A_BENCH_BLOCKS], w) < 0;
     Py_XDECREF(w);
     if (bad) return -1;
     int positions = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows) && !bad; i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
-        PyObject *value = PyObject_GetAttrString(row, "value");
-        PyObject *key = value ? PyObject_GetAttrString(row, "key") : NULL;
-        PyObject *line = key ? PyObject_GetAttrString(row, "line") : NULL;
+        PyObject *value = PyObject_GetAttr(row, E->attr[A_VALUE]);
+        PyObject *key = value ? PyObject_GetAttr(row, E->attr[A_KEY]) : NULL;
+        PyObject *line = key ? PyObject_GetAttr(row, E->attr[A_LINE]) : NULL;
         bad = !line;
         if (!bad && value != Py_None) {
             PyObject *skey = bench_skey(E, key);
@@ -299,23 +313,25 @@ static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject
     PyObject *blocks[2] = {NULL, NULL}, *rows = NULL, *sections = NULL, *settings = NULL, *waiting[2] = {NULL, NULL};
     int ok = -1, owner = 0;
     for (int i = 0; i < 2; i++)
-        if (!(blocks[i] = PyObject_GetAttrString(v->readers[i], "block"))) goto done;
+        if (!(blocks[i] = PyObject_GetAttr(v->readers[i], E->attr[A_BLOCK]))) goto done;
     if (blocks[0] == Py_None || blocks[1] == Py_None) { ok = 0; goto done; }
-    if (!(rows = bench_list_attr(blocks[0], "rows")) || !(sections = bench_list_attr(blocks[0], "sections"))
-        || !(settings = PyObject_GetAttrString(E->result, "settings")))
+    if (!(rows = bench_list_attr(blocks[0], E->attr[A_ROWS]))
+        || !(sections = bench_list_attr(blocks[0], E->attr[A_SECTIONS]))
+        || !(settings = PyObject_GetAttr(E->result, E->attr[A_SETTINGS])))
         goto done;
     if (!PyDict_Check(settings)) { PyErr_SetString(PyExc_TypeError, "settings must be a dict"); goto done; }
-    if (!(waiting[0] = bench_list_attr(E->result, "phases")) || !(waiting[1] = bench_list_attr(E->result, "metrics")))
+    if (!(waiting[0] = bench_list_attr(E->result, E->attr[A_PHASES]))
+        || !(waiting[1] = bench_list_attr(E->result, E->attr[A_METRICS])))
         goto done;
     if (PyList_GET_SIZE(waiting[0]) || PyList_GET_SIZE(waiting[1])) { ok = 0; goto done; }
     if (PyList_GET_SIZE(rows)) {  /* BlockReader.feed gives a block with rows only */
         /* Block.owner: the tool its labels named, else the log's engine (SGLang unless vLLM) */
-        PyObject *tool = PyObject_GetAttrString(blocks[0], "tool");
+        PyObject *tool = PyObject_GetAttr(blocks[0], E->attr[A_TOOL]);
         if (!tool) goto done;
         if (tool == Py_None) {
             int bad = 0;
             PyObject *engine = bench_setting(settings, E->k_engine, &bad);
-            PyObject *value = engine ? PyObject_GetAttrString(engine, "value") : NULL;
+            PyObject *value = engine ? PyObject_GetAttr(engine, E->attr[A_VALUE]) : NULL;
             if (bad || (engine && !value)) { Py_DECREF(tool); goto done; }
             owner = value && PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(value, "vllm") == 0;
             Py_XDECREF(value);
@@ -323,7 +339,7 @@ static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject
             owner = PyUnicode_Check(tool) && PyUnicode_CompareWithASCIIString(tool, "vllm") == 0;
         }
         Py_DECREF(tool);
-        PyObject *formats = PyObject_GetAttrString(E->result, "formats");
+        PyObject *formats = PyObject_GetAttr(E->result, E->attr[A_FORMATS]);
         int listed = formats ? PySequence_Contains(formats, E->fmt[owner]) : -1;
         Py_XDECREF(formats);
         int has = listed > 0 ? PyDict_Contains(settings, E->k_blocks) : listed;
@@ -337,7 +353,7 @@ static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject
         if (bench_open(self, s, n, line, lineno, 1) < 0) goto done;
     } else {
         for (int i = 0; i < 2; i++)
-            if (PyObject_SetAttrString(v->readers[i], "block", Py_None) < 0) goto done;
+            if (PyObject_SetAttr(v->readers[i], E->attr[A_BLOCK], Py_None) < 0) goto done;
         for (int i = 0; i < 2; i++) {
             Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
         }
@@ -376,7 +392,7 @@ static int bench_tests_idle(Scanner *self) {
 static int bench_client(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
                         int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_start) {
     struct vllm_state *v = self->vllm;
-    if (!v || !v->openers[0] || !lits || lits & ~v->client_lits || e->in_block || !(flags & F_MAIN)
+    if (!v || !v->openers[0] || !v->offer || !lits || lits & ~v->client_lits || e->in_block || !(flags & F_MAIN)
         || (n && s[0] == '[') || (by_start && !bench_hash_idle(self, s, n, by_start)))
         return DECLINE;
     int label;
@@ -422,7 +438,8 @@ static int bench_client(Scanner *self, const char *s, Py_ssize_t n, PyObject *li
         PyObject *key = PyUnicode_InternFromString(which == 0 ? "request_rate" : "max_concurrency");
         int bad = !key;
         for (int r = 0; r < 2 && !bad; r++) {  /* each reader's own dict, SGLang's first */
-            PyObject *client = PyObject_GetAttrString(v->openers[r], "client");
+            PyObject *client = v->emit ? PyObject_GetAttr(v->openers[r], v->emit->attr[A_CLIENT])
+                                       : PyObject_GetAttrString(v->openers[r], "client");
             bad = !client || !PyDict_Check(client) || PyDict_SetItem(client, key, value) < 0;
             if (client && !PyDict_Check(client)) PyErr_SetString(PyExc_TypeError, "a reader's client is a dict");
             Py_XDECREF(client);
@@ -434,4 +451,29 @@ static int bench_client(Scanner *self, const char *s, Py_ssize_t n, PyObject *li
     /* offered after the readers, as the engines do */
     if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
+}
+
+/* A cleaned line of non-ASCII text (a text chunk's dirty line: scan_cleaned) that is a `#` comment no reader
+ * acts on: the client's progress bar copied with its block, `# 100%|█████| 32/32 [02:30<00:00, 4.71s/it]`.
+ * Read on its UTF-8 bytes: the readers' literals and the STARTS of a `#`-led line are ASCII, found in them as
+ * in the str. No literal, STARTS the Tagger's and nccl_tests' only, neither acting on it (bench_hash_idle),
+ * "main" known, eagle_profile outside a block and no block open; the Watcher offered it where it may hold
+ * one of its words (offer() reads a non-ASCII line itself). OK, or PYTHON (with *mask ~0, as before). */
+static int bench_dirty_comment(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, int flags, unsigned *mask) {
+    struct vllm_state *v = self->vllm;
+    if (!v || !v->emit || !(flags & F_MAIN) || flags & F_BENCH || e->in_block) return PYTHON;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(line, &n);
+    if (!s) return ERROR;
+    if (n == 0 || s[0] != '#') return PYTHON;
+    unsigned by_literal;
+    if (literals_in(self, s, n, &by_literal)) return PYTHON;
+    unsigned by_start = starts_of(s, n);
+    if (!bench_hash_idle(self, s, n, by_start)) return PYTHON;
+    *mask = by_start;
+    PyObject *offer = v->emit->offer;
+    if (offer == Py_None || !maybe_words(s, n)) return OK;
+    PyObject *got = call_line(offer, s, n, line, lineno);
+    Py_XDECREF(got);
+    return got ? OK : ERROR;
 }
