@@ -180,7 +180,11 @@ static int bench_emit_ok(Scanner *self, BenchEmit *E, int owner, PyObject *rows,
         PyObject *value = PyObject_GetAttr(row, E->attr[A_VALUE]);
         PyObject *key = value ? PyObject_GetAttr(row, E->attr[A_KEY]) : NULL;
         PyObject *line = key ? PyObject_GetAttr(row, E->attr[A_LINE]) : NULL;
-        int ok = line && PyUnicode_Check(key) ? 1 : -1;
+        int ok = line ? 1 : -1;
+        if (line && !PyUnicode_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "a row's key is a str");
+            ok = -1;
+        }
         if (ok > 0 && value != Py_None) {
             int name;
             double x;
@@ -288,9 +292,12 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
             int name;
             double x;
             long long ln = set < 0 ? -1 : PyLong_AsLongLong(line);
-            bad = set < 0 || (ln == -1 && PyErr_Occurred())
-                || bench_metric(self, E, owner, key, value, &positions, &name, &x) <= 0
-                || (name >= 0 && add_metric(self, name, x, window, ln, E->s_src[owner], self->s_empty, E->s_bench) < 0);
+            /* (bench_emit_ok took the same rows: no metric is Python's here) */
+            int got = set < 0 || (ln == -1 && PyErr_Occurred()) ? -1
+                : bench_metric(self, E, owner, key, value, &positions, &name, &x);
+            bad = got < 0
+                || (got > 0 && name >= 0
+                    && add_metric(self, name, x, window, ln, E->s_src[owner], self->s_empty, E->s_bench) < 0);
         }
         Py_XDECREF(value);
         Py_XDECREF(key);
@@ -464,7 +471,11 @@ static int bench_dirty_comment(Scanner *self, PyObject *line, int64_t lineno, Ea
     if (!v || !v->emit || !(flags & F_MAIN) || flags & F_BENCH || e->in_block) return PYTHON;
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(line, &n);
-    if (!s) return ERROR;
+    if (!s) {  /* a lone surrogate: Python's */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return ERROR;
+        PyErr_Clear();
+        return PYTHON;
+    }
     if (n == 0 || s[0] != '#') return PYTHON;
     unsigned by_literal;
     if (literals_in(self, s, n, &by_literal)) return PYTHON;
