@@ -128,32 +128,58 @@ def test_client_lines_progress_bars_and_marked_titles_are_read_in_the_scanner():
 
 CLIENT = [line for line in REAL + COMMENTED.read_text().splitlines()
           if "request rate" in line or "concurrency" in line or "100%|" in line or "Burstiness" in line]
-# Client lines and comments as copies and tools print them, and as damage leaves them.
-CLIENT_DAMAGED = [
-    lambda s: "# Traffic request rate: inf", lambda s: "# Traffic request rate:inf", lambda s: "#Traffic request rate: 4",
-    lambda s: "#  Traffic request rate: 4", lambda s: "  # Traffic request rate: 2.5", lambda s: "> Traffic request rate: 8",
-    lambda s: "Traffic request rate: 16.0", lambda s: "Traffic request rate:  ", lambda s: "Traffic request rate: inf x",
-    lambda s: "# Traffic request rate: 1e3", lambda s: "# Traffic request rate: -inf", lambda s: "# Traffic request rate: nan",
-    lambda s: "# Traffic request rate: NaN%", lambda s: "# Traffic request rate: None",
-    lambda s: "# Traffic request rate: " + "9" * 30, lambda s: "# Traffic request rate: 12.50000000001",
-    lambda s: "# Maximum request concurrency: 32", lambda s: "# Max request concurrency: not set",
-    lambda s: "# Max request concurrency: not", lambda s: "Max reqeuest concurrency: 4",
-    lambda s: "# Maximum request concurrency: 32 Rank", lambda s: "# Maximum request concurrency: 32 busbw",
-    lambda s: "# Maximum request concurrency: Pid 3", lambda s: "# Traffic request rate: throughput",
-    lambda s: "(APIServer pid=1) Traffic request rate: inf", lambda s: "[2025-01-01 TP0] Traffic request rate: inf",
-    lambda s: "NCCL_X=1 Traffic request rate: inf", lambda s: "Traffic request rate: sglang",
-    lambda s: "# Namespace(model='m', request_rate=inf, max_concurrency=4)",
-    lambda s: "# 100%|██████████| 32/32 [02:30<00:00,  4.71s/it]", lambda s: "#100%|███| 1/1",
-    lambda s: "# 100%|███| 32/32 throughput 5 tok/s", lambda s: "# 100%|███| Rank 0 Pid 3",
-    lambda s: "# 100%|███| nThread 1", lambda s: "# 50%|█████ NCCL INFO x", lambda s: "  # 100%|██| 1/1",
-    lambda s: "# ─── Méan TTFT (ms): 3", lambda s: "# 100%|███| Serving Benchmark Result",
-    lambda s: "# ============ Serving Benchmark Result ============", lambda s: "#============ Serving Benchmark Result",
-    lambda s: "#\t=== Serving Benchmark Result ===", lambda s: "# === Serving Benchmark Result === Rank 1",
-    lambda s: "# ---------------Time to First Token----------------", lambda s: "# ------",
-    lambda s: "# ==================================================", lambda s: "",
-    lambda s: "#  Rank  0 Group  0 Pid  12 on host device  0 [0x1b] NVIDIA H100",
-    lambda s: "#       size         count      type   redop    root     time   algbw   busbw #wrong",
-]
+# Client lines and comments as copies and tools print them, and as damage leaves them (one a line; a line of
+# the log is replaced by one of them).
+CLIENT_VARIANTS = """\
+# Traffic request rate: inf
+# Traffic request rate:inf
+#Traffic request rate: 4
+#  Traffic request rate: 4
+  # Traffic request rate: 2.5
+> Traffic request rate: 8
+Traffic request rate: 16.0
+Traffic request rate:\x20\x20
+Traffic request rate: inf x
+# Traffic request rate: 1e3
+# Traffic request rate: -inf
+# Traffic request rate: nan
+# Traffic request rate: NaN%
+# Traffic request rate: None
+# Traffic request rate: 999999999999999999999999999999
+# Traffic request rate: 12.50000000001
+# Maximum request concurrency: 32
+# Max request concurrency: not set
+# Max request concurrency: not
+Max reqeuest concurrency: 4
+# Maximum request concurrency: 32 Rank
+# Maximum request concurrency: 32 busbw
+# Maximum request concurrency: Pid 3
+# Traffic request rate: throughput
+(APIServer pid=1) Traffic request rate: inf
+[2025-01-01 TP0] Traffic request rate: inf
+NCCL_X=1 Traffic request rate: inf
+Traffic request rate: sglang
+# Namespace(model='m', request_rate=inf, max_concurrency=4)
+# 100%|██████████| 32/32 [02:30<00:00,  4.71s/it]
+#100%|███| 1/1
+# 100%|███| 32/32 throughput 5 tok/s
+# 100%|███| Rank 0 Pid 3
+# 100%|███| nThread 1
+# 50%|█████ NCCL INFO x
+  # 100%|██| 1/1
+# ─── Méan TTFT (ms): 3
+# 100%|███| Serving Benchmark Result
+# ============ Serving Benchmark Result ============
+#============ Serving Benchmark Result
+#\t=== Serving Benchmark Result ===
+# === Serving Benchmark Result === Rank 1
+# ---------------Time to First Token----------------
+# ------
+# ==================================================
+#  Rank  0 Group  0 Pid  12 on host device  0 [0x1b] NVIDIA H100
+#       size         count      type   redop    root     time   algbw   busbw #wrong
+""".splitlines() + [""]
+CLIENT_DAMAGED = [lambda s, v=v: v for v in CLIENT_VARIANTS]
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -27,10 +27,10 @@
  */
 
 /* The attributes read here, their names made once (bench_emit) */
-enum { A_VALUE, A_KEY, A_LINE, A_PROCESSES, A_BENCH_BLOCKS, A_BLOCK, A_SETTINGS, A_TOOL, A_FORMATS, A_ROWS, A_SECTIONS,
-       A_PHASES, A_METRICS, A_CLIENT, A_COUNT };
-static const char *BENCH_ATTRS[] = {"value", "key", "line", "processes", "bench_blocks", "block", "settings", "tool",
-                                    "formats", "rows", "sections", "phases", "metrics", "client"};
+enum { A_VALUE, A_KEY, A_LINE, A_PROCESSES, A_BENCH_BLOCKS, A_BLOCK, A_SETTINGS, A_TOOL, A_FORMATS, A_CLIENT,
+       A_COUNT };
+static const char *BENCH_ATTRS[A_COUNT] = {"value", "key", "line", "processes", "bench_blocks", "block",
+                                           "settings", "tool", "formats", "client"};
 
 typedef struct bench_emit {
     PyObject *parser[2];  /* sglang.Parser, vllm.Parser (their bench_blocks) */
@@ -107,17 +107,6 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
     v->emit = E;
     if (!v->offer) Py_INCREF(E->offer), v->offer = E->offer;  /* (bench() hands the same over) */
     Py_RETURN_NONE;
-}
-
-/* An attribute that must be a list (a new reference), or NULL with the error set. */
-static PyObject *bench_list_attr(PyObject *obj, PyObject *name) {
-    PyObject *x = PyObject_GetAttr(obj, name);
-    if (x && !PyList_Check(x)) {
-        Py_DECREF(x);
-        PyErr_Format(PyExc_TypeError, "%U must be a list", name);
-        return NULL;
-    }
-    return x;
 }
 
 /* What a row of the owner's block writes (_bench_emit): the metric's name (-1 none) and value. `positions`
@@ -322,13 +311,13 @@ static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject
     for (int i = 0; i < 2; i++)
         if (!(blocks[i] = PyObject_GetAttr(v->readers[i], E->attr[A_BLOCK]))) goto done;
     if (blocks[0] == Py_None || blocks[1] == Py_None) { ok = 0; goto done; }
-    if (!(rows = bench_list_attr(blocks[0], E->attr[A_ROWS]))
-        || !(sections = bench_list_attr(blocks[0], E->attr[A_SECTIONS]))
+    if (!(rows = block_list(blocks[0], "rows"))
+        || !(sections = block_list(blocks[0], "sections"))
         || !(settings = PyObject_GetAttr(E->result, E->attr[A_SETTINGS])))
         goto done;
     if (!PyDict_Check(settings)) { PyErr_SetString(PyExc_TypeError, "settings must be a dict"); goto done; }
-    if (!(waiting[0] = bench_list_attr(E->result, E->attr[A_PHASES]))
-        || !(waiting[1] = bench_list_attr(E->result, E->attr[A_METRICS])))
+    if (!(waiting[0] = block_list(E->result, "phases"))
+        || !(waiting[1] = block_list(E->result, "metrics")))
         goto done;
     if (PyList_GET_SIZE(waiting[0]) || PyList_GET_SIZE(waiting[1])) { ok = 0; goto done; }
     if (PyList_GET_SIZE(rows)) {  /* BlockReader.feed gives a block with rows only */

@@ -795,12 +795,12 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
 }
 
 
-/* A list attribute of a block (a new reference), or NULL with the error set. */
+/* A list attribute of a block or the result (a new reference), or NULL with the error set. */
 static PyObject *block_list(PyObject *block, const char *name) {
     PyObject *x = PyObject_GetAttrString(block, name);
     if (x && !PyList_CheckExact(x)) {
         Py_DECREF(x);
-        PyErr_Format(PyExc_TypeError, "a block's %s is a list", name);
+        PyErr_Format(PyExc_TypeError, "%s must be a list", name);
         return NULL;
     }
     return x;
