@@ -15,7 +15,9 @@
  *     nothing (_scan_tests.h);
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
- *     (_scan_vllm.h says which exactly);
+ *     (_scan_vllm.h says which exactly); a block's footer or the next title, its records written as
+ *     its owner writes them, the client's settings lines, a `#` comment of non-ASCII text no reader
+ *     acts on (a copied block's progress bar) (_scan_bench.h);
  *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
  *     a WARN line warned before, a bare `NCCL version` line once its settings are held
  *     (_scan_nccl_other.h);
@@ -27,7 +29,7 @@
  *   - any of these behind MPI's `[job,rank]<stdout>:` tag, taken off here (a text.MpiLine in a
  *     list), once the Tagger has made the rank's process (mpi_line).
  *
- * Anything else — a non-ASCII line, an MPI-tagged line of a new rank, a first record (formats
+ * Anything else — a non-ASCII line (but that comment), an MPI-tagged line of a new rank, a first record (formats
  * and settings are set in order by Python), a number outside the plain grammar, a duplicate key —
  * stops the scan; Python feeds that line (parsers/__init__.py, _parse_native). What "exactly"
  * means is pinned by tests/test_parsers_native.py: the records and state equal the line-at-a-time

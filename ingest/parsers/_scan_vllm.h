@@ -26,11 +26,12 @@
  * offer()'s outcome is plain (offer_plain: no word, a section title _SKIP takes, or a sure word on a
  * line a format reader's literal or STARTS is on) it is settled here, on the Watcher's own sets
  * (watch()); else offer() decides. A line that closes the blocks, a footer (`=====`) or a title, with
- * no literal but the title's and `---` on it, is fed to the two bench readers alone by one call
- * (bench_close: native._Parse.bench_close writes the blocks' records and gives the flags the scan reads
- * on with); a title with no reader busy opens both readers' blocks (bench_title, their open_title())
- * and the scan reads on in F_BENCH. Any other line goes back to Python, which reads it as the line
- * engine does.
+ * no literal but the title's and `---` on it, or a line no row, section or blank leads (closes_inert), is
+ * closed here and its owner's records written (bench_close_here, _scan_bench.h) or, where that is not
+ * plain, fed to the two bench readers alone by one call (bench_close: native._Parse.bench_close writes
+ * the blocks' records and gives the flags the scan reads on with); a title with no reader busy opens
+ * both readers' blocks (bench_title, their open_title()) and the scan reads on in F_BENCH. Any other
+ * line goes back to Python, which reads it as the line engine does.
  */
 
 /* ---- vLLM process tags and engine throughput lines ------------------------------------------

@@ -257,9 +257,10 @@ class _Parse:
 
     def bench_close(self, lineno: int, line: str) -> int:
         """A line that closes the open bench blocks (their footer, a title), which the scanner reads where
-        it concerns no reader but the two busy bench ones (_scan_vllm.h bench_close): fed to those (the
-        blocks' records written), stamped and handed to the scanner as before a scan (ready()); the
-        flags it reads on with (arm()). The Watcher's offer is the scanner's."""
+        it concerns no reader but the two busy bench ones (_scan_vllm.h bench_close) and does not close
+        them itself (bench_close_here, _scan_bench.h): fed to those (the blocks' records written), stamped
+        and handed to the scanner as before a scan (ready()); the flags it reads on with (arm()). The
+        Watcher's offer is the scanner's."""
         self.sglang.feed(lineno, line)
         self.vllm.feed(lineno, line)
         self.readers[0].stamp()  # the Tagger
