@@ -36,6 +36,18 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_MAX_SIDES 4
 #define TESTS_MAX_WORDS 64
 #define TESTS_INT_DIGITS 18  /* records.MAX_INT_DIGITS: a longer cell goes through float() in Python */
+#define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
+#define TESTS_FIELD_LINES 4  /* run settings lines known to set nothing new (tests_run_fields) */
+#define TESTS_FIELD_LINE_MAX 256
+
+/* The layout of one Table (a strong reference to it: its address is never another's meanwhile). */
+typedef struct {
+    PyObject *table;
+    int lead_size, lead_count, lead_type, lead_redop, lead_root;
+    int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
+        side_wrong[TESTS_MAX_SIDES];
+    int layout_ok;
+} TestsLayout;
 
 typedef struct tests_state {
     PyObject *parser, *result;  /* nccl_tests.Parser and its ParseResult (watch_tests) */
@@ -44,6 +56,18 @@ typedef struct tests_state {
     int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
         side_wrong[TESTS_MAX_SIDES];
     int layout_ok;  /* the layout fits the arrays above */
+    TestsLayout layouts[TESTS_LAYOUTS];  /* layouts read before (tests_layout), the next slot to fill */
+    int next_layout;
+    /* the digits of a pid whose device row was read here this scan (tests_device), as written
+     * (`Pid 077` is another process than `Pid 77`: the tag is the text); 0 digits: none */
+    char device_pid[TESTS_INT_DIGITS];
+    Py_ssize_t device_pid_len;
+    /* Run settings lines whose every setting the result's `settings` (field_settings, a strong
+     * reference) held: a setting is never taken away, so such a line sets nothing there again. */
+    PyObject *field_settings;
+    char field_line[TESTS_FIELD_LINES][TESTS_FIELD_LINE_MAX];
+    Py_ssize_t field_len[TESTS_FIELD_LINES];
+    int next_field;
     /* what this scan may read (tests_in) */
     int rows_ok, comments_ok, wrong_warned, op;
     long long ranks;  /* the parser's ranks[0] (-1: None) */
@@ -74,6 +98,8 @@ static void tests_free(Tests *t) {
     Py_XDECREF(t->result);
     Py_XDECREF(t->table);
     Py_XDECREF(t->headers);
+    for (int i = 0; i < TESTS_LAYOUTS; i++) Py_XDECREF(t->layouts[i].table);
+    Py_XDECREF(t->field_settings);
     for (int i = 0; i < t->nwords; i++) free(t->word[i]);
     ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
                   &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
@@ -86,10 +112,24 @@ static void tests_free(Tests *t) {
 
 static Py_ssize_t tests_pending(const Tests *t) { return t ? t->c_line.n : 0; }
 
+/* The interned str of `name` (a string literal: its address is the cache key), a new reference:
+ * the attribute names and Table keys read at each header and each scan's start, made once. */
+static PyObject *tests_key(const char *name) {
+    static struct { const char *name; PyObject *key; } cache[48];
+    static int used;
+    for (int i = 0; i < used; i++)
+        if (cache[i].name == name) return Py_NewRef(cache[i].key);
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (!key || used == 48) return key;
+    cache[used].name = name, cache[used].key = Py_NewRef(key);
+    used++;
+    return key;
+}
+
 /* A column index from a Table dict ({name: index}); -1 when absent. */
 static int tests_index(PyObject *dict, const char *key, int *out) {
     if (!PyDict_Check(dict)) { PyErr_SetString(PyExc_TypeError, "a Table's columns are dicts"); return -1; }
-    PyObject *k = PyUnicode_FromString(key);
+    PyObject *k = tests_key(key);
     if (!k) return -1;
     PyObject *v = PyDict_GetItemWithError(dict, k);
     Py_DECREF(k);
@@ -100,11 +140,43 @@ static int tests_index(PyObject *dict, const char *key, int *out) {
     return 0;
 }
 
-/* The layout of the parser's Table (lead: size count type redop root; each side: time algbw busbw wrong). */
+static int tests_read_layout(Tests *t, PyObject *table);
+
+/* The layout of the parser's Table (lead: size count type redop root; each side: time algbw busbw
+ * wrong), kept per Table for its next header: a file's tests alternate between a few. */
 static int tests_layout(Tests *t, PyObject *table) {
-    t->layout_ok = 0;
     Py_INCREF(table);
     Py_XSETREF(t->table, table);
+    TestsLayout *kept = NULL;
+    for (int i = 0; i < TESTS_LAYOUTS && !kept; i++)
+        if (t->layouts[i].table == table) kept = &t->layouts[i];
+    if (!kept) {
+        if (tests_read_layout(t, table) < 0) return -1;
+        kept = &t->layouts[t->next_layout];
+        t->next_layout = (t->next_layout + 1) % TESTS_LAYOUTS;
+        Py_XSETREF(kept->table, Py_NewRef(table));
+        kept->lead_size = t->lead_size, kept->lead_count = t->lead_count, kept->lead_type = t->lead_type;
+        kept->lead_redop = t->lead_redop, kept->lead_root = t->lead_root, kept->nsides = t->nsides;
+        kept->layout_ok = t->layout_ok;
+        for (int k = 0; k < TESTS_MAX_SIDES; k++) {
+            kept->side_time[k] = t->side_time[k], kept->side_algbw[k] = t->side_algbw[k];
+            kept->side_busbw[k] = t->side_busbw[k], kept->side_wrong[k] = t->side_wrong[k];
+        }
+        return 0;
+    }
+    t->lead_size = kept->lead_size, t->lead_count = kept->lead_count, t->lead_type = kept->lead_type;
+    t->lead_redop = kept->lead_redop, t->lead_root = kept->lead_root, t->nsides = kept->nsides;
+    t->layout_ok = kept->layout_ok;
+    for (int k = 0; k < TESTS_MAX_SIDES; k++) {
+        t->side_time[k] = kept->side_time[k], t->side_algbw[k] = kept->side_algbw[k];
+        t->side_busbw[k] = kept->side_busbw[k], t->side_wrong[k] = kept->side_wrong[k];
+    }
+    return 0;
+}
+
+/* tests_layout's reading of a Table not kept. */
+static int tests_read_layout(Tests *t, PyObject *table) {
+    t->layout_ok = 0;
     PyObject *lead = PyObject_GetAttrString(table, "lead");
     if (!lead) return -1;
     int bad = tests_index(lead, "size", &t->lead_size) < 0 || tests_index(lead, "count", &t->lead_count) < 0
@@ -132,18 +204,13 @@ static int tests_layout(Tests *t, PyObject *table) {
 }
 
 /* getattr(obj, name) by an interned name made once (tests_in reads a dozen a scan, and a scan
- * stops at every line Python reads). name: a string literal (its address is the cache key). */
+ * stops at every line Python reads). name: a string literal (tests_key). */
 static PyObject *tests_attr(PyObject *obj, const char *name) {
-    static struct { const char *name; PyObject *key; } cache[24];
-    static int used;
-    for (int i = 0; i < used; i++)
-        if (cache[i].name == name) return PyObject_GetAttr(obj, cache[i].key);
-    if (used == 24) return PyObject_GetAttrString(obj, name);
-    PyObject *key = PyUnicode_InternFromString(name);
+    PyObject *key = tests_key(name);
     if (!key) return NULL;
-    cache[used].name = name, cache[used].key = key;
-    used++;
-    return PyObject_GetAttr(obj, key);
+    PyObject *v = PyObject_GetAttr(obj, key);
+    Py_DECREF(key);
+    return v;
 }
 
 /* A list's length from an attribute, -1 on error (not a list). */
@@ -160,6 +227,7 @@ static Py_ssize_t tests_len(PyObject *obj, const char *name) {
 static int tests_in(Scanner *self) {
     Tests *t = self->tests;
     t->rows_ok = t->comments_ok = t->idle_mode = 0;
+    t->device_pid_len = 0;  /* (Python may have changed the processes since) */
     if (!t->parser) return 0;
     /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
     Py_ssize_t held = tests_len(t->parser, "held");
@@ -380,6 +448,9 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
     PyObject *settings = tests_attr(t->result, "settings");
     if (!settings) return ERROR;
     int status = PyDict_Check(settings) ? OK : PYTHON;
+    if (status == OK && settings == t->field_settings)  /* a line seen before: a test prints one each */
+        for (int k = 0; k < TESTS_FIELD_LINES; k++)
+            if (t->field_len[k] == n && memeq(t->field_line[k], s, (size_t)n)) { Py_DECREF(settings); return OK; }
     Py_ssize_t pos = 0;
     while (pos < n && s[pos] == '#') pos++;  /* text.lstrip("#") */
     while (status == OK && pos < n) {
@@ -423,6 +494,15 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
         if (known <= 0) status = known < 0 ? ERROR : PYTHON;
         pos = vend;
     }
+    if (status == OK && n <= TESTS_FIELD_LINE_MAX) {
+        if (settings != t->field_settings) {
+            Py_XSETREF(t->field_settings, Py_NewRef(settings));
+            for (int k = 0; k < TESTS_FIELD_LINES; k++) t->field_len[k] = 0;
+        }
+        memcpy(t->field_line[t->next_field], s, (size_t)n);
+        t->field_len[t->next_field] = n;
+        t->next_field = (t->next_field + 1) % TESTS_FIELD_LINES;
+    }
     Py_DECREF(settings);
     return status;
 }
@@ -432,7 +512,7 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
 static int tests_move(Scanner *self, int k, const char **names, PyObject **values) {
     int bad = 0;
     for (int i = 0; i < k; i++) {
-        PyObject *key = bad ? NULL : PyUnicode_InternFromString(names[i]);
+        PyObject *key = bad ? NULL : tests_key(names[i]);
         bad = bad || !values[i] || !key || PyObject_SetAttr(self->tests->parser, key, values[i]) < 0;
         Py_XDECREF(key);
         Py_XDECREF(values[i]);
@@ -573,21 +653,29 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lin
 /* Whether a line holds, in any case, a word the context watcher looks for (context.WORDS, read
  * wider: a line the scanner reads is never offered to it). */
 static int tests_wordy(const char *s, Py_ssize_t n) {
-    static const char *WORDY[] = {"throughput", "acceptanc", "accept length", "avg bus bandwidth", "specdecod",
-                                  "set by environment", "ccl version", "statistics", "speculative", "nccl_"};
-    static const Py_ssize_t LEN[] = {10, 9, 13, 17, 9, 18, 11, 10, 11, 5};
+    /* The words, each after its first letter, by that letter: a place whose letter starts none
+     * costs one switch (a device row was read ten times over, a search a word; then a loop over
+     * every word at each t, a, s, c or n). */
+    static const char *T[] = {"hroughput", NULL}, *A[] = {"cceptanc", "ccept length", "vg bus bandwidth", NULL},
+                      *S[] = {"pecdecod", "et by environment", "tatistics", "peculative", NULL},
+                      *C[] = {"cl version", NULL}, *N[] = {"ccl_", NULL};
 #define LOWER(c) ((c) >= 'A' && (c) <= 'Z' ? (char)((c) + 32) : (c))
     if (n > 1024) return 1;  /* (a long line is Python's) */
-    /* One pass, each place tried against the words its letter starts (t, a, s, c, n): a device row
-     * was read ten times over, a search a word. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        char c = LOWER(s[i]);
-        if (c != 't' && c != 'a' && c != 's' && c != 'c' && c != 'n') continue;
-        for (size_t w = 0; w < sizeof(WORDY) / sizeof(*WORDY); w++) {
-            if (WORDY[w][0] != c || i + LEN[w] > n) continue;
-            Py_ssize_t j = 1;
-            while (j < LEN[w] && LOWER(s[i + j]) == WORDY[w][j]) j++;
-            if (j == LEN[w]) return 1;
+        const char **words;
+        switch (s[i]) {
+        case 't': case 'T': words = T; break;
+        case 'a': case 'A': words = A; break;
+        case 's': case 'S': words = S; break;
+        case 'c': case 'C': words = C; break;
+        case 'n': case 'N': words = N; break;
+        default: continue;
+        }
+        for (; *words; words++) {
+            const char *w = *words;
+            Py_ssize_t j = 0;
+            while (w[j] && i + 1 + j < n && LOWER(s[i + 1 + j]) == w[j]) j++;
+            if (!w[j]) return 1;
         }
     }
 #undef LOWER
@@ -658,7 +746,10 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     /* The reader: rank + 1 no more than the ranks it knows (then it changes nothing). */
     if (tests_value(s + rank_at, rank_len) + 1 > t->ranks) return PYTHON;
     if (!group) return OK;  /* the Tagger's "main", which it has (F_MAIN) */
-    /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. */
+    /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. A process found
+     * so stays so till Python runs (the scan reads, never changes, the Tagger's processes): a
+     * test's device rows name one or two pids. */
+    if (pid_len == t->device_pid_len && memeq(s + pid_at, t->device_pid, (size_t)pid_len)) return OK;
     PyObject *processes = tests_attr(t->result, "processes");
     if (!processes) return ERROR;
     char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
@@ -681,6 +772,8 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     int hinted = PySequence_Contains(hints, self->tests_hint);
     if (hinted <= 0) { status = hinted < 0 ? ERROR : PYTHON; goto done; }
     status = OK;
+    memcpy(t->device_pid, s + pid_at, (size_t)pid_len);  /* (tests_digits: at most TESTS_INT_DIGITS) */
+    t->device_pid_len = pid_len;
 done:
     Py_DECREF(processes);
     return status;
