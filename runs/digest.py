@@ -393,9 +393,10 @@ class CollectiveTally:
         rows = frame.select("process", "line", "busbw_gbs").filter(pl.col("busbw_gbs").is_not_null())
         if not rows.height:
             return
-        # Most batches are one process's (the scanner's "main"): no partition, no group_by.
+        # Most batches are one process's (the scanner's "main"): no partition. Else a part a process,
+        # its rows in their order, the parts by name (not the rows: a sort of them all was half of this).
         parts = [rows] if rows.get_column("process").n_unique() == 1 else \
-            rows.sort("process", maintain_order=True).partition_by("process", maintain_order=True)
+            sorted(rows.partition_by("process", maintain_order=True), key=lambda p: p.get_column("process")[0])
         for part in parts:
             lines = part.get_column("line").to_numpy()
             peaks = part.get_column("busbw_gbs").to_numpy()

@@ -40,9 +40,8 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_FIELD_LINES 4  /* run settings lines known to set nothing new (tests_run_fields) */
 #define TESTS_FIELD_LINE_MAX 256
 
-/* The layout of one Table (a strong reference to it: its address is never another's meanwhile). */
+/* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
 typedef struct {
-    PyObject *table;
     int lead_size, lead_count, lead_type, lead_redop, lead_root;
     int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
         side_wrong[TESTS_MAX_SIDES];
@@ -51,12 +50,12 @@ typedef struct {
 
 typedef struct tests_state {
     PyObject *parser, *result;  /* nccl_tests.Parser and its ParseResult (watch_tests) */
-    PyObject *table;  /* the Table whose layout is below (a strong reference) */
-    int lead_size, lead_count, lead_type, lead_redop, lead_root;  /* -1: no such column */
-    int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
-        side_wrong[TESTS_MAX_SIDES];
-    int layout_ok;  /* the layout fits the arrays above */
-    TestsLayout layouts[TESTS_LAYOUTS];  /* layouts read before (tests_layout), the next slot to fill */
+    PyObject *table;  /* the Table whose layout is `lay` (a strong reference) */
+    TestsLayout lay;
+    /* Layouts read before (tests_layout) and their Tables (strong references: an address is
+     * never another Table's meanwhile), the next slot to fill. */
+    TestsLayout layouts[TESTS_LAYOUTS];
+    PyObject *layout_table[TESTS_LAYOUTS];
     int next_layout;
     /* the digits of a pid whose device row was read here this scan (tests_device), as written
      * (`Pid 077` is another process than `Pid 77`: the tag is the text); 0 digits: none */
@@ -98,7 +97,7 @@ static void tests_free(Tests *t) {
     Py_XDECREF(t->result);
     Py_XDECREF(t->table);
     Py_XDECREF(t->headers);
-    for (int i = 0; i < TESTS_LAYOUTS; i++) Py_XDECREF(t->layouts[i].table);
+    for (int i = 0; i < TESTS_LAYOUTS; i++) Py_XDECREF(t->layout_table[i]);
     Py_XDECREF(t->field_settings);
     for (int i = 0; i < t->nwords; i++) free(t->word[i]);
     ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
@@ -147,41 +146,27 @@ static int tests_read_layout(Tests *t, PyObject *table);
 static int tests_layout(Tests *t, PyObject *table) {
     Py_INCREF(table);
     Py_XSETREF(t->table, table);
-    TestsLayout *kept = NULL;
-    for (int i = 0; i < TESTS_LAYOUTS && !kept; i++)
-        if (t->layouts[i].table == table) kept = &t->layouts[i];
-    if (!kept) {
-        if (tests_read_layout(t, table) < 0) return -1;
-        kept = &t->layouts[t->next_layout];
-        t->next_layout = (t->next_layout + 1) % TESTS_LAYOUTS;
-        Py_XSETREF(kept->table, Py_NewRef(table));
-        kept->lead_size = t->lead_size, kept->lead_count = t->lead_count, kept->lead_type = t->lead_type;
-        kept->lead_redop = t->lead_redop, kept->lead_root = t->lead_root, kept->nsides = t->nsides;
-        kept->layout_ok = t->layout_ok;
-        for (int k = 0; k < TESTS_MAX_SIDES; k++) {
-            kept->side_time[k] = t->side_time[k], kept->side_algbw[k] = t->side_algbw[k];
-            kept->side_busbw[k] = t->side_busbw[k], kept->side_wrong[k] = t->side_wrong[k];
+    for (int i = 0; i < TESTS_LAYOUTS; i++)
+        if (t->layout_table[i] == table) {
+            t->lay = t->layouts[i];
+            return 0;
         }
-        return 0;
-    }
-    t->lead_size = kept->lead_size, t->lead_count = kept->lead_count, t->lead_type = kept->lead_type;
-    t->lead_redop = kept->lead_redop, t->lead_root = kept->lead_root, t->nsides = kept->nsides;
-    t->layout_ok = kept->layout_ok;
-    for (int k = 0; k < TESTS_MAX_SIDES; k++) {
-        t->side_time[k] = kept->side_time[k], t->side_algbw[k] = kept->side_algbw[k];
-        t->side_busbw[k] = kept->side_busbw[k], t->side_wrong[k] = kept->side_wrong[k];
-    }
+    if (tests_read_layout(t, table) < 0) return -1;
+    int slot = t->next_layout;
+    t->next_layout = (slot + 1) % TESTS_LAYOUTS;
+    t->layouts[slot] = t->lay;
+    Py_XSETREF(t->layout_table[slot], Py_NewRef(table));
     return 0;
 }
 
 /* tests_layout's reading of a Table not kept. */
 static int tests_read_layout(Tests *t, PyObject *table) {
-    t->layout_ok = 0;
+    t->lay.layout_ok = 0;
     PyObject *lead = PyObject_GetAttrString(table, "lead");
     if (!lead) return -1;
-    int bad = tests_index(lead, "size", &t->lead_size) < 0 || tests_index(lead, "count", &t->lead_count) < 0
-        || tests_index(lead, "type", &t->lead_type) < 0 || tests_index(lead, "redop", &t->lead_redop) < 0
-        || tests_index(lead, "root", &t->lead_root) < 0;
+    int bad = tests_index(lead, "size", &t->lay.lead_size) < 0 || tests_index(lead, "count", &t->lay.lead_count) < 0
+        || tests_index(lead, "type", &t->lay.lead_type) < 0 || tests_index(lead, "redop", &t->lay.lead_redop) < 0
+        || tests_index(lead, "root", &t->lay.lead_root) < 0;
     Py_DECREF(lead);
     if (bad) return -1;
     PyObject *sides = PyObject_GetAttrString(table, "sides");
@@ -191,15 +176,15 @@ static int tests_read_layout(Tests *t, PyObject *table) {
     if (ns > TESTS_MAX_SIDES) { Py_DECREF(sides); return 0; }  /* rows of such a table are Python's */
     for (Py_ssize_t k = 0; k < ns; k++) {
         PyObject *side = PyList_GET_ITEM(sides, k);
-        if (tests_index(side, "time", &t->side_time[k]) < 0 || tests_index(side, "algbw", &t->side_algbw[k]) < 0
-            || tests_index(side, "busbw", &t->side_busbw[k]) < 0 || tests_index(side, "wrong", &t->side_wrong[k]) < 0) {
+        if (tests_index(side, "time", &t->lay.side_time[k]) < 0 || tests_index(side, "algbw", &t->lay.side_algbw[k]) < 0
+            || tests_index(side, "busbw", &t->lay.side_busbw[k]) < 0 || tests_index(side, "wrong", &t->lay.side_wrong[k]) < 0) {
             Py_DECREF(sides);
             return -1;
         }
     }
     Py_DECREF(sides);
-    t->nsides = (int)ns;
-    t->layout_ok = 1;
+    t->lay.nsides = (int)ns;
+    t->lay.layout_ok = 1;
     return 0;
 }
 
@@ -285,7 +270,7 @@ static int tests_in(Scanner *self) {
     }
     if (!warned) { status = -1; goto done; }
     if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
-    if (t->layout_ok) t->idle_mode = 3;
+    if (t->lay.layout_ok) t->idle_mode = 3;
     if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
     int warned_now = PyObject_IsTrue(warned);
     if (warned_now < 0) { status = -1; goto done; }
@@ -299,7 +284,7 @@ static int tests_in(Scanner *self) {
     const char *text = PyUnicode_AsUTF8AndSize(op, &len);
     if (!text || (t->op = intern_str(self, text, len)) < 0) { status = -1; goto done; }
     t->wrong_warned = warned_now;
-    t->rows_ok = t->layout_ok;
+    t->rows_ok = t->lay.layout_ok;
 done:
     Py_DECREF(table);
     Py_DECREF(op);
@@ -359,31 +344,31 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
 #define TOK(idx) s + at[idx], len[idx], kind[idx]
     int64_t size = 0, count = 0, root = -1;
     int none = 1, count_none = 1, root_none = 0;
-    if (!HAS(t->lead_size) || tests_int(TOK(t->lead_size), &size, &none) != OK) return HAS(t->lead_size) ? PYTHON : OK;
+    if (!HAS(t->lay.lead_size) || tests_int(TOK(t->lay.lead_size), &size, &none) != OK) return HAS(t->lay.lead_size) ? PYTHON : OK;
     if (none) return OK;
-    if (HAS(t->lead_count) && tests_int(TOK(t->lead_count), &count, &count_none) != OK) return PYTHON;
-    if (HAS(t->lead_root) && tests_int(TOK(t->lead_root), &root, &root_none) != OK) return PYTHON;
+    if (HAS(t->lay.lead_count) && tests_int(TOK(t->lay.lead_count), &count, &count_none) != OK) return PYTHON;
+    if (HAS(t->lay.lead_root) && tests_int(TOK(t->lay.lead_root), &root, &root_none) != OK) return PYTHON;
     /* dtype.isidentifier(): of the tokens read here only the names are identifiers */
-    int dtype_ok = HAS(t->lead_type) && kind[t->lead_type] == TK_NONE && !(len[t->lead_type] == 3
-                   && memeq(s + at[t->lead_type], "N/A", 3));
+    int dtype_ok = HAS(t->lay.lead_type) && kind[t->lay.lead_type] == TK_NONE && !(len[t->lay.lead_type] == 3
+                   && memeq(s + at[t->lay.lead_type], "N/A", 3));
     if (count_none || root_none || !dtype_ok) return OK;
-    int dtype = intern_str(self, s + at[t->lead_type], len[t->lead_type]);
-    int redop = HAS(t->lead_redop) ? intern_str(self, s + at[t->lead_redop], len[t->lead_redop])
+    int dtype = intern_str(self, s + at[t->lay.lead_type], len[t->lay.lead_type]);
+    int redop = HAS(t->lay.lead_redop) ? intern_str(self, s + at[t->lay.lead_redop], len[t->lay.lead_redop])
                                    : intern_str(self, "", 0);
     if (dtype < 0 || redop < 0) return ERROR;
     double time[TESTS_MAX_SIDES], algbw[TESTS_MAX_SIDES], busbw[TESTS_MAX_SIDES];
     int64_t wrong[TESTS_MAX_SIDES];
     int wrong_valid[TESTS_MAX_SIDES], side[TESTS_MAX_SIDES], rows = 0;
-    for (int k = 0; k < t->nsides; k++) {
-        if (!HAS(t->side_busbw[k])) break;  /* a row cut short keeps the sides it has */
-        int idx[3] = {t->side_time[k], t->side_algbw[k], t->side_busbw[k]};
+    for (int k = 0; k < t->lay.nsides; k++) {
+        if (!HAS(t->lay.side_busbw[k])) break;  /* a row cut short keeps the sides it has */
+        int idx[3] = {t->lay.side_time[k], t->lay.side_algbw[k], t->lay.side_busbw[k]};
         double v[3];
         for (int j = 0; j < 3; j++)  /* _float: None (NaN here) for N/A, a name or no cell */
             v[j] = HAS(idx[j]) && kind[idx[j]] != TK_NONE ? to_double(s + at[idx[j]], len[idx[j]]) : NAN;
         if (isnan(v[0]) && isnan(v[1]) && isnan(v[2])) continue;
         int wrong_none = 1;
         wrong[rows] = 0;
-        if (HAS(t->side_wrong[k]) && tests_int(TOK(t->side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
+        if (HAS(t->lay.side_wrong[k]) && tests_int(TOK(t->lay.side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
         /* The first wrong count of a table is warned about (the parser's one warning): Python's. */
         if (!wrong_none && wrong[rows] != 0 && !t->wrong_warned) return PYTHON;
         time[rows] = v[0], algbw[rows] = v[1], busbw[rows] = v[2], wrong_valid[rows] = !wrong_none, side[rows] = k;
@@ -850,7 +835,7 @@ static int tests_refused(const char *s, Py_ssize_t n) {
 static int tests_idle(const Tests *t, const char *s, Py_ssize_t n) {
     if (!t || !t->idle_mode) return 0;
     if (t->idle_mode == 1) return 1;
-    int want = t->idle_mode == 2 ? -1 : t->lead_size, cells = 0;
+    int want = t->idle_mode == 2 ? -1 : t->lay.lead_size, cells = 0;
     for (Py_ssize_t i = 0; i < n;) {
         while (i < n && (is_space(s[i]) || ((unsigned char)s[i] >= 0x1c && (unsigned char)s[i] <= 0x1f))) i++;
         if (i >= n) break;
