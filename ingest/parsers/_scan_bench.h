@@ -458,6 +458,7 @@ static int bench_client(Scanner *self, const char *s, Py_ssize_t n, PyObject *li
 static int bench_dirty_comment(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, int flags, unsigned *mask) {
     struct vllm_state *v = self->vllm;
     if (!v || !v->emit || !(flags & F_MAIN) || flags & F_BENCH || e->in_block) return PYTHON;
+    if (PyUnicode_GET_LENGTH(line) == 0 || PyUnicode_READ_CHAR(line, 0) != '#') return PYTHON;  /* (not encoded) */
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(line, &n);
     if (!s) {  /* a lone surrogate: Python's */
