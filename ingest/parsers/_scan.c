@@ -2585,6 +2585,58 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
     return Py_BuildValue("nNN", lines, out, mpi);
 }
 
+/* ascii_image(text: str) -> (its ASCII image: each character past U+007F a "?", its number of lines,
+ * the indices of the lines holding such a character, ascending): for text._ascii_image, one pass in
+ * place of str.encode(errors="replace") and a regex search for the lines. */
+#define ASCII_IMAGE(NAME, T)                                                                             \
+    static int NAME(const T *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *lines, PyObject *wide) {      \
+        Py_ssize_t line = 0, last = -1;                                                                 \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                            \
+            T c = s[i];                                                                                 \
+            if (c < 0x80) {                                                                             \
+                image[i] = (Py_UCS1)c;                                                                  \
+                line += c == '\n';                                                                      \
+                continue;                                                                               \
+            }                                                                                           \
+            image[i] = '?';                                                                             \
+            if (line != last) {                                                                         \
+                PyObject *v = PyLong_FromSsize_t(line);                                                 \
+                if (!v || PyList_Append(wide, v) < 0) { Py_XDECREF(v); return -1; }                     \
+                Py_DECREF(v);                                                                           \
+                last = line;                                                                            \
+            }                                                                                           \
+        }                                                                                               \
+        *lines = line + 1;                                                                              \
+        return 0;                                                                                       \
+    }
+ASCII_IMAGE(ascii_image_1, Py_UCS1)
+ASCII_IMAGE(ascii_image_2, Py_UCS2)
+ASCII_IMAGE(ascii_image_4, Py_UCS4)
+#undef ASCII_IMAGE
+
+static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
+    if (PyUnicode_READY(arg) < 0) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg), lines = 1;
+    PyObject *image = PyUnicode_New(n, 127), *wide = PyList_New(0);
+    int bad = !image || !wide;
+    if (!bad) {
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(image);
+        const void *data = PyUnicode_DATA(arg);
+        switch (PyUnicode_KIND(arg)) {
+        case PyUnicode_1BYTE_KIND: bad = ascii_image_1(data, n, out, &lines, wide) < 0; break;
+        case PyUnicode_2BYTE_KIND: bad = ascii_image_2(data, n, out, &lines, wide) < 0; break;
+        default: bad = ascii_image_4(data, n, out, &lines, wide) < 0; break;
+        }
+    }
+    if (bad) {
+        Py_XDECREF(image);
+        Py_XDECREF(wide);
+        return NULL;
+    }
+    return Py_BuildValue("NnN", image, lines, wide);
+}
+
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
 static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
@@ -2628,6 +2680,8 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"ascii_image", ascii_image, METH_O,
+     "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},

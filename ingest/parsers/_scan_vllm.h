@@ -59,7 +59,7 @@
 
 #define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
 #define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
-#define F_LAUNCH_USED 32768  /* vllm.Parser.launch_used: a spec line sets it, and it is set */
+#define F_LAUNCH_USED 32768  /* vllm.Parser.launch_used is set (a spec or stage line read here sets it where not) */
 #define F_VLLM_STAGES (1 << 20)  /* "vllm_stage_times" is among the formats */
 #define DECLINE 2
 #define ENGINE_FIELDS 16
@@ -1505,7 +1505,7 @@ static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *
     w->k = -1, w->v0 = 0;
     if (spec_fields_c(l, b, n, &f) != 1) return PYTHON;
     if (!f.has[SK_ACCEPTED] && !f.has[SK_MEAN] && !f.has[SK_RATE]) return 0;
-    if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
+    if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE)) return PYTHON;
     if (f.has[SK_K]) {  /* `1 <= k < 10**18 and k == int(k)`: spec.steps (set already) and the launch's k */
         double k = f.v[SK_K];
         if (k >= 1 && k < 1e18 && k == floor(k)) {
@@ -1710,8 +1710,11 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             if (got == PYTHON || got == ERROR) return got;
             spec = got == ENGINE_READ;
             idle = got == ENGINE_IDLE;
-            /* the writes come once nothing can hand the line back (only an error after this) */
+            /* the writes come once nothing can hand the line back (only an error after this); _spec sets
+             * launch_used on any line it reads on (the first after a launch's start among them) */
             if (spec && spec_write(l, &w) < 0) return ERROR;
+            if ((spec || idle) && !(flags & F_LAUNCH_USED)
+                && PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return ERROR;
         }
     } else if (stage) {  /* vllm.Parser._stage: a V0 stage line with a scoring or proposal time */
         const char *m = find(s, n, "SpecDecodeWorker stage times:", 29);
