@@ -1069,6 +1069,7 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
 
 #include "_scan_vllm.h"
 #include "_scan_llamacpp.h"
+#include "_scan_vllm_args.h"
 
 /* ---- the scan ----------------------------------------------------------------------------- */
 
@@ -2707,6 +2708,8 @@ static PyMethodDef Scanner_methods[] = {
      " offer)"},
     {"watch", (PyCFunction)Scanner_watch, METH_VARARGS,
      "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
+    {"vllm_args_arm", (PyCFunction)Scanner_vllm_args_arm, METH_VARARGS,
+     "vllm_args_arm(fields): vllm._ARGS' field -> setting names, for the `non-default args` lines read"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
      "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
