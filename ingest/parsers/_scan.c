@@ -1223,7 +1223,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
-        int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
+        /* (the STARTS of readers that do nothing with the line left out: nccl_tests' of a digit-led one) */
+        int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start & rd);
         if (llama != DECLINE) return llama;
     }
     if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
