@@ -137,6 +137,18 @@ static long llama_window(struct llama_state *ls, const char *name) {
     return bad ? -1 : window + 1;
 }
 
+/* The Tagger on the line, as read_line reads it: OK with the line's process, PYTHON or ERROR. */
+static int llama_process(Scanner *self, const char *s, Py_ssize_t n, PyObject *labels, int flags, unsigned by_literal,
+                         int *process) {
+    if (by_literal & BIT(R_TAGGER)) return PYTHON;
+    int label;
+    int tag = tagger_tag(self, s, n, labels, &label);
+    if (tag < 0) return ERROR;
+    if (tag == TAG_PYTHON || (tag == TAG_MAIN && !(flags & F_MAIN))) return PYTHON;
+    *process = tag == TAG_KNOWN ? label : self->s_main;
+    return OK;
+}
+
 /* Whether `llamacpp` is among the result's formats (_seen adds nothing then): 1, 0, -1 on error. */
 static int llama_seen(struct llama_state *ls) {
     PyObject *result = PyObject_GetAttr(ls->parser, ls->k_result);
@@ -214,13 +226,8 @@ static int llamacpp_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *l
     }
     int seen = llama_seen(ls);
     if (seen <= 0) return seen < 0 ? ERROR : PYTHON;  /* the first record: Python's */
-    /* the Tagger: as read_line reads it */
-    if (by_literal & BIT(R_TAGGER)) return PYTHON;
-    int label;
-    int tag = tagger_tag(self, s, n, labels, &label);
-    if (tag < 0) return ERROR;
-    if (tag == TAG_PYTHON || (tag == TAG_MAIN && !(flags & F_MAIN))) return PYTHON;
-    int process = tag == TAG_KNOWN ? label : self->s_main;
+    int process, tagged = llama_process(self, s, n, labels, flags, by_literal, &process);
+    if (tagged != OK) return tagged;
     long window = llama_window(ls, counter);
     if (window < 0) return ERROR;
     for (int k = 0; k < count; k++)
@@ -573,13 +580,8 @@ static int llama_statistics(Scanner *self, struct llama_state *ls, const char *s
             st.has_dur = got;
         }
     }
-    /* the Tagger: as read_line reads it */
-    if (by_literal & BIT(R_TAGGER)) return PYTHON;
-    int label;
-    int tag = tagger_tag(self, s, n, labels, &label);
-    if (tag < 0) return ERROR;
-    if (tag == TAG_PYTHON || (tag == TAG_MAIN && !(flags & F_MAIN))) return PYTHON;
-    int process = tag == TAG_KNOWN ? label : self->s_main;
+    int process, tagged = llama_process(self, s, n, labels, flags, by_literal, &process);
+    if (tagged != OK) return tagged;
     if (st.ncounts) {
         if (!(flags & F_ENGINE)) return PYTHON;  /* _seen sets the engine */
         int seen = llama_seen(ls);
