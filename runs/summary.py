@@ -126,12 +126,30 @@ def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
     return [(windows[k], ranks[k], values[k]) for k in at.tolist()]
 
 
+def _window_sums(groups: list[Group]) -> list[float]:
+    """Each window's values summed, windows ascending: sum() of a window's values in the order
+    _by_window_line gives them (0 + v1 + v2 ..., one addition at a time), from the columns, not a
+    tuple a row (a large serving log's throughput rows, each rank's, were the peak of its summary)."""
+    windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    if not windows:
+        return []
+    at = _row_order(groups, [g.rank for g in groups], windows)
+    w, v = _numbers(windows)[at], np.frombuffer(values, dtype=np.float64)[at]
+    starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))  # sorted by window: each one's run
+    lengths = np.diff(np.append(starts, len(w)))
+    sums = 0.0 + v[starts]  # sum()'s start, 0: -0.0 becomes 0.0
+    for k in range(1, int(lengths.max())):
+        more = lengths > k
+        sums[more] += v[starts[more] + k]
+    return sums.tolist()
+
+
 def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name: str) -> list[float]:
+    if name in ("gen_throughput_tok_s", "throughput_tok_s"):
+        return _window_sums(groups)
     per_window: dict[int, list[tuple[str, float]]] = defaultdict(list)
     for w, rank, v in _by_window_line(groups):
         per_window[w].append((rank, v))
-    if name in ("gen_throughput_tok_s", "throughput_tok_s"):
-        return [sum(v for _, v in rows) for _, rows in sorted(per_window.items())]
     # The last record of a (window, rank) wins, in the records' order.
     tput = [g for g in metrics if g.source == source and g.name in ("gen_throughput_tok_s", "throughput_tok_s")]
     weight = {(w, g.rank): v for g, w, v in _ORDER.get().in_order(tput)}
