@@ -15,7 +15,6 @@ from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from runs.digest import Group, Rows, rows_from_result
 from runs.display import figure
@@ -94,11 +93,6 @@ def _numbers(column: array) -> np.ndarray:
     return np.frombuffer(column, dtype=np.int32 if column.itemsize == 4 else np.int64)
 
 
-def _ints(column: array) -> pl.Series:
-    """An int array (4 or 8 bytes a number) as an Int64 column, read through numpy's view of it."""
-    return pl.Series(np.frombuffer(column, dtype=np.int32 if column.itemsize == 4 else np.int64)).cast(pl.Int64)
-
-
 def _row_order(groups: list[Group], labels: list[str], windows: array | None = None) -> np.ndarray:
     """Where the groups' rows (concatenated in list order) stand when sorted by window, line and
     label (one a group: its rank or name), ties in list order: the order a stable sort of
@@ -111,11 +105,11 @@ def _row_order(groups: list[Group], labels: list[str], windows: array | None = N
     kept = [(g, label) for g, label in zip(groups, labels, strict=True) if len(g)]
     if windows is None:
         windows = _concat([g.windows for g, _ in kept])
-    keys = pl.DataFrame({
-        "w": _ints(windows), "line": _ints(_concat([g.lines for g, _ in kept])),
-        "label": np.repeat(np.array([rank[label] for _, label in kept], dtype=np.uint32),
-                           np.array([len(g) for g, _ in kept], dtype=np.int64))})
-    return keys.select(pl.arg_sort_by(["w", "line", "label"], maintain_order=True)).to_series().to_numpy()
+    label = np.repeat(np.array([rank[label] for _, label in kept], dtype=np.uint32),
+                      np.array([len(g) for g, _ in kept], dtype=np.int64))
+    # numpy's stable sort, not polars': memory polars' allocator freed stays the process's a while, and
+    # the summary's many sorts of a large log's rows piled up as its peak.
+    return np.lexsort((label, _numbers(_concat([g.lines for g, _ in kept])), _numbers(windows)))
 
 
 def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
