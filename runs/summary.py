@@ -15,7 +15,6 @@ from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from runs.digest import Group, Rows, rows_from_result
 from runs.display import figure
@@ -94,11 +93,6 @@ def _numbers(column: array) -> np.ndarray:
     return np.frombuffer(column, dtype=np.int32 if column.itemsize == 4 else np.int64)
 
 
-def _ints(column: array) -> pl.Series:
-    """An int array (4 or 8 bytes a number) as an Int64 column, read through numpy's view of it."""
-    return pl.Series(np.frombuffer(column, dtype=np.int32 if column.itemsize == 4 else np.int64)).cast(pl.Int64)
-
-
 def _row_order(groups: list[Group], labels: list[str], windows: array | None = None) -> np.ndarray:
     """Where the groups' rows (concatenated in list order) stand when sorted by window, line and
     label (one a group: its rank or name), ties in list order: the order a stable sort of
@@ -111,11 +105,11 @@ def _row_order(groups: list[Group], labels: list[str], windows: array | None = N
     kept = [(g, label) for g, label in zip(groups, labels, strict=True) if len(g)]
     if windows is None:
         windows = _concat([g.windows for g, _ in kept])
-    keys = pl.DataFrame({
-        "w": _ints(windows), "line": _ints(_concat([g.lines for g, _ in kept])),
-        "label": np.repeat(np.array([rank[label] for _, label in kept], dtype=np.uint32),
-                           np.array([len(g) for g, _ in kept], dtype=np.int64))})
-    return keys.select(pl.arg_sort_by(["w", "line", "label"], maintain_order=True)).to_series().to_numpy()
+    label = np.repeat(np.array([rank[label] for _, label in kept], dtype=np.uint32),
+                      np.array([len(g) for g, _ in kept], dtype=np.int64))
+    # numpy's stable sort, not polars': memory polars' allocator freed stays the process's a while, and
+    # the summary's many sorts of a large log's rows piled up as its peak.
+    return np.lexsort((label, _numbers(_concat([g.lines for g, _ in kept])), _numbers(windows)))
 
 
 def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
@@ -126,12 +120,30 @@ def _by_window_line(groups: list[Group]) -> list[tuple[int, str, float]]:
     return [(windows[k], ranks[k], values[k]) for k in at.tolist()]
 
 
+def _window_sums(groups: list[Group]) -> list[float]:
+    """Each window's values summed, windows ascending: sum() of a window's values in the order
+    _by_window_line gives them (0 + v1 + v2 ..., one addition at a time), from the columns, not a
+    tuple a row (a large serving log's throughput rows, each rank's, were the peak of its summary)."""
+    windows, values = _concat([g.windows for g in groups]), _concat([g.values for g in groups])
+    if not windows:
+        return []
+    at = _row_order(groups, [g.rank for g in groups], windows)
+    w, v = _numbers(windows)[at], np.frombuffer(values, dtype=np.float64)[at]
+    starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))  # sorted by window: each one's run
+    lengths = np.diff(np.append(starts, len(w)))
+    sums = 0.0 + v[starts]  # sum()'s start, 0: -0.0 becomes 0.0
+    for k in range(1, int(lengths.max())):
+        more = lengths > k
+        sums[more] += v[starts[more] + k]
+    return sums.tolist()
+
+
 def _combine_ranks(groups: list[Group], metrics: list[Group], source: str, name: str) -> list[float]:
+    if name in ("gen_throughput_tok_s", "throughput_tok_s"):
+        return _window_sums(groups)
     per_window: dict[int, list[tuple[str, float]]] = defaultdict(list)
     for w, rank, v in _by_window_line(groups):
         per_window[w].append((rank, v))
-    if name in ("gen_throughput_tok_s", "throughput_tok_s"):
-        return [sum(v for _, v in rows) for _, rows in sorted(per_window.items())]
     # The last record of a (window, rank) wins, in the records' order.
     tput = [g for g in metrics if g.source == source and g.name in ("gen_throughput_tok_s", "throughput_tok_s")]
     weight = {(w, g.rank): v for g, w, v in _ORDER.get().in_order(tput)}

@@ -422,3 +422,25 @@ def test_many_hosts_of_one_pid_and_one_without_a_host_fold_in_order():
     }}})
     assert [la.processes for la in lay.launches] == [["1:pid 7a", "1:pid 8", "1:pid 7", "1:pid 9", "1:pid 7b"]]
     assert lay.segments == {1: [(1, 0), (5, 0), (10, 0)]}
+
+
+@given(st.lists(st.integers(1, 60), max_size=30), st.lists(st.tuples(st.integers(1, 60), st.booleans()), max_size=6))
+def test_launch_lines_in_any_order_and_repeated_give_the_launches_of_their_sorted_events(lines, procs):
+    """The launch lines merged in as they come (ascending, or sorted first where they are not) give the
+    launches of the rule they always followed: every event, a tuple each, sorted together."""
+    table = {f"p{i}": {"role": WORKER if worker else LAUNCHER, "first_line": first}
+             for i, (first, worker) in enumerate(procs)}
+    got = layout({None: {"name": "f", "role": "", "processes": table, "launch_lines": lines}})
+    events = sorted([(line, 0, "") for line in lines]
+                    + [(p["first_line"], 0 if p["role"] == LAUNCHER else 1, tag) for tag, p in table.items()])
+    starts, members, current, has_worker = [], [], False, False
+    for line, kind, pid in events:  # the loop layout() runs over them
+        if (kind == 0 and (not current or has_worker)) or (kind == 1 and not current):
+            starts.append(line)
+            members.append([])
+            current, has_worker = True, False
+        if pid:
+            members[-1].append(pid)
+            has_worker = has_worker or kind == 1
+    assert [launch.starts[None] for launch in got.launches] == starts
+    assert [launch.processes for launch in got.launches] == members

@@ -6,7 +6,7 @@ import io
 
 from ingest.parsers import parse_stream, text
 from ingest.parsers.text import MAX_LINE_BYTES, read_lines
-from tests.samples import log_path
+from tests.samples import PROJECT_ROOT, log_path
 
 LINES = [b"line %d\n" % i for i in range(12)]
 
@@ -65,3 +65,46 @@ def test_a_chunk_with_many_non_ascii_lines_is_cut_into_lines():
     lines = [f"line {i} ✓" if i % 10 == 0 else f"line {i}" for i in range(200)]  # 10%: over TEXT_DIRTY_SHARE
     chunk = text._decode_block("\n".join(lines).encode(), texts=True)
     assert not isinstance(chunk, text.Text) and chunk == lines
+
+
+def _image_by_python(decoded: str) -> tuple[str, int, list[int]]:
+    """What _scan.ascii_image stands in for: str.encode's "?" a character, and the lines holding one."""
+    lines = decoded.split("\n")
+    return (decoded.encode("ascii", errors="replace").decode("ascii"), len(lines),
+            [i for i, line in enumerate(lines) if not line.isascii()])
+
+
+def test_the_ascii_image_is_the_encoded_text_and_the_lines_holding_other_characters():
+    """Real non-ASCII lines (a progress bar's blocks, a `×` of a README: a str of 2 and of 1 byte a
+    character), with an emoji (4 bytes), broken bytes (U+FFFD), CJK, CRLF ends, cut sequences and
+    such characters first, last and alone on a line, among ASCII lines."""
+    from ingest.parsers import _scan
+
+    corpus = PROJECT_ROOT / "tests" / "corpus" / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh"
+    real = [line for line in corpus.read_text(encoding="utf-8").splitlines() if not line.isascii()]
+    real += [line for line in (PROJECT_ROOT / "samples" / "README.md").read_text().splitlines() if not line.isascii()]
+    assert any("█" in line for line in real) and any("×" in line for line in real)
+    odd = ["é", "x\U0001f600", "\U0001f600", "日本語のログ\r", "", "\x7f\x80", "tail é\r", "broken \xff\xfe byte".encode(
+        "latin-1").decode("utf-8", "replace"), "cut \xe2\x96".encode("latin-1").decode("utf-8", "replace")]
+    plain = ["INFO 09-01 10:00:00 plain line", "", "\r"]
+    for extra in ([], odd[:1], odd[1:2], odd[3:4]):  # each width of str: 1, 4, 2 bytes a character
+        lines = plain + real + plain + extra + plain
+        for decoded in ("\n".join(lines), "\n".join(lines) + "\n", "\n" + "\n".join(lines)):
+            assert _scan.ascii_image(decoded) == _image_by_python(decoded)
+    for line in odd:
+        for decoded in (line, line + "\n", "\n" + line, "\n".join([line] * 3)):
+            assert _scan.ascii_image(decoded) == _image_by_python(decoded)
+    assert _scan.ascii_image("") == ("", 1, []) and _scan.ascii_image("ascii\nonly") == ("ascii\nonly", 2, [])
+
+
+def test_a_text_is_kept_while_its_lines_to_clean_and_non_ascii_lines_together_are_within_the_share():
+    lines = [f"INFO 09-01 10:00:{i % 60:02d} plain line {i}" for i in range(100)]  # 5% of 100: 5 lines
+    for i in (3, 40, 41, 77, 99):
+        lines[i] += " ✓"
+    assert text._ascii_image("\n".join(lines)).dirty == [3, 40, 41, 77, 99]
+    coloured = list(lines)
+    coloured[3] = "\x1b[32m" + coloured[3]  # a coloured line already non-ASCII: still 5
+    assert text._ascii_image("\n".join(coloured)).dirty == [3, 40, 41, 77, 99]
+    coloured[4] = "\x1b[32m" + coloured[4]  # a sixth line: over the share
+    assert text._ascii_image("\n".join(coloured)) is None
+    assert text._ascii_image("\n".join([*lines[:99], lines[99] + " ✓", "é"])) is None

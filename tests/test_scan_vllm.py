@@ -457,6 +457,24 @@ def test_the_scanner_reads_v0_speculative_metrics_itself():
     _same((counted + "\n").encode() * 5, 1 << 10, 1 << 10)
 
 
+def test_the_scanner_reads_the_first_speculative_metrics_line_of_a_launch_itself():
+    """Launches one after another (the real `non-default args` line, a `vllm serve` command), each followed
+    by real V0 and V1 spec lines (one without drafts among them): the first spec line of a launch sets its
+    launch_used (the next launch line starts afresh: its draft length and V0 counters), and past the first
+    records the scanner reads it too."""
+    args = next(line for line in VLLM if "non-default args" in line)
+    v0 = [line for line in SPEC if "System efficiency" in line]
+    idle = next(line for line in SPEC if "nan%" in line)
+    v1 = [line for line in SPEC if "Mean acceptance length" in line and "nan%" not in line]
+    launches = [args, "$ vllm serve m --num-speculative-tokens 4", args + " x"]
+    data = "".join("\n".join([launches[i % 3], *([idle] if i % 4 == 1 else []), *(v0 if i % 2 else v1[:3])]) + "\n"
+                   for i in range(40)).encode()
+    fed = _python_lines(data)
+    assert sum("metrics:" in line for line in fed) <= 3, [line for line in fed if "metrics:" in line][-5:]
+    _same(data, 1 << 12, 1 << 12)
+    _same(data)
+
+
 def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
     from ingest.parsers import PARSERS, _scan, processes, vllm
     from ingest.parsers.records import ParseResult

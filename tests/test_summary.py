@@ -132,6 +132,28 @@ def test_rows_out_of_window_order_come_back_as_a_sort_of_tuples_gives(seed):
     assert list(got) == [v for _, _, v in _by_tuples(one_writer)]
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_ranks_throughputs_summed_a_window_at_a_time_are_the_sums_of_their_sorted_rows(seed):
+    """Throughput of several ranks: each window's sum, one addition at a time in the rows' order (signed
+    zeros, infinities, NaN, values whose sum depends on the order among them), as sum() of the sorted
+    tuples gives it."""
+    from runs.summary import _combine_ranks
+
+    rng = random.Random(seed)
+    ranked = _groups(rng, ["DP0", "DP1", "", "dp1", "DP2"], ranked=True)
+    odd = [-0.0, 1e16, 1.0, -1e16, 0.1, 0.2, 0.3, float("inf"), float("nan"), 3.5]
+    for g in ranked:
+        for i in range(len(g)):
+            if rng.random() < 0.5:
+                g.values[i] = rng.choice(odd)
+    per_window: dict[int, list[float]] = {}
+    for w, _, v in _by_tuples(ranked):
+        per_window.setdefault(w, []).append(v)
+    want = [sum(values) for _, values in sorted(per_window.items())]
+    got = _combine_ranks(ranked, ranked, "sglang_decode", "gen_throughput_tok_s")
+    assert [repr(x) for x in got] == [repr(x) for x in want]
+
+
 def test_a_group_split_over_launches_gives_each_row_the_launch_its_line_falls_in():
     # Rows of "main" in a file cut into launches: each row's launch found for all rows at once.
     lay = Layout(processes=[], launches=[Launch(1), Launch(2), Launch(3)], by_tag={(None, "main"): "p"},

@@ -1071,6 +1071,7 @@ static int sglang_batch(Scanner *self, Windows *windows, const char *s, Py_ssize
 
 #include "_scan_vllm.h"
 #include "_scan_llamacpp.h"
+#include "_scan_vllm_args.h"
 
 /* ---- the scan ----------------------------------------------------------------------------- */
 
@@ -1228,7 +1229,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
-        int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
+        /* (the STARTS of readers that do nothing with the line left out: nccl_tests' of a digit-led one) */
+        int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start & rd);
         if (llama != DECLINE) return llama;
     }
     if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
@@ -2597,6 +2599,58 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
     return Py_BuildValue("nNN", lines, out, mpi);
 }
 
+/* ascii_image(text: str) -> (its ASCII image: each character past U+007F a "?", its number of lines,
+ * the indices of the lines holding such a character, ascending): for text._ascii_image, one pass in
+ * place of str.encode(errors="replace") and a regex search for the lines. */
+#define ASCII_IMAGE(NAME, T)                                                                             \
+    static int NAME(const T *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *lines, PyObject *wide) {      \
+        Py_ssize_t line = 0, last = -1;                                                                 \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                            \
+            T c = s[i];                                                                                 \
+            if (c < 0x80) {                                                                             \
+                image[i] = (Py_UCS1)c;                                                                  \
+                line += c == '\n';                                                                      \
+                continue;                                                                               \
+            }                                                                                           \
+            image[i] = '?';                                                                             \
+            if (line != last) {                                                                         \
+                PyObject *v = PyLong_FromSsize_t(line);                                                 \
+                if (!v || PyList_Append(wide, v) < 0) { Py_XDECREF(v); return -1; }                     \
+                Py_DECREF(v);                                                                           \
+                last = line;                                                                            \
+            }                                                                                           \
+        }                                                                                               \
+        *lines = line + 1;                                                                              \
+        return 0;                                                                                       \
+    }
+ASCII_IMAGE(ascii_image_1, Py_UCS1)
+ASCII_IMAGE(ascii_image_2, Py_UCS2)
+ASCII_IMAGE(ascii_image_4, Py_UCS4)
+#undef ASCII_IMAGE
+
+static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
+    if (PyUnicode_READY(arg) < 0) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg), lines = 1;
+    PyObject *image = PyUnicode_New(n, 127), *wide = PyList_New(0);
+    int bad = !image || !wide;
+    if (!bad) {
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(image);
+        const void *data = PyUnicode_DATA(arg);
+        switch (PyUnicode_KIND(arg)) {
+        case PyUnicode_1BYTE_KIND: bad = ascii_image_1(data, n, out, &lines, wide) < 0; break;
+        case PyUnicode_2BYTE_KIND: bad = ascii_image_2(data, n, out, &lines, wide) < 0; break;
+        default: bad = ascii_image_4(data, n, out, &lines, wide) < 0; break;
+        }
+    }
+    if (bad) {
+        Py_XDECREF(image);
+        Py_XDECREF(wide);
+        return NULL;
+    }
+    return Py_BuildValue("NnN", image, lines, wide);
+}
+
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
 static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
@@ -2640,6 +2694,8 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"ascii_image", ascii_image, METH_O,
+     "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},
@@ -2665,6 +2721,8 @@ static PyMethodDef Scanner_methods[] = {
      " offer)"},
     {"watch", (PyCFunction)Scanner_watch, METH_VARARGS,
      "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
+    {"vllm_args_arm", (PyCFunction)Scanner_vllm_args_arm, METH_VARARGS,
+     "vllm_args_arm(fields): vllm._ARGS' field -> setting names, for the `non-default args` lines read"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
      "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
     {"bench_emit", (PyCFunction)Scanner_bench_emit, METH_VARARGS,

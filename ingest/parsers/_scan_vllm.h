@@ -60,7 +60,6 @@
 
 #define F_VLLM_ENGINE 8192  /* native.F_VLLM_ENGINE: "vllm_engine" is among the formats */
 #define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
-#define F_LAUNCH_USED 32768  /* vllm.Parser.launch_used: a spec line sets it, and it is set */
 #define F_VLLM_STAGES (1 << 20)  /* "vllm_stage_times" is among the formats */
 #define DECLINE 2
 #define ENGINE_FIELDS 16
@@ -123,11 +122,16 @@ struct vllm_state {
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
     struct llama_state *llama;  /* llama.cpp's timing and slot lines (_scan_llamacpp.h, llamacpp_arm) */
+    struct args_state *args;  /* vLLM's `non-default args` lines (_scan_vllm_args.h, vllm_args_arm) */
     struct bench_emit *emit;  /* what a block closed here writes its records with (_scan_bench.h, bench_emit) */
 };
 
 struct llama_state;
 static void llama_release(struct llama_state *ls);  /* _scan_llamacpp.h */
+struct args_state;
+static void args_release(struct args_state *a);  /* _scan_vllm_args.h */
+static uint64_t args_literal(const Scanner *self);
+static int args_line(Scanner *self, PyObject *parser, const char *s, Py_ssize_t n, int flags);
 struct bench_emit;  /* _scan_bench.h */
 static void bench_emit_release(struct bench_emit *E);
 static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int title,
@@ -176,6 +180,7 @@ static void vllm_release(Scanner *self) {
     if (!v) return;
     vllm_lines_release(&v->lines);
     llama_release(v->llama);
+    args_release(v->args);
     bench_emit_release(v->emit);
     for (int i = 0; i < 2; i++) {
         Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
@@ -1539,7 +1544,7 @@ static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *
     w->k = -1, w->v0 = 0;
     if (spec_fields_c(l, b, n, &f) != 1) return PYTHON;
     if (!f.has[SK_ACCEPTED] && !f.has[SK_MEAN] && !f.has[SK_RATE]) return 0;
-    if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE) || !(flags & F_LAUNCH_USED)) return PYTHON;
+    if (!(flags & F_VLLM_SPEC) || !(flags & F_ENGINE)) return PYTHON;
     if (f.has[SK_K]) {  /* `1 <= k < 10**18 and k == int(k)`: spec.steps (set already) and the launch's k */
         double k = f.v[SK_K];
         if (k >= 1 && k < 1e18 && k == floor(k)) {
@@ -1660,8 +1665,8 @@ static int launch_k_of(VllmLines *l, long long *k) {
  * proposal time): launch_used, the next stage window, a Phase a field, the proposal time per
  * cycle (k draft tokens) where the launch's draft length is known. 0, or -1 on error. */
 static int vllm_stage(Scanner *self, VllmLines *l, const int *key, const double *ms, int count, int64_t lineno,
-                      int process, int flags) {
-    if (!(flags & F_LAUNCH_USED) && PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return -1;
+                      int process) {
+    if (PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return -1;
     long window = parser_window(l, "stage_window");
     if (window < 0) return -1;
     long long k = l->stage_k;
@@ -1689,15 +1694,19 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     int metrics = l->lit_metrics >= 0 && (lits >> l->lit_metrics & 1);
     int llm = l->lit_llm >= 0 && (lits >> l->lit_llm & 1);
     int stage = l->lit_stage >= 0 && (lits >> l->lit_stage & 1);
+    uint64_t args_lit = args_literal(self);  /* `non-default args` (_scan_vllm_args.h), 0 when not armed */
+    /* feed()'s branch for it is taken after those of `metrics:`, `throughput:` and `stage times` */
+    int args = (lits & args_lit) && !throughput && !metrics && !stage;
     uint64_t other = lits & ~(throughput ? 1ull << l->lit_throughput : 0) & ~(metrics ? 1ull << l->lit_metrics : 0)
-        & ~(llm ? 1ull << l->lit_llm : 0) & ~(stage ? 1ull << l->lit_stage : 0);
+        & ~(llm ? 1ull << l->lit_llm : 0) & ~(stage ? 1ull << l->lit_stage : 0) & ~(args ? args_lit : 0);
     for (uint64_t o = other; o; o &= o - 1)
         if (self->lit_reader[__builtin_ctzll(o)] >= 0) return DECLINE;
     if (by_literal & ~BIT(R_VLLM) || by_start & ~(BIT(R_TAGGER) | BIT(R_LAUNCH_ENV))) return DECLINE;
     /* `LLM` alone (no `metrics:` or `throughput:`, whose branches vllm.Parser.feed takes first): _version's
      * only where `version` or `with config:` is on the line too; else feed does nothing with it
      * (`vLLM Version : 0.8.5`, a collect_env dump's, or `the current vLLM instance can use ...`) */
-    if (llm && !throughput && !metrics && (find(s, n, "version", 7) || find(s, n, "with config:", 12))) return PYTHON;
+    if (llm && !throughput && !metrics && !args && (find(s, n, "version", 7) || find(s, n, "with config:", 12)))
+        return PYTHON;
     /* `stage times` alone (feed's branch after `metrics:` and `throughput:`), on an ASCII line */
     if (stage && (throughput || metrics || llm)) return PYTHON;
     if (stage)
@@ -1715,7 +1724,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         /* untagged: the Tagger's "main" (a `(`, `[`, `#`, `$`, `+` first is read_line's) */
         char c = s[0];
         if (c == '(' || c == '[' || c == '#' || c == '$' || c == '+') return DECLINE;
-        if (!throughput && !metrics && !llm && !stage) {
+        if (!throughput && !metrics && !llm && !stage && !args) {
             /* A line only launch_env's STARTS names (a capital first: `INFO: ...`, a table's row)
              * with no assignment, prompt or NCCL_ on it: launch_env does nothing with it, the
              * Tagger makes it "main"'s. read_line would hand every such line back. */
@@ -1744,8 +1753,10 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             if (got == PYTHON || got == ERROR) return got;
             spec = got == ENGINE_READ;
             idle = got == ENGINE_IDLE;
-            /* the writes come once nothing can hand the line back (only an error after this) */
+            /* the writes come once nothing can hand the line back (only an error after this); _spec sets
+             * launch_used on any line it reads on (the first after a launch's start among them) */
             if (spec && spec_write(l, &w) < 0) return ERROR;
+            if ((spec || idle) && PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return ERROR;
         }
     } else if (stage) {  /* vllm.Parser._stage: a V0 stage line with a scoring or proposal time */
         const char *m = find(s, n, "SpecDecodeWorker stage times:", 29);
@@ -1760,6 +1771,9 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             int got = stages ? launch_k_of(l, &l->stage_k) : 1;
             if (got <= 0) return got < 0 ? ERROR : PYTHON;
         }
+    } else if (args) {  /* vllm.Parser._args: a launch's arguments (_scan_vllm_args.h) */
+        int got = args_line(self, l->parser, s, n, flags);
+        if (got <= 0) return got < 0 ? ERROR : PYTHON;
     } else if (throughput && find(s, n, "Avg prompt throughput", 21)) {
         int got = engine_read(l, s, n, &count, metric, value, &dp, self->s_throughput);
         if (got == PYTHON) return PYTHON;
@@ -1775,7 +1789,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (bad) return ERROR;
     }
     if (idle && vllm_used(l, lineno) < 0) return ERROR;
-    if (stages && vllm_stage(self, l, stage_key, stage_ms, stages, lineno, process, flags) < 0) return ERROR;
+    if (stages && vllm_stage(self, l, stage_key, stage_ms, stages, lineno, process) < 0) return ERROR;
     if (spec && count) {
         long window = parser_window(l, "spec_window");
         if (window < 0) return ERROR;

@@ -107,6 +107,8 @@ class Parser:
         self.result.add_format(NAME)
         self.result.set("engine", "llama.cpp", lineno, NAME)
 
+    # The native scanner reads most such lines itself (llama_statistics, _scan_llamacpp.h): a change here
+    # changes it too (tests/test_scan_llamacpp.py holds the two equal).
     def _statistics(self, lineno: int, impl: str, body: str) -> None:
         read = self.result.read_int
         counts = {key: n for key, p in _COUNTS.items()

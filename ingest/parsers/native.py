@@ -65,7 +65,6 @@ _FLAGS = (  # settings the scanner must find set (first records are Python's): b
     (8192, "vllm_engine", None), (16384, "vllm_spec", None),  # F_VLLM_ENGINE, F_VLLM_SPEC (_scan_vllm.h)
     (1 << 20, "vllm_stage_times", None),  # F_VLLM_STAGES (_scan_vllm.h)
 )
-F_LAUNCH_USED = 32768  # vllm.Parser.launch_used (_scan_vllm.h: a spec line read in C leaves it set)
 
 Sink = Callable[[ParseResult], None]
 
@@ -253,7 +252,7 @@ class _Parse:
         at = (len(r.formats), len(r.settings), len(r.processes))
         if at != self.flags_at:
             self.flags, self.flags_at = _flags(r), at
-        return self.flags | (mode & F_BENCH) | (F_LAUNCH_USED if self.vllm.launch_used else 0)
+        return self.flags | (mode & F_BENCH)
 
     def bench_close(self, lineno: int, line: str) -> int:
         """A line that closes the open bench blocks (their footer, a title), which the scanner reads where
@@ -392,6 +391,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     if type(watcher) is context.Watcher and getattr(result.offer, "__func__", None) is context.Watcher.offer:
         scan.watch(watcher.candidates, watcher.dump_lines, context.MAX_CANDIDATES)
     scan.llamacpp_arm(by_name[llamacpp.NAME])  # llama.cpp's timing and slot lines (_scan_llamacpp.h)
+    scan.vllm_args_arm({f: key for f, (key, _) in vllm._ARGS.items()})  # `non-default args` (_scan_vllm_args.h)
     others = [r for r in readers if r is not eagle and r is not tagger and not _never_busy(r)]
     parse = _Parse(scan, result, readers, others, eagle, by_name["sglang"], by_name["vllm"], by_name["nccl_tests"],
                    tagger.sglang_labels, tagger.nccl_lines, nccl.channel_lines,

@@ -312,29 +312,21 @@ def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
     return _lines(lines, found)
 
 
-# A non-ASCII character and the rest of its line: one match a line however many such characters it holds.
-_NON_ASCII = re.compile(r"[^\x00-\x7f][^\n]*")
-
-
 def _ascii_image(text: str) -> Text | None:
     """A non-ASCII text as a Text (its ASCII image to scan, its lines holding other characters dirty:
     clean() runs on them, as on every line of the line engine, which leaves such a line as it is unless
     it holds one of _DIRTY), or None where more than TEXT_DIRTY_SHARE of its lines would be dirty."""
-    image = text.encode("ascii", errors="replace").decode("ascii")  # one "?" a character: same places
+    # One C pass: the image (one "?" a character, as text.encode("ascii", errors="replace") gives: every
+    # line starts at the same place in both) and the lines holding a character past U+007F.
+    image, count, wide = _scan.ascii_image(text)
+    limit = TEXT_DIRTY_SHARE * count
+    if len(wide) > limit:
+        return None
     counted = _scan.dirty_lines(image)
     assert counted is not None  # an ASCII text
-    count, marked = counted[0], counted[1]  # (its MPI-tagged lines, counted[2], the scanner reads)
-    limit = TEXT_DIRTY_SHARE * count
+    marked = counted[1]  # (its MPI-tagged lines, counted[2], the scanner reads)
     if len(marked) > limit:
         return None
-    wide: list[int] = []
-    line, pos = 0, 0
-    for m in _NON_ASCII.finditer(text):
-        line += text.count("\n", pos, m.start())
-        pos = m.start()
-        wide.append(line)
-        if len(wide) > limit:
-            return None
     dirty = sorted(set(marked).union(wide)) if marked else wide
     return None if len(dirty) > limit else Text(image, count, dirty, text)
 

@@ -343,6 +343,8 @@ class Parser:
 
     # -- launch arguments and version -------------------------------------------------------
 
+    # The native scanner reads an args line that only starts a launch itself (_scan_vllm_args.h): a change
+    # here changes it too (tests/test_scan_vllm_args.py holds the two equal).
     def _args(self, lineno: int, line: str) -> None:
         start = line.find("{", line.find("non-default args"))
         if start < 0:
