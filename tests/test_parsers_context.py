@@ -139,3 +139,27 @@ def test_the_watcher_takes_the_real_lines_it_took_before_and_no_other():
                 assert bool(context.WORDS.search(bad)) == bool(_WORDS_AS_WRITTEN.search(bad)), bad
                 assert _offered(bad) == _candidate(bad), bad
     assert worded > 300
+
+
+class _GroupedSink:
+    """Takes the rows as the ingest digest does: the scanner's as Grouped batches."""
+
+    takes_groups = True
+
+    def __call__(self, result) -> None:
+        result.take_rows()
+
+
+def test_records_a_sink_takes_strike_their_lines_off_and_leave_the_rest_unread(monkeypatch):
+    # A real bench block's throughput rows are candidates (a format's words) whose records the scanner
+    # writes; with a small spill they reach the sink batch by batch, each batch striking its lines off.
+    block = (Path(__file__).parent / "corpus" / "serving" / "vllm_bench_serve_baseline_block_pr35714.txt").read_bytes()
+    content = (block + b"Speculative decoding was on\n") * 50
+    size = block.count(b"\n") + 1
+    odd = [size * (k + 1) for k in range(50)]
+    monkeypatch.setattr("ingest.parsers.SPILL_AT", 64)
+    spilled = setting(parse_stream(io.BytesIO(content), sink=_GroupedSink(), engine="native"), "unread")
+    assert spilled == setting(parse(content, "lines"), "unread")
+    # The odd lines are unread, and so are the rows of a repeated block no record is written for (the
+    # lines engine's own reading); the rows whose records the sink took are not.
+    assert spilled["lines"][:2] == [odd[0], odd[0] + 8] and spilled["count"] < 4 * 50

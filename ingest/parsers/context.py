@@ -202,17 +202,18 @@ class Watcher:
                     self.used.add(rec.line)
         # Columns are looked up in bulk (numpy): a batch holds a spill's worth of records, and a
         # Python loop over them took a third of a serving log's parse once a candidate stayed open.
-        wanted = np.fromiter(open_, dtype=np.int64, count=len(open_))
+        # Every batch's line column joined and looked up once: a bench log's batches hold hundreds
+        # of small groups (one a metric name), and a lookup each cost more than the lookup of all.
+        columns: list[np.ndarray] = []
         for frames in (result.phase_frames, result.metric_frames):
             for batch in frames:
                 if isinstance(batch, Grouped):
-                    for g in batch.groups:
-                        self._strike(batch.arrays(g)[1], wanted)
+                    columns.extend(batch.arrays(g)[1] for g in batch.groups)
                 elif batch.height:
-                    self._strike(batch.get_column("line").to_numpy(), wanted)
-        for frame in result.collective_frames:
-            if frame.height:
-                self._strike(frame.get_column("line").to_numpy(), wanted)
+                    columns.append(batch.get_column("line").to_numpy())
+        columns.extend(frame.get_column("line").to_numpy() for frame in result.collective_frames if frame.height)
+        if columns:
+            self._strike(np.concatenate(columns), np.fromiter(open_, dtype=np.int64, count=len(open_)))
 
     def _strike(self, lines: np.ndarray, wanted: np.ndarray) -> None:
         """Mark used the candidate lines (`wanted`) that `lines` holds. The candidates still open are
