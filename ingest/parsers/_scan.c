@@ -1220,13 +1220,18 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
         && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
         rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
+    if (rd & BIT(R_NCCL_TESTS) && !(by_start & BIT(R_NCCL_TESTS)) && rd & BIT(R_LAUNCH_ENV)) {
+        /* a command naming a test's binary (`mpirun ... -x NCCL_X=1 ./all_reduce_perf`): _scan_env.h */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd, lits, by_start);
+        if (env != DECLINE) return env;
+    }
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start);
         if (llama != DECLINE) return llama;
     }
     if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
-        int env = env_line(self, s, n, line, lineno, e, flags, rd);  /* _scan_env.h */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd, lits, by_start);  /* _scan_env.h */
         if (env != DECLINE) return env;
     }
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal)
