@@ -168,6 +168,8 @@ MADE = [
     "[DP1 TP3] pid=77 environ NCCL_*: NCCL_A=1", "launcher pid=78 environ NCCL_*: NCCL_A=1",
     "[TP2 rank=5] pid=79 environ NCCL_*: NCCL_A=1", "worker pid=80 environ NCCL_*: NCCL_A=1",
     "[EP0] pid=81 environ NCCL_*:", "[TP1] pid=0082 environ NCCL_*: NCCL_A=1", "[TP0] pid=83 environ NCCL_*: x",
+    # past the scanner's bounds (a text, a word count): Python's
+    "mpirun -x NCCL_A=" + "v" * 9000 + " -x NCCL_B=2", "export NCCL_A=" + "x\\ " * 3000, "NCCL_A=1 " * 600,
 ]
 
 # What copies do to a line (the MPI tags, quotes and colours clean() takes off are the lead's: text.py).
