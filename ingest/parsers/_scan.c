@@ -2647,8 +2647,8 @@ static PyMethodDef Scanner_methods[] = {
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
     {"env_bind", (PyCFunction)Scanner_env_bind, METH_VARARGS,
-     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name): env dumps, launch"
-     " commands (_scan_env.h)"},
+     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name[, resolve_flag]): env"
+     " dumps, launch commands (_scan_env.h)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"bench_readers", (PyCFunction)Scanner_bench_readers, METH_VARARGS,

@@ -36,10 +36,13 @@ struct env_fast {
     PyObject *k_hints, *k_label, *k_alias, *format;  /* "hints", "label", "alias", launch_env.NAME */
     PyObject *k_declared, *src_launcher, *src_worker, *src_prefix, *src_export, *src_env_dump, *src_flag;
     PyObject *k_tests_command, *k_op_command, *k_first_line;  /* "nccl_tests.command", "op_command", "first_line" */
+    PyObject *k_engine, *k_sglang_launch;  /* "engine", "sglang_launch" */
+    PyObject *resolve, *resolved;  /* sglang._resolve_flag (or None), and what it gave each flag asked */
     /* per scan call: 0 not read yet, 1 read, -1 unreadable (the lines go back) */
     int fetched;
     PyObject *nccl, *settings, *processes, *offer;  /* result.nccl, .settings, .processes, .offer */
     int has_format;  /* launch_env.NAME is among the formats: add_format() adds nothing */
+    int has_sglang_launch;  /* and "sglang_launch" */
     struct env_cmd *cmd;  /* env_command's words, made at the first use */
 };
 
@@ -49,7 +52,8 @@ static void env_free(struct nccl_fast *f) {
     PyObject **refs[] = {&v->launch_lines, &v->declared_by, &v->hint_launcher, &v->hint_worker, &v->main, &v->k_hints,
                          &v->k_label, &v->k_alias, &v->format, &v->k_declared, &v->src_launcher, &v->src_worker,
                          &v->src_prefix, &v->src_export, &v->src_env_dump, &v->src_flag, &v->k_tests_command,
-                         &v->k_op_command, &v->k_first_line, &v->nccl,
+                         &v->k_op_command, &v->k_first_line, &v->k_engine, &v->k_sglang_launch, &v->resolve,
+                         &v->resolved, &v->nccl,
                          &v->settings, &v->processes, &v->offer};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
     free(v->cmd);
@@ -61,13 +65,19 @@ static void env_enter(struct nccl_fast *f) {
     if (f->env) f->env->fetched = 0;
 }
 
-/* env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name): read the lines
- * above for this parse's Tagger (after nccl_bind()); `watcher`, the parse's context.Watcher whose
- * offer is result.offer (or None: result.offer is called), MAX_CANDIDATES its cap. */
+/* env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name[, resolve_flag]):
+ * read the lines above for this parse's Tagger (after nccl_bind()); `watcher`, the parse's
+ * context.Watcher whose offer is result.offer (or None: result.offer is called), MAX_CANDIDATES its
+ * cap; `resolve_flag`, sglang._resolve_flag (without it, SGLang's launch commands are Python's). */
 static PyObject *Scanner_env_bind(Scanner *self, PyObject *args) {
-    PyObject *tagger, *watcher, *launcher, *worker, *main, *name;
+    PyObject *tagger, *watcher, *launcher, *worker, *main, *name, *resolve = Py_None;
     Py_ssize_t most;
-    if (!PyArg_ParseTuple(args, "OOn(UU)UU", &tagger, &watcher, &most, &launcher, &worker, &main, &name)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOn(UU)UU|O", &tagger, &watcher, &most, &launcher, &worker, &main, &name, &resolve))
+        return NULL;
+    if (resolve != Py_None && !PyCallable_Check(resolve)) {
+        PyErr_SetString(PyExc_TypeError, "resolve_flag: sglang._resolve_flag, or None");
+        return NULL;
+    }
     if (not_ready(self)) return NULL;
     struct nccl_fast *f = self->nccl;
     if (!f) {
@@ -109,9 +119,14 @@ static PyObject *Scanner_env_bind(Scanner *self, PyObject *args) {
     v->k_tests_command = PyUnicode_InternFromString("nccl_tests.command");
     v->k_op_command = PyUnicode_InternFromString("op_command");
     v->k_first_line = PyUnicode_InternFromString("first_line");
+    v->k_engine = PyUnicode_InternFromString("engine");
+    v->k_sglang_launch = PyUnicode_InternFromString("sglang_launch");
+    v->resolved = PyDict_New();
+    Py_INCREF(resolve);
+    v->resolve = resolve;
     if (!v->k_hints || !v->k_label || !v->k_alias || !v->k_declared || !v->src_launcher || !v->src_worker
         || !v->src_prefix || !v->src_export || !v->src_env_dump || !v->src_flag || !v->k_tests_command
-        || !v->k_op_command || !v->k_first_line) {
+        || !v->k_op_command || !v->k_first_line || !v->k_engine || !v->k_sglang_launch || !v->resolved) {
         env_free(f);
         return NULL;
     }
@@ -131,13 +146,14 @@ static int env_fetch(struct nccl_fast *f, struct env_fast *v) {
     Py_XSETREF(v->offer, PyObject_GetAttrString(f->result, "offer"));
     PyObject *formats = PyObject_GetAttrString(f->result, "formats");
     int has = formats && PyList_CheckExact(formats) ? PySequence_Contains(formats, v->format) : -1;
+    int sglang = has >= 0 ? PySequence_Contains(formats, v->k_sglang_launch) : -1;
     Py_XDECREF(formats);
-    if (has < 0 || !v->nccl || !v->settings || !v->processes || !v->offer || !PyList_CheckExact(v->nccl)
+    if (has < 0 || sglang < 0 || !v->nccl || !v->settings || !v->processes || !v->offer || !PyList_CheckExact(v->nccl)
         || !PyDict_CheckExact(v->settings) || !PyDict_CheckExact(v->processes)) {
         PyErr_Clear();
         return 0;
     }
-    v->has_format = has;
+    v->has_format = has, v->has_sglang_launch = sglang;
     v->fetched = 1;
     return 1;
 }
@@ -342,9 +358,10 @@ static int env_shlex(const char *t, Py_ssize_t n, env_words_t *w) {
 }
 
 /* launch_env._words(t[0:n]) (shell_words: shlex.split's words, and where it raises, str.split()'s
- * words each without a pair of quotes around it, _unquote). 1, or 0 where Python must read them:
- * \v \f \x1c-\x1f (str.split() splits there, shlex does not: rare), too long or too many. */
-static int env_words(const char *t, Py_ssize_t n, env_words_t *w) {
+ * words, each without a pair of quotes around it where `unquote`: _unquote; sglang's launch words
+ * keep them). 1, or 0 where Python must read them: \v \f \x1c-\x1f (str.split() splits there,
+ * shlex does not: rare), too long or too many. */
+static int env_words(const char *t, Py_ssize_t n, env_words_t *w, int unquote) {
     if (n > ENV_TEXT_MAX) return 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         char c = t[i];
@@ -361,7 +378,7 @@ static int env_words(const char *t, Py_ssize_t n, env_words_t *w) {
         Py_ssize_t end = i;
         while (end < n && !env_split_space(t[end])) end++;
         Py_ssize_t a = i, b = end;
-        if (b - a >= 2 && t[a] == t[b - 1] && (t[a] == '"' || t[a] == '\'')) a++, b--;
+        if (unquote && b - a >= 2 && t[a] == t[b - 1] && (t[a] == '"' || t[a] == '\'')) a++, b--;
         memcpy(w->buf + out, t + a, (size_t)(b - a));
         w->at[w->count] = out, w->len[w->count] = b - a;
         out += b - a;
@@ -402,6 +419,7 @@ typedef struct env_cmd {
     int pairs;  /* how many words from `first` are assignments */
     int source;  /* 0 launch prefix, 1 export, 2 env dump */
     char value[ENV_TEXT_MAX];  /* a launch flag's value, _shell_value's */
+    env_words_t launch;  /* an SGLang launch command's words */
 } env_cmd;
 
 static inline int env_host_char(char c) { return is_word(c) || c == '.' || c == '-'; }
@@ -483,7 +501,7 @@ static int env_command(const char *s, Py_ssize_t n, int has_nccl_, env_cmd *c) {
     int word = (starts(t, tn, "export") && tn > 6 && is_space(t[6])) || (starts(t, tn, "env") && tn > 3 && is_space(t[3]))
         || (starts(t, tn, "declare -x") && tn > 10 && is_space(t[10]));
     if (!word && !env_assignment(t, tn)) return CMD_NOTHING;
-    if (!env_words(t, tn, &c->w)) return CMD_PYTHON;
+    if (!env_words(t, tn, &c->w, 1)) return CMD_PYTHON;
     env_words_t *w = &c->w;
     int first = 0, source = 0;
     if (w->count) {
@@ -651,28 +669,108 @@ static int env_bare_version(struct nccl_fast *f, const char *s, Py_ssize_t n) {
     return nccl_version_held(f, s, n);
 }
 
+enum { SG_PYTHON, SG_IDLE, SG_LAUNCH };
+
 /* sglang.Parser.feed on a line whose only literal of its own is `sglang` and that opens no block
  * (no STARTS of BlockReader's, a reader not busy): its one branch there is a launch command,
  * `"sglang" in line and _LAUNCH.search(line)`, _LAUNCH being `\bsglang(?:\.launch_server\b
- * |\.bench_one_batch\b|\.bench_offline_throughput\b|\.bench_latency\b|\s+serve\b)`. 1 where it does
- * nothing (no such match), 0 not so (its settings: Python's). */
+ * |\.bench_one_batch\b|\.bench_offline_throughput\b|\.bench_latency\b|\s+serve\b)`. SG_IDLE where
+ * it does nothing (no such match), SG_LAUNCH a launch command (env_sglang_launch), SG_PYTHON another
+ * literal of sglang's. */
 static int env_sglang_idle(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits) {
     for (int k = 0; k < self->nlit; k++)
         if (lits >> k & 1 && self->lit_reader[k] == R_SGLANG && !(self->lit_len[k] == 6 && memeq(self->lit[k], "sglang", 6)))
-            return 0;
+            return SG_PYTHON;
     static const char *const ENTRIES[] = {".launch_server", ".bench_one_batch", ".bench_offline_throughput", ".bench_latency"};
     for (const char *p = s; (p = find(p, n - (p - s), "sglang", 6)); p++) {
         Py_ssize_t i = p - s, j = i + 6;
         if (i > 0 && is_word(s[i - 1])) continue;
         for (size_t k = 0; k < sizeof(ENTRIES) / sizeof(*ENTRIES); k++) {
             Py_ssize_t len = (Py_ssize_t)strlen(ENTRIES[k]);
-            if (starts_len(s + j, n - j, ENTRIES[k], len) && (j + len == n || !is_word(s[j + len]))) return 0;
+            if (starts_len(s + j, n - j, ENTRIES[k], len) && (j + len == n || !is_word(s[j + len]))) return SG_LAUNCH;
         }
         Py_ssize_t k = j;
         while (k < n && is_space(s[k])) k++;
-        if (k > j && starts_len(s + k, n - k, "serve", 5) && (k + 5 == n || !is_word(s[k + 5]))) return 0;
+        if (k > j && starts_len(s + k, n - k, "serve", 5) && (k + 5 == n || !is_word(s[k + 5]))) return SG_LAUNCH;
     }
-    return 1;
+    return SG_IDLE;
+}
+
+/* Whether result.settings holds `prefix` + s[0:n]: 1, 0, -1 on an error. */
+static int env_held(struct env_fast *v, const char *prefix, const char *s, Py_ssize_t n) {
+    Py_ssize_t k = (Py_ssize_t)strlen(prefix);
+    if (n > ENV_NAME_MAX - k) return 0;
+    char name[ENV_NAME_MAX];
+    memcpy(name, prefix, (size_t)k);
+    memcpy(name + k, s, (size_t)n);
+    PyObject *key = PyUnicode_DecodeASCII(name, k + n, NULL);
+    int held = key ? PyDict_Contains(v->settings, key) : -1;
+    Py_XDECREF(key);
+    return held;
+}
+
+#define ENV_RESOLVED_MAX 4096  /* flags whose resolution is kept: past it each is asked again */
+
+/* sglang._resolve_flag(s[0:n]), kept by flag: a borrowed (key, type) tuple or None; NULL on an error. */
+static PyObject *env_resolve(struct env_fast *v, const char *s, Py_ssize_t n) {
+    PyObject *flag = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!flag) return NULL;
+    PyObject *spec = PyDict_GetItemWithError(v->resolved, flag);
+    if (!spec && !PyErr_Occurred()) {
+        PyObject *made = PyObject_CallOneArg(v->resolve, flag);
+        if (made && PyDict_GET_SIZE(v->resolved) >= ENV_RESOLVED_MAX) PyDict_Clear(v->resolved);
+        if (made && PyDict_SetItem(v->resolved, flag, made) == 0) spec = made;  /* (the dict holds it) */
+        Py_XDECREF(made);
+    }
+    Py_DECREF(flag);
+    return spec;
+}
+
+/* sglang.Parser.feed on a launch command, its reader not busy (C twin of _continue_launch,
+ * _finish_launch and _flags' walk, which say how): a line not ending in `\` (else it joins the next,
+ * busy) is the command: the format sglang_launch, the setting engine, and the settings of its words
+ * (shell_words of line.rstrip(), or its str.split() where that gives None): env.NAME of a
+ * `SGLANG_*=`/`SGL_*=` word, the setting a `--flag` resolves to (_resolve_flag; a flag without `=`
+ * takes the next word, not a `--` one, as its value). set() keeps the first: where each is held,
+ * nothing changes. OK so, PYTHON where one is not (or the words are not read here), ERROR. */
+static int env_sglang_launch(struct env_fast *v, const char *s, Py_ssize_t n, env_words_t *w) {
+    Py_ssize_t e = n;
+    while (e > 0 && is_space(s[e - 1])) e--;
+    if ((e > 0 && s[e - 1] == '\\') || !v->has_sglang_launch || v->resolve == Py_None) return PYTHON;
+    int held = PyDict_Contains(v->settings, v->k_engine);
+    if (held <= 0) return held < 0 ? ERROR : PYTHON;
+    if (!env_words(s, e, w, 0)) return PYTHON;
+    for (int k = 0; k < w->count; k++) {
+        const char *t = w->buf + w->at[k];
+        Py_ssize_t tl = w->len[k], kl = env_assignment(t, tl);
+        if (kl) {  /* _ENV */
+            if ((kl >= 7 && memeq(t, "SGLANG_", 7)) || (kl >= 4 && memeq(t, "SGL_", 4))) {
+                held = env_held(v, "env.", t, kl);
+                if (held <= 0) return held < 0 ? ERROR : PYTHON;
+            }
+            continue;
+        }
+        if (tl < 2 || !memeq(t, "--", 2)) continue;
+        const char *eq = memchr(t, '=', (size_t)tl);
+        PyObject *spec = env_resolve(v, t, eq ? eq - t : tl);
+        if (!spec) return ERROR;
+        if (spec != Py_None && (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 2
+                                || !PyUnicode_CheckExact(PyTuple_GET_ITEM(spec, 0))))
+            return PYTHON;
+        if (!eq && PyTuple_CheckExact(spec) && PyTuple_GET_ITEM(spec, 1) != (PyObject *)&PyBool_Type) {
+            /* the value is the next word, unless none is left or it is a flag (then no set()) */
+            if (k + 1 >= w->count || starts_len(w->buf + w->at[k + 1], w->len[k + 1], "--", 2)) continue;
+            k++;
+        } else if (!eq && spec == Py_None && k + 1 < w->count
+                   && !starts_len(w->buf + w->at[k + 1], w->len[k + 1], "--", 2)) {
+            k++;  /* (taken, and set nowhere) */
+        }
+        if (spec != Py_None) {
+            held = PyDict_Contains(v->settings, PyTuple_GET_ITEM(spec, 0));
+            if (held <= 0) return held < 0 ? ERROR : PYTHON;
+        }
+    }
+    return OK;
 }
 
 /* nccl_tests.binary(s[0:n]): the test's name before the `_perf` of its binary, in *at..*end; 0 for
@@ -737,7 +835,8 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
     unsigned more = rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV));
     if (!v || n == 0 || e->in_block || more & ~(BIT(R_NCCL_TESTS) | BIT(R_SGLANG))) return DECLINE;
     if (more & BIT(R_NCCL_TESTS) && (by_start & BIT(R_NCCL_TESTS) || !self->tests || !self->tests->parser)) return DECLINE;
-    if (more & BIT(R_SGLANG) && (by_start & BIT(R_SGLANG) || !env_sglang_idle(self, s, n, lits))) return DECLINE;
+    int sglang = more & BIT(R_SGLANG) ? by_start & BIT(R_SGLANG) ? SG_PYTHON : env_sglang_idle(self, s, n, lits) : SG_IDLE;
+    if (sglang == SG_PYTHON) return DECLINE;
     char c = s[0];
     /* the Tagger: a vLLM tag, an nccl-tests row, a SGLang prefix, an NCCL head; a `$x` or `+x` first
      * (_LAUNCH_CMD's other branch); ServerArgs */
@@ -772,7 +871,10 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
     }
     if (!(flags & F_MAIN)) return DECLINE;  /* the Tagger makes "main" of it */
     env_cmd *cmd = v->cmd;
-    if (launch && !cmd && !(cmd = v->cmd = malloc(sizeof(*cmd)))) { PyErr_NoMemory(); return ERROR; }
+    if ((launch || sglang == SG_LAUNCH) && !cmd && !(cmd = v->cmd = malloc(sizeof(*cmd)))) {
+        PyErr_NoMemory();
+        return ERROR;
+    }
     /* launch_env: an env dump was ruled out; with "NCCL_", its launch flags, then _command */
     int flagged = launch && has_nccl_ && env_flag_test(s, n), records = 0;
     Py_ssize_t fi = 0, key_at, key_end, value_at, value_end;
@@ -788,6 +890,11 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
     if (rd & BIT(R_NCCL_DEBUG) && starts(s, n, "NCCL version ") && n > 13 && is_digit(s[13])) {
         if (!env_bare_version(f, s, n)) goto done;
         version = 1;
+    }
+    /* sglang: a launch command whose settings are held */
+    if (sglang == SG_LAUNCH) {
+        int r = env_sglang_launch(v, s, n, &cmd->launch);
+        if (r != OK) { status = r == ERROR ? ERROR : DECLINE; goto done; }
     }
     /* nccl_tests: a command naming a test's binary, once its setting is held */
     if (more & BIT(R_NCCL_TESTS)) {
