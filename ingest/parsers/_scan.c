@@ -20,7 +20,8 @@
  *     a WARN line warned before, a bare `NCCL version` line once its settings are held
  *     (_scan_nccl_other.h);
  *   - a rule of dashes, a line holding the Tagger's `environ` but no env dump;
- *   - an env dump, a launch command or export, a line naming NCCL that no reader acts on
+ *   - an env dump, a launch command (its flags, prompt and shell words) or export, a test's or
+ *     SGLang's command that sets nothing new, a line naming NCCL that no reader acts on
  *     (_scan_env.h; offered to the context watcher in C, _scan_context.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label);

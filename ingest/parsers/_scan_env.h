@@ -14,20 +14,24 @@
  * nccl_debug.Parser.feed, launch_env.Parser.feed and _dump/_command, context.Watcher.offer):
  *   - an env dump (`PREFIX pid=N environ ...: NCCL_K=V ...`, _DUMP) of a process the Tagger knows
  *     with every field the line sets set already (pid, hint, label, rank; the alias of its label
- *     set here): launch_env's records, with the Tagger's tag as stamp() gives it; a launcher's
- *     line is a launch line (appended to launch_lines) and its records declared (declared_by);
- *   - a command launch_env reads (_command): no prompt or a `$ `/`+ ` one, then `export`,
- *     `declare -x`, `env` or an assignment, its words split as shell_words splits them (plain
- *     words or quotes, no escapes); its NCCL_* pairs are declared records of "main" and its other
- *     upper-case names settings already held (set() keeps the first); a `$ `/`+ ` line naming
- *     python/serve/launch/torchrun/mpirun is a launch line;
+ *     set here), or of a process new to it (made here as _process makes it, with its label's
+ *     alias): launch_env's records, with the Tagger's tag as stamp() gives it; a launcher's line is
+ *     a launch line (appended to launch_lines) and its records declared (declared_by);
+ *   - launch flags (`mpirun -x NCCL_K=V`, `-e`, `--env`: _FLAG, values as _shell_value gives them)
+ *     and a command launch_env reads (_command): a prompt (_PROMPT: `(venv)` tags, `[u@h d]$`,
+ *     `u@h:d#`, `$ `, `+ `) or none, then `export`, `declare -x`, `env` or an assignment, its words
+ *     split as shell_words splits them (shlex's quotes and escapes); their NCCL_* pairs are
+ *     declared records of "main" and its other upper-case names settings already held (set()
+ *     keeps the first); a `$ `/`+ ` line naming python/serve/launch/torchrun/mpirun is a launch line;
  *   - a bare `NCCL version X.Y.Z` line once the settings it sets are held (marked used);
- *   - any other line of these readers' on which none of them acts (the Tagger tags it "main").
+ *   - any other line of these readers' on which none of them acts (the Tagger tags it "main");
+ *   - on these lines, nccl_tests' command naming a test's binary (op_command set, its setting held)
+ *     and SGLang's name: none of its lines, or a launch command whose settings are all held.
  * and, in every case, offered to the watcher (_scan_context.h). Every check is made before any
- * change; a line of any other shape -- an MPI tag, a `(`, `[date TPn]` or `#` start, an NCCL head
- * anywhere (host:pid:tid [dev]), a conf file, an RCCL version, launch flags (-x/-e/--env),
- * escapes, a setting not held yet, a process unknown -- goes to Python (DECLINE: read_line goes
- * on with it as before).
+ * change; a line of any other shape -- an MPI tag, a vLLM `(Name pid=N)` tag, a `[date TPn]` or
+ * `#` start, an NCCL head anywhere (host:pid:tid [dev]), a conf file, an RCCL version, an odd space
+ * (\v \f \x1c-\x1f) in a command, a setting not held yet, another reader's literal or start --
+ * goes to Python (DECLINE: read_line goes on with it as before).
  */
 
 struct env_fast {
@@ -121,7 +125,7 @@ static PyObject *Scanner_env_bind(Scanner *self, PyObject *args) {
     v->k_first_line = PyUnicode_InternFromString("first_line");
     v->k_engine = PyUnicode_InternFromString("engine");
     v->k_sglang_launch = PyUnicode_InternFromString("sglang_launch");
-    v->resolved = PyDict_New();
+    v->resolved = PyErr_Occurred() ? NULL : PyDict_New();
     Py_INCREF(resolve);
     v->resolve = resolve;
     if (!v->k_hints || !v->k_label || !v->k_alias || !v->k_declared || !v->src_launcher || !v->src_worker
@@ -309,12 +313,16 @@ typedef struct {
 
 static inline int env_split_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* shlex.split(t[0:n]) (posix, no comments; its whitespace ' \t\r\n', the line's other whitespace
- * refused before): a word runs to whitespace outside quotes; outside quotes `\x` is x, in "..." a
- * `\` escapes only `"` and `\` (else both stay), in '...' nothing. 1, 0 too many words, -1 where
- * shlex raises ValueError (a quote never closed, a `\` with nothing after). A word is never longer
- * than its text, so w->buf (n <= ENV_TEXT_MAX) holds them. */
-static int env_shlex(const char *t, Py_ssize_t n, env_words_t *w) {
+enum { SPLIT_SHLEX, SPLIT_PLAIN, SPLIT_UNQUOTE };
+
+/* The words of t[0:n] into w: SPLIT_SHLEX as shlex.split gives them (posix, no comments; its
+ * whitespace ' \t\r\n', the line's other whitespace refused before): a word runs to whitespace
+ * outside quotes; outside quotes `\x` is x, in "..." a `\` escapes only `"` and `\` (else both
+ * stay), in '...' nothing; SPLIT_PLAIN as str.split() gives them, SPLIT_UNQUOTE each of those
+ * without a pair of quotes around it (_unquote). 1, 0 too many words, -1 where shlex raises
+ * ValueError (a quote never closed, a `\` with nothing after). A word is never longer than its
+ * text, so w->buf (n <= ENV_TEXT_MAX) holds them. */
+static int env_split(const char *t, Py_ssize_t n, env_words_t *w, int how) {
     Py_ssize_t i = 0, out = 0;
     w->count = 0;
     for (;;) {
@@ -322,7 +330,15 @@ static int env_shlex(const char *t, Py_ssize_t n, env_words_t *w) {
         if (i >= n) return 1;
         if (w->count == ENV_WORDS) return 0;
         w->at[w->count] = out;
-        while (i < n && !env_split_space(t[i])) {
+        if (how != SPLIT_SHLEX) {
+            Py_ssize_t a = i;
+            while (i < n && !env_split_space(t[i])) i++;
+            Py_ssize_t b = i;
+            if (how == SPLIT_UNQUOTE && b - a >= 2 && t[a] == t[b - 1] && (t[a] == '"' || t[a] == '\'')) a++, b--;
+            memcpy(w->buf + out, t + a, (size_t)(b - a));
+            out += b - a;
+        }
+        while (how == SPLIT_SHLEX && i < n && !env_split_space(t[i])) {
             char c = t[i];
             if (c == '\\') {
                 if (i + 1 >= n) return -1;
@@ -367,24 +383,8 @@ static int env_words(const char *t, Py_ssize_t n, env_words_t *w, int unquote) {
         char c = t[i];
         if (c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1f)) return 0;
     }
-    int r = env_shlex(t, n, w);
-    if (r >= 0) return r;
-    Py_ssize_t i = 0, out = 0;
-    w->count = 0;
-    for (;;) {
-        while (i < n && env_split_space(t[i])) i++;
-        if (i >= n) return 1;
-        if (w->count == ENV_WORDS) return 0;
-        Py_ssize_t end = i;
-        while (end < n && !env_split_space(t[end])) end++;
-        Py_ssize_t a = i, b = end;
-        if (unquote && b - a >= 2 && t[a] == t[b - 1] && (t[a] == '"' || t[a] == '\'')) a++, b--;
-        memcpy(w->buf + out, t + a, (size_t)(b - a));
-        w->at[w->count] = out, w->len[w->count] = b - a;
-        out += b - a;
-        w->count++;
-        i = end;
-    }
+    int r = env_split(t, n, w, SPLIT_SHLEX);
+    return r >= 0 ? r : env_split(t, n, w, unquote ? SPLIT_UNQUOTE : SPLIT_PLAIN);
 }
 
 /* _ASSIGNMENT (`^([A-Za-z_][A-Za-z0-9_]*)=(.*)$`): the key's length (its '=' follows), 0 for none. */
