@@ -777,7 +777,7 @@ static int env_sglang_launch(struct env_fast *v, const char *s, Py_ssize_t n, en
  * none. From each `_perf` in turn: one that ends the word (or `_perf_mpi` does), its name the run of
  * [a-z0-9_] before it, led by a letter, after the line's start, a '/' or whitespace. */
 static int env_binary(const char *s, Py_ssize_t n, Py_ssize_t *at, Py_ssize_t *end) {
-    for (const char *p = s; (p = find(p, n - (p - s), "_perf", 5)); p++) {
+    for (const char *p = s; (p = find_at(p, n - (p - s), "_perf", 5, 4)); p++) {  /* (its 'f': NCCL_ names hold '_') */
         Py_ssize_t i = p - s, e = i + 5;
         int ends = e == n || is_space(s[e])
             || (starts_len(s + e, n - e, "_mpi", 4) && (e + 4 == n || is_space(s[e + 4])));
@@ -799,7 +799,7 @@ static int env_binary(const char *s, Py_ssize_t n, Py_ssize_t *at, Py_ssize_t *e
 static int env_tests_command(Scanner *self, struct env_fast *v, const char *s, Py_ssize_t n, PyObject **op) {
     Py_ssize_t a, b;
     *op = NULL;
-    if (!env_binary(s, n, &a, &b) || find(s, n, "NCCL INFO", 9)) return OK;
+    if (!env_binary(s, n, &a, &b) || find_at(s, n, "NCCL INFO", 9, 8)) return OK;
     int held = PyDict_Contains(v->settings, v->k_tests_command);
     if (held <= 0) return held < 0 ? ERROR : PYTHON;
     /* op_name: the name (no '/' in it) without a last `_mpi`, then without a last `_perf` */
@@ -844,17 +844,18 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
     if (c == '(' && env_vllm_tag(s, n)) return DECLINE;
     Py_ssize_t t0, t1;
     if (c == '[' && sglang_prefix(s, n, &t0, &t1) && t1 > t0) return DECLINE;
-    if (env_head_anywhere(s, n) || find(s, n, "server_args=ServerArgs(", 23)) return DECLINE;
+    /* (found by a rare byte of each, memchr's: a long command holds many 'N', 'n', '_' and '=') */
+    if (env_head_anywhere(s, n) || find_at(s, n, "server_args=ServerArgs(", 23, 22)) return DECLINE;
     /* nccl_debug: a conf file, an RCCL version (the library set again), a bare version read below */
-    if (find(s, n, "NCCL_CONF_FILE", 14) || find(s, n, "nccl.conf", 9)
-        || (find(s, n, "RCCL version", 12) && find(s, n, " NCCL INFO ", 11)))
+    if (find_at(s, n, "NCCL_CONF_FILE", 14, 8) || find_at(s, n, "nccl.conf", 9, 4)
+        || (find_at(s, n, "RCCL version", 12, 5) && find(s, n, " NCCL INFO ", 11)))
         return DECLINE;
     if (v->fetched == 0 && !env_fetch(f, v)) return DECLINE;
     if (v->fetched < 0) return DECLINE;
     int wanted = (rd & ~BIT(R_TAGGER)) != 0;  /* a format reader's literal or start: the Watcher's wanted() */
     int has_nccl_ = find(s, n, "NCCL_", 5) != NULL;
     int launch = (rd & BIT(R_LAUNCH_ENV)) != 0;
-    if (find(s, n, "environ", 7) && find(s, n, "pid=", 4)) {
+    if (find_at(s, n, "environ", 7, 2) && find_at(s, n, "pid=", 4, 2)) {
         /* _DUMP: the first `\bpid=\d+ environ\b`, then launch_env's `[^:]*:\s*(.*)$` */
         for (Py_ssize_t i = 0; i + 4 <= n; i++) {
             if (s[i] != 'p' || (i > 0 && is_word(s[i - 1])) || !starts_len(s + i, n - i, "pid=", 4)) continue;
