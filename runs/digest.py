@@ -309,6 +309,29 @@ class Busbw:
         rows.append(n)
         top.append(peak)
 
+    def add_lines(self, logfile: int | None, process: str, lines: np.ndarray, ns: np.ndarray,
+                  peaks: np.ndarray) -> None:
+        """add() of each line in turn, `lines` ascending and each once: its runs found by numpy
+        (a parse's batch of nccl-tests rows holds tens of thousands of lines, a few hundred runs)."""
+        if not len(lines):
+            return
+        # A run ends where the next line is not the line after it.
+        starts = np.flatnonzero(np.diff(lines) != 1) + 1
+        firsts = lines[np.concatenate(([0], starts))]
+        lasts = lines[np.append(starts - 1, len(lines) - 1)]
+        at = np.concatenate(([0], starts))
+        rows, tops = np.add.reduceat(ns, at), np.maximum.reduceat(peaks, at)
+        runs = self._runs.get((logfile, process))
+        if runs is None:
+            runs = self._runs[(logfile, process)] = (array("q"), array("q"), array("d"))
+        last, held, top = runs
+        if last and last[-1] <= firsts[0] <= last[-1] + 1:  # the first run goes on from the last one held
+            last[-1], held[-1], top[-1] = int(lasts[0]), held[-1] + int(rows[0]), max(top[-1], float(tops[0]))
+            lasts, rows, tops = lasts[1:], rows[1:], tops[1:]
+        last.frombytes(lasts.astype(np.int64).tobytes())
+        held.frombytes(rows.astype(np.int64).tobytes())
+        top.frombytes(tops.astype(np.float64).tobytes())
+
     def runs(self) -> Iterator[tuple[int | None, str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
         """(log file, process, (its runs' last lines, rows, peaks) in the order they came)."""
         for (logfile, process), (last, rows, top) in self._runs.items():
@@ -358,7 +381,7 @@ class CollectiveTally:
 
     def add_frame(self, frame: pl.DataFrame) -> None:
         """add() of collectives held as columns (records.COLLECTIVE_SCHEMA, the native scanner's:
-        no logfile yet), counted per line by polars, not a record at a time."""
+        no logfile yet), counted per line and run by numpy, not a record at a time."""
         if not frame.height:
             return
         room = COLLECTIVES_KEPT - len(self.kept)
@@ -367,12 +390,23 @@ class CollectiveTally:
             # values, not records (runs does not load ingest).
             self.kept.extend(SimpleNamespace(**row) for row in frame.head(room).iter_rows(named=True))
         self.total += frame.height
-        counted = (frame.lazy().filter(pl.col("busbw_gbs").is_not_null())
-                   .group_by("process", "line").agg(n=pl.len(), peak=pl.col("busbw_gbs").max())
-                   .sort("process", "line").collect())
-        add = self.busbw.add
-        for process, line, n, peak in counted.iter_rows():
-            add(None, process, line, n, peak)
+        rows = frame.select("process", "line", "busbw_gbs").filter(pl.col("busbw_gbs").is_not_null())
+        if not rows.height:
+            return
+        # Most batches are one process's (the scanner's "main"): no partition. Else a part a process,
+        # its rows in their order, the parts by name (not the rows: a sort of them all was half of this).
+        parts = [rows] if rows.get_column("process").n_unique() == 1 else \
+            sorted(rows.partition_by("process", maintain_order=True), key=lambda p: p.get_column("process")[0])
+        for part in parts:
+            lines = part.get_column("line").to_numpy()
+            peaks = part.get_column("busbw_gbs").to_numpy()
+            if (lines[1:] < lines[:-1]).any():  # (rows come in line order: a guard, not a path)
+                order = np.argsort(lines, kind="stable")
+                lines, peaks = lines[order], peaks[order]
+            # Per line (a row's sides share it): its rows and highest bus bandwidth.
+            starts = np.flatnonzero(np.concatenate(([True], lines[1:] != lines[:-1])))
+            self.busbw.add_lines(None, part.get_column("process")[0], lines[starts],
+                                 np.diff(np.append(starts, len(lines))), np.maximum.reduceat(peaks, starts))
 
     def into(self, rows: Rows) -> None:
         rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)

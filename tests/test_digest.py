@@ -13,6 +13,7 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from django.db import connection
@@ -24,6 +25,7 @@ import ingest.parsers as parsers
 from ingest import registration
 from ingest import services as ingest_services
 from ingest.parsers import eagle_profile, parse_lines, parse_stream
+from ingest.parsers.records import Collective, collectives_frame
 from runs import columns, digest
 from runs.digest import Busbw
 from runs.models import Annotation, Run
@@ -362,6 +364,48 @@ def test_a_table_is_one_run():
         busbw.add(7, "pid 1", line, 2, float(line % 13))
     ((logfile, process, runs),) = list(busbw.runs())
     assert (logfile, process, [r.tolist() for r in runs]) == (7, "pid 1", [[1099], [2000], [12.0]])
+
+
+def _runs_of(busbw: Busbw) -> dict:
+    return {(lf, process): [r.tolist() for r in runs] for lf, process, runs in busbw.runs()}
+
+
+BATCH = st.lists(st.tuples(st.integers(1, 60), st.integers(1, 3), st.floats(0, 500, allow_nan=False)),
+                 max_size=20, unique_by=lambda r: r[0]).map(sorted)
+
+
+@given(st.lists(BATCH, max_size=5))
+def test_lines_added_a_batch_at_once_make_the_runs_of_lines_added_one_by_one(batches):
+    one_by_one, at_once = Busbw(), Busbw()
+    for batch in batches:
+        for line, n, peak in batch:
+            one_by_one.add(3, "main", line, n, peak)
+        at_once.add_lines(3, "main", np.array([r[0] for r in batch], dtype=np.int64),
+                          np.array([r[1] for r in batch], dtype=np.int64), np.array([r[2] for r in batch]))
+    assert _runs_of(at_once) == _runs_of(one_by_one)
+
+
+SIDE = st.tuples(st.sampled_from(["main", "pid 7"]), st.integers(0, 3),
+                 st.one_of(st.none(), st.floats(0, 500, allow_nan=False)))
+
+
+@given(st.lists(SIDE, max_size=40), st.lists(st.integers(1, 40), max_size=3))
+def test_a_frame_of_collectives_is_tallied_as_its_records(sides, cuts):
+    """The native scanner's columns (CollectiveTally.add_frame) count as the records would: rows
+    in line order, a row's sides on one line, processes interleaved, batches cut anywhere."""
+    rows, line = [], 10
+    for process, step, busbw in sides:  # step 0: the other side of the same line
+        line += step
+        rows.append(Collective("all_reduce", 8, 2, "float", "sum", -1, 1.0, 0.5, busbw, 0, step == 0, line, process))
+    by_records, by_frames = digest.CollectiveTally(), digest.CollectiveTally()
+    by_records.add(rows)
+    bounds = [0, *sorted(c % (len(rows) + 1) for c in cuts), len(rows)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        by_frames.add_frame(collectives_frame(rows[start:end]))
+    assert by_frames.total == by_records.total == len(rows)
+    assert _runs_of(by_frames.busbw) == _runs_of(by_records.busbw)
+    assert [(c.line, c.busbw_gbs, c.process) for c in by_frames.kept] == \
+        [(c.line, c.busbw_gbs, c.process) for c in by_records.kept]
 
 
 # Real logs of NCCL values: launch lines with NCCL variables, launcher and worker env dumps, NCCL

@@ -220,6 +220,41 @@ def test_device_rows_changed_give_the_records_lines_give(parts, batch):
     _same(data * 2, batch, batch)
 
 
+def test_a_device_row_of_a_pid_read_before_but_written_otherwise_is_the_taggers():
+    """A pid read in C stays known till Python runs; the same number written with a leading zero
+    is another tag (`pid 01377`), a process the Tagger has not made: Python's, in the same scan."""
+    row = next(r for r in DEVICES if b"Group" in r and b"Pid   1377" in r)
+    output = next(o for o in OUTPUTS if row in o)
+    padded = row.replace(b"Pid   1377", b"Pid  01377")
+    data = output + b"\n" + b"\n".join([row, row, padded, row, padded]) + b"\n"
+    _same(data, 1 << 21, 1 << 21)
+    _same(data * 3, 1 << 9, 1 << 9)
+    # The first such row: the Tagger makes its process, and the second is C's again.
+    assert _lines_fed_by_python(data, lambda line: "01377" in line) == 1
+
+
+def test_run_settings_lines_seen_before_are_read_in_c_and_a_new_setting_is_not():
+    output = next(o for o in OUTPUTS if b"nThread" in o)
+    settings = next(line for line in output.split(b"\n") if b"nThread" in line)
+    newer = settings + b" newKey: 5"
+    data = output + b"\n" + b"\n".join([settings] * 20 + [newer, settings, newer]) + b"\n"
+    _same(data, 1 << 21, 1 << 21)
+    _same(data, 1 << 8, 1 << 8)
+    assert _lines_fed_by_python(data, lambda line: "nThread" in line) == \
+        _lines_fed_by_python(output, lambda line: "nThread" in line) + 1  # the new setting's first line
+
+
+def test_tables_cycling_through_more_headers_than_the_scanner_keeps_give_the_records_lines_give():
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    short = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 10)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    tables = [NAMED + (header if k % 2 else short) + b" " * k + b"\n" + row + b"\n" + row.replace(b" 0\n", b" 1\n")
+              + b"\n# Out of bounds values : 0 OK\n# Avg bus bandwidth : 1.5\n" for k in range(12)]
+    data = b"".join(tables) * 4
+    _same(data, 1 << 10, 1 << 10)
+    _same(data, 1 << 21, 1 << 21, spill_at=3, grouped=True)
+
+
 COMMENTS = [line for data in OUTPUTS for line in data.split(b"\n") if line.lstrip().startswith(b"#")]
 # Comment lines as other builds, copies and people write them.
 ODD_COMMENTS = [

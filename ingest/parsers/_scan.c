@@ -15,7 +15,9 @@
  *     nothing (_scan_tests.h);
  *   - the rows and sections of an open serving bench result block, vLLM engine and V1 SpecDecoding
  *     lines, lines of vLLM processes the Tagger knows, lines only launch_env's STARTS names
- *     (_scan_vllm.h says which exactly);
+ *     (_scan_vllm.h says which exactly); a block's footer or the next title, its records written as
+ *     its owner writes them, the client's settings lines, a `#` comment of non-ASCII text no reader
+ *     acts on (a copied block's progress bar) (_scan_bench.h);
  *   - an NCCL INFO line of a process both know, where its effect is one _scan_nccl.h makes as they do;
  *     a WARN line warned before, a bare `NCCL version` line once its settings are held
  *     (_scan_nccl_other.h);
@@ -28,7 +30,7 @@
  *   - any of these behind MPI's `[job,rank]<stdout>:` tag, taken off here (a text.MpiLine in a
  *     list), once the Tagger has made the rank's process (mpi_line).
  *
- * Anything else — a non-ASCII line, an MPI-tagged line of a new rank, a first record (formats
+ * Anything else — a non-ASCII line (but that comment), an MPI-tagged line of a new rank, a first record (formats
  * and settings are set in order by Python), a number outside the plain grammar, a duplicate key —
  * stops the scan; Python feeds that line (parsers/__init__.py, _parse_native). What "exactly"
  * means is pinned by tests/test_parsers_native.py: the records and state equal the line-at-a-time
@@ -1113,6 +1115,7 @@ static void nccl_remember(Scanner *self, const char *s, Py_ssize_t n, PyObject *
 }
 
 #include "_scan_tests.h"
+#include "_scan_bench.h"
 
 /* ---- MPI's --tag-output: `[job,rank]<stdout>:` leading a line (text.clean, Tagger._mpi) ---------- */
 
@@ -1205,9 +1208,12 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
-    if (by_literal == (BIT(R_SGLANG) | BIT(R_VLLM)) && !by_start) {  /* a bench title, no reader busy (_scan_vllm.h) */
+    /* a bench title or client line, no reader busy (_scan_vllm.h, _scan_bench.h) */
+    if (by_literal == (BIT(R_SGLANG) | BIT(R_VLLM)) && (!by_start || bench_hash_idle(self, s, n, by_start))) {
         int title = bench_title(self, s, n, line, e, flags, lineno, mask, lits);
         if (title != DECLINE) return title;
+        int client = bench_client(self, s, n, line, e, flags, lineno, mask, lits, by_start);
+        if (client != DECLINE) return client;
     }
     int vllm = vllm_line(self, s, n, line, e, flags, lineno, lits, by_literal, by_start);  /* _scan_vllm.h */
     if (vllm != DECLINE) return vllm;
@@ -1533,6 +1539,9 @@ static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t
         else if ((status = mpi_of(line, &job, &rank)) == OK)  /* a text.MpiLine: read with its rank's process */
             status = mpi_line(self, s, n, job, rank, lineno, &st->e, &st->windows, labels, nccl_lines, channel_lines,
                               flags, mask);
+    } else if (PyUnicode_CheckExact(line)) {  /* a `#` comment of non-ASCII text no reader acts on (_scan_bench.h) */
+        status = bench_dirty_comment(self, line, lineno, &st->e, flags, mask);
+        if (status == PYTHON) *mask = ~0u;
     }
     Py_DECREF(line);
     return status;
@@ -2661,6 +2670,9 @@ static PyMethodDef Scanner_methods[] = {
      "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
      "llamacpp_arm(parser): the llama.cpp parser whose timing and slot lines the scanner reads"},
+    {"bench_emit", (PyCFunction)Scanner_bench_emit, METH_VARARGS,
+     "bench_emit(sglang_parser, vllm_parser, result, recent, Setting, add_block, blocks_key, omitted_key, kept, "
+     "bench_tag, recent_max) or bench_emit(None): what a block closed in the scanner writes its records with"},
     {"bench", (PyCFunction)Scanner_bench, METH_VARARGS,
      "bench(rows, sections, rows, sections, Row, keys) or bench(None): the open bench blocks (_scan_vllm.h)"},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> (phases, metrics) as Frames or None"},

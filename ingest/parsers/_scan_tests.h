@@ -36,14 +36,37 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_MAX_SIDES 4
 #define TESTS_MAX_WORDS 64
 #define TESTS_INT_DIGITS 18  /* records.MAX_INT_DIGITS: a longer cell goes through float() in Python */
+#define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
+#define TESTS_FIELD_LINES 4  /* run settings lines known to set nothing new (tests_run_fields) */
+#define TESTS_FIELD_LINE_MAX 256
+
+/* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
+typedef struct {
+    int lead_size, lead_count, lead_type, lead_redop, lead_root;
+    int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
+        side_wrong[TESTS_MAX_SIDES];
+    int layout_ok;
+} TestsLayout;
 
 typedef struct tests_state {
     PyObject *parser, *result;  /* nccl_tests.Parser and its ParseResult (watch_tests) */
-    PyObject *table;  /* the Table whose layout is below (a strong reference) */
-    int lead_size, lead_count, lead_type, lead_redop, lead_root;  /* -1: no such column */
-    int nsides, side_time[TESTS_MAX_SIDES], side_algbw[TESTS_MAX_SIDES], side_busbw[TESTS_MAX_SIDES],
-        side_wrong[TESTS_MAX_SIDES];
-    int layout_ok;  /* the layout fits the arrays above */
+    PyObject *table;  /* the Table whose layout is `lay` (a strong reference) */
+    TestsLayout lay;
+    /* Layouts read before (tests_layout) and their Tables (strong references: an address is
+     * never another Table's meanwhile), the next slot to fill. */
+    TestsLayout layouts[TESTS_LAYOUTS];
+    PyObject *layout_table[TESTS_LAYOUTS];
+    int next_layout;
+    /* the digits of a pid whose device row was read here this scan (tests_device), as written
+     * (`Pid 077` is another process than `Pid 77`: the tag is the text); 0 digits: none */
+    char device_pid[TESTS_INT_DIGITS];
+    Py_ssize_t device_pid_len;
+    /* Run settings lines whose every setting the result's `settings` (field_settings, a strong
+     * reference) held: a setting is never taken away, so such a line sets nothing there again. */
+    PyObject *field_settings;
+    char field_line[TESTS_FIELD_LINES][TESTS_FIELD_LINE_MAX];
+    Py_ssize_t field_len[TESTS_FIELD_LINES];
+    int next_field;
     /* what this scan may read (tests_in) */
     int rows_ok, comments_ok, wrong_warned, op;
     long long ranks;  /* the parser's ranks[0] (-1: None) */
@@ -74,6 +97,8 @@ static void tests_free(Tests *t) {
     Py_XDECREF(t->result);
     Py_XDECREF(t->table);
     Py_XDECREF(t->headers);
+    for (int i = 0; i < TESTS_LAYOUTS; i++) Py_XDECREF(t->layout_table[i]);
+    Py_XDECREF(t->field_settings);
     for (int i = 0; i < t->nwords; i++) free(t->word[i]);
     ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
                   &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
@@ -86,10 +111,24 @@ static void tests_free(Tests *t) {
 
 static Py_ssize_t tests_pending(const Tests *t) { return t ? t->c_line.n : 0; }
 
+/* The interned str of `name` (a string literal: its address is the cache key), a new reference:
+ * the attribute names and Table keys read at each header and each scan's start, made once. */
+static PyObject *tests_key(const char *name) {
+    static struct { const char *name; PyObject *key; } cache[48];
+    static int used;
+    for (int i = 0; i < used; i++)
+        if (cache[i].name == name) return Py_NewRef(cache[i].key);
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (!key || used == 48) return key;
+    cache[used].name = name, cache[used].key = Py_NewRef(key);
+    used++;
+    return key;
+}
+
 /* A column index from a Table dict ({name: index}); -1 when absent. */
 static int tests_index(PyObject *dict, const char *key, int *out) {
     if (!PyDict_Check(dict)) { PyErr_SetString(PyExc_TypeError, "a Table's columns are dicts"); return -1; }
-    PyObject *k = PyUnicode_FromString(key);
+    PyObject *k = tests_key(key);
     if (!k) return -1;
     PyObject *v = PyDict_GetItemWithError(dict, k);
     Py_DECREF(k);
@@ -100,16 +139,34 @@ static int tests_index(PyObject *dict, const char *key, int *out) {
     return 0;
 }
 
-/* The layout of the parser's Table (lead: size count type redop root; each side: time algbw busbw wrong). */
+static int tests_read_layout(Tests *t, PyObject *table);
+
+/* The layout of the parser's Table (lead: size count type redop root; each side: time algbw busbw
+ * wrong), kept per Table for its next header: a file's tests alternate between a few. */
 static int tests_layout(Tests *t, PyObject *table) {
-    t->layout_ok = 0;
     Py_INCREF(table);
     Py_XSETREF(t->table, table);
+    for (int i = 0; i < TESTS_LAYOUTS; i++)
+        if (t->layout_table[i] == table) {
+            t->lay = t->layouts[i];
+            return 0;
+        }
+    if (tests_read_layout(t, table) < 0) return -1;
+    int slot = t->next_layout;
+    t->next_layout = (slot + 1) % TESTS_LAYOUTS;
+    t->layouts[slot] = t->lay;
+    Py_XSETREF(t->layout_table[slot], Py_NewRef(table));
+    return 0;
+}
+
+/* tests_layout's reading of a Table not kept. */
+static int tests_read_layout(Tests *t, PyObject *table) {
+    t->lay.layout_ok = 0;
     PyObject *lead = PyObject_GetAttrString(table, "lead");
     if (!lead) return -1;
-    int bad = tests_index(lead, "size", &t->lead_size) < 0 || tests_index(lead, "count", &t->lead_count) < 0
-        || tests_index(lead, "type", &t->lead_type) < 0 || tests_index(lead, "redop", &t->lead_redop) < 0
-        || tests_index(lead, "root", &t->lead_root) < 0;
+    int bad = tests_index(lead, "size", &t->lay.lead_size) < 0 || tests_index(lead, "count", &t->lay.lead_count) < 0
+        || tests_index(lead, "type", &t->lay.lead_type) < 0 || tests_index(lead, "redop", &t->lay.lead_redop) < 0
+        || tests_index(lead, "root", &t->lay.lead_root) < 0;
     Py_DECREF(lead);
     if (bad) return -1;
     PyObject *sides = PyObject_GetAttrString(table, "sides");
@@ -119,31 +176,26 @@ static int tests_layout(Tests *t, PyObject *table) {
     if (ns > TESTS_MAX_SIDES) { Py_DECREF(sides); return 0; }  /* rows of such a table are Python's */
     for (Py_ssize_t k = 0; k < ns; k++) {
         PyObject *side = PyList_GET_ITEM(sides, k);
-        if (tests_index(side, "time", &t->side_time[k]) < 0 || tests_index(side, "algbw", &t->side_algbw[k]) < 0
-            || tests_index(side, "busbw", &t->side_busbw[k]) < 0 || tests_index(side, "wrong", &t->side_wrong[k]) < 0) {
+        if (tests_index(side, "time", &t->lay.side_time[k]) < 0 || tests_index(side, "algbw", &t->lay.side_algbw[k]) < 0
+            || tests_index(side, "busbw", &t->lay.side_busbw[k]) < 0 || tests_index(side, "wrong", &t->lay.side_wrong[k]) < 0) {
             Py_DECREF(sides);
             return -1;
         }
     }
     Py_DECREF(sides);
-    t->nsides = (int)ns;
-    t->layout_ok = 1;
+    t->lay.nsides = (int)ns;
+    t->lay.layout_ok = 1;
     return 0;
 }
 
 /* getattr(obj, name) by an interned name made once (tests_in reads a dozen a scan, and a scan
- * stops at every line Python reads). name: a string literal (its address is the cache key). */
+ * stops at every line Python reads). name: a string literal (tests_key). */
 static PyObject *tests_attr(PyObject *obj, const char *name) {
-    static struct { const char *name; PyObject *key; } cache[24];
-    static int used;
-    for (int i = 0; i < used; i++)
-        if (cache[i].name == name) return PyObject_GetAttr(obj, cache[i].key);
-    if (used == 24) return PyObject_GetAttrString(obj, name);
-    PyObject *key = PyUnicode_InternFromString(name);
+    PyObject *key = tests_key(name);
     if (!key) return NULL;
-    cache[used].name = name, cache[used].key = key;
-    used++;
-    return PyObject_GetAttr(obj, key);
+    PyObject *v = PyObject_GetAttr(obj, key);
+    Py_DECREF(key);
+    return v;
 }
 
 /* A list's length from an attribute, -1 on error (not a list). */
@@ -160,6 +212,7 @@ static Py_ssize_t tests_len(PyObject *obj, const char *name) {
 static int tests_in(Scanner *self) {
     Tests *t = self->tests;
     t->rows_ok = t->comments_ok = t->idle_mode = 0;
+    t->device_pid_len = 0;  /* (Python may have changed the processes since) */
     if (!t->parser) return 0;
     /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
     Py_ssize_t held = tests_len(t->parser, "held");
@@ -217,7 +270,7 @@ static int tests_in(Scanner *self) {
     }
     if (!warned) { status = -1; goto done; }
     if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
-    if (t->layout_ok) t->idle_mode = 3;
+    if (t->lay.layout_ok) t->idle_mode = 3;
     if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
     int warned_now = PyObject_IsTrue(warned);
     if (warned_now < 0) { status = -1; goto done; }
@@ -231,7 +284,7 @@ static int tests_in(Scanner *self) {
     const char *text = PyUnicode_AsUTF8AndSize(op, &len);
     if (!text || (t->op = intern_str(self, text, len)) < 0) { status = -1; goto done; }
     t->wrong_warned = warned_now;
-    t->rows_ok = t->layout_ok;
+    t->rows_ok = t->lay.layout_ok;
 done:
     Py_DECREF(table);
     Py_DECREF(op);
@@ -291,31 +344,31 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
 #define TOK(idx) s + at[idx], len[idx], kind[idx]
     int64_t size = 0, count = 0, root = -1;
     int none = 1, count_none = 1, root_none = 0;
-    if (!HAS(t->lead_size) || tests_int(TOK(t->lead_size), &size, &none) != OK) return HAS(t->lead_size) ? PYTHON : OK;
+    if (!HAS(t->lay.lead_size) || tests_int(TOK(t->lay.lead_size), &size, &none) != OK) return HAS(t->lay.lead_size) ? PYTHON : OK;
     if (none) return OK;
-    if (HAS(t->lead_count) && tests_int(TOK(t->lead_count), &count, &count_none) != OK) return PYTHON;
-    if (HAS(t->lead_root) && tests_int(TOK(t->lead_root), &root, &root_none) != OK) return PYTHON;
+    if (HAS(t->lay.lead_count) && tests_int(TOK(t->lay.lead_count), &count, &count_none) != OK) return PYTHON;
+    if (HAS(t->lay.lead_root) && tests_int(TOK(t->lay.lead_root), &root, &root_none) != OK) return PYTHON;
     /* dtype.isidentifier(): of the tokens read here only the names are identifiers */
-    int dtype_ok = HAS(t->lead_type) && kind[t->lead_type] == TK_NONE && !(len[t->lead_type] == 3
-                   && memeq(s + at[t->lead_type], "N/A", 3));
+    int dtype_ok = HAS(t->lay.lead_type) && kind[t->lay.lead_type] == TK_NONE && !(len[t->lay.lead_type] == 3
+                   && memeq(s + at[t->lay.lead_type], "N/A", 3));
     if (count_none || root_none || !dtype_ok) return OK;
-    int dtype = intern_str(self, s + at[t->lead_type], len[t->lead_type]);
-    int redop = HAS(t->lead_redop) ? intern_str(self, s + at[t->lead_redop], len[t->lead_redop])
+    int dtype = intern_str(self, s + at[t->lay.lead_type], len[t->lay.lead_type]);
+    int redop = HAS(t->lay.lead_redop) ? intern_str(self, s + at[t->lay.lead_redop], len[t->lay.lead_redop])
                                    : intern_str(self, "", 0);
     if (dtype < 0 || redop < 0) return ERROR;
     double time[TESTS_MAX_SIDES], algbw[TESTS_MAX_SIDES], busbw[TESTS_MAX_SIDES];
     int64_t wrong[TESTS_MAX_SIDES];
     int wrong_valid[TESTS_MAX_SIDES], side[TESTS_MAX_SIDES], rows = 0;
-    for (int k = 0; k < t->nsides; k++) {
-        if (!HAS(t->side_busbw[k])) break;  /* a row cut short keeps the sides it has */
-        int idx[3] = {t->side_time[k], t->side_algbw[k], t->side_busbw[k]};
+    for (int k = 0; k < t->lay.nsides; k++) {
+        if (!HAS(t->lay.side_busbw[k])) break;  /* a row cut short keeps the sides it has */
+        int idx[3] = {t->lay.side_time[k], t->lay.side_algbw[k], t->lay.side_busbw[k]};
         double v[3];
         for (int j = 0; j < 3; j++)  /* _float: None (NaN here) for N/A, a name or no cell */
             v[j] = HAS(idx[j]) && kind[idx[j]] != TK_NONE ? to_double(s + at[idx[j]], len[idx[j]]) : NAN;
         if (isnan(v[0]) && isnan(v[1]) && isnan(v[2])) continue;
         int wrong_none = 1;
         wrong[rows] = 0;
-        if (HAS(t->side_wrong[k]) && tests_int(TOK(t->side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
+        if (HAS(t->lay.side_wrong[k]) && tests_int(TOK(t->lay.side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
         /* The first wrong count of a table is warned about (the parser's one warning): Python's. */
         if (!wrong_none && wrong[rows] != 0 && !t->wrong_warned) return PYTHON;
         time[rows] = v[0], algbw[rows] = v[1], busbw[rows] = v[2], wrong_valid[rows] = !wrong_none, side[rows] = k;
@@ -380,6 +433,9 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
     PyObject *settings = tests_attr(t->result, "settings");
     if (!settings) return ERROR;
     int status = PyDict_Check(settings) ? OK : PYTHON;
+    if (status == OK && settings == t->field_settings)  /* a line seen before: a test prints one each */
+        for (int k = 0; k < TESTS_FIELD_LINES; k++)
+            if (t->field_len[k] == n && memeq(t->field_line[k], s, (size_t)n)) { Py_DECREF(settings); return OK; }
     Py_ssize_t pos = 0;
     while (pos < n && s[pos] == '#') pos++;  /* text.lstrip("#") */
     while (status == OK && pos < n) {
@@ -423,6 +479,15 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
         if (known <= 0) status = known < 0 ? ERROR : PYTHON;
         pos = vend;
     }
+    if (status == OK && n <= TESTS_FIELD_LINE_MAX) {
+        if (settings != t->field_settings) {
+            Py_XSETREF(t->field_settings, Py_NewRef(settings));
+            for (int k = 0; k < TESTS_FIELD_LINES; k++) t->field_len[k] = 0;
+        }
+        memcpy(t->field_line[t->next_field], s, (size_t)n);
+        t->field_len[t->next_field] = n;
+        t->next_field = (t->next_field + 1) % TESTS_FIELD_LINES;
+    }
     Py_DECREF(settings);
     return status;
 }
@@ -432,7 +497,7 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
 static int tests_move(Scanner *self, int k, const char **names, PyObject **values) {
     int bad = 0;
     for (int i = 0; i < k; i++) {
-        PyObject *key = bad ? NULL : PyUnicode_InternFromString(names[i]);
+        PyObject *key = bad ? NULL : tests_key(names[i]);
         bad = bad || !values[i] || !key || PyObject_SetAttr(self->tests->parser, key, values[i]) < 0;
         Py_XDECREF(key);
         Py_XDECREF(values[i]);
@@ -573,21 +638,29 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lin
 /* Whether a line holds, in any case, a word the context watcher looks for (context.WORDS, read
  * wider: a line the scanner reads is never offered to it). */
 static int tests_wordy(const char *s, Py_ssize_t n) {
-    static const char *WORDY[] = {"throughput", "acceptanc", "accept length", "avg bus bandwidth", "specdecod",
-                                  "set by environment", "ccl version", "statistics", "speculative", "nccl_"};
-    static const Py_ssize_t LEN[] = {10, 9, 13, 17, 9, 18, 11, 10, 11, 5};
+    /* The words, each after its first letter, by that letter: a place whose letter starts none
+     * costs one switch (a device row was read ten times over, a search a word; then a loop over
+     * every word at each t, a, s, c or n). */
+    static const char *T[] = {"hroughput", NULL}, *A[] = {"cceptanc", "ccept length", "vg bus bandwidth", NULL},
+                      *S[] = {"pecdecod", "et by environment", "tatistics", "peculative", NULL},
+                      *C[] = {"cl version", NULL}, *N[] = {"ccl_", NULL};
 #define LOWER(c) ((c) >= 'A' && (c) <= 'Z' ? (char)((c) + 32) : (c))
     if (n > 1024) return 1;  /* (a long line is Python's) */
-    /* One pass, each place tried against the words its letter starts (t, a, s, c, n): a device row
-     * was read ten times over, a search a word. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        char c = LOWER(s[i]);
-        if (c != 't' && c != 'a' && c != 's' && c != 'c' && c != 'n') continue;
-        for (size_t w = 0; w < sizeof(WORDY) / sizeof(*WORDY); w++) {
-            if (WORDY[w][0] != c || i + LEN[w] > n) continue;
-            Py_ssize_t j = 1;
-            while (j < LEN[w] && LOWER(s[i + j]) == WORDY[w][j]) j++;
-            if (j == LEN[w]) return 1;
+        const char **words;
+        switch (s[i]) {
+        case 't': case 'T': words = T; break;
+        case 'a': case 'A': words = A; break;
+        case 's': case 'S': words = S; break;
+        case 'c': case 'C': words = C; break;
+        case 'n': case 'N': words = N; break;
+        default: continue;
+        }
+        for (; *words; words++) {
+            const char *w = *words;
+            Py_ssize_t j = 0;
+            while (w[j] && i + 1 + j < n && LOWER(s[i + 1 + j]) == w[j]) j++;
+            if (!w[j]) return 1;
         }
     }
 #undef LOWER
@@ -658,7 +731,10 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     /* The reader: rank + 1 no more than the ranks it knows (then it changes nothing). */
     if (tests_value(s + rank_at, rank_len) + 1 > t->ranks) return PYTHON;
     if (!group) return OK;  /* the Tagger's "main", which it has (F_MAIN) */
-    /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. */
+    /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. A process found
+     * so stays so till Python runs (the scan reads, never changes, the Tagger's processes): a
+     * test's device rows name one or two pids. */
+    if (pid_len == t->device_pid_len && memeq(s + pid_at, t->device_pid, (size_t)pid_len)) return OK;
     PyObject *processes = tests_attr(t->result, "processes");
     if (!processes) return ERROR;
     char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
@@ -681,6 +757,8 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     int hinted = PySequence_Contains(hints, self->tests_hint);
     if (hinted <= 0) { status = hinted < 0 ? ERROR : PYTHON; goto done; }
     status = OK;
+    memcpy(t->device_pid, s + pid_at, (size_t)pid_len);  /* (tests_digits: at most TESTS_INT_DIGITS) */
+    t->device_pid_len = pid_len;
 done:
     Py_DECREF(processes);
     return status;
@@ -757,7 +835,7 @@ static int tests_refused(const char *s, Py_ssize_t n) {
 static int tests_idle(const Tests *t, const char *s, Py_ssize_t n) {
     if (!t || !t->idle_mode) return 0;
     if (t->idle_mode == 1) return 1;
-    int want = t->idle_mode == 2 ? -1 : t->lead_size, cells = 0;
+    int want = t->idle_mode == 2 ? -1 : t->lay.lead_size, cells = 0;
     for (Py_ssize_t i = 0; i < n;) {
         while (i < n && (is_space(s[i]) || ((unsigned char)s[i] >= 0x1c && (unsigned char)s[i] <= 0x1f))) i++;
         if (i >= n) break;

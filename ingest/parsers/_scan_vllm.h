@@ -26,11 +26,12 @@
  * offer()'s outcome is plain (offer_plain: no word, a section title _SKIP takes, or a sure word on a
  * line a format reader's literal or STARTS is on) it is settled here, on the Watcher's own sets
  * (watch()); else offer() decides. A line that closes the blocks, a footer (`=====`) or a title, with
- * no literal but the title's and `---` on it, is fed to the two bench readers alone by one call
- * (bench_close: native._Parse.bench_close writes the blocks' records and gives the flags the scan reads
- * on with); a title with no reader busy opens both readers' blocks (bench_title, their open_title())
- * and the scan reads on in F_BENCH. Any other line goes back to Python, which reads it as the line
- * engine does.
+ * no literal but the title's and `---` on it, or a line no row, section or blank leads (closes_inert), is
+ * closed here and its owner's records written (bench_close_here, _scan_bench.h) or, where that is not
+ * plain, fed to the two bench readers alone by one call (bench_close: native._Parse.bench_close writes
+ * the blocks' records and gives the flags the scan reads on with); a title with no reader busy opens
+ * both readers' blocks (bench_title, their open_title()) and the scan reads on in F_BENCH. Any other
+ * line goes back to Python, which reads it as the line engine does.
  */
 
 /* ---- vLLM process tags and engine throughput lines ------------------------------------------
@@ -122,10 +123,16 @@ struct vllm_state {
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
     struct llama_state *llama;  /* llama.cpp's timing and slot lines (_scan_llamacpp.h, llamacpp_arm) */
+    struct bench_emit *emit;  /* what a block closed here writes its records with (_scan_bench.h, bench_emit) */
 };
 
 struct llama_state;
 static void llama_release(struct llama_state *ls);  /* _scan_llamacpp.h */
+struct bench_emit;  /* _scan_bench.h */
+static void bench_emit_release(struct bench_emit *E);
+static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int title,
+                            int flags);
+static int bench_tests_idle(Scanner *self);
 
 /* The state, made at its first use (NULL: no memory, the error set). */
 static struct vllm_state *vllm_state_of(Scanner *self) {
@@ -169,6 +176,7 @@ static void vllm_release(Scanner *self) {
     if (!v) return;
     vllm_lines_release(&v->lines);
     llama_release(v->llama);
+    bench_emit_release(v->emit);
     for (int i = 0; i < 2; i++) {
         Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
         Py_CLEAR(v->openers[i]);
@@ -698,26 +706,43 @@ static int closes_blocks(struct vllm_state *v, const char *b, Py_ssize_t bn, uin
     return 1;
 }
 
-/* A line that closes the open blocks (closes_blocks): native._Parse.bench_close feeds it to the two
- * bench readers (their blocks' records are written, a title opens new ones), stamps the records and
- * hands them to the scanner's columns (ready()), and gives the flags the scan reads on with (arm(): the
+/* A line of no other reader's that BlockReader.feed ends the open blocks at as it ends them at any line
+ * that is no row, section or blank (`# Traffic request rate: inf` after an unmarked block): it leads with
+ * neither a letter (_ROW) nor a dash (_SECTION) and holds no literal but the client's and `---` (the
+ * readers do nothing more with it: their feed() acts on other literals). */
+static int closes_inert(struct vllm_state *v, const char *b, Py_ssize_t bn, uint64_t lits) {
+    if (!v->closer || v->prefix_len || lits & ~(v->client_lits | v->dash_lits)) return 0;
+    Py_ssize_t i = 0;
+    while (i < bn && is_space(b[i])) i++;
+    return i < bn && !is_alpha(b[i]) && b[i] != '-';
+}
+
+/* A line that closes the open blocks (closes_blocks, closes_inert): closed and the owner's records written
+ * here where that is plain (bench_close_here, _scan_bench.h), else native._Parse.bench_close feeds it to
+ * the two bench readers (their blocks' records are written, a title opens new ones), stamps the records
+ * and hands them to the scanner's columns (ready()), and gives the flags the scan reads on with (arm(): the
  * new blocks handed over by bench(), or none open); then the Watcher's offer, as after the readers. */
-static int bench_close(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno,
-                       unsigned mask) {
-    PyObject *got = call_line(v->closer, s, n, line, lineno);
-    if (!got) return ERROR;
-    long flags = PyLong_AsLong(got);
-    Py_DECREF(got);
-    if (flags == -1 && PyErr_Occurred()) return ERROR;
-    if (flags < 0 || flags > INT_MAX) {
-        PyErr_SetString(PyExc_ValueError, "bench_close gives the scan's flags");
-        return ERROR;
-    }
-    v->next_flags = (int)flags, v->reflag = 1, v->armed_here = 0;
-    if (!(flags & F_BENCH))  /* no block open: the closed ones let go, as bench(None) */
-        for (int i = 0; i < 2; i++) {
-            Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+static int bench_close(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned mask,
+                       int title, int flags) {
+    struct vllm_state *v = self->vllm;
+    int here = bench_close_here(self, s, n, line, lineno, title, flags);
+    if (here < 0) return ERROR;
+    if (!here) {
+        PyObject *got = call_line(v->closer, s, n, line, lineno);
+        if (!got) return ERROR;
+        long next = PyLong_AsLong(got);
+        Py_DECREF(got);
+        if (next == -1 && PyErr_Occurred()) return ERROR;
+        if (next < 0 || next > INT_MAX) {
+            PyErr_SetString(PyExc_ValueError, "bench_close gives the scan's flags");
+            return ERROR;
         }
+        v->next_flags = (int)next, v->reflag = 1, v->armed_here = 0;
+        if (!(next & F_BENCH))  /* no block open: the closed ones let go, as bench(None) */
+            for (int i = 0; i < 2; i++) {
+                Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
+            }
+    }
     if (mask && offer_line(v, s, n, line, lineno, (mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
 }
@@ -757,7 +782,8 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         b = s + k, bn = n - k;
     }
     int r;
-    if (closes_blocks(v, b, bn, lits)) return bench_close(v, s, n, line, lineno, *mask);
+    if (closes_blocks(v, b, bn, lits) || closes_inert(v, b, bn, lits))
+        return bench_close(self, s, n, line, lineno, *mask, (lits & v->title_lits) != 0, flags);
     if (lits & v->title_lits) return PYTHON;
     if (blank_line(b, bn))
         r = OK;
@@ -770,39 +796,24 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
 }
 
 
-/* A list attribute of a block (a new reference), or NULL with the error set. */
+/* A list attribute of a block or the result (a new reference), or NULL with the error set. */
 static PyObject *block_list(PyObject *block, const char *name) {
     PyObject *x = PyObject_GetAttrString(block, name);
     if (x && !PyList_CheckExact(x)) {
         Py_DECREF(x);
-        PyErr_Format(PyExc_TypeError, "a block's %s is a list", name);
+        PyErr_Format(PyExc_TypeError, "%s must be a list", name);
         return NULL;
     }
     return x;
 }
 
-/* A `Serving Benchmark Result` title with no reader busy (the scan's flags lack F_BENCH): BlockReader.feed
- * opens a titled block in both bench readers (open_title), or a `---` line: open_section opens a block at
- * a section title (which may name the tool), else nothing; and nothing else reads it, when the line holds
- * no literal but the title (or `---`), no reader's STARTS (a `#` line is the Tagger's and nccl_tests': Python's),
- * and is main's with eagle_profile outside a block (as bench_line asks). The blocks are opened by the
- * readers' own open_title, then handed over as arm() would (tool unknown, no subsection, the prefix
- * _PREFIX gives: `> ` before the `=`), nccl_tests taken for busy (a `#` row goes to Python), and the
- * scan reads on in F_BENCH (armed_here; native.py sees the blocks open after the scan). OK, ERROR,
- * or DECLINE (read_line reads it as before). */
-static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
-                       int64_t lineno, unsigned *mask, uint64_t lits) {
+/* The readers' open_title (a title) or open_section (a `---` line: a block only at a section title), SGLang's
+ * first, and the blocks opened handed over as arm() would (tool unknown, no subsection, the prefix _PREFIX
+ * gives); the scan reads on in F_BENCH (armed_here; native.py sees the blocks open after the scan). 0, or -1
+ * on error. */
+static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int title) {
     struct vllm_state *v = self->vllm;
-    if (!v || !v->openers[0] || !v->row_type || !lits || e->in_block || !(flags & F_MAIN) || v->offer == NULL
-        || (n && s[0] == '['))
-        return DECLINE;
-    /* a title, or a `---` line (BlockReader.feed's branch for it: a section title opens a block) */
-    int title = !(lits & ~v->title_lits);
-    if (!title && (lits & ~v->dash_lits)) return DECLINE;
-    int label;
-    int tag = tagger_tag(self, s, n, NULL, &label);
-    if (tag != TAG_MAIN) return tag < 0 ? ERROR : DECLINE;
-    /* serving._PREFIX, `^([#>][ \t]?)=`: with no STARTS, `>` is the one mark a title can carry */
+    /* serving._PREFIX, `^([#>][ \t]?)=` */
     Py_ssize_t plen = 0;
     if (n > 0 && (s[0] == '#' || s[0] == '>')) {
         plen = n > 1 && (s[1] == ' ' || s[1] == '\t') ? 2 : 1;
@@ -847,12 +858,35 @@ static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
         v->prefix_len = v->prefix_need = plen;
         while (v->prefix_need > 0 && is_space(v->prefix[v->prefix_need - 1])) v->prefix_need--;
         v->subsection = 0;
-        v->nccl_idle = 0;
+        v->nccl_idle = bench_tests_idle(self);
         v->armed_here = 1;
     } else {
         for (int i = 0; i < 2; i++) { Py_XDECREF(blocks[i]); Py_XDECREF(rows[i]); Py_XDECREF(sections[i]); }
-        return ERROR;
+        return -1;
     }
+    return 0;
+}
+
+/* A `Serving Benchmark Result` title with no reader busy (the scan's flags lack F_BENCH): BlockReader.feed
+ * opens a titled block in both bench readers (open_title), or a `---` line: open_section opens a block at
+ * a section title (which may name the tool), else nothing; and nothing else reads it, when the line holds
+ * no literal but the title (or `---`), no reader's STARTS but a `#` comment's that the Tagger and nccl_tests
+ * do nothing with (bench_hash_idle, _scan_bench.h), and is main's with eagle_profile outside a block (as
+ * bench_line asks). The blocks are opened by the readers' own open_title (bench_open). OK, ERROR, or
+ * DECLINE (read_line reads it as before). */
+static int bench_title(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                       int64_t lineno, unsigned *mask, uint64_t lits) {
+    struct vllm_state *v = self->vllm;
+    if (!v || !v->openers[0] || !v->row_type || !lits || e->in_block || !(flags & F_MAIN) || v->offer == NULL
+        || (n && s[0] == '['))
+        return DECLINE;
+    /* a title, or a `---` line (BlockReader.feed's branch for it: a section title opens a block) */
+    int title = !(lits & ~v->title_lits);
+    if (!title && (lits & ~v->dash_lits)) return DECLINE;
+    int label;
+    int tag = tagger_tag(self, s, n, NULL, &label);
+    if (tag != TAG_MAIN) return tag < 0 ? ERROR : DECLINE;
+    if (bench_open(self, s, n, line, lineno, title) < 0) return ERROR;
     /* offered after the readers, as the engines do */
     if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;

@@ -257,9 +257,10 @@ class _Parse:
 
     def bench_close(self, lineno: int, line: str) -> int:
         """A line that closes the open bench blocks (their footer, a title), which the scanner reads where
-        it concerns no reader but the two busy bench ones (_scan_vllm.h bench_close): fed to those (the
-        blocks' records written), stamped and handed to the scanner as before a scan (ready()); the
-        flags it reads on with (arm()). The Watcher's offer is the scanner's."""
+        it concerns no reader but the two busy bench ones (_scan_vllm.h bench_close) and does not close
+        them itself (bench_close_here, _scan_bench.h): fed to those (the blocks' records written), stamped
+        and handed to the scanner as before a scan (ready()); the flags it reads on with (arm()). The
+        Watcher's offer is the scanner's."""
         self.sglang.feed(lineno, line)
         self.vllm.feed(lineno, line)
         self.readers[0].stamp()  # the Tagger
@@ -400,6 +401,10 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     # The bench readers whose blocks the scanner opens at a title while no reader is busy (bench_title),
     # and what reads a line that closes them (bench_close); let go at the end (the parse holds the scanner).
     scan.bench_readers(parse.sglang.bench, parse.vllm.bench, serving.Row, serving.KEYS, parse.bench_close)
+    # What a block the scanner closes itself writes its records with (_scan_bench.h): the owner's
+    # _bench_emit where nothing it does can change the scan's flags, else bench_close does it in Python.
+    scan.bench_emit(parse.sglang, parse.vllm, result, tagger.recent, records.Setting, serving.add_block,
+                    serving.BLOCKS_KEY, serving.OMITTED_KEY, serving.BLOCKS_KEPT, processes.BENCH_TAG, processes.RECENT)
     try:
         for first, lines in chunks:
             if isinstance(lines, text.Text):
@@ -415,6 +420,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
                 sink(result)
     finally:
         scan.bench_readers(None)
+        scan.bench_emit(None)
     _flush(scan, result, parse.grouped)
     for p in formats:
         p.finish()

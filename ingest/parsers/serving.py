@@ -130,7 +130,7 @@ class BlockReader:
         if block is None:
             if _TITLE in line:
                 self.open_title(lineno, line)
-            elif "request " in line and (c := _CLIENT.match(line)):
+            elif "request " in line and (c := _CLIENT.match(line)):  # (C twin: bench_client, _scan_bench.h)
                 key = "request_rate" if "rate" in c.group(1) else "max_concurrency"
                 self.client[key] = parse_value(c.group(2))
             elif "Namespace(" in line:
@@ -304,7 +304,8 @@ def block_config(record: dict) -> tuple:
 
 def add_block(result, block: Block, tool: str, source: str) -> None:
     """Append the block's record to the result's list of blocks (one setting, a list), or count
-    it in OMITTED_KEY once the list holds BLOCKS_KEPT blocks of more than one configuration."""
+    it in OMITTED_KEY once the list holds BLOCKS_KEPT blocks of more than one configuration.
+    (The native scanner calls it, and counts a block itself once OMITTED_KEY is set: _scan_bench.h.)"""
     record = block_record(block, tool)
     setting = result.settings.get(BLOCKS_KEY)
     if setting is None:

@@ -1,0 +1,213 @@
+"""The native scanner closes serving bench result blocks itself and writes their records as the owner's
+_bench_emit does (_scan_bench.h), and reads the client's settings lines, the `#` titles and progress bars
+of blocks copied as comments: on real blocks (tests/corpus, the shared public samples) repeated, mixed,
+damaged, cut into chunks, under MPI tags and past the list's cap, native records, settings and
+processes equal the line engine's, and past the first blocks no closing line is Python's."""
+
+import io
+import random
+from unittest import mock
+
+import pytest
+
+from ingest.parsers import PARSERS, native, parse_stream, processes, records, serving
+from ingest.parsers.records import ParseResult
+from tests.test_parsers_native import _same
+from tests.test_scan_vllm import BLOCK_FILES, CORPUS, REAL, mixed_log, same_mixed
+
+COMMENTED = CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh"
+VLLM_BLOCK = CORPUS / "shared" / "vllm_bench_serve_specdecode_eagle3.txt"
+SGLANG_BLOCK = CORPUS / "shared" / "sglang_bench_serving_eagle_dsv3_cookbook.txt"
+
+
+def _fed(data: bytes) -> tuple[list[str], list[str]]:
+    """The lines Python fed (feed, feed_stopped) and those it closed blocks at (bench_close)."""
+    fed: list[str] = []
+    closed: list[str] = []
+    patches = []
+    for name in ("feed", "feed_stopped"):
+        orig = getattr(native._Parse, name)
+
+        def wrap(self, line, lineno, mask, _orig=orig):
+            fed.append(line)
+            return _orig(self, line, lineno, mask)
+        patches.append(mock.patch.object(native._Parse, name, wrap))
+    orig_close = native._Parse.bench_close
+
+    def close(self, lineno, line):
+        closed.append(line)
+        return orig_close(self, lineno, line)
+    patches.append(mock.patch.object(native._Parse, "bench_close", close))
+    for p in patches:
+        p.start()
+    try:
+        parse_stream(io.BytesIO(data))
+    finally:
+        for p in patches:
+            p.stop()
+    return fed, closed
+
+
+def _copies(path, n: int) -> bytes:
+    return ((path.read_text().rstrip("\n") + "\n") * n).encode()
+
+
+@pytest.mark.parametrize("path", [VLLM_BLOCK, SGLANG_BLOCK, COMMENTED], ids=lambda p: p.name)
+def test_blocks_past_the_first_ones_are_closed_in_the_scanner(path):
+    """Footers and the titles that close blocks: the first copy's are Python's (the format, the list of
+    blocks, the `bench` process are made there), none of the later copies'."""
+    data = _copies(path, 30)
+    _fed_lines, closed = _fed(data)
+    closing = sum(1 for line in data.decode().splitlines() if line.lstrip("# ").startswith("=" * 12))
+    assert closing >= 30
+    assert len(closed) <= 4, closed
+    _same(data, 1 << 12, 1 << 12)
+    _same(data, vector=False)
+
+
+def test_a_blocks_records_are_written_in_the_scanner_as_the_owner_writes_them():
+    """vLLM and SGLang blocks by turns (each names its tool), then blocks of neither's labels (the log's engine
+    decides), cut after their first row or section, footers lost (the next title closes): lines' records."""
+    blocks = [VLLM_BLOCK.read_text().rstrip("\n"), SGLANG_BLOCK.read_text().rstrip("\n")]
+    rows = [line for line in blocks[0].splitlines() if ":" in line and "Position" not in line]
+    neutral = "\n".join(["============ Serving Benchmark Result ============", *[
+        r for r in rows if r.split(":")[0].strip() in ("Benchmark duration (s)", "Total input tokens",
+                                                      "Output token throughput (tok/s)", "Mean TTFT (ms)")]])
+    rng = random.Random(5)
+    parts = []
+    for i in range(60):
+        text = rng.choice(blocks + [neutral])
+        if i % 7 == 3:  # the footer lost
+            text = text.rsplit("\n", 1)[0]
+        parts.append(text)
+    data = ("\n".join(parts) + "\n").encode()
+    _same(data)
+    _same(data, 1 << 10, 1 << 10)
+    _same(b"INFO 05-06 vLLM API server version 0.9.1\n" + data, vector=False)
+
+
+@pytest.mark.parametrize("kept", [0, 1, 3, 1000])
+def test_blocks_past_the_lists_cap_are_counted_as_add_block_counts_them(kept):
+    """Blocks of two configurations by turns: past serving.BLOCKS_KEPT they are counted (OMITTED_KEY), in
+    the scanner once the count is there; blocks of one configuration are all listed (add_block called)."""
+    two = (VLLM_BLOCK.read_text().rstrip("\n") + "\n" + (CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt")
+           .read_text().rstrip("\n") + "\n")
+    with mock.patch.object(serving, "BLOCKS_KEPT", kept):
+        for data in ((two * 12).encode(), _copies(VLLM_BLOCK, 12)):
+            _same(data, 1 << 12, 1 << 12)
+        result = parse_stream(io.BytesIO((two * 12).encode()))
+    blocks = result.settings[serving.BLOCKS_KEY].value
+    omitted = result.settings.get(serving.OMITTED_KEY)
+    assert len(blocks) + (omitted.value["count"] if omitted else 0) == 24
+    assert len(blocks) == (24 if kept >= 24 else max(kept, 1))
+
+
+def test_blocks_under_mpi_tags_keep_their_process():
+    """Rows of an MPI rank's (`[1,0]<stdout>:`) under an untagged title and footer: the Tagger tagged their
+    lines, their metrics are the rank's, not "bench": such a block is closed in Python."""
+    block = VLLM_BLOCK.read_text().rstrip("\n").splitlines()
+    lines = []
+    for i in range(8):
+        lines += [f"[1,{i % 2}]<stdout>:{line}" if i % 3 and ":" in line else line for line in block]
+    data = ("\n".join(lines) + "\n").encode()
+    _same(data)
+    _same(data, 1 << 10, 1 << 10)
+
+
+def test_client_lines_progress_bars_and_marked_titles_are_read_in_the_scanner():
+    """A block copied as comments, repeated: past the first copy its `# Traffic request rate`, `# Maximum
+    request concurrency`, `# 100%|█████|` and `# ===== Serving Benchmark Result` lines are not Python's."""
+    data = _copies(COMMENTED, 20)
+    fed, _closed = _fed(data)
+    own = len(COMMENTED.read_text().splitlines())
+    assert not [line for line in fed[own:] if "request" in line or "100%" in line or "Benchmark Result" in line], \
+        fed[own:own + 10]
+    _same(data, 1 << 12, 1 << 12)
+    _same(data.replace(b"\n", b"\r\n"))
+
+
+CLIENT = [line for line in REAL + COMMENTED.read_text().splitlines()
+          if "request rate" in line or "concurrency" in line or "100%|" in line or "Burstiness" in line]
+# Client lines and comments as copies and tools print them, and as damage leaves them (one a line; a line of
+# the log is replaced by one of them).
+CLIENT_VARIANTS = """\
+# Traffic request rate: inf
+# Traffic request rate:inf
+#Traffic request rate: 4
+#  Traffic request rate: 4
+  # Traffic request rate: 2.5
+> Traffic request rate: 8
+Traffic request rate: 16.0
+Traffic request rate:\x20\x20
+Traffic request rate: inf x
+# Traffic request rate: 1e3
+# Traffic request rate: -inf
+# Traffic request rate: nan
+# Traffic request rate: NaN%
+# Traffic request rate: None
+# Traffic request rate: 999999999999999999999999999999
+# Traffic request rate: 12.50000000001
+# Maximum request concurrency: 32
+# Max request concurrency: not set
+# Max request concurrency: not
+Max reqeuest concurrency: 4
+# Maximum request concurrency: 32 Rank
+# Maximum request concurrency: 32 busbw
+# Maximum request concurrency: Pid 3
+# Traffic request rate: throughput
+(APIServer pid=1) Traffic request rate: inf
+[2025-01-01 TP0] Traffic request rate: inf
+NCCL_X=1 Traffic request rate: inf
+Traffic request rate: sglang
+# Namespace(model='m', request_rate=inf, max_concurrency=4)
+# 100%|██████████| 32/32 [02:30<00:00,  4.71s/it]
+#100%|███| 1/1
+# 100%|███| 32/32 throughput 5 tok/s
+# 100%|███| Rank 0 Pid 3
+# 100%|███| nThread 1
+# 50%|█████ NCCL INFO x
+  # 100%|██| 1/1
+# ─── Méan TTFT (ms): 3
+# 100%|███| Serving Benchmark Result
+# ============ Serving Benchmark Result ============
+#============ Serving Benchmark Result
+#\t=== Serving Benchmark Result ===
+# === Serving Benchmark Result === Rank 1
+# ---------------Time to First Token----------------
+# ------
+# ==================================================
+#  Rank  0 Group  0 Pid  12 on host device  0 [0x1b] NVIDIA H100
+#       size         count      type   redop    root     time   algbw   busbw #wrong
+""".splitlines() + [""]
+CLIENT_DAMAGED = [lambda s, v=v: v for v in CLIENT_VARIANTS]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_client_lines_and_comments_mixed_and_damaged_give_the_records_lines_give(seed):
+    same_mixed(mixed_log(seed, [REAL, CLIENT, COMMENTED.read_text().splitlines()], CLIENT_DAMAGED, 0.2, (1, 10), 40,
+                         (b"\n", b"", b"\r\n")))
+
+
+def test_each_real_file_repeated_with_its_client_lines_gives_the_records_lines_give():
+    for path in BLOCK_FILES:
+        data = path.read_bytes()
+        _same(b"# Traffic request rate: 4\n# Maximum request concurrency: 8\n" + data * 3, 1 << 12, 1 << 12)
+
+
+def test_the_scanners_bench_emit_refuses_what_it_cannot_hold():
+    result = ParseResult()
+    formats = [p(result) for p in PARSERS.values()]
+    tagger = processes.Tagger(result)
+    scan = native.scanner([tagger, *formats])
+    sg, vl = formats[1], formats[2]
+    ok = (sg, vl, result, tagger.recent, records.Setting, serving.add_block, serving.BLOCKS_KEY, serving.OMITTED_KEY,
+          serving.BLOCKS_KEPT, processes.BENCH_TAG, processes.RECENT)
+    for i, bad in ((3, []), (4, object()), (5, "not callable"), (8, -1), (10, -5), (6, 5)):
+        with pytest.raises(TypeError):
+            scan.bench_emit(*ok[:i], bad, *ok[i + 1:])
+    with pytest.raises(TypeError):
+        scan.bench_emit(*ok[:5])
+    scan.bench_emit(*ok)
+    scan.bench_emit(*ok)  # armed again: the first let go
+    scan.bench_emit(None)
+    scan.bench_emit(None)
