@@ -22,7 +22,8 @@
  *     a WARN line warned before, a bare `NCCL version` line once its settings are held
  *     (_scan_nccl_other.h);
  *   - a rule of dashes, a line holding the Tagger's `environ` but no env dump;
- *   - an env dump, a launch command or export, a line naming NCCL that no reader acts on
+ *   - an env dump, a launch command (its flags, prompt and shell words) or export, a test's or
+ *     SGLang's command that sets nothing new, a line naming NCCL that no reader acts on
  *     (_scan_env.h; offered to the context watcher in C, _scan_context.h);
  *   - a line that holds none of the readers' trigger literals and starts like none of their
  *     STARTS (and `[` lines the Tagger tags "main" or by a known label);
@@ -1227,6 +1228,11 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_NCCL_TESTS) && !(by_literal & BIT(R_NCCL_TESTS)) && rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))
         && leading_digit(s, n) && (tests_idle(self->tests, s, n) || nccl_tests_ignores(self->tests, s, n)))
         rd &= ~BIT(R_NCCL_TESTS);  /* a digit-led line of another reader's (a date): nccl_tests does nothing */
+    if (rd & BIT(R_NCCL_TESTS) && !(by_start & BIT(R_NCCL_TESTS)) && rd & BIT(R_LAUNCH_ENV)) {
+        /* a command naming a test's binary (`mpirun ... -x NCCL_X=1 ./all_reduce_perf`): _scan_env.h */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd, lits, by_start);
+        if (env != DECLINE) return env;
+    }
     if (rd & BIT(R_NCCL_TESTS)) return tests_line(self, s, n, lineno, e, labels, flags, rd, by_literal);
     if (rd & BIT(R_LLAMACPP)) {  /* llama.cpp's timing and slot lines (_scan_llamacpp.h) */
         /* (the STARTS of readers that do nothing with the line left out: nccl_tests' of a digit-led one) */
@@ -1234,7 +1240,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (llama != DECLINE) return llama;
     }
     if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
-        int env = env_line(self, s, n, line, lineno, e, flags, rd);  /* _scan_env.h */
+        int env = env_line(self, s, n, line, lineno, e, flags, rd, lits, by_start);  /* _scan_env.h */
         if (env != DECLINE) return env;
     }
     if (rd & ~(BIT(R_TAGGER) | BIT(R_EAGLE) | BIT(R_SGLANG) | BIT(R_NCCL_DEBUG)) && !nccl_launch_idle(s, n, rd, by_literal)
@@ -2710,8 +2716,8 @@ static PyMethodDef Scanner_methods[] = {
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
      "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
     {"env_bind", (PyCFunction)Scanner_env_bind, METH_VARARGS,
-     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name): env dumps, launch"
-     " commands (_scan_env.h)"},
+     "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name[, resolve_flag]): env"
+     " dumps, launch commands (_scan_env.h)"},
     {"mask", (PyCFunction)Scanner_mask, METH_O, "mask(line) -> the bits of the readers it concerns"},
     {"masks", (PyCFunction)Scanner_masks, METH_O, "masks(text) -> mask() of each of its lines, as scan_text reads them"},
     {"bench_readers", (PyCFunction)Scanner_bench_readers, METH_VARARGS,

@@ -379,9 +379,10 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     # NCCL INFO lines of processes both readers know are read in C (_scan_nccl.h) against their state.
     scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
     # Env dumps, launch commands and the lines no reader acts on (_scan_env.h), offered to the Watcher in C
-    # where result.offer is the parse's own Watcher's (_scan_context.h), else by calling result.offer.
+    # where result.offer is the parse's own Watcher's (_scan_context.h), else by calling result.offer;
+    # SGLang's launch commands where the settings _resolve_flag names are held.
     scan.env_bind(tagger, _watcher(result, parsers), context.MAX_CANDIDATES, (processes.LAUNCHER, processes.WORKER),
-                  processes.MAIN, launch_env.NAME)
+                  processes.MAIN, launch_env.NAME, sglang._resolve_flag)
     # vLLM's process tags and engine lines (_scan_vllm.h): the state those lines move on
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,

@@ -398,7 +398,9 @@ class Parser:
         self._flags(tokens, lineno)
 
     def _flags(self, tokens: list[str], lineno: int) -> None:
-        """The settings a launch command's words give (`--flag value`, `--flag=value`, `NAME=value`)."""
+        """The settings a launch command's words give (`--flag value`, `--flag=value`, `NAME=value`).
+        (The native scanner walks the words as this does to find the settings all held: _scan_env.h
+        env_sglang_launch, its C twin, which asks _resolve_flag.)"""
         r = self.result
         i = 0
         while i < len(tokens):
