@@ -163,3 +163,17 @@ def test_records_a_sink_takes_strike_their_lines_off_and_leave_the_rest_unread(m
     # The odd lines are unread, and so are the rows of a repeated block no record is written for (the
     # lines engine's own reading); the rows whose records the sink took are not.
     assert spilled["lines"][:2] == [odd[0], odd[0] + 8] and spilled["count"] < 4 * 50
+
+
+def test_past_the_candidates_held_the_unread_count_stops_and_says_so(monkeypatch):
+    # Real bench blocks repeated: their rows are candidates, the odd lines and a repeated block's
+    # rows no record is written for unread; past the cap no line is held, whichever engine (C or
+    # offer()) settles the offer, and the count says it stopped.
+    block = (Path(__file__).parent / "corpus" / "serving" / "vllm_bench_serve_baseline_block_pr35714.txt").read_bytes()
+    content = (block + b"Speculative decoding was on\n") * 200
+    whole = setting(parse(content, "lines"), "unread")
+    monkeypatch.setattr(context, "MAX_CANDIDATES", 30)
+    capped = [setting(parse(content, engine), "unread") for engine in ("lines", "native")]
+    assert capped[0] == capped[1]
+    assert whole["truncated"] is False and capped[0]["truncated"] is True
+    assert 0 < capped[0]["count"] < 30 < whole["count"] and capped[0]["lines"] == whole["lines"]

@@ -136,6 +136,8 @@ class Watcher:
         """A line an engine hands a reader (every engine hands the same ones: those holding a format
         reader's trigger or start, plus any line while a reader is busy): a candidate when it holds
         a format's words and a reader's trigger or start, so the engines agree whatever was busy."""
+        if self.truncated and len(self.candidates) >= MAX_CANDIDATES:
+            return  # full, and the count already said so: no line can change anything (the sets only grow)
         if line.isascii():
             low = line.lower()
             if not _HINTS.search(low) or lineno in self.candidates \
