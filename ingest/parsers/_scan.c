@@ -381,9 +381,18 @@ static int sglang_number(const char *s, Py_ssize_t n, double *out) {
     return 1;
 }
 
-/* round(x, 6) as Python does it: the correctly rounded decimal, read back. glibc's printf rounds
- * the exact binary value to nearest, ties to even, as CPython's dtoa mode 3 does. */
+/* round(x, 6) as Python does it: the correctly rounded decimal (CPython's dtoa mode 3: the exact binary
+ * value to nearest, ties to even), read back. Below 1e9 that decimal is N / 10^6, N the integer nearest
+ * the exact x * 10^6 = p + e (p the rounded product, e its residual, exact by fma; p < 2^50, so p - r is
+ * exact and e, at most half p's ulp, moves only a tie of p to its nearest integer r); N / 10^6 is then
+ * read back by one correctly rounded division, as strtod reads the decimal (a zero keeps x's sign, as
+ * dtoa's). Anything else (1e9 and past, inf, nan) goes through glibc's printf, which rounds as dtoa. */
 static double round6(double x) {
+    if (fabs(x) < 1e9) {
+        double p = x * 1e6, e = fma(x, 1e6, -p), r = nearbyint(p), d = p - r;
+        if ((d == 0.5 && e > 0) || (d == -0.5 && e < 0)) r += 2 * d;  /* past the tie: away from r */
+        return r == 0 ? copysign(0.0, x) : r / 1e6;
+    }
     char buf[400];
     int n = snprintf(buf, sizeof(buf), "%.6f", x);
     return to_double(buf, n);
@@ -2694,6 +2703,13 @@ static PyObject *trim_heap(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ignored
 #endif
 }
 
+static PyObject *py_round6(PyObject *module, PyObject *arg) {
+    (void)module;
+    double x = PyFloat_AsDouble(arg);
+    if (x == -1.0 && PyErr_Occurred()) return NULL;
+    return PyFloat_FromDouble(round6(x));
+}
+
 static PyMethodDef module_methods[] = {
     {"trim_heap", trim_heap, METH_NOARGS, "trim_heap() -> whether free memory went back to the system (glibc)"},
     {"hold_heap", hold_heap, METH_NOARGS, "hold_heap() -> whether freed memory is kept for the next chunks (glibc)"},
@@ -2702,6 +2718,7 @@ static PyMethodDef module_methods[] = {
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
     {"ascii_image", ascii_image, METH_O,
      "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
+    {"round6", py_round6, METH_O, "round6(x: float) -> round(x, 6) as the scanner computes it (for tests)"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},
