@@ -211,3 +211,26 @@ def test_the_scanners_bench_emit_refuses_what_it_cannot_hold():
     scan.bench_emit(*ok)  # armed again: the first let go
     scan.bench_emit(None)
     scan.bench_emit(None)
+
+
+def test_blocks_closed_in_the_scanner_past_the_lists_cap_make_no_rows():
+    """Rows the scanner reads are kept as plain values and become serving.Rows only where Python may look at
+    them: past the cap (blocks counted, not listed) a block closed in the scanner makes none; the first copies'
+    (listed) and the last one's (open at the end, closed by finish()) do."""
+    two = (VLLM_BLOCK.read_text().rstrip("\n") + "\n" + (CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt")
+           .read_text().rstrip("\n") + "\n")
+    made = []
+
+    class Row(serving.Row):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            made.append(args[0])
+            super().__init__(*args)
+
+    copies = 40
+    with mock.patch.object(serving, "BLOCKS_KEPT", 2), mock.patch.object(serving, "Row", Row):
+        result = parse_stream(io.BytesIO((two * copies).encode()))
+    assert result.settings[serving.OMITTED_KEY].value["count"] >= 2 * copies - 4
+    size = len(two.splitlines())
+    assert made and {(line - 1) // size for line in made} <= {0, 1, copies - 1}, made

@@ -1453,6 +1453,9 @@ static int finish_scan(Scanner *self, State *st, int status) {
     PyObject *type = NULL, *value = NULL, *tb = NULL;
     if (status == ERROR) PyErr_Fetch(&type, &value, &tb);
     int bad = state_out(self, st) < 0;
+    /* the rows read into open bench blocks join their lists: Python may read the blocks now */
+    if (status != ERROR && !bad) bad = bench_flush(self->vllm) < 0;
+    else if (self->vllm) bench_pend_clear(self->vllm);
     if (status != ERROR) return bad ? -1 : 0;
     if (bad) {  /* the state could not be written back: that error is raised */
         Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
