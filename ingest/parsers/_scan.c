@@ -1215,7 +1215,16 @@ static int sglang_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
-    if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
+    if (flags & F_BENCH) {
+        int status = bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
+        if (status != BENCH_CLOSED) return status;
+        /* the blocks are closed (no reader is busy): the line is read as any, with the flags after them */
+        struct vllm_state *v = self->vllm;
+        status = read_line(self, s, n, line, lineno, e, windows, labels, nccl_lines, channel_lines, v->next_flags,
+                           mask, lits, by_literal);
+        if (status != OK) v->reflag = 0;  /* the scan stops here: Python gives the next one its flags */
+        return status;
+    }
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
     /* a bench title or client line, no reader busy (_scan_vllm.h, _scan_bench.h) */

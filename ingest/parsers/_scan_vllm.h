@@ -62,6 +62,7 @@
 #define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
 #define F_VLLM_STAGES (1 << 20)  /* "vllm_stage_times" is among the formats */
 #define DECLINE 2
+#define BENCH_CLOSED 3  /* bench_line closed the blocks at a line it leaves to read_line (closes_before) */
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
 
@@ -785,6 +786,52 @@ static int closes_inert(struct vllm_state *v, const char *b, Py_ssize_t bn, uint
     return i < bn && !is_alpha(b[i]) && b[i] != '-';
 }
 
+/* serving._ROW matches b[0:n] (ASCII): `^\s*([A-Za-z][A-Za-z0-9 ()/%#.,\-]*?)\s*:(?:\s+(not set|\S+))?\s*$`.
+ * The label holds no `:`, so its colon is the line's first; one token after it, or `not set`, or none. */
+static int row_shape(const char *b, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n && is_space(b[i])) i++;
+    if (i >= n || !is_alpha(b[i])) return 0;
+    const char *c = memchr(b + i, ':', (size_t)(n - i));
+    if (!c) return 0;
+    Py_ssize_t colon = c - b, le = colon;
+    while (le > i && is_space(b[le - 1])) le--;
+    for (Py_ssize_t k = i; k < le; k++)
+        if (!label_char(b[k])) return 0;
+    Py_ssize_t j = colon + 1, w = j;
+    while (j < n && is_space(b[j])) j++;
+    if (j == n) return 1;  /* no value */
+    if (j == w) return 0;  /* `:` glued to text */
+    if (n - j >= 7 && memeq(b + j, "not set", 7)) {
+        Py_ssize_t k = j + 7;
+        while (k < n && is_space(b[k])) k++;
+        if (k == n) return 1;
+    }
+    while (j < n && !is_space(b[j])) j++;
+    while (j < n && is_space(b[j])) j++;
+    return j == n;
+}
+
+/* A line BlockReader.feed ends the open blocks at and no more (not their mark's, or no title, row,
+ * section or blank: a `non-default args` line after a block, a log line), that no reader before the two
+ * bench ones acts on (no eagle_profile or SGLang literal: their records and settings would come before the
+ * blocks') and that no BlockReader would read once its block is closed (none of its TRIGGERS, which are
+ * SGLang's literals too, or STARTS), the Tagger's "main" known: the blocks closed here (bench_close_here),
+ * it is read on as with none open (read_line, BENCH_CLOSED). */
+static int closes_before(Scanner *self, const char *s, Py_ssize_t n, int flags, unsigned by_literal,
+                         unsigned by_start) {
+    struct vllm_state *v = self->vllm;
+    if (!(flags & F_MAIN) || !v->emit || by_literal & (BIT(R_EAGLE) | BIT(R_SGLANG))
+        || by_start & (BIT(R_SGLANG) | BIT(R_VLLM)))
+        return 0;
+    if (v->prefix_len) {
+        if (n < v->prefix_need || !memeq(s, v->prefix, (size_t)v->prefix_need)) return 1;  /* the copy ended */
+        Py_ssize_t k = v->prefix_len < n ? v->prefix_len : n;
+        s += k, n -= k;
+    }
+    return !blank_line(s, n) && !row_shape(s, n);  /* (no `---`: no section; no title) */
+}
+
 /* A line that closes the open blocks (closes_blocks, closes_inert): closed and the owner's records written
  * here where that is plain (bench_close_here, _scan_bench.h), else native._Parse.bench_close feeds it to
  * the two bench readers (their blocks' records are written, a title opens new ones), stamps the records
@@ -818,8 +865,8 @@ static int bench_close(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
 
 /* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
  * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
-static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
-                      int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
+static int bench_line_read(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                           int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
     struct vllm_state *v = self->vllm;
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
@@ -862,6 +909,18 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     /* offered after the readers, as the engines do */
     if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
+}
+
+/* bench_line_read, and a line it hands back that closes the blocks before other readers read it
+ * (closes_before): the blocks closed here, BENCH_CLOSED (read_line reads the line on). */
+static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                      int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
+    int r = bench_line_read(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
+    if (r != PYTHON || !self->vllm || e->in_block
+        || !closes_before(self, s, n, flags, by_literal, starts_of(s, n)))
+        return r;
+    int here = bench_close_here(self, s, n, line, lineno, 0, flags);
+    return here < 0 ? ERROR : here ? BENCH_CLOSED : PYTHON;
 }
 
 
