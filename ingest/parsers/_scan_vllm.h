@@ -1337,11 +1337,8 @@ static int first_number(const char *t, Py_ssize_t n, double *out, Py_ssize_t *st
             if (x < n && is_digit(t[x])) return 2;
         }
         if (end - i > 40) return 2;
-        char buf[48];
-        memcpy(buf, t + i, (size_t)(end - i));
-        buf[end - i] = 0;
-        *out = PyOS_string_to_double(buf, NULL, NULL);
-        if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 2; }
+        /* float(): correctly rounded, as to_double reads a plain decimal (a `+` changes nothing) */
+        *out = t[i] == '+' ? to_double(t + i + 1, end - i - 1) : to_double(t + i, end - i);
         *stop = end;
         return 1;
     }
@@ -1358,11 +1355,7 @@ static Py_ssize_t engine_number(const char *t, Py_ssize_t n, double *out) {
         while (i < n && is_digit(t[i])) i++;
     }
     if (i > 40) return 0;
-    char buf[48];
-    memcpy(buf, t, (size_t)i);
-    buf[i] = 0;
-    *out = PyOS_string_to_double(buf, NULL, NULL);
-    if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    *out = to_double(t, i);  /* float(), correctly rounded */
     return i;
 }
 
