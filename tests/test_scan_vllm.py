@@ -4,13 +4,16 @@ copied as comments, and the native engine's records, settings and processes equa
 engine's; the scanner does read a block's rows itself once its tool is known."""
 
 import io
+import math
 import random
 import re
+import struct
 from unittest import mock
 
 import pytest
 
 from ingest.parsers import context, native, parse_stream, serving
+from ingest.parsers._scan import round6
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_native import _same
 
@@ -684,12 +687,7 @@ def test_the_scanners_round6_is_pythons_round_to_six_places():
     """round6 (_scan.c: vLLM's rates and positions, llama.cpp's, the bench metrics) on random doubles of
     every exponent, on the decimals around every tie of the sixth place and on the exact binary ties (k/128,
     k odd: x * 10^6 = k * 7812.5), their neighbours, zeros, infinities, nan and the 1e9 bound."""
-    from ingest.parsers._scan import round6
-
     rng = random.Random(6)
-    import math
-    import struct
-
     values = [0.0, -0.0, 1e9, -1e9, math.nextafter(1e9, 0), math.inf, -math.inf, 5e-7, -5e-7, 4.9999999e-7,
               1e-320, -5e-324, 999999999.9999995, 0.0000015, 2.5e-6, 82.37 / 100, 91.94 / 100, 1 / 3]
     for _ in range(20000):

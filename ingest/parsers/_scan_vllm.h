@@ -14,8 +14,9 @@
  *     a word (kept as text; nan, nan%, n/a, none give no row) or `not set`, and a label
  *     serving.KEYS knows, holding no reader's literal but a client one (`request rate:`: the readers
  *     do nothing more with it inside a block) or SGLang's `sglang` as the value alone (no launch
- *     command): the same Row joins both blocks' rows; a `Position i` row under a subsection is
- *     keyed `acceptance_{key}_pct`; a valueless row opens that subsection (both readers'
+ *     command): the same row joins both blocks' rows (kept as plain values, BenchRow, and made a
+ *     serving.Row only where Python may look at the blocks: bench_flush); a `Position i` row under a
+ *     subsection is keyed `acceptance_{key}_pct`; a valueless row opens that subsection (both readers'
  *     `subsection`, handed over as `readers`, set here, a Row of no value joins); Its STARTS may be launch_env's (a capital first: no `=` on the
  *     line, so _command finds no assignment) or the bench readers' (fed anyway);
  *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`: its header
@@ -30,8 +31,10 @@
  * closed here and its owner's records written (bench_close_here, _scan_bench.h) or, where that is not
  * plain, fed to the two bench readers alone by one call (bench_close: native._Parse.bench_close writes
  * the blocks' records and gives the flags the scan reads on with); a title with no reader busy opens
- * both readers' blocks (bench_title, their open_title()) and the scan reads on in F_BENCH. Any other
- * line goes back to Python, which reads it as the line engine does.
+ * both readers' blocks (bench_title, their open_title()) and the scan reads on in F_BENCH. A line that
+ * ends the blocks and is another reader's (a `non-default args` line after a block: closes_before) has
+ * the blocks closed here and is then read as with none open (read_line). Any other line goes back to
+ * Python, which reads it as the line engine does.
  */
 
 /* ---- vLLM process tags and engine throughput lines ------------------------------------------
@@ -236,8 +239,8 @@ static int bench_push(struct vllm_state *v, int64_t line, PyObject *label, PyObj
                       double x, PyObject *text) {
     if (v->npend == v->pend_cap) {
         Py_ssize_t cap = v->pend_cap ? 2 * v->pend_cap : 64;
-        BenchRow *more = cap < PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(BenchRow) ? realloc(v->pend, (size_t)cap * sizeof(BenchRow))
-                                                                             : NULL;
+        BenchRow *more = cap < PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(BenchRow)
+            ? realloc(v->pend, (size_t)cap * sizeof(BenchRow)) : NULL;
         if (!more) { Py_XDECREF(text); PyErr_NoMemory(); return -1; }
         v->pend = more, v->pend_cap = cap;
     }
