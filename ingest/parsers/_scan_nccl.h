@@ -51,6 +51,7 @@ enum {
 #define NCCL_NAME_MAX 64
 #define NCCL_MIRROR_SLOTS 16384  /* lines known to be in nccl_lines / channel_lines: at most half full */
 #define NCCL_INT_DIGITS 18       /* records.MAX_INT_DIGITS: read_int() warns past it */
+#define NCCL_VALUE_FIELDS 8      /* records.NcclValue's fields, its __init__'s arguments */
 
 typedef struct {
     Py_ssize_t len;  /* 0: an empty entry */
@@ -70,6 +71,10 @@ typedef struct {
 struct nccl_fast {
     PyObject *result, *parser;  /* bound by nccl_bind() */
     PyObject *record, *source;  /* records.NcclValue and nccl_debug.SOURCE: what an echo makes */
+    /* where record's __init__ only stores its arguments in its slots (nccl_bind's `slots`): the slots'
+     * offsets, a record made as object.__new__ and that __init__ make it (nccl_value); 0: called */
+    int record_plain;
+    Py_ssize_t record_at[NCCL_VALUE_FIELDS];
     Py_ssize_t tag_repeats, channel_repeats;  /* processes.REPEATS, nccl_debug.REPEATS */
     PyObject *k_pid, *k_host, *k_rank, *format;  /* "pid", "host", "rank", "nccl_debug" */
     PyObject *k_label, *k_first_line, *k_hints, *k_alias;  /* the other keys of a process (Tagger._process) */
@@ -169,13 +174,60 @@ static inline void nccl_next_line(Scanner *self, PyObject *lines, Py_ssize_t ind
 }
 
 
-/* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source): read NCCL INFO lines for
- * this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
- * record(key, value, "effective", line, source, "", None, process). */
+/* The offsets of `slots` (names) in `record`, a type whose instances object.__new__ makes and whose
+ * attributes are set plainly, each name a writable object slot of its own: 1, 0 when any is not so
+ * (the record is then called), -1 on an error. */
+static int nccl_value_slots(PyObject *record, PyObject *slots, Py_ssize_t *at) {
+    if (!PyType_Check(record) || !PyTuple_CheckExact(slots) || PyTuple_GET_SIZE(slots) != NCCL_VALUE_FIELDS)
+        return 0;
+    PyTypeObject *t = (PyTypeObject *)record;
+    if (t->tp_new != PyBaseObject_Type.tp_new || t->tp_alloc != PyType_GenericAlloc
+        || t->tp_setattro != PyObject_GenericSetAttr || t->tp_itemsize != 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < NCCL_VALUE_FIELDS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(slots, i);
+        if (!PyUnicode_Check(name)) return 0;
+        PyObject *d = PyObject_GetAttr(record, name);  /* a member descriptor on its class: itself */
+        if (!d) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && PyDescr_TYPE(d) == t;
+        if (ok) {
+            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+            ok = m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset >= (Py_ssize_t)sizeof(PyObject)
+                 && m->offset <= t->tp_basicsize - (Py_ssize_t)sizeof(PyObject *);
+            for (Py_ssize_t j = 0; ok && j < i; j++) ok = at[j] != m->offset;
+            at[i] = m->offset;
+        }
+        Py_DECREF(d);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* record(*argv) (NCCL_VALUE_FIELDS arguments): a new reference, NULL on an error. Where its __init__
+ * only stores them (record_plain), made as object.__new__ and that __init__ make it: no Python
+ * frame a value (a start-up log makes hundreds of thousands). */
+static PyObject *nccl_value(struct nccl_fast *f, PyObject *const *argv) {
+    if (!f->record_plain) return PyObject_Vectorcall(f->record, argv, NCCL_VALUE_FIELDS, NULL);
+    PyTypeObject *t = (PyTypeObject *)f->record;
+    PyObject *o = t->tp_alloc(t, 0);
+    if (!o) return NULL;
+    for (int i = 0; i < NCCL_VALUE_FIELDS; i++) *(PyObject **)((char *)o + f->record_at[i]) = Py_NewRef(argv[i]);
+    return o;
+}
+
+/* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source[, slots]): read NCCL INFO lines
+ * for this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
+ * record(key, value, "effective", line, source, "", None, process). `slots`: the names record's __init__
+ * stores its arguments in, in order, and does nothing else (native.py reads its code: _plain_init). */
 static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
-    PyObject *result, *parser, *record, *source;
+    PyObject *result, *parser, *record, *source, *slots = Py_None;
     Py_ssize_t tag_repeats, channel_repeats;
-    if (!PyArg_ParseTuple(args, "OOnnOU", &result, &parser, &tag_repeats, &channel_repeats, &record, &source))
+    if (!PyArg_ParseTuple(args, "OOnnOU|O", &result, &parser, &tag_repeats, &channel_repeats, &record, &source,
+                          &slots))
         return NULL;
     if (!PyCallable_Check(record)) {
         PyErr_SetString(PyExc_TypeError, "record must be callable");
@@ -186,10 +238,19 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the repeats held are counts");
         return NULL;
     }
+    Py_ssize_t record_at[NCCL_VALUE_FIELDS] = {0};
+    int plain = slots == Py_None ? 0 : nccl_value_slots(record, slots, record_at);
+    if (plain < 0) return NULL;
+    if (slots != Py_None && !plain) {
+        PyErr_SetString(PyExc_TypeError, "slots must name the record type's own writable slots");
+        return NULL;
+    }
     nccl_fast_free(self);
     struct nccl_fast *f = calloc(1, sizeof(*f));
     if (!f) return PyErr_NoMemory();
     self->nccl = f;
+    f->record_plain = plain;
+    memcpy(f->record_at, record_at, sizeof(record_at));
     f->k_pid = PyUnicode_InternFromString("pid");
     f->k_host = PyUnicode_InternFromString("host");
     f->k_rank = PyUnicode_InternFromString("rank");
@@ -664,29 +725,27 @@ static int nccl_transport_of(struct nccl_fast *f, const char *m, Py_ssize_t n, P
 /* Whether msg holds a string that makes nccl_debug (its elif branches) or the context watcher's
  * offer() act on the line: then Python reads it. (offer's `NCCL_X set to ` holds "NCCL_", a
  * trigger of launch_env: such a line is Python's before it comes here.) */
+static inline uint32_t nccl_word4(const char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
 static int nccl_acted_on(const char *m, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* Each string's first four bytes compared at every place at once, one branch a place that is
+     * rarely taken (a switch on each byte mispredicts every few bytes); the string itself after. */
+    const uint32_t set = nccl_word4("set "), ccl = nccl_word4("CCL "), to = nccl_word4("to e"),
+                   conf = nccl_word4("nccl"), file = nccl_word4("NCCL");
+    for (Py_ssize_t i = 0; i + 4 <= n; i++) {
+        uint32_t w = nccl_word4(m + i);
+        if (!((w == set) | (w == ccl) | (w == to) | (w == conf) | (w == file))) continue;
         const char *p = m + i;
         Py_ssize_t left = n - i;
-        switch (*p) {
-        case 's':  /* "set by environment" (offer), "set by env to" (plugin) */
-            if (starts_len(p, left, "set by env", 10)) return 1;
-            break;
-        case 'C':  /* [NR]CCL version (offer) */
-            if (starts_len(p, left, "CCL version", 11)) return 1;
-            break;
-        case 't':  /* "Adding NCCL_X=v to environment" (plugin) */
-            if (starts_len(p, left, "to environment", 14)) return 1;
-            break;
-        case 'n':
-            if (starts_len(p, left, "nccl.conf", 9)) return 1;
-            break;
-        case 'N':
-            if (starts_len(p, left, "NCCL_CONF_FILE", 14)) return 1;
-            break;
-        default:
-            break;
-        }
+        if (starts_len(p, left, "set by env", 10)      /* "set by environment" (offer), "set by env to" (plugin) */
+            || starts_len(p, left, "CCL version", 11)  /* [NR]CCL version (offer) */
+            || starts_len(p, left, "to environment", 14)  /* "Adding NCCL_X=v to environment" (plugin) */
+            || starts_len(p, left, "nccl.conf", 9) || starts_len(p, left, "NCCL_CONF_FILE", 14))
+            return 1;
     }
     return 0;
 }
@@ -806,8 +865,8 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     if (!key || !value || !at || !host || !pid || !tid) goto done;
     if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)
         goto done;  /* (not the thread: see _effective) */
-    rec = PyObject_CallFunctionObjArgs(f->record, key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag,
-                                       NULL);
+    PyObject *argv[NCCL_VALUE_FIELDS] = {key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag};
+    rec = nccl_value(f, argv);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
     entry = PyTuple_Pack(4, rec, host, pid, tid);
     if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
