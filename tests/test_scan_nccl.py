@@ -612,3 +612,18 @@ def test_rccl_lines_of_other_shapes_read_as_the_lines_engine_reads_them(line):
     text = RCCL + REDACTED + MSCCL
     _same((text + line + "\n" + text).encode(), 1 << 12, 1 << 12)
     _same((line + "\n" + text + line + "\n").encode(), 1 << 12, 1 << 12)
+
+
+@pytest.mark.parametrize("word", ["set by env", "CCL version", "to environment", "nccl.conf", "NCCL_CONF_FILE"])
+def test_a_word_nccl_debug_acts_on_hands_the_line_back_wherever_it_stands(word):
+    # Searched 16 places at a time and then one by one: at every place of a message, the line is
+    # Python's; the same word one letter off is read in C.
+    def lines(w: str) -> list[str]:
+        return [COMM, CONN] + [f"vm:1467:1467 [0] NCCL INFO {'Ab' * (pad // 2)}{'c' * (pad % 2)}{w} end{pad}"
+                               for pad in range(1, 46)]
+
+    near = word[:-1] + ("X" if word[-1] != "X" else "Y")
+    acted, missed = _one_process(*lines(word)), _one_process(*lines(near))
+    for data in (acted, missed):
+        _same(data, 1 << 12, 1 << 12)
+    assert _fed_by_python(acted) - _fed_by_python(missed) == 45

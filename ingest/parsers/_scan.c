@@ -49,6 +49,9 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#ifdef __SSE2__
+#include <emmintrin.h>  /* (every x86-64) */
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_AVX2_PATH 1  /* built for any x86-64; taken only where the CPU has AVX2 (avx2_ok) */

@@ -722,31 +722,43 @@ static int nccl_transport_of(struct nccl_fast *f, const char *m, Py_ssize_t n, P
     return OK;
 }
 
+/* Whether p starts with one of nccl_acted_on's strings. */
+static inline int nccl_acted_at(const char *p, Py_ssize_t left) {
+    return starts_len(p, left, "set by env", 10)      /* "set by environment" (offer), "set by env to" (plugin) */
+        || starts_len(p, left, "CCL version", 11)     /* [NR]CCL version (offer) */
+        || starts_len(p, left, "to environment", 14)  /* "Adding NCCL_X=v to environment" (plugin) */
+        || starts_len(p, left, "nccl.conf", 9) || starts_len(p, left, "NCCL_CONF_FILE", 14);
+}
+
 /* Whether msg holds a string that makes nccl_debug (its elif branches) or the context watcher's
  * offer() act on the line: then Python reads it. (offer's `NCCL_X set to ` holds "NCCL_", a
  * trigger of launch_env: such a line is Python's before it comes here.) */
-static inline uint32_t nccl_word4(const char *p) {
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w;
-}
-
 static int nccl_acted_on(const char *m, Py_ssize_t n) {
-    /* Each string's first four bytes compared at every place at once, one branch a place that is
-     * rarely taken (a switch on each byte mispredicts every few bytes); the string itself after. */
-    const uint32_t set = nccl_word4("set "), ccl = nccl_word4("CCL "), to = nccl_word4("to e"),
-                   conf = nccl_word4("nccl"), file = nccl_word4("NCCL");
-    for (Py_ssize_t i = 0; i + 4 <= n; i++) {
-        uint32_t w = nccl_word4(m + i);
-        if (!((w == set) | (w == ccl) | (w == to) | (w == conf) | (w == file))) continue;
-        const char *p = m + i;
-        Py_ssize_t left = n - i;
-        if (starts_len(p, left, "set by env", 10)      /* "set by environment" (offer), "set by env to" (plugin) */
-            || starts_len(p, left, "CCL version", 11)  /* [NR]CCL version (offer) */
-            || starts_len(p, left, "to environment", 14)  /* "Adding NCCL_X=v to environment" (plugin) */
-            || starts_len(p, left, "nccl.conf", 9) || starts_len(p, left, "NCCL_CONF_FILE", 14))
-            return 1;
+    /* The places where one of the strings' first two bytes are ("se", "CC", "to", "nc", "NC"), 16 at a
+     * time (SSE2, every x86-64 has it), each string then compared there: a byte a time, the search
+     * mispredicted a branch every few bytes. */
+    Py_ssize_t i = 0;
+#ifdef __SSE2__
+    const __m128i a0 = _mm_set1_epi8('s'), a1 = _mm_set1_epi8('e'), b0 = _mm_set1_epi8('C'), b1 = _mm_set1_epi8('C'),
+                  c0 = _mm_set1_epi8('t'), c1 = _mm_set1_epi8('o'), d0 = _mm_set1_epi8('n'), d1 = _mm_set1_epi8('c'),
+                  e0 = _mm_set1_epi8('N');
+    for (; i + 17 <= n; i += 16) {  /* both loads inside m[0:n] */
+        __m128i x = _mm_loadu_si128((const __m128i *)(m + i)), y = _mm_loadu_si128((const __m128i *)(m + i + 1));
+        __m128i hit = _mm_or_si128(
+            _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(x, a0), _mm_cmpeq_epi8(y, a1)),
+                         _mm_and_si128(_mm_cmpeq_epi8(x, b0), _mm_cmpeq_epi8(y, b1))),
+            _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(x, c0), _mm_cmpeq_epi8(y, c1)),
+                         _mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(x, d0), _mm_cmpeq_epi8(x, e0)),
+                                       _mm_or_si128(_mm_cmpeq_epi8(y, d1), _mm_cmpeq_epi8(y, b0)))));
+        for (unsigned bits = (unsigned)_mm_movemask_epi8(hit); bits; bits &= bits - 1) {
+            Py_ssize_t k = i + __builtin_ctz(bits);
+            if (nccl_acted_at(m + k, n - k)) return 1;
+        }
     }
+#endif
+    for (; i < n; i++)
+        if ((m[i] == 's' || m[i] == 'C' || m[i] == 't' || m[i] == 'n' || m[i] == 'N') && nccl_acted_at(m + i, n - i))
+            return 1;
     return 0;
 }
 
@@ -766,9 +778,10 @@ static uint64_t nccl_hash(const char *s, Py_ssize_t n) {
 
 /* What the Tagger and nccl_debug do with a line they read and act on no further: keep its text
  * in nccl_lines (with its tag) and, a Channel line, in channel_lines, while each holds fewer
- * than REPEATS. The lines known to be in them are mirrored here: no str made for a line again. */
-static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, PyObject *tag,
-                     PyObject *nccl_lines, PyObject *channel_lines, int channel) {
+ * than REPEATS. The lines known to be in them are mirrored here: no str made for a line again.
+ * `hashed`: nccl_hash of the line where known (nccl_info asked for its slot early: nccl_mirror_ahead). */
+static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, const uint64_t *hashed, PyObject *line,
+                     PyObject *tag, PyObject *nccl_lines, PyObject *channel_lines, int channel) {
     unsigned want = (PyDict_GET_SIZE(nccl_lines) < f->tag_repeats ? 1u : 0u)
         | (channel && PySet_GET_SIZE(channel_lines) < f->channel_repeats ? 2u : 0u);
     if (!want) return OK;
@@ -779,7 +792,7 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject 
         f->of_lines = nccl_lines, f->of_channels = channel_lines;
     }
     if (!f->mirror) f->mirror = calloc(NCCL_MIRROR_SLOTS, sizeof(nccl_mirror_slot));
-    uint64_t h = nccl_hash(s, n);
+    uint64_t h = hashed ? *hashed : nccl_hash(s, n);
     nccl_mirror_slot *slot = NULL;
     if (f->mirror) {
         for (Py_ssize_t k = (Py_ssize_t)(h & (NCCL_MIRROR_SLOTS - 1));; k = (k + 1) & (NCCL_MIRROR_SLOTS - 1)) {
@@ -1138,6 +1151,21 @@ done:
     return status;
 }
 
+/* The mirror slot a line's text hashes to, asked of memory now (and, once it is there, the text it
+ * holds: nccl_mirror_text) so that nccl_keep, after the line is read, finds both in the cache: two
+ * misses a line of a start-up log (the mirror is a half-megabyte table, each text its own block)
+ * were most of what keeping its lines cost. The slot, NULL without a mirror yet. */
+static inline const nccl_mirror_slot *nccl_mirror_ahead(const struct nccl_fast *f, uint64_t h) {
+    if (!f->mirror) return NULL;
+    const nccl_mirror_slot *slot = &f->mirror[h & (NCCL_MIRROR_SLOTS - 1)];
+    __builtin_prefetch(slot);
+    return slot;
+}
+
+static inline void nccl_mirror_text(const nccl_mirror_slot *slot, uint64_t h) {
+    if (slot && slot->hash == h && slot->text) __builtin_prefetch(slot->text);
+}
+
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
  * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
@@ -1147,6 +1175,10 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
+    /* (once both sets are full, nccl_keep does nothing: no hash) */
+    int keeps = PyDict_GET_SIZE(nccl_lines) < f->tag_repeats || PySet_GET_SIZE(channel_lines) < f->channel_repeats;
+    uint64_t hash = keeps ? nccl_hash(s, n) : 0;
+    const nccl_mirror_slot *ahead = keeps ? nccl_mirror_ahead(f, hash) : NULL;
     int echo = starts_len(m, mn, "NCCL_", 5);
     Py_ssize_t rk = 0, ra = 0, re = 0, na = -1, ne = -1;
     int rank = nccl_rank_search(m, mn, &rk, &ra, &re, &na, &ne);
@@ -1158,6 +1190,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     /* a branch's words: Python's. "NCCL_" elsewhere is no branch's: launch_env does nothing with the
      * line (read_line asked nccl_launch_idle), and offer() is called below (`NCCL_X set to `). */
     if (!echo && !version && !rccl && nccl_acted_on(m, mn)) return PYTHON;
+    nccl_mirror_text(ahead, hash);
     if (echo) {  /* _debug's first branch; _tag sets a missing rank its message names */
         unsigned fl;
         PyObject *tag;
@@ -1252,5 +1285,6 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (by_literal & BIT(R_LAUNCH_ENV) && !rccl && context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0)
         return ERROR;
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
-    return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));
+    return nccl_keep(f, s, n, keeps ? &hash : NULL, line, tag, nccl_lines, channel_lines,
+                     starts_len(m, mn, "Channel ", 8));
 }
