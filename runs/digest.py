@@ -529,7 +529,7 @@ class NcclFold:
         return out
 
 
-_FOLD_CHUNK = 1 << 20  # values a step of NcclFold._fold takes at a time
+_FOLD_CHUNK = 1 << 18  # values a step of NcclFold._fold takes at a time
 
 
 def _last_of_each(keys: np.ndarray, lines: np.ndarray | None) -> list[tuple[int, int]]:
@@ -538,20 +538,24 @@ def _last_of_each(keys: np.ndarray, lines: np.ndarray | None) -> list[tuple[int,
     n = len(keys)
     if lines is None and keys.dtype == np.int32 and n < 2**32:
         # Each key and its place in one 64-bit number, sorted in place: no index array, no stable
-        # sort's buffer (the places are distinct). A key's last value ends its run.
-        packed = keys.astype(np.int64)
-        packed <<= 32
-        for at in range(0, n, _FOLD_CHUNK):
-            packed[at:at + _FOLD_CHUNK] |= np.arange(at, min(at + _FOLD_CHUNK, n), dtype=np.int64)
-        packed.sort()
+        # sort's buffer (the places are distinct). A key's last value ends its run. The keys a range
+        # at a time, about _FOLD_CHUNK values a range where they spread so: no copy of them all.
+        low, high = (int(keys.min()), int(keys.max()) + 1) if n else (0, 0)
+        step = max(1, -(-(high - low) * _FOLD_CHUNK // max(n, 1)))
         last = []
-        for at in range(0, n, _FOLD_CHUNK):
-            part = packed[at:at + _FOLD_CHUNK + 1]
-            high = part >> 32
-            ends = high[1:] != high[:-1] if at + _FOLD_CHUNK < n else np.append(high[1:] != high[:-1], True)
-            last.append(part[:len(ends)][ends])
+        for first in range(low, high, step):
+            at = np.flatnonzero((keys >= first) & (keys < first + step))
+            if not len(at):
+                continue
+            packed = keys[at].astype(np.int64)
+            packed <<= 32
+            packed |= at
+            del at
+            packed.sort()
+            ends = np.append((packed[1:] >> 32) != (packed[:-1] >> 32), True)
+            last.append(packed[ends])
+            del packed, ends
         found = np.concatenate(last) if last else np.zeros(0, np.int64)
-        del packed
         places, found = found & 0xFFFFFFFF, found >> 32
     else:
         # A stable sort keeps each key's values in their order (by line: by line, those of one line
