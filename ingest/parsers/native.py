@@ -146,7 +146,7 @@ def _plain_init(cls: type) -> tuple[str, ...] | None:
     if code is None or code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return None
     self, *args = code.co_varnames[:code.co_argcount]
-    ops = [(i.opname, i.argval) for i in dis.get_instructions(init) if i.opname not in ("RESUME", "CACHE", "NOP")]
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "CACHE", "NOP")]
     stores = [op for a in args for op in (("LOAD_FAST", a), ("LOAD_FAST", self), ("STORE_ATTR", a))]
     if ops[:len(stores)] != stores or ops[len(stores):] not in ([("LOAD_CONST", None), ("RETURN_VALUE", None)],
                                                                 [("RETURN_CONST", None)]):
