@@ -191,3 +191,45 @@ def test_bus_bandwidth_runs_read_in_sql_are_those_of_every_stored_line(alice):
 
     assert listed(read) == listed(every)
     assert sum(len(runs[0]) for _, _, runs in every.runs()) > 2
+
+
+def _islands(run) -> list:
+    from runs.models import CollectiveIsland
+
+    return list(CollectiveIsland.objects.filter(run=run).order_by("logfile_id", "process", "first_line").values_list(
+        "logfile_id", "process", "first_line", "last_line", "rows", "peak_busbw_gbs"))
+
+
+def test_the_islands_stored_by_the_worker_are_those_the_migration_finds_among_the_rows(alice):
+    """Migration 0022 finds the islands of runs stored before them with the query refresh_run ran
+    (in SQL, over the rows); the worker's (runs.digest.BusbwIslands) are the same. A re-parse
+    replaces them, a deleted run takes them along."""
+    import importlib
+    from pathlib import Path
+
+    from django.apps import apps
+    from django.db import connection
+
+    from runs.models import CollectiveIsland, Run
+
+    corpus = Path(__file__).resolve().parent / "corpus"
+    files = [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in (
+        ("a.txt", (corpus / "shared/nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt").read_bytes() * 2),
+        ("b.log", (corpus / "nccl/nccl_tests_command_echo_alltoall_2.30.3_report.log").read_bytes()))]
+    run, _ = registration.register_upload(alice, files, project="team")
+    for lf in run.logfiles.all():
+        assert ingest.parse_logfile(lf.id) == "ready"
+    stored = _islands(run)
+    assert len({lf for lf, *_ in stored}) == 2 and len(stored) == 3
+    CollectiveIsland.objects.all().delete()
+    migration = importlib.import_module("runs.migrations.0022_collective_islands")
+    with connection.schema_editor() as editor:
+        migration.islands_of_stored_rows(apps, editor)
+    assert _islands(run) == stored
+
+    ingest.requeue_run(Run.objects.get(id=run.id))
+    for lf in run.logfiles.all():
+        assert ingest.parse_logfile(lf.id) == "ready"
+    assert _islands(run) == stored  # replaced, not doubled
+    registration.delete_run(alice, Run.objects.get(id=run.id))
+    assert not CollectiveIsland.objects.exists()
