@@ -543,53 +543,92 @@ class NcclFold:
     def _fold(self, starts: dict[int | None, list[int]], by_line: bool) -> list:
         """The last value of each (identity, segment), segments starting at `starts` (per log
         file): last as the values came, or `by_line`: by line, then as they came."""
-        which = np.array(self._which, dtype=np.int32)  # a copy: the loose ones are numbered in it
         lines = np.frombuffer(self._lines, dtype=np.int32 if self._lines.typecode == "i" else np.int64) \
             if len(self._lines) else np.zeros(0, np.int64)
         # A loose echo's identity, its rank now set: numbered after the others.
         ids = dict(self._ids)
         first = list(self._first)
-        loose = np.flatnonzero(which < 0)
-        for at in loose:
-            v = self._loose[-1 - int(which[at])]
+        renumbered = {}
+        for at in np.flatnonzero(np.frombuffer(self._which, dtype=np.int32) < 0).tolist():
+            v = self._loose[-1 - self._which[at]]
             key = (v.logfile, v.process, v.kind, v.key, v.rank, v.source, v.value)
             i = ids.get(key)
             if i is None:
                 i = ids[key] = len(first)
                 first.append(v)
-            which[at] = i
-        # Each value's segment: after how many of its log file's segment starts it comes. (Millions of
-        # values after a large log: no array more than needed, each as narrow as it can be, each let go
-        # once used -- this is parselog's peak.)
-        segment = np.zeros(len(which), dtype=np.int64)
+            renumbered[at] = i
+        # Millions of values after a large log: no array more than needed, each as narrow as it can
+        # be, each let go once used, the per-value steps a chunk at a time -- this is parselog's peak.
+        # Each value's key: its identity times `span`, plus its segment (after how many of its log
+        # file's segment starts it comes); its identity is the key over `span`.
+        span = 1 + max((len(cuts) for cuts in starts.values()), default=0)
+        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
+        where = np.array(self._which, dtype=narrow)
+        if renumbered:
+            where[np.fromiter(renumbered, np.int64, len(renumbered))] = np.fromiter(renumbered.values(), narrow)
+        where *= span
+        lone = len(starts) == 1 and all(v.logfile in starts for v in first)  # a lone parse: one file
+        mine = None
         for lf, cuts in starts.items():
             bounds = np.array(cuts, dtype=np.int64)
-            if all(v.logfile == lf for v in first):  # a lone parse: one file, every value its own
-                segment = np.searchsorted(bounds, lines, side="right")
-                continue
-            mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
-            segment[mine] = np.searchsorted(bounds, lines[mine], side="right")
-        # The last of each (identity, segment).
-        span = int(segment.max(initial=0)) + 1
-        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
-        where = which.astype(narrow)  # a copy: `which` is read below
-        where *= span
-        where += segment.astype(narrow, copy=False)
-        del segment
-        # A stable sort keeps each key's values in their order (by_line: each key's values by line,
-        # those of one line in their order): a run's end is its key's last value.
-        order = np.lexsort((lines, where)) if by_line else np.argsort(where, kind="stable")
-        ends = where[order]
+            if not lone:
+                mine = np.array([v.logfile == lf for v in first], dtype=bool)
+            for at in range(0, len(where), _FOLD_CHUNK):
+                part, at_lines = where[at:at + _FOLD_CHUNK], lines[at:at + _FOLD_CHUNK]  # views
+                if mine is None:
+                    part += np.searchsorted(bounds, at_lines, side="right").astype(narrow, copy=False)
+                else:
+                    of = mine[part // span]
+                    part[of] += np.searchsorted(bounds, at_lines[of], side="right").astype(narrow, copy=False)
+        kept = _last_of_each(where, lines if by_line else None)
         del where
-        ends = np.append(ends[1:] != ends[:-1], True) if len(ends) else np.zeros(0, dtype=bool)
-        kept = np.sort(order[ends])
-        del order, ends
         out = []
-        for at in kept.tolist():
-            v = first[int(which[at])]
+        for at, i in kept:
+            v = first[i // span]
             line = int(lines[at])
             out.append(v if v.line == line else replace(v, line=line))
         return out
+
+
+_FOLD_CHUNK = 1 << 18  # values a step of NcclFold._fold takes at a time
+
+
+def _last_of_each(keys: np.ndarray, lines: np.ndarray | None) -> list[tuple[int, int]]:
+    """(place, key) of the last value of each key, in the values' order; last as they came, or by
+    `lines` (then as they came) where given."""
+    n = len(keys)
+    if lines is None and keys.dtype == np.int32 and n < 2**32:
+        # Each key and its place in one 64-bit number, sorted in place: no index array, no stable
+        # sort's buffer (the places are distinct). A key's last value ends its run. The keys a range
+        # at a time, about _FOLD_CHUNK values a range where they spread so: no copy of them all.
+        low, high = (int(keys.min()), int(keys.max()) + 1) if n else (0, 0)
+        step = max(1, -(-(high - low) * _FOLD_CHUNK // max(n, 1)))
+        last = []
+        for first in range(low, high, step):
+            at = np.flatnonzero((keys >= first) & (keys < first + step))
+            if not len(at):
+                continue
+            packed = keys[at].astype(np.int64)
+            packed <<= 32
+            packed |= at
+            del at
+            packed.sort()
+            ends = np.append((packed[1:] >> 32) != (packed[:-1] >> 32), True)
+            last.append(packed[ends])
+            del packed, ends
+        found = np.concatenate(last) if last else np.zeros(0, np.int64)
+        places, found = found & 0xFFFFFFFF, found >> 32
+    else:
+        # A stable sort keeps each key's values in their order (by line: by line, those of one line
+        # in their order): a run's end is its key's last value.
+        order = np.lexsort((lines, keys)) if lines is not None else np.argsort(keys, kind="stable")
+        ends = keys[order]
+        ends = np.append(ends[1:] != ends[:-1], True) if n else np.zeros(0, dtype=bool)
+        places = order[ends]
+        del order, ends
+        found = keys[places]
+    order = np.argsort(places, kind="stable")
+    return list(zip(places[order].tolist(), found[order].tolist(), strict=True))
 
 
 class ParseDigest:

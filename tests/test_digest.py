@@ -536,3 +536,51 @@ def test_the_nccl_fold_keeps_lines_past_32_bits():
     assert fold._lines.typecode == "q" and list(fold._lines) == [3, 9, 2**31 + 7]
     # the last value of each identity, in the order they came: c, then a again at its far line
     assert fold.values(ParseResult()) == [c, b]
+
+
+def _every_last(values: list, starts: dict, by_line: bool) -> list:
+    """The fold's answer the long way: each value's (identity, segment), the last of each, in order."""
+    last: dict[tuple, int] = {}
+    order = sorted(range(len(values)), key=lambda i: values[i].line) if by_line else range(len(values))
+    for i in order:
+        v = values[i]
+        cuts = starts.get(v.logfile, [])
+        last[(v.logfile, v.process, v.kind, v.key, v.rank, v.source, v.value, bisect_right(cuts, v.line))] = i
+    return [values[i] for i in sorted(last.values())]
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from(["main", "pid 7"]),
+                          st.sampled_from(["declared", "effective"]), st.just("NCCL_PROTO"),
+                          st.sampled_from(["", "0"]), st.sampled_from(["LL", "Ring"]), st.integers(1, 8)),
+                max_size=60),
+       st.dictionaries(st.sampled_from([None, 1, 2]), st.lists(st.integers(1, 8), max_size=4).map(sorted),
+                       max_size=3),
+       st.booleans(), st.sampled_from([1, 2, 1 << 20]), st.booleans())
+def test_the_nccl_fold_keeps_the_last_value_of_each_identity_in_each_segment(rows, starts, by_line, chunk, lone):
+    from ingest.parsers.records import NcclValue
+    from runs.digest import NcclFold
+
+    if lone:  # a lone parse's: one file, its segments known
+        rows = [(None, *row[1:]) for row in rows]
+        starts = {None: starts.get(None, [3, 6])}
+    values = [NcclValue(key, value, kind, line, "export", rank, logfile, process)
+              for logfile, process, kind, key, rank, value, line in rows]
+    fold = NcclFold()
+    fold.add(values)
+    for v in values:  # loose echoes (no rank yet) take theirs before the fold, as nccl_debug sets it
+        if v.kind == "effective" and not v.rank:
+            v.rank = "3"
+    want = _every_last(values, starts, by_line)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(digest, "_FOLD_CHUNK", chunk)
+        assert fold._fold(starts, by_line) == want
+
+
+@given(st.lists(st.integers(-5, 40), max_size=50), st.sampled_from([1, 3, 1 << 20]))
+def test_the_last_of_each_key_is_found_alike_packed_and_sorted(keys, chunk):
+    want = {k: i for i, k in enumerate(keys)}
+    expect = sorted((i, k) for k, i in want.items())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(digest, "_FOLD_CHUNK", chunk)
+        assert digest._last_of_each(np.array(keys, dtype=np.int32), None) == expect  # packed in 64 bits
+        assert digest._last_of_each(np.array(keys, dtype=np.int64), None) == expect  # the stable sort
