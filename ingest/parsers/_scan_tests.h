@@ -319,6 +319,26 @@ done:
 
 enum { TK_INT, TK_DEC, TK_NONE };  /* a cell: an integer, a plain decimal, or what float() refuses (None) */
 
+/* Past the whitespace at s[i] (is_space): a row's cells are padded with runs of spaces, skipped 8
+ * bytes at a time. */
+static inline Py_ssize_t tests_blanks(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    for (;;) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        for (; i + 8 <= n; i += 8) {
+            uint64_t u;
+            memcpy(&u, s + i, 8);
+            u ^= 0x2020202020202020ull;  /* (a space is a zero byte) */
+            if (u) {
+                i += __builtin_ctzll(u) >> 3;  /* the first byte that is no space (little-endian) */
+                break;
+            }
+        }
+#endif
+        if (i >= n || !is_space(s[i])) return i;
+        i++;  /* a tab, or another whitespace byte, or one of the last 7 */
+    }
+}
+
 /* The kind of a row's token, -1 when Python must read it. */
 static int tests_token(const Tests *t, const char *s, Py_ssize_t n) {
     Py_ssize_t i = s[0] == '-' ? 1 : 0, d = i;
@@ -355,7 +375,7 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
     Py_ssize_t at[TESTS_MAX_TOKENS], len[TESTS_MAX_TOKENS];
     int kind[TESTS_MAX_TOKENS], nt = 0;
     for (Py_ssize_t i = 0; i < n;) {  /* str.split() */
-        while (i < n && is_space(s[i])) i++;
+        i = tests_blanks(s, n, i);
         if (i >= n) break;
         if (nt == TESTS_MAX_TOKENS) return PYTHON;
         Py_ssize_t start = i;
@@ -441,8 +461,28 @@ static inline int tests_lower_at(const char *s, Py_ssize_t n, Py_ssize_t i, cons
 /* The TM_ marks of s[0:n], in one pass: a place whose letter starts none of the words costs one
  * switch (a `#` line was searched once per literal, and a device row read ten times over). */
 static unsigned tests_marks(const char *s, Py_ssize_t n) {
+    /* The first two letters of every word (in any case where the word's case is any), in a bit
+     * set: a place where none starts costs a look-up, not a switch. Made at the first call. */
+    static uint8_t pairs[65536 / 8];
+    static int made;
+    if (!made) {
+        static const char *EXACT[] = {"Pi", "Ra", "bu", "Ou", "Av", "Co", "nT", "nc"},
+                          *ANY_CASE[] = {"ac", "av", "cc", "nc", "th", "sp", "se", "st"};
+        for (size_t k = 0; k < sizeof(EXACT) / sizeof(*EXACT); k++)
+            pairs[((unsigned char)EXACT[k][0] << 8 | (unsigned char)EXACT[k][1]) >> 3] |=
+                (uint8_t)(1u << ((unsigned char)EXACT[k][1] & 7));
+        for (size_t k = 0; k < sizeof(ANY_CASE) / sizeof(*ANY_CASE); k++)
+            for (int c = 0; c < 4; c++) {
+                unsigned a = (unsigned char)ANY_CASE[k][0] - (c & 1 ? 32 : 0);
+                unsigned b = (unsigned char)ANY_CASE[k][1] - (c & 2 ? 32 : 0);
+                pairs[(a << 8 | b) >> 3] |= (uint8_t)(1u << (b & 7));
+            }
+        made = 1;
+    }
     unsigned m = n > 1024 ? TM_WORDY : 0;  /* (a long line is Python's) */
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {  /* (every word is 3 letters or more) */
+        unsigned key = (unsigned)(unsigned char)s[i] << 8 | (unsigned char)s[i + 1];
+        if (!(pairs[key >> 3] & (1u << (key & 7)))) continue;
         switch (s[i]) {
         case 'P': if (TESTS_AT("Pid")) m |= TM_PID; break;
         case 'R': if (TESTS_AT("Rank")) m |= TM_RANK; break;
