@@ -39,7 +39,7 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
 #define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): a log of several runs, one each */
 #define TESTS_FIELD_LINE_MAX 256
-#define TESTS_PIDS 16  /* pids whose device rows are known to change nothing this scan (tests_device) */
+#define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
 /* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
 typedef struct {
@@ -58,10 +58,12 @@ typedef struct tests_state {
     TestsLayout layouts[TESTS_LAYOUTS];
     PyObject *layout_table[TESTS_LAYOUTS];
     int next_layout;
-    /* the digits of the pids whose device rows were read here this scan (tests_device), as written
-     * (`Pid 077` is another process than `Pid 77`: the tag is the text), device_pids of them */
+    /* the pids whose device rows were read here this scan (tests_device), device_pids of them, by
+     * the digits as written (`Pid 077` is another process than `Pid 77`: the tag is the text) in a
+     * hash table (tests_pid_slot) whose slots stamped device_stamp are this scan's */
     char device_pid[TESTS_PIDS][TESTS_INT_DIGITS];
     Py_ssize_t device_pid_len[TESTS_PIDS];
+    unsigned device_slot_stamp[TESTS_PIDS], device_stamp;
     int device_pids;
     /* Run settings lines whose every setting the result's `settings` (field_settings, a strong
      * reference) held: a setting is never taken away, so such a line sets nothing there again. */
@@ -222,11 +224,32 @@ static Py_ssize_t tests_len(PyObject *obj, const char *name) {
 
 static int tests_table_in(Scanner *self);
 
+/* No pid's device row known to change nothing (every slot's stamp an old one). */
+static void tests_forget_pids(Tests *t) {
+    t->device_pids = 0;
+    if (++t->device_stamp == 0) {  /* (wrapped: a slot's old stamp could be the new one) */
+        memset(t->device_slot_stamp, 0, sizeof(t->device_slot_stamp));
+        t->device_stamp = 1;
+    }
+}
+
+/* The slot of the pid whose digits are d[0:len] (*found), or the free slot where it goes (-1: none,
+ * which tests_device, filling 3/4 of the table at most, never sees). */
+static int tests_pid_slot(const Tests *t, const char *d, Py_ssize_t len, int *found) {
+    unsigned slot = fnv1a(d, len) & (TESTS_PIDS - 1);
+    *found = 0;
+    for (int k = 0; k < TESTS_PIDS; k++, slot = (slot + 1) & (TESTS_PIDS - 1)) {
+        if (t->device_slot_stamp[slot] != t->device_stamp) return (int)slot;
+        if (t->device_pid_len[slot] == len && memeq(t->device_pid[slot], d, (size_t)len)) { *found = 1; return (int)slot; }
+    }
+    return -1;
+}
+
 /* What the parser's state lets this scan read. */
 static int tests_in(Scanner *self) {
     Tests *t = self->tests;
     t->rows_ok = t->comments_ok = t->idle_mode = 0;
-    t->device_pids = 0;  /* (Python may have changed the processes since) */
+    tests_forget_pids(t);  /* (Python may have changed the processes since) */
     if (!t->parser) return 0;
     /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
     Py_ssize_t held = tests_len(t->parser, "held");
@@ -824,8 +847,8 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n, unsigned mar
     /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. A process found
      * so stays so till Python runs (the scan reads, never changes, the Tagger's processes): a
      * test's device rows name one pid, or one per rank (MPI), which are kept. */
-    for (int k = 0; k < t->device_pids; k++)
-        if (pid_len == t->device_pid_len[k] && memeq(s + pid_at, t->device_pid[k], (size_t)pid_len)) return OK;
+    int found, slot = tests_pid_slot(t, s + pid_at, pid_len, &found);
+    if (found) return OK;
     PyObject *processes = tests_attr(t->result, "processes");
     if (!processes) return ERROR;
     char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
@@ -849,9 +872,12 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n, unsigned mar
     int hinted = PySequence_Contains(hints, self->tests_hint);
     if (hinted <= 0) { status = hinted < 0 ? ERROR : PYTHON; goto done; }
     status = OK;
-    int slot = t->device_pids < TESTS_PIDS ? t->device_pids++ : (int)(tests_value(s + pid_at, pid_len) % TESTS_PIDS);
-    memcpy(t->device_pid[slot], s + pid_at, (size_t)pid_len);  /* (tests_digits: at most TESTS_INT_DIGITS) */
-    t->device_pid_len[slot] = pid_len;
+    if (slot >= 0 && t->device_pids < TESTS_PIDS * 3 / 4) {  /* (past that, the rest are looked up each time) */
+        t->device_pids++;
+        memcpy(t->device_pid[slot], s + pid_at, (size_t)pid_len);  /* (tests_digits: at most TESTS_INT_DIGITS) */
+        t->device_pid_len[slot] = pid_len;
+        t->device_slot_stamp[slot] = t->device_stamp;
+    }
 done:
     Py_DECREF(processes);
     return status;
