@@ -203,15 +203,6 @@ static PyObject *tests_attr(PyObject *obj, const char *name) {
     return v;
 }
 
-/* dict[name] by an interned name made once (tests_key), borrowed; NULL where absent or on error. */
-static PyObject *tests_item(PyObject *dict, const char *name) {
-    PyObject *key = tests_key(name);
-    if (!key) return NULL;
-    PyObject *v = PyDict_GetItemWithError(dict, key);
-    Py_DECREF(key);
-    return v;
-}
-
 /* A list's length from an attribute, -1 on error (not a list). */
 static Py_ssize_t tests_len(PyObject *obj, const char *name) {
     PyObject *v = tests_attr(obj, name);
@@ -860,9 +851,8 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n, unsigned mar
     int status = PYTHON;
     if (!p) { status = PyErr_Occurred() ? ERROR : PYTHON; goto done; }
     if (!PyDict_Check(p)) goto done;
-    PyObject *pid = tests_item(p, "pid"), *host = pid ? tests_item(p, "host") : NULL;
-    PyObject *hints = host ? tests_item(p, "hints") : NULL;
-    if (PyErr_Occurred()) { status = ERROR; goto done; }
+    PyObject *pid = PyDict_GetItemString(p, "pid"), *host = PyDict_GetItemString(p, "host");
+    PyObject *hints = PyDict_GetItemString(p, "hints");
     if (!pid || !host || !hints || !PyLong_Check(pid) || !PyList_Check(hints)) goto done;
     int overflow;
     long long known = PyLong_AsLongLongAndOverflow(pid, &overflow);
