@@ -367,6 +367,7 @@ DIGIT_LED = [
 ]
 
 
+@SETTINGS
 @given(st.lists(st.sampled_from(["table", "header", "dated", "made", "named"]), min_size=1, max_size=12),
        st.integers(0, 10**6))
 def test_digit_led_lines_of_other_readers_give_the_records_lines_give_before_during_and_after_tables(parts, seed):

@@ -37,7 +37,7 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_MAX_WORDS 64
 #define TESTS_INT_DIGITS 18  /* records.MAX_INT_DIGITS: a longer cell goes through float() in Python */
 #define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
-#define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): a log of several runs, one each */
+#define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): one a run */
 #define TESTS_FIELD_LINE_MAX 256
 #define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
@@ -231,7 +231,10 @@ static int tests_pid_slot(const Tests *t, const char *d, Py_ssize_t len, int *fo
     *found = 0;
     for (int k = 0; k < TESTS_PIDS; k++, slot = (slot + 1) & (TESTS_PIDS - 1)) {
         if (t->device_slot_stamp[slot] != t->device_stamp) return (int)slot;
-        if (t->device_pid_len[slot] == len && memeq(t->device_pid[slot], d, (size_t)len)) { *found = 1; return (int)slot; }
+        if (t->device_pid_len[slot] == len && memeq(t->device_pid[slot], d, (size_t)len)) {
+            *found = 1;
+            return (int)slot;
+        }
     }
     return -1;
 }
@@ -893,7 +896,8 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     Py_ssize_t i = 0;
     if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
         while (i < n && is_space(s[i])) i++;
-    if (i < n && s[i] == '#') return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n));
+    if (i < n && s[i] == '#')
+        return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n));
     if (i < n && is_digit(s[i]) && !by_literal) {
         int row = tests_row(self, s, n, lineno);
         /* No row at all (its size is no number): read here where the context watcher takes nothing */
