@@ -349,6 +349,67 @@ class Busbw:
             yield logfile, process, (_numbers(last), _numbers(rows), _numbers(top))
 
 
+class BusbwIslands:
+    """A parse's nccl-tests rows with a bus bandwidth, per process, as islands of adjacent lines
+    (first line, last line, rows, highest bus bandwidth): what the worker stores beside the rows
+    (runs.models.CollectiveIsland) so that a refresh reads a row an island, not the run's rows
+    (finding them in SQL at each refresh was ~4.8 s of PostgreSQL's CPU on 512 MB of nccl-tests
+    outputs). The same islands as SQL finds among the stored rows: processes cut to the column's
+    64 characters, a missing line read as 0, the lines of every batch of a process taken together
+    whatever order the batches come in (a line's rows in two batches, a batch of earlier lines)."""
+
+    __slots__ = ("_parts",)
+
+    PROCESS_CHARS = 64  # CollectiveResult.process (the rows' column, cut to it when stored)
+
+    def __init__(self) -> None:
+        # Per process: a batch's islands each, (firsts, lasts, rows, peaks) in line order.
+        self._parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+    def add_frame(self, frame: pl.DataFrame | None) -> None:
+        """One batch of collectives (records.COLLECTIVE_SCHEMA's process, line, busbw_gbs)."""
+        if frame is None or not frame.height:
+            return
+        rows = frame.select(pl.col("process").str.slice(0, self.PROCESS_CHARS),
+                            pl.col("line").fill_null(0).cast(pl.Int64), pl.col("busbw_gbs").cast(pl.Float64)
+                            ).filter(pl.col("busbw_gbs").is_not_null())
+        if not rows.height:
+            return
+        # Most batches are one process's: no partition (as CollectiveTally.add_frame).
+        parts = [rows] if rows.get_column("process").n_unique() == 1 else \
+            rows.partition_by("process", maintain_order=True)
+        for part in parts:
+            lines = part.get_column("line").to_numpy()
+            peaks = part.get_column("busbw_gbs").to_numpy()
+            if (lines[1:] < lines[:-1]).any():
+                order = np.argsort(lines, kind="stable")
+                lines, peaks = lines[order], peaks[order]
+            # Per line (a row's two sides share it): its rows and highest bus bandwidth; then islands.
+            starts = np.flatnonzero(np.concatenate(([True], lines[1:] != lines[:-1])))
+            ns = np.diff(np.append(starts, len(lines)))
+            peaks, lines = np.maximum.reduceat(peaks, starts), lines[starts]
+            at = np.concatenate(([0], np.flatnonzero(np.diff(lines) != 1) + 1))  # where an island starts
+            ends = np.append(at[1:] - 1, len(lines) - 1)
+            self._parts.setdefault(part.get_column("process")[0], []).append((
+                lines[at], lines[ends], np.add.reduceat(ns, at), np.maximum.reduceat(peaks, at)))
+
+    def islands(self) -> Iterator[tuple[str, int, int, int, float]]:
+        """(process, first line, last line, rows, peak) of every island, by process (bytewise,
+        as Python orders text) and first line; the batches' islands that touch or overlap joined."""
+        for process in sorted(self._parts):
+            parts = self._parts[process]
+            firsts, lasts, ns, peaks = (np.concatenate([p[k] for p in parts]) for k in range(4))
+            order = np.argsort(firsts, kind="stable")
+            firsts, lasts, ns, peaks = firsts[order], lasts[order], ns[order], peaks[order]
+            reach = np.maximum.accumulate(lasts)  # the last line covered so far
+            at = np.concatenate(([0], np.flatnonzero(firsts[1:] > reach[:-1] + 1) + 1))
+            ends = np.append(at[1:], len(firsts)) - 1
+            for first, last, n, peak in zip(firsts[at].tolist(), reach[ends].tolist(),
+                                            np.add.reduceat(ns, at).tolist(),
+                                            np.maximum.reduceat(peaks, at).tolist(), strict=True):
+                yield process, first, last, n, peak
+
+
 def collective_dict(op: str, size_bytes: int, time_us: float | None, algbw: float | None, busbw: float | None,
                     in_place: bool) -> dict:
     return {"op": op, "size_bytes": size_bytes, "time_us": time_us, "algbw_gbs": algbw, "busbw_gbs": busbw,
