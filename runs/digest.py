@@ -316,11 +316,22 @@ class Busbw:
         if not len(lines):
             return
         # A run ends where the next line is not the line after it.
-        starts = np.flatnonzero(np.diff(lines) != 1) + 1
-        firsts = lines[np.concatenate(([0], starts))]
-        lasts = lines[np.append(starts - 1, len(lines) - 1)]
-        at = np.concatenate(([0], starts))
-        rows, tops = np.add.reduceat(ns, at), np.maximum.reduceat(peaks, at)
+        at = np.concatenate(([0], np.flatnonzero(np.diff(lines) != 1) + 1))
+        self._add_runs(logfile, process, lines, at, np.add.reduceat(ns, at), np.maximum.reduceat(peaks, at))
+
+    def add_rows(self, logfile: int | None, process: str, lines: np.ndarray, peaks: np.ndarray) -> None:
+        """add_lines() of rows (a line's rows adjacent, `lines` ascending): each line's rows counted
+        and their highest taken with its run's, in one pass (a reduction a line was half the time)."""
+        if not len(lines):
+            return
+        step = np.diff(lines)
+        at = np.concatenate(([0], np.flatnonzero((step != 0) & (step != 1)) + 1))
+        self._add_runs(logfile, process, lines, at, np.diff(np.append(at, len(lines))), np.maximum.reduceat(peaks, at))
+
+    def _add_runs(self, logfile: int | None, process: str, lines: np.ndarray, at: np.ndarray, rows: np.ndarray,
+                  tops: np.ndarray) -> None:
+        """The runs that start at lines[at], with their rows and highest bus bandwidth."""
+        firsts, lasts = lines[at], lines[np.append(at[1:] - 1, len(lines) - 1)]
         runs = self._runs.get((logfile, process))
         if runs is None:
             runs = self._runs[(logfile, process)] = (array("q"), array("q"), array("d"))
@@ -451,23 +462,23 @@ class CollectiveTally:
             # values, not records (runs does not load ingest).
             self.kept.extend(SimpleNamespace(**row) for row in frame.head(room).iter_rows(named=True))
         self.total += frame.height
-        rows = frame.select("process", "line", "busbw_gbs").filter(pl.col("busbw_gbs").is_not_null())
-        if not rows.height:
-            return
-        # Most batches are one process's (the scanner's "main"): no partition. Else a part a process,
-        # its rows in their order, the parts by name (not the rows: a sort of them all was half of this).
-        parts = [rows] if rows.get_column("process").n_unique() == 1 else \
-            sorted(rows.partition_by("process", maintain_order=True), key=lambda p: p.get_column("process")[0])
+        process = frame.get_column("process")
+        # Most batches are one process's (the scanner's "main"): numpy's arrays of the frame's columns,
+        # no query (polars' select and filter cost more than the rest). Else a part a process, its rows in
+        # their order, the parts by name (not the rows: a sort of them all was half of this).
+        if (process == process[0]).all():
+            parts = [frame]
+        else:
+            rows = frame.select("process", "line", "busbw_gbs")
+            parts = sorted(rows.partition_by("process", maintain_order=True), key=lambda p: p.get_column("process")[0])
         for part in parts:
-            lines = part.get_column("line").to_numpy()
-            peaks = part.get_column("busbw_gbs").to_numpy()
+            busbw = part.get_column("busbw_gbs")
+            some = busbw.is_not_null().to_numpy()
+            lines, peaks = part.get_column("line").to_numpy()[some], busbw.to_numpy()[some]
             if (lines[1:] < lines[:-1]).any():  # (rows come in line order: a guard, not a path)
                 order = np.argsort(lines, kind="stable")
                 lines, peaks = lines[order], peaks[order]
-            # Per line (a row's sides share it): its rows and highest bus bandwidth.
-            starts = np.flatnonzero(np.concatenate(([True], lines[1:] != lines[:-1])))
-            self.busbw.add_lines(None, part.get_column("process")[0], lines[starts],
-                                 np.diff(np.append(starts, len(lines))), np.maximum.reduceat(peaks, starts))
+            self.busbw.add_rows(None, part.get_column("process")[0], lines, peaks)
 
     def into(self, rows: Rows) -> None:
         rows.collectives = [collective_dict(c.op, c.size_bytes, c.time_us, c.algbw_gbs, c.busbw_gbs, c.in_place)
