@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench import mixes
-from ingest.parsers import nccl_tests, parse_stream, processes
+from ingest.parsers import nccl_tests, parse_stream, processes, serving
 from runs import digest
 from runs.summary import summarize
 from tests.samples import PROJECT_ROOT
@@ -233,6 +233,54 @@ def test_a_device_row_of_a_pid_read_before_but_written_otherwise_is_the_taggers(
     assert _lines_fed_by_python(data, lambda line: "01377" in line) == 1
 
 
+def test_device_rows_of_more_processes_than_the_scanner_keeps_give_the_records_lines_give():
+    """A scan keeps the pids whose device rows it read (48 at most); past them a row's process is
+    looked up again, and a pid never seen, after them all, is the Tagger's (it makes the process)."""
+    output = next(o for o in OUTPUTS if len({r.split(b"Pid")[1].split()[0] for r in DEVICES if r in o}) >= 16)
+    rows = [r for r in output.split(b"\n") if b"Pid" in r and b"Group" in r]
+    pid = rows[0].split(b"Pid")[1].split()[0]
+    many = [rows[k % len(rows)].replace(b"Pid" + rows[k % len(rows)].split(b"Pid")[1].split(b"on")[0],
+                                        b"Pid  " + str(70000 + k).encode() + b" ") for k in range(60)]
+    assert len({r.split(b"Pid")[1].split()[0] for r in many}) == 60 and pid not in b"".join(many)
+    stranger = many[7].replace(b"70007", b"80007")
+    seen = output + b"\n".join(many) + b"\n"
+    data = seen + b"\n".join(many + many[::-1] + [stranger] + many) + b"\n"
+    _same(data, 1 << 21, 1 << 21)
+    _same(data, 1 << 10, 1 << 10)
+    # Past their first sight, each row is C's but the stranger's first.
+    assert _lines_fed_by_python(data, lambda line: "Pid" in line) == \
+        _lines_fed_by_python(seen, lambda line: "Pid" in line) + 1
+
+
+# The words the context watcher looks for and the literals _comment looks for (tests_marks finds
+# them by their first two letters, in any case where the watcher's case is any).
+WATCHED = [b"throughput", b"acceptance", b"accept length", b"avg bus bandwidth", b"specdecode", b"set by environment",
+           b"statistics x:", b"speculative", b"nccl version", b"rccl version", b"nccl_x", b"busbw", b"Out of bounds",
+           b"Collective test", b"nThread", b"nccl-tests version"]
+
+
+def _cases(word: bytes) -> list[bytes]:
+    """The word with its first two letters in each case, and all in capitals."""
+    out = [word.upper()]
+    for first in (bytes.lower, bytes.upper):
+        for second in (bytes.lower, bytes.upper):
+            out.append(first(word[:1]) + second(word[1:2]) + word[2:])
+    return out
+
+
+def test_device_rows_and_comments_holding_a_watched_word_in_any_case_give_the_records_lines_give():
+    output = next(o for o in OUTPUTS if b"Group  0 Pid   1377" in o)
+    device = next(r for r in output.split(b"\n") if b"Pid   1377" in r and r.startswith(b"#"))
+    lines = []
+    for word in WATCHED:
+        for variant in _cases(word):
+            lines += [device + b" " + variant, device.replace(b"NVIDIA", variant), b"# " + variant + b" 1",
+                      b"#  " + variant]
+    data = output + b"\n".join(lines) + b"\n" + output
+    _same(data, 1 << 21, 1 << 21)
+    _same(data, 1 << 9, 1 << 9)
+
+
 def test_run_settings_lines_seen_before_are_read_in_c_and_a_new_setting_is_not():
     output = next(o for o in OUTPUTS if b"nThread" in o)
     settings = next(line for line in output.split(b"\n") if b"nThread" in line)
@@ -319,6 +367,7 @@ DIGIT_LED = [
 ]
 
 
+@SETTINGS
 @given(st.lists(st.sampled_from(["table", "header", "dated", "made", "named"]), min_size=1, max_size=12),
        st.integers(0, 10**6))
 def test_digit_led_lines_of_other_readers_give_the_records_lines_give_before_during_and_after_tables(parts, seed):
@@ -546,6 +595,18 @@ def test_the_mca_help_box_of_a_real_output_is_read_in_c_past_its_first_lines():
     many = head + (b"-" * 74 + b"\n" + box + end) * 50 + rest
     assert _fed_by_python(many) == _fed_by_python(once)
     _same(many, 1 << 12, 1 << 12)
+
+
+def test_a_rule_of_dashes_without_a_letter_is_read_in_c_without_the_bench_readers():
+    """serving._SECTION wants a letter between the dashes: a rule of none opens no block, and the
+    scanner does not ask the bench readers (their open_section) whether it does."""
+    rules = [b"-" * 74, b"   ---   ", b"-\t---", b"#-----", b"> ----"]
+    data = MCA_OUTPUT + b"\n".join(rules * 20) + b"\n" + MCA_OUTPUT
+    opened = serving.BlockReader.open_section
+    with mock.patch.object(serving.BlockReader, "open_section", autospec=True, side_effect=opened) as spy:
+        parse_stream(io.BytesIO(data), engine="native")
+    assert [call.args[2] for call in spy.call_args_list if not any(c.isalpha() for c in call.args[2])] == []
+    _same(data, 1 << 12, 1 << 12)
 
 
 @SETTINGS

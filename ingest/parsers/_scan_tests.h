@@ -37,8 +37,9 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_MAX_WORDS 64
 #define TESTS_INT_DIGITS 18  /* records.MAX_INT_DIGITS: a longer cell goes through float() in Python */
 #define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
-#define TESTS_FIELD_LINES 4  /* run settings lines known to set nothing new (tests_run_fields) */
+#define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): one a run */
 #define TESTS_FIELD_LINE_MAX 256
+#define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
 /* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
 typedef struct {
@@ -57,10 +58,13 @@ typedef struct tests_state {
     TestsLayout layouts[TESTS_LAYOUTS];
     PyObject *layout_table[TESTS_LAYOUTS];
     int next_layout;
-    /* the digits of a pid whose device row was read here this scan (tests_device), as written
-     * (`Pid 077` is another process than `Pid 77`: the tag is the text); 0 digits: none */
-    char device_pid[TESTS_INT_DIGITS];
-    Py_ssize_t device_pid_len;
+    /* the pids whose device rows were read here this scan (tests_device), device_pids of them, by
+     * the digits as written (`Pid 077` is another process than `Pid 77`: the tag is the text) in a
+     * hash table (tests_pid_slot) whose slots stamped device_stamp are this scan's */
+    char device_pid[TESTS_PIDS][TESTS_INT_DIGITS];
+    Py_ssize_t device_pid_len[TESTS_PIDS];
+    unsigned device_slot_stamp[TESTS_PIDS], device_stamp;
+    int device_pids;
     /* Run settings lines whose every setting the result's `settings` (field_settings, a strong
      * reference) held: a setting is never taken away, so such a line sets nothing there again. */
     PyObject *field_settings;
@@ -76,6 +80,7 @@ typedef struct tests_state {
     int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
     long long test;  /* the parser's test number (the window of a footer's metric) */
     int ended;  /* its test_ended: a footer was read, the next table opens test + 1 */
+    Py_ssize_t pending;  /* the result's collectives (Python's rows) at the scan's start */
     PyObject *headers;  /* its headers dict (header line -> Table or None), a strong reference */
     int s_oob, s_avg, s_source;  /* "out_of_bounds_values", "avg_busbw_gbs", "nccl_tests" (interned) */
     /* Where a digit-led line that is no row changes nothing (tests_idle): 0 no, 1 no table and a
@@ -208,26 +213,45 @@ static Py_ssize_t tests_len(PyObject *obj, const char *name) {
     return n;
 }
 
+static int tests_table_in(Scanner *self);
+
+/* No pid's device row known to change nothing (every slot's stamp an old one). */
+static void tests_forget_pids(Tests *t) {
+    t->device_pids = 0;
+    if (++t->device_stamp == 0) {  /* (wrapped: a slot's old stamp could be the new one) */
+        memset(t->device_slot_stamp, 0, sizeof(t->device_slot_stamp));
+        t->device_stamp = 1;
+    }
+}
+
+/* The slot of the pid whose digits are d[0:len] (*found), or the free slot where it goes (-1: none,
+ * which tests_device, filling 3/4 of the table at most, never sees). */
+static int tests_pid_slot(const Tests *t, const char *d, Py_ssize_t len, int *found) {
+    unsigned slot = fnv1a(d, len) & (TESTS_PIDS - 1);
+    *found = 0;
+    for (int k = 0; k < TESTS_PIDS; k++, slot = (slot + 1) & (TESTS_PIDS - 1)) {
+        if (t->device_slot_stamp[slot] != t->device_stamp) return (int)slot;
+        if (t->device_pid_len[slot] == len && memeq(t->device_pid[slot], d, (size_t)len)) {
+            *found = 1;
+            return (int)slot;
+        }
+    }
+    return -1;
+}
+
 /* What the parser's state lets this scan read. */
 static int tests_in(Scanner *self) {
     Tests *t = self->tests;
     t->rows_ok = t->comments_ok = t->idle_mode = 0;
-    t->device_pid_len = 0;  /* (Python may have changed the processes since) */
+    tests_forget_pids(t);  /* (Python may have changed the processes since) */
     if (!t->parser) return 0;
     /* A row held for a late op name: every `#` line may release it (HOLD_LINES), every row joins it. */
     Py_ssize_t held = tests_len(t->parser, "held");
     if (held < 0) return -1;
     if (held) return 0;
     t->comments_ok = 1;
-    PyObject *test = tests_attr(t->parser, "test"), *ended = test ? tests_attr(t->parser, "test_ended") : NULL;
-    PyObject *headers = ended ? tests_attr(t->parser, "headers") : NULL;
-    int overflow = 0, ended_now = ended ? PyObject_IsTrue(ended) : -1;
-    t->test = test && PyLong_Check(test) ? PyLong_AsLongLongAndOverflow(test, &overflow) : -1;
-    Py_XDECREF(test);
-    Py_XDECREF(ended);
-    if (ended_now < 0 || !headers) { Py_XDECREF(headers); return -1; }
-    t->ended = ended_now;
-    if (overflow || t->test < 0) t->test = -1;  /* (then every footer is Python's) */
+    PyObject *headers = tests_attr(t->parser, "headers");
+    if (!headers) return -1;
     Py_XSETREF(t->headers, PyDict_Check(headers) ? headers : NULL);  /* (not a dict: every header is Python's) */
     if (!t->headers) Py_DECREF(headers);
     PyObject *ranks = tests_attr(t->parser, "ranks");
@@ -253,9 +277,29 @@ static int tests_in(Scanner *self) {
     if (has_format < 0) return -1;
     t->format_set = has_format;
     t->versions_set = has_tests && has_nccl && has_format;
+    /* Python's rows come first: native.py moves them in */
+    if ((t->pending = tests_len(t->result, "collectives")) < 0) return -1;
+    return tests_table_in(self);
+}
+
+/* What the parser's test, table and op let this scan read: tests_in's reading again after a line
+ * read here moved them (tests_move). The rest it read stays: only Python changes the parser's
+ * held rows, headers and ranks, and the result's rows; the settings and formats only grow, where
+ * flags read before say less than they might. */
+static int tests_table_in(Scanner *self) {
+    Tests *t = self->tests;
+    t->rows_ok = t->idle_mode = 0;
+    PyObject *test = tests_attr(t->parser, "test"), *ended = test ? tests_attr(t->parser, "test_ended") : NULL;
+    int overflow = 0, ended_now = ended ? PyObject_IsTrue(ended) : -1;
+    t->test = test && PyLong_Check(test) ? PyLong_AsLongLongAndOverflow(test, &overflow) : -1;
+    Py_XDECREF(test);
+    Py_XDECREF(ended);
+    if (ended_now < 0) return -1;
+    t->ended = ended_now;
+    if (overflow || t->test < 0) t->test = -1;  /* (then every footer is Python's) */
     PyObject *op = tests_attr(t->parser, "op");
     if (!op) return -1;
-    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && has_format;
+    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && t->format_set;
     PyObject *table = tests_attr(t->parser, "table");
     if (!table) { Py_DECREF(op); return -1; }
     PyObject *warned = table == Py_None ? NULL : tests_attr(t->parser, "wrong_warned");
@@ -276,9 +320,7 @@ static int tests_in(Scanner *self) {
     if (warned_now < 0) { status = -1; goto done; }
     /* An op named after the table renames its rows (held or not): only rows of a named op here. */
     if (t->ended || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
-    Py_ssize_t pending = tests_len(t->result, "collectives");  /* Python's rows come first: native.py moves them in */
-    if (pending < 0) { status = -1; goto done; }
-    if (pending) goto done;
+    if (t->pending) goto done;
     if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
     Py_ssize_t len;
     const char *text = PyUnicode_AsUTF8AndSize(op, &len);
@@ -293,6 +335,26 @@ done:
 }
 
 enum { TK_INT, TK_DEC, TK_NONE };  /* a cell: an integer, a plain decimal, or what float() refuses (None) */
+
+/* Past the whitespace at s[i] (is_space): a row's cells are padded with runs of spaces, skipped 8
+ * bytes at a time. */
+static inline Py_ssize_t tests_blanks(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    for (;;) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        for (; i + 8 <= n; i += 8) {
+            uint64_t u;
+            memcpy(&u, s + i, 8);
+            u ^= 0x2020202020202020ull;  /* (a space is a zero byte) */
+            if (u) {
+                i += __builtin_ctzll(u) >> 3;  /* the first byte that is no space (little-endian) */
+                break;
+            }
+        }
+#endif
+        if (i >= n || !is_space(s[i])) return i;
+        i++;  /* a tab, or another whitespace byte, or one of the last 7 */
+    }
+}
 
 /* The kind of a row's token, -1 when Python must read it. */
 static int tests_token(const Tests *t, const char *s, Py_ssize_t n) {
@@ -330,7 +392,7 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
     Py_ssize_t at[TESTS_MAX_TOKENS], len[TESTS_MAX_TOKENS];
     int kind[TESTS_MAX_TOKENS], nt = 0;
     for (Py_ssize_t i = 0; i < n;) {  /* str.split() */
-        while (i < n && is_space(s[i])) i++;
+        i = tests_blanks(s, n, i);
         if (i >= n) break;
         if (nt == TESTS_MAX_TOKENS) return PYTHON;
         Py_ssize_t start = i;
@@ -388,7 +450,88 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
 }
 
 
-static int tests_wordy(const char *s, Py_ssize_t n);
+/* What tests_marks finds in a line: the literals _comment and the Tagger look for (case as written),
+ * and TM_WORDY, a word the context watcher looks for in any case (context.WORDS, read wider: a line
+ * the scanner reads is never offered to it) or a line too long to read here. */
+enum { TM_PID = 1, TM_RANK = 2, TM_BUSBW = 4, TM_AVG = 8, TM_OOB = 16, TM_COLL = 32, TM_NTHREAD = 64,
+       TM_VERSION = 128, TM_WORDY = 256 };
+/* what a device row holds none of: _comment's tests before "Rank", and the context watcher's words */
+#define TM_NOT_DEVICE (TM_BUSBW | TM_AVG | TM_OOB | TM_COLL | TM_NTHREAD | TM_VERSION | TM_WORDY)
+
+/* s[i:i+k] == w (k = strlen(w)), w's case only */
+static inline int tests_at(const char *s, Py_ssize_t n, Py_ssize_t i, const char *w, Py_ssize_t k) {
+    return i + k <= n && memeq(s + i, w, (size_t)k);
+}
+
+/* s[i:i+k].lower() == w (w: lower case, no letter of it upper) */
+static inline int tests_lower_at(const char *s, Py_ssize_t n, Py_ssize_t i, const char *w, Py_ssize_t k) {
+    if (i + k > n) return 0;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        char c = s[i + j];
+        if ((c >= 'A' && c <= 'Z' ? (char)(c + 32) : c) != w[j]) return 0;
+    }
+    return 1;
+}
+#define TESTS_AT(w) tests_at(s, n, i, (w), (Py_ssize_t)sizeof(w) - 1)
+#define TESTS_WORD(w) tests_lower_at(s, n, i + 1, (w), (Py_ssize_t)sizeof(w) - 1)  /* after the first letter */
+
+/* The TM_ marks of s[0:n], in one pass: a place whose letter starts none of the words costs one
+ * switch (a `#` line was searched once per literal, and a device row read ten times over). */
+static unsigned tests_marks(const char *s, Py_ssize_t n) {
+    /* The first two letters of every word (in any case where the word's case is any), in a bit
+     * set: a place where none starts costs a look-up, not a switch. Made at the first call. */
+    static uint8_t pairs[65536 / 8];
+    static int made;
+    if (!made) {
+        static const char *EXACT[] = {"Pi", "Ra", "bu", "Ou", "Av", "Co", "nT", "nc"},
+                          *ANY_CASE[] = {"ac", "av", "cc", "nc", "th", "sp", "se", "st"};
+        for (size_t k = 0; k < sizeof(EXACT) / sizeof(*EXACT); k++)
+            pairs[((unsigned char)EXACT[k][0] << 8 | (unsigned char)EXACT[k][1]) >> 3] |=
+                (uint8_t)(1u << ((unsigned char)EXACT[k][1] & 7));
+        for (size_t k = 0; k < sizeof(ANY_CASE) / sizeof(*ANY_CASE); k++)
+            for (int c = 0; c < 4; c++) {
+                unsigned a = (unsigned char)ANY_CASE[k][0] - (c & 1 ? 32 : 0);
+                unsigned b = (unsigned char)ANY_CASE[k][1] - (c & 2 ? 32 : 0);
+                pairs[(a << 8 | b) >> 3] |= (uint8_t)(1u << (b & 7));
+            }
+        made = 1;
+    }
+    unsigned m = n > 1024 ? TM_WORDY : 0;  /* (a long line is Python's) */
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {  /* (every word is 3 letters or more) */
+        unsigned key = (unsigned)(unsigned char)s[i] << 8 | (unsigned char)s[i + 1];
+        if (!(pairs[key >> 3] & (1u << (key & 7)))) continue;
+        switch (s[i]) {
+        case 'P': if (TESTS_AT("Pid")) m |= TM_PID; break;
+        case 'R': if (TESTS_AT("Rank")) m |= TM_RANK; break;
+        case 'b': if (TESTS_AT("busbw")) m |= TM_BUSBW; break;
+        case 'O': if (TESTS_AT("Out of bounds")) m |= TM_OOB; break;
+        case 'A': if (TESTS_AT("Avg bus bandwidth")) m |= TM_AVG; /* fall through */
+        case 'a':
+            if (TESTS_WORD("cceptanc") || TESTS_WORD("ccept length") || TESTS_WORD("vg bus bandwidth")) m |= TM_WORDY;
+            break;
+        case 'C': if (TESTS_AT("Collective test")) m |= TM_COLL; /* fall through */
+        case 'c': if (TESTS_WORD("cl version")) m |= TM_WORDY; break;
+        case 'n':
+            if (TESTS_AT("nThread")) m |= TM_NTHREAD;
+            if (TESTS_AT("nccl-tests version")) m |= TM_VERSION;
+            /* fall through */
+        case 'N': if (TESTS_WORD("ccl_")) m |= TM_WORDY; break;
+        case 't': case 'T': if (TESTS_WORD("hroughput")) m |= TM_WORDY; break;
+        case 's': case 'S':
+            if (TESTS_WORD("pecdecod") || TESTS_WORD("et by environment") || TESTS_WORD("tatistics")
+                || TESTS_WORD("peculative"))
+                m |= TM_WORDY;
+            break;
+        default: break;
+        }
+    }
+    return m;
+}
+#undef TESTS_AT
+#undef TESTS_WORD
+
+static int tests_wordy(const char *s, Py_ssize_t n) { return (tests_marks(s, n) & TM_WORDY) != 0; }
+
 static int64_t tests_value(const char *s, Py_ssize_t n);
 static int tests_idle(const Tests *t, const char *s, Py_ssize_t n);
 
@@ -502,15 +645,15 @@ static int tests_move(Scanner *self, int k, const char **names, PyObject **value
         Py_XDECREF(key);
         Py_XDECREF(values[i]);
     }
-    return bad || tests_in(self) < 0 ? ERROR : OK;
+    return bad || tests_table_in(self) < 0 ? ERROR : OK;
 }
 
 /* A table header (a `#` line holding `busbw`) whose Table the parser made before (Parser.headers),
  * or a `busbw` line it found no header (None there: _comment returns). _comment with that Table:
  * the next test opened after a footer, the table, its op from the names read before it. */
-static int tests_header(Scanner *self, const char *s, Py_ssize_t n) {
+static int tests_header(Scanner *self, const char *s, Py_ssize_t n, unsigned marks) {
     Tests *t = self->tests;
-    if (s[0] != '#' || !t->headers || tests_wordy(s, n)) return PYTHON;
+    if (s[0] != '#' || !t->headers || marks & TM_WORDY) return PYTHON;
     PyObject *key = PyUnicode_DecodeASCII(s, n, NULL);
     if (!key) return ERROR;
     PyObject *table = PyDict_GetItemWithError(t->headers, key);
@@ -617,55 +760,23 @@ static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t l
 /* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
  * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
  * a version line whose settings are set, any other comment. */
-static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, unsigned by_literal) {
+static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, unsigned by_literal,
+                         unsigned marks) {
     Tests *t = self->tests;
     if (!t->comments_ok) return PYTHON;
     /* _comment's order: a header, the footers, then the rest */
-    if (find(s, n, "busbw", 5)) return by_literal ? PYTHON : tests_header(self, s, n);
-    if (find(s, n, "Avg bus bandwidth", 17)) return by_literal ? PYTHON : tests_avg_busbw(self, s, n, lineno);
-    if (tests_wordy(s, n)) return PYTHON;  /* never offered to the context watcher here */
-    if (find(s, n, "Out of bounds", 13)) return by_literal ? PYTHON : tests_out_of_bounds(self, s, n, lineno);
-    const char *at = find(s, n, "Collective test", 15);
-    if (at) return tests_collective(self, s, n, at);
+    if (marks & TM_BUSBW) return by_literal ? PYTHON : tests_header(self, s, n, marks);
+    if (marks & TM_AVG) return by_literal ? PYTHON : tests_avg_busbw(self, s, n, lineno);
+    if (marks & TM_WORDY) return PYTHON;  /* never offered to the context watcher here */
+    if (marks & TM_OOB) return by_literal ? PYTHON : tests_out_of_bounds(self, s, n, lineno);
+    if (marks & TM_COLL) return tests_collective(self, s, n, find(s, n, "Collective test", 15));
     if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
-    if (find(s, n, "nThread", 7)) return tests_run_fields(self, s, n);  /* the run's settings */
-    if (find(s, n, "nccl-tests version", 18)) return t->versions_set ? OK : PYTHON;
-    if (find(s, n, "Rank", 4) && find(s, n, "Pid", 3)) return PYTHON;  /* an indented device row */
+    if (marks & TM_NTHREAD) return tests_run_fields(self, s, n);  /* the run's settings */
+    if (marks & TM_VERSION) return t->versions_set ? OK : PYTHON;
+    if ((marks & (TM_RANK | TM_PID)) == (TM_RANK | TM_PID)) return PYTHON;  /* an indented device row */
     return OK;
 }
 
-
-/* Whether a line holds, in any case, a word the context watcher looks for (context.WORDS, read
- * wider: a line the scanner reads is never offered to it). */
-static int tests_wordy(const char *s, Py_ssize_t n) {
-    /* The words, each after its first letter, by that letter: a place whose letter starts none
-     * costs one switch (a device row was read ten times over, a search a word; then a loop over
-     * every word at each t, a, s, c or n). */
-    static const char *T[] = {"hroughput", NULL}, *A[] = {"cceptanc", "ccept length", "vg bus bandwidth", NULL},
-                      *S[] = {"pecdecod", "et by environment", "tatistics", "peculative", NULL},
-                      *C[] = {"cl version", NULL}, *N[] = {"ccl_", NULL};
-#define LOWER(c) ((c) >= 'A' && (c) <= 'Z' ? (char)((c) + 32) : (c))
-    if (n > 1024) return 1;  /* (a long line is Python's) */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const char **words;
-        switch (s[i]) {
-        case 't': case 'T': words = T; break;
-        case 'a': case 'A': words = A; break;
-        case 's': case 'S': words = S; break;
-        case 'c': case 'C': words = C; break;
-        case 'n': case 'N': words = N; break;
-        default: continue;
-        }
-        for (; *words; words++) {
-            const char *w = *words;
-            Py_ssize_t j = 0;
-            while (w[j] && i + 1 + j < n && LOWER(s[i + 1 + j]) == w[j]) j++;
-            if (!w[j]) return 1;
-        }
-    }
-#undef LOWER
-    return 0;
-}
 
 /* `\s+WORD` at s[*i]: whitespace then the word; *i past it. */
 static int tests_expect(const char *s, Py_ssize_t n, Py_ssize_t *i, const char *word) {
@@ -701,13 +812,9 @@ static int64_t tests_value(const char *s, Py_ssize_t n) {
  * Tagger (processes._TESTS_DEVICE) and the reader (nccl_tests._DEVICE) match, read as one. A row
  * of the builds before the `Group` column (`#   Rank  0 Pid  14926 on v100-gpu-1 device  0 ...`)
  * is the reader's alone: the Tagger's pattern wants the column, and tags the line "main". */
-static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
+static int tests_device(Scanner *self, const char *s, Py_ssize_t n, unsigned marks) {
     Tests *t = self->tests;
-    if (!t->comments_ok || !t->gpu_set || t->ranks < 0 || s[0] != '#' || tests_wordy(s, n)) return PYTHON;
-    static const char *KEYWORDS[] = {"busbw", "Avg bus bandwidth", "Out of bounds", "Collective test", "nThread",
-                                     "nccl-tests version"};  /* _comment's tests before "Rank" */
-    for (size_t k = 0; k < sizeof(KEYWORDS) / sizeof(*KEYWORDS); k++)
-        if (find(s, n, KEYWORDS[k], (Py_ssize_t)strlen(KEYWORDS[k]))) return PYTHON;
+    if (!t->comments_ok || !t->gpu_set || t->ranks < 0 || s[0] != '#' || marks & TM_NOT_DEVICE) return PYTHON;
     Py_ssize_t i = 1, rank_at, rank_len, pid_at, pid_len, x, xl;
     if (!tests_expect(s, n, &i, "Rank") || !tests_digits(s, n, &i, &rank_at, &rank_len)) return PYTHON;
     Py_ssize_t after_rank = i;
@@ -733,8 +840,9 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     if (!group) return OK;  /* the Tagger's "main", which it has (F_MAIN) */
     /* The Tagger: "pid N" known, with this pid, a host and the nccl-tests hint. A process found
      * so stays so till Python runs (the scan reads, never changes, the Tagger's processes): a
-     * test's device rows name one or two pids. */
-    if (pid_len == t->device_pid_len && memeq(s + pid_at, t->device_pid, (size_t)pid_len)) return OK;
+     * test's device rows name one pid, or one per rank (MPI), which are kept. */
+    int found, slot = tests_pid_slot(t, s + pid_at, pid_len, &found);
+    if (found) return OK;
     PyObject *processes = tests_attr(t->result, "processes");
     if (!processes) return ERROR;
     char name[4 + TESTS_INT_DIGITS];  /* the tag, "pid N" */
@@ -757,8 +865,12 @@ static int tests_device(Scanner *self, const char *s, Py_ssize_t n) {
     int hinted = PySequence_Contains(hints, self->tests_hint);
     if (hinted <= 0) { status = hinted < 0 ? ERROR : PYTHON; goto done; }
     status = OK;
-    memcpy(t->device_pid, s + pid_at, (size_t)pid_len);  /* (tests_digits: at most TESTS_INT_DIGITS) */
-    t->device_pid_len = pid_len;
+    if (slot >= 0 && t->device_pids < TESTS_PIDS * 3 / 4) {  /* (past that, the rest are looked up each time) */
+        t->device_pids++;
+        memcpy(t->device_pid[slot], s + pid_at, (size_t)pid_len);  /* (tests_digits: at most TESTS_INT_DIGITS) */
+        t->device_pid_len[slot] = pid_len;
+        t->device_slot_stamp[slot] = t->device_stamp;
+    }
 done:
     Py_DECREF(processes);
     return status;
@@ -770,16 +882,22 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     /* (its own trigger, `_perf`, only in a `Collective test` line: tests_comment) */
     if (!self->tests || (by_literal & ~BIT(R_NCCL_TESTS)) || (rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_TESTS))) || e->in_block)
         return PYTHON;
-    if (s[0] == '#' && find(s, n, "Pid", 3))
-        return flags & F_MAIN && !by_literal ? tests_device(self, s, n) : PYTHON;
-    int label;
-    int tag = tagger_tag(self, s, n, labels, &label);
-    if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+    unsigned marks = 0;
+    if (s[0] == '#') {
+        marks = tests_marks(s, n);
+        if (marks & TM_PID) return flags & F_MAIN && !by_literal ? tests_device(self, s, n, marks) : PYTHON;
+        /* (tagger_tag's "main": a `#` line without "Pid") */
+    } else {
+        int label;
+        int tag = tagger_tag(self, s, n, labels, &label);
+        if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
+    }
     if (!(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
     Py_ssize_t i = 0;
     if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
         while (i < n && is_space(s[i])) i++;
-    if (i < n && s[i] == '#') return tests_comment(self, s, n, lineno, by_literal);
+    if (i < n && s[i] == '#')
+        return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n));
     if (i < n && is_digit(s[i]) && !by_literal) {
         int row = tests_row(self, s, n, lineno);
         /* No row at all (its size is no number): read here where the context watcher takes nothing */

@@ -944,6 +944,11 @@ static PyObject *block_list(PyObject *block, const char *name) {
  * on error. */
 static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int title) {
     struct vllm_state *v = self->vllm;
+    if (!title) {  /* serving._SECTION wants a letter between the dashes: a rule of none opens no block */
+        Py_ssize_t k = 0;
+        while (k < n && !is_alpha(s[k])) k++;
+        if (k == n) return 0;
+    }
     /* serving._PREFIX, `^([#>][ \t]?)=` */
     Py_ssize_t plen = 0;
     if (n > 0 && (s[0] == '#' || s[0] == '>')) {
