@@ -13,7 +13,17 @@ import pytest
 from ingest.parsers import PARSERS, native, parse_stream, processes, records, serving
 from ingest.parsers.records import ParseResult
 from tests.test_parsers_native import _same
-from tests.test_scan_vllm import BLOCK_FILES, CORPUS, REAL, mixed_log, same_mixed
+from tests.test_scan_vllm import (
+    BLOCK_FILES,
+    CORPUS,
+    DAMAGED,
+    REAL,
+    VLLM,
+    VLLM_DAMAGED,
+    _python_lines,
+    mixed_log,
+    same_mixed,
+)
 
 COMMENTED = CORPUS / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh"
 VLLM_BLOCK = CORPUS / "shared" / "vllm_bench_serve_specdecode_eagle3.txt"
@@ -211,3 +221,70 @@ def test_the_scanners_bench_emit_refuses_what_it_cannot_hold():
     scan.bench_emit(*ok)  # armed again: the first let go
     scan.bench_emit(None)
     scan.bench_emit(None)
+
+
+def test_blocks_closed_in_the_scanner_past_the_lists_cap_make_no_rows():
+    """Rows the scanner reads are kept as plain values and become serving.Rows only where Python may look at
+    them: past the cap (blocks counted, not listed) a block closed in the scanner makes none; the first copies'
+    (listed) and the last one's (open at the end, closed by finish()) do."""
+    two = (VLLM_BLOCK.read_text().rstrip("\n") + "\n" + (CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt")
+           .read_text().rstrip("\n") + "\n")
+    made = []
+
+    class Row(serving.Row):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            made.append(args[0])
+            super().__init__(*args)
+
+    copies = 40
+    with mock.patch.object(serving, "BLOCKS_KEPT", 2), mock.patch.object(serving, "Row", Row):
+        result = parse_stream(io.BytesIO((two * copies).encode()))
+    assert result.settings[serving.OMITTED_KEY].value["count"] >= 2 * copies - 4
+    size = len(two.splitlines())
+    assert made and {(line - 1) // size for line in made} <= {0, 1, copies - 1}, made
+
+
+ARGS = [line for line in VLLM if "non-default args" in line]
+LLAMA = [line for path in sorted((CORPUS / "serving").glob("llamacpp_*.log")) for line in path.read_text().splitlines()]
+TITLES = [i for i, line in enumerate(REAL) if serving._TITLE in line]
+
+
+def _closed_by_others(seed: int) -> bytes:
+    """Real blocks (from a title, whole or cut), each followed by a run of real vLLM or llama.cpp log lines
+    (an args line most often), some of either damaged: the lines that close blocks before their readers."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    for _ in range(rng.randint(2, 12)):
+        start = rng.choice(TITLES)
+        for line in REAL[start:start + rng.randint(2, 50)]:
+            lines.append(rng.choice(DAMAGED)(line) if rng.random() < 0.05 else line)
+            if rng.random() < 0.05 and ":" in line:  # a row the scanner leaves to Python: the block goes on
+                lines.append(f"{line.split(':')[0]}:   {rng.random() * 100:.2e}")
+        pool = rng.choice([ARGS, ARGS, VLLM, LLAMA])
+        at = rng.randrange(len(pool))
+        for line in pool[at:at + rng.randint(1, 4)]:
+            lines.append(rng.choice(VLLM_DAMAGED + DAMAGED)(line) if rng.random() < 0.2 else line)
+    return "\n".join(lines).encode() + rng.choice([b"\n", b""])
+
+
+def test_the_corpus_holds_args_and_llamacpp_lines_to_close_blocks_with():
+    assert ARGS and len(LLAMA) > 20 and len(TITLES) >= 12
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_blocks_closed_by_other_readers_lines_give_the_records_lines_give(seed):
+    same_mixed(_closed_by_others(seed))
+
+
+def test_an_args_line_that_closes_a_block_is_read_in_the_scanner():
+    """A block followed by vLLM's `non-default args` line, repeated (as a sweep's log pastes its runs): past
+    the first copies the args line closes the block in the scanner and is read there too."""
+    block = VLLM_BLOCK.read_text().rstrip("\n") + "\n" + ARGS[0] + "\n"
+    data = (block * 30).encode()
+    fed = _python_lines(data)
+    assert sum(1 for line in fed if "non-default args" in line) <= 2, [line for line in fed if "args" in line]
+    _same(data, 1 << 12, 1 << 12)
+    _same(data, vector=False)
+

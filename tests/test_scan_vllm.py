@@ -4,13 +4,16 @@ copied as comments, and the native engine's records, settings and processes equa
 engine's; the scanner does read a block's rows itself once its tool is known."""
 
 import io
+import math
 import random
 import re
+import struct
 from unittest import mock
 
 import pytest
 
 from ingest.parsers import context, native, parse_stream, serving
+from ingest.parsers._scan import round6
 from tests.samples import PROJECT_ROOT
 from tests.test_parsers_native import _same
 
@@ -323,6 +326,9 @@ VLLM_DAMAGED = [
     lambda s: s.replace("Engine 000: ", "Engine: ", 1),
     lambda s: s.replace("throughput: ", "throughput: 1e3", 1),
     lambda s: s.replace("throughput: ", "throughput: " + "9" * 60, 1),
+    lambda s: s.replace("throughput: ", "throughput: 12345.678901234567890123", 1),  # past the fast path's digits
+    lambda s: s.replace("acceptance rate: ", "acceptance rate: +0.12345678901234567891", 1),
+    lambda s: s.replace("Mean acceptance length: ", "Mean acceptance length: 2.0000000000000004441", 1),
     lambda s: s.replace("generation throughput: ", "generation throughput: 0.0 tokens/s, x: ", 1),
     lambda s: s.replace(" tokens/s, Avg generation", " tokens/s,  Avg generation", 1),
     lambda s: s.replace("Running: ", "Running: -", 1),
@@ -675,3 +681,22 @@ def test_the_scanner_reads_v0_stage_lines_itself():
         fed = [line for line in _python_lines(data) if "stage times" in line]
         assert len(stage) >= 30 and len(fed) <= 2, (path.name, fed[:3])
         _same(data, 1 << 12, 1 << 12)
+
+
+def test_the_scanners_round6_is_pythons_round_to_six_places():
+    """round6 (_scan.c: vLLM's rates and positions, llama.cpp's, the bench metrics) on random doubles of
+    every exponent, on the decimals around every tie of the sixth place and on the exact binary ties (k/128,
+    k odd: x * 10^6 = k * 7812.5), their neighbours, zeros, infinities, nan and the 1e9 bound."""
+    rng = random.Random(6)
+    values = [0.0, -0.0, 1e9, -1e9, math.nextafter(1e9, 0), math.inf, -math.inf, 5e-7, -5e-7, 4.9999999e-7,
+              1e-320, -5e-324, 999999999.9999995, 0.0000015, 2.5e-6, 82.37 / 100, 91.94 / 100, 1 / 3]
+    for _ in range(20000):
+        values.append(struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0])
+        values += [rng.uniform(-1e9, 1e9), rng.uniform(-1, 1), rng.randrange(-2**40, 2**40) / 128,
+                   rng.randrange(0, 10**9) / 10 ** rng.randrange(0, 12)]
+        tie = (rng.randrange(-10**12, 10**12) + 0.5) / 1e6
+        values += [tie, math.nextafter(tie, math.inf), math.nextafter(tie, -math.inf)]
+    for x in values:
+        got, want = round6(x), round(x, 6)
+        assert (got == want and math.copysign(1, got) == math.copysign(1, want)) or (got != got and want != want), x
+    assert round6(math.nan) != round6(math.nan)

@@ -385,9 +385,18 @@ static int sglang_number(const char *s, Py_ssize_t n, double *out) {
     return 1;
 }
 
-/* round(x, 6) as Python does it: the correctly rounded decimal, read back. glibc's printf rounds
- * the exact binary value to nearest, ties to even, as CPython's dtoa mode 3 does. */
+/* round(x, 6) as Python does it: the correctly rounded decimal (CPython's dtoa mode 3: the exact binary
+ * value to nearest, ties to even), read back. Below 1e9 that decimal is N / 10^6, N the integer nearest
+ * the exact x * 10^6 = p + e (p the rounded product, e its residual, exact by fma; p < 2^50, so p - r is
+ * exact and e, at most half p's ulp, moves only a tie of p to its nearest integer r); N / 10^6 is then
+ * read back by one correctly rounded division, as strtod reads the decimal (a zero keeps x's sign, as
+ * dtoa's). Anything else (1e9 and past, inf, nan) goes through glibc's printf, which rounds as dtoa. */
 static double round6(double x) {
+    if (fabs(x) < 1e9) {
+        double p = x * 1e6, e = fma(x, 1e6, -p), r = nearbyint(p), d = p - r;
+        if ((d == 0.5 && e > 0) || (d == -0.5 && e < 0)) r += 2 * d;  /* past the tie: away from r */
+        return r == 0 ? copysign(0.0, x) : r / 1e6;
+    }
     char buf[400];
     int n = snprintf(buf, sizeof(buf), "%.6f", x);
     return to_double(buf, n);
@@ -1210,7 +1219,16 @@ static int sglang_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned
 static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, Eagle *e,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal) {
-    if (flags & F_BENCH) return bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
+    if (flags & F_BENCH) {
+        int status = bench_line(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
+        if (status != BENCH_CLOSED) return status;
+        /* the blocks are closed (no reader is busy): the line is read as any, with the flags after them */
+        struct vllm_state *v = self->vllm;
+        status = read_line(self, s, n, line, lineno, e, windows, labels, nccl_lines, channel_lines, v->next_flags,
+                           mask, lits, by_literal);
+        if (status != OK) v->reflag = 0;  /* the scan stops here: Python gives the next one its flags */
+        return status;
+    }
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
     /* a bench title or client line, no reader busy (_scan_vllm.h, _scan_bench.h) */
@@ -1448,6 +1466,9 @@ static int finish_scan(Scanner *self, State *st, int status) {
     PyObject *type = NULL, *value = NULL, *tb = NULL;
     if (status == ERROR) PyErr_Fetch(&type, &value, &tb);
     int bad = state_out(self, st) < 0;
+    /* the rows read into open bench blocks join their lists: Python may read the blocks now */
+    if (status != ERROR && !bad) bad = bench_flush(self->vllm) < 0;
+    else if (self->vllm) bench_pend_clear(self->vllm);
     if (status != ERROR) return bad ? -1 : 0;
     if (bad) {  /* the state could not be written back: that error is raised */
         Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
@@ -2698,6 +2719,13 @@ static PyObject *trim_heap(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ignored
 #endif
 }
 
+static PyObject *py_round6(PyObject *module, PyObject *arg) {
+    (void)module;
+    double x = PyFloat_AsDouble(arg);
+    if (x == -1.0 && PyErr_Occurred()) return NULL;
+    return PyFloat_FromDouble(round6(x));
+}
+
 static PyMethodDef module_methods[] = {
     {"trim_heap", trim_heap, METH_NOARGS, "trim_heap() -> whether free memory went back to the system (glibc)"},
     {"hold_heap", hold_heap, METH_NOARGS, "hold_heap() -> whether freed memory is kept for the next chunks (glibc)"},
@@ -2706,6 +2734,7 @@ static PyMethodDef module_methods[] = {
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
     {"ascii_image", ascii_image, METH_O,
      "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
+    {"round6", py_round6, METH_O, "round6(x: float) -> round(x, 6) as the scanner computes it (for tests)"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
     {NULL, NULL, 0, NULL},

@@ -109,25 +109,40 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* What a row of the owner's block writes (_bench_emit): the metric's name (-1 none) and value. `positions`
- * counts vLLM's `Position i` rows (acceptance_pos_{i}). 1, 0 (the row is Python's: an int float() would
- * round differently) or -1 on error. */
-static int bench_metric(Scanner *self, BenchEmit *E, int owner, PyObject *key, PyObject *value, int *positions,
-                        int *name, double *x) {
-    *name = -1;
-    if (!PyLong_CheckExact(value) && !PyFloat_CheckExact(value)) return 1;
+/* The metric a numeric row of the owner's block writes (_bench_emit), by its key: *name (-1 none) and
+ * *scale. `positions` counts vLLM's `Position i` rows (acceptance_pos_{i}). 0, or -1 on error. */
+static int bench_metric_name(Scanner *self, BenchEmit *E, int owner, PyObject *key, int *positions, int *name,
+                             double *scale) {
+    *name = -1, *scale = 1;
     const char *k = PyUnicode_AsUTF8(key);
     if (!k) return -1;
-    double scale = 1;
     if (strcmp(k, "output_throughput_tok_s") == 0) *name = E->s_throughput;
     else if (owner == 0 ? strcmp(k, "accept_length") == 0 : strcmp(k, "acceptance_length") == 0) *name = E->s_tokens;
-    else if (owner == 1 && strcmp(k, "acceptance_rate_pct") == 0) *name = E->s_rate, scale = 100;
+    else if (owner == 1 && strcmp(k, "acceptance_rate_pct") == 0) *name = E->s_rate, *scale = 100;
     else if (owner == 1 && strncmp(k, "acceptance_position_", 20) == 0) {
         char buf[32];
         int len = snprintf(buf, sizeof(buf), "acceptance_pos_%d", ++*positions);
         if ((*name = intern_str(self, buf, len)) < 0) return -1;
-        scale = 100;
-    } else return 1;
+        *scale = 100;
+    }
+    return 0;
+}
+
+/* The value a metric row writes: float(value) / scale, rounded to 6 places for vLLM. */
+static double bench_metric_value(int owner, double x, double scale) {
+    if (scale != 1) x /= scale;
+    return owner == 1 ? round6(x) : x;  /* round(float(value), 6) */
+}
+
+/* What a row of the owner's block writes (_bench_emit): the metric's name (-1 none) and value. 1, 0 (the
+ * row is Python's: an int float() would round differently) or -1 on error. */
+static int bench_metric(Scanner *self, BenchEmit *E, int owner, PyObject *key, PyObject *value, int *positions,
+                        int *name, double *x) {
+    *name = -1;
+    if (!PyLong_CheckExact(value) && !PyFloat_CheckExact(value)) return 1;
+    double scale;
+    if (bench_metric_name(self, E, owner, key, positions, name, &scale) < 0) return -1;
+    if (*name < 0) return 1;
     if (PyFloat_CheckExact(value)) {
         *x = PyFloat_AS_DOUBLE(value);
     } else {
@@ -138,9 +153,35 @@ static int bench_metric(Scanner *self, BenchEmit *E, int owner, PyObject *key, P
         if (overflow || i > (1LL << 53) || i < -(1LL << 53)) return 0;
         *x = (double)i;
     }
-    if (scale != 1) *x /= scale;
-    if (owner == 1) *x = round6(*x);  /* round(float(value), 6) */
+    *x = bench_metric_value(owner, *x, scale);
     return 1;
+}
+
+/* bench_metric of a row kept as plain values (BenchRow). */
+static int bench_metric_kept(Scanner *self, BenchEmit *E, int owner, const BenchRow *r, int *positions, int *name,
+                             double *x) {
+    *name = -1;
+    if (r->kind != ROW_INT && r->kind != ROW_FLOAT) return 1;
+    double scale;
+    if (bench_metric_name(self, E, owner, r->key, positions, name, &scale) < 0) return -1;
+    if (*name < 0) return 1;
+    if (r->kind == ROW_INT && (r->i > (1LL << 53) || r->i < -(1LL << 53))) return 0;
+    *x = bench_metric_value(owner, r->kind == ROW_INT ? (double)r->i : r->x, scale);
+    return 1;
+}
+
+/* SGLang's `backend` row names the engine (_bench_emit): *engine set where its text does ("vllm..." or one
+ * holding "sglang"). 0, or -1 on error. */
+static int bench_backend(PyObject *key, PyObject *value, int *engine) {
+    if (!PyUnicode_Check(value) || PyUnicode_CompareWithASCIIString(key, "backend") != 0) return 0;
+    PyObject *vllm = PyUnicode_FromString("vllm"), *sglang = PyUnicode_FromString("sglang");
+    Py_ssize_t at = vllm ? PyUnicode_Tailmatch(value, vllm, 0, PY_SSIZE_T_MAX, -1) : -1;
+    int in = at == 0 && sglang ? PyUnicode_Contains(value, sglang) : 0;
+    Py_XDECREF(vllm);
+    Py_XDECREF(sglang);
+    if (at < 0 || in < 0) return -1;
+    *engine |= at == 1 || in == 1;
+    return 0;
 }
 
 /* "serving." + key, kept for the keys that repeat block after block (a new reference). */
@@ -184,22 +225,24 @@ static int bench_emit_ok(Scanner *self, BenchEmit *E, int owner, PyObject *rows,
                 PyObject *tag = PyDict_GetItemWithError(E->recent, line);
                 ok = tag ? 0 : PyErr_Occurred() ? -1 : 1;
             }
-            if (ok > 0 && owner == 0 && PyUnicode_Check(value)
-                && PyUnicode_CompareWithASCIIString(key, "backend") == 0) {
-                /* the client's backend names the engine: "vllm..." or one holding "sglang" */
-                PyObject *vllm = PyUnicode_FromString("vllm"), *sglang = PyUnicode_FromString("sglang");
-                Py_ssize_t at = vllm ? PyUnicode_Tailmatch(value, vllm, 0, PY_SSIZE_T_MAX, -1) : -1;
-                int in = at == 0 && sglang ? PyUnicode_Contains(value, sglang) : 0;
-                Py_XDECREF(vllm);
-                Py_XDECREF(sglang);
-                ok = at < 0 || in < 0 ? -1 : 1;
-                engine |= at == 1 || in == 1;
-            }
+            if (ok > 0 && owner == 0 && bench_backend(key, value, &engine) < 0) ok = -1;
         }
         Py_XDECREF(value);
         Py_XDECREF(key);
         Py_XDECREF(line);
         if (ok <= 0) return ok;
+    }
+    struct vllm_state *v = self->vllm;
+    for (Py_ssize_t i = 0; i < v->npend; i++) {  /* the rows read here, after those */
+        const BenchRow *r = &v->pend[i];
+        if (r->kind == ROW_NONE) continue;
+        int name;
+        double x;
+        /* (a row read here is "main"'s: the Tagger was fed no such line, Tagger.recent lacks it) */
+        int ok = bench_metric_kept(self, E, owner, r, &positions, &name, &x);
+        if (ok <= 0) return ok;
+        metrics |= name >= 0;
+        if (owner == 0 && r->kind == ROW_TEXT && bench_backend(r->key, r->text, &engine) < 0) return -1;
     }
     if (owner == 1) {
         int spec = PySequence_Contains(sections, E->k_spec);
@@ -240,6 +283,8 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
         bad = !more || PyDict_SetItem(counts, E->k_count, more) < 0;
         Py_XDECREF(one);
         Py_XDECREF(more);
+    } else if (!bad && bench_flush(self->vllm) < 0) {  /* add_block lists the block's rows */
+        bad = 1;
     } else if (!bad) {
         PyObject *argv[4] = {E->result, block, E->tool[owner], E->fmt[owner]};
         PyObject *got = PyObject_Vectorcall(E->add_block, argv, 4, NULL);
@@ -292,6 +337,31 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
         Py_XDECREF(key);
         Py_XDECREF(line);
     }
+    struct vllm_state *v = self->vllm;
+    for (Py_ssize_t i = 0; i < v->npend && !bad; i++) {  /* the rows read here, after those (as they came) */
+        const BenchRow *r = &v->pend[i];
+        if (r->kind == ROW_NONE) continue;
+        PyObject *skey = bench_skey(E, r->key);
+        int set = skey ? PyDict_Contains(settings, skey) : -1;
+        if (set == 0) {  /* ParseResult.set: the first source wins */
+            PyObject *value = bench_row_value(r), *ln = value ? PyLong_FromLongLong(r->line) : NULL, *made = NULL;
+            if (ln) {
+                PyObject *argv[4] = {skey, value, ln, E->fmt[owner]};
+                made = PyObject_Vectorcall(E->setting_type, argv, 4, NULL);
+            }
+            set = made ? PyDict_SetItem(settings, skey, made) : -1;
+            Py_XDECREF(value);
+            Py_XDECREF(ln);
+            Py_XDECREF(made);
+        }
+        Py_XDECREF(skey);
+        int name;
+        double x;
+        int got = set < 0 ? -1 : bench_metric_kept(self, E, owner, r, &positions, &name, &x);
+        bad = got < 0
+            || (got > 0 && name >= 0 && add_metric(self, name, x, window, r->line, E->s_src[owner], self->s_empty,
+                                                   E->s_bench) < 0);
+    }
     return bad ? -1 : 0;
 }
 
@@ -320,7 +390,7 @@ static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject
         || !(waiting[1] = block_list(E->result, "metrics")))
         goto done;
     if (PyList_GET_SIZE(waiting[0]) || PyList_GET_SIZE(waiting[1])) { ok = 0; goto done; }
-    if (PyList_GET_SIZE(rows)) {  /* BlockReader.feed gives a block with rows only */
+    if (PyList_GET_SIZE(rows) || v->npend) {  /* BlockReader.feed gives a block with rows only */
         /* Block.owner: the tool its labels named, else the log's engine (SGLang unless vLLM) */
         PyObject *tool = PyObject_GetAttr(blocks[0], E->attr[A_TOOL]);
         if (!tool) goto done;
@@ -344,6 +414,7 @@ static int bench_close_here(Scanner *self, const char *s, Py_ssize_t n, PyObject
         ok = -1;
         if (bench_emit_rows(self, E, owner, blocks[owner], rows, settings) < 0) goto done;
     }
+    bench_pend_clear(v);  /* written: the closed blocks' rows are made no Row of */
     ok = -1;
     if (title) {
         if (bench_open(self, s, n, line, lineno, 1) < 0) goto done;

@@ -14,8 +14,9 @@
  *     a word (kept as text; nan, nan%, n/a, none give no row) or `not set`, and a label
  *     serving.KEYS knows, holding no reader's literal but a client one (`request rate:`: the readers
  *     do nothing more with it inside a block) or SGLang's `sglang` as the value alone (no launch
- *     command): the same Row joins both blocks' rows; a `Position i` row under a subsection is
- *     keyed `acceptance_{key}_pct`; a valueless row opens that subsection (both readers'
+ *     command): the same row joins both blocks' rows (kept as plain values, BenchRow, and made a
+ *     serving.Row only where Python may look at the blocks: bench_flush); a `Position i` row under a
+ *     subsection is keyed `acceptance_{key}_pct`; a valueless row opens that subsection (both readers'
  *     `subsection`, handed over as `readers`, set here, a Row of no value joins); Its STARTS may be launch_env's (a capital first: no `=` on the
  *     line, so _command finds no assignment) or the bench readers' (fed anyway);
  *   - a section title `-----Name-----` (serving._SECTION) holding no literal but `---`: its header
@@ -30,8 +31,10 @@
  * closed here and its owner's records written (bench_close_here, _scan_bench.h) or, where that is not
  * plain, fed to the two bench readers alone by one call (bench_close: native._Parse.bench_close writes
  * the blocks' records and gives the flags the scan reads on with); a title with no reader busy opens
- * both readers' blocks (bench_title, their open_title()) and the scan reads on in F_BENCH. Any other
- * line goes back to Python, which reads it as the line engine does.
+ * both readers' blocks (bench_title, their open_title()) and the scan reads on in F_BENCH. A line that
+ * ends the blocks and is another reader's (a `non-default args` line after a block: closes_before) has
+ * the blocks closed here and is then read as with none open (read_line). Any other line goes back to
+ * Python, which reads it as the line engine does.
  */
 
 /* ---- vLLM process tags and engine throughput lines ------------------------------------------
@@ -62,6 +65,7 @@
 #define F_VLLM_SPEC 16384  /* "vllm_spec" is among the formats */
 #define F_VLLM_STAGES (1 << 20)  /* "vllm_stage_times" is among the formats */
 #define DECLINE 2
+#define BENCH_CLOSED 3  /* bench_line closed the blocks at a line it leaves to read_line (closes_before) */
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
 
@@ -92,6 +96,18 @@ typedef struct {
 #define BENCH_LABELS 64
 #define BENCH_LABEL_MAX 64
 
+/* A row read here, kept as plain values while nothing but the scanner looks at its block: a serving.Row
+ * is made of it only where Python may (bench_flush: the scan's end, a closer or note_row called, a block
+ * listed by add_block); a block closed here past the list's cap never has one. */
+enum { ROW_NONE, ROW_INT, ROW_FLOAT, ROW_TEXT };
+typedef struct {
+    int64_t line;
+    PyObject *label, *key, *text;  /* owned; text: a word's value (ROW_TEXT), else NULL */
+    long long i;  /* ROW_INT's value */
+    double x;  /* ROW_FLOAT's value */
+    int kind;  /* ROW_NONE: a valueless row (a subsection's), its value None */
+} BenchRow;
+
 struct vllm_state {
     PyObject *rows[2], *sections[2];  /* the two open blocks' lists (SGLang's, vLLM's) */
     PyObject *row_type;  /* serving.Row */
@@ -120,6 +136,9 @@ struct vllm_state {
     int reflag, next_flags;
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
+    /* the open blocks' rows read here and not yet in their lists (both blocks', in order, after those) */
+    BenchRow *pend;
+    Py_ssize_t npend, pend_cap;
     VllmLines lines;  /* vLLM's tagged and engine lines (vllm_arm) */
     struct llama_state *llama;  /* llama.cpp's timing and slot lines (_scan_llamacpp.h, llamacpp_arm) */
     struct args_state *args;  /* vLLM's `non-default args` lines (_scan_vllm_args.h, vllm_args_arm) */
@@ -175,6 +194,62 @@ static void vllm_lines_release(VllmLines *l) {
     l->armed = 0, l->tag_len = 0;
 }
 
+/* The rows kept (BenchRow) let go, made no Row of. */
+static void bench_pend_clear(struct vllm_state *v) {
+    for (Py_ssize_t k = 0; k < v->npend; k++) {
+        Py_CLEAR(v->pend[k].label); Py_CLEAR(v->pend[k].key); Py_CLEAR(v->pend[k].text);
+    }
+    v->npend = 0;
+}
+
+/* A kept row's value as the Row holds it (a new reference). */
+static PyObject *bench_row_value(const BenchRow *r) {
+    switch (r->kind) {
+    case ROW_INT: return PyLong_FromLongLong(r->i);
+    case ROW_FLOAT: return PyFloat_FromDouble(r->x);
+    case ROW_TEXT: return Py_NewRef(r->text);
+    default: return Py_NewRef(Py_None);
+    }
+}
+
+/* The rows kept made serving.Rows and appended to both open blocks' lists, as BlockReader._row appends
+ * them: before Python may look at the blocks. 0, or -1 on error (the rows not made are let go). */
+static int bench_flush(struct vllm_state *v) {
+    if (!v || !v->npend) return 0;
+    int bad = !v->rows[0] || !v->rows[1] || !v->row_type;
+    for (Py_ssize_t k = 0; k < v->npend && !bad; k++) {
+        BenchRow *r = &v->pend[k];
+        PyObject *ln = PyLong_FromLongLong(r->line), *value = ln ? bench_row_value(r) : NULL, *row = NULL;
+        if (value) {
+            PyObject *argv[4] = {ln, r->label, r->key, value};
+            row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
+        }
+        Py_XDECREF(ln);
+        Py_XDECREF(value);
+        bad = !row || PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
+        Py_XDECREF(row);
+    }
+    if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "rows kept with no block open");
+    bench_pend_clear(v);
+    return bad ? -1 : 0;
+}
+
+/* A row read kept (its label and key referenced anew; `text` stolen): 0, or -1 on error. */
+static int bench_push(struct vllm_state *v, int64_t line, PyObject *label, PyObject *key, int kind, long long i,
+                      double x, PyObject *text) {
+    if (v->npend == v->pend_cap) {
+        Py_ssize_t cap = v->pend_cap ? 2 * v->pend_cap : 64;
+        BenchRow *more = cap < PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(BenchRow)
+            ? realloc(v->pend, (size_t)cap * sizeof(BenchRow)) : NULL;
+        if (!more) { Py_XDECREF(text); PyErr_NoMemory(); return -1; }
+        v->pend = more, v->pend_cap = cap;
+    }
+    BenchRow *r = &v->pend[v->npend++];
+    r->line = line, r->kind = kind, r->i = i, r->x = x, r->text = text;
+    r->label = Py_NewRef(label), r->key = Py_NewRef(key);
+    return 0;
+}
+
 static void vllm_release(Scanner *self) {
     struct vllm_state *v = self->vllm;
     if (!v) return;
@@ -182,6 +257,8 @@ static void vllm_release(Scanner *self) {
     llama_release(v->llama);
     args_release(v->args);
     bench_emit_release(v->emit);
+    bench_pend_clear(v);
+    free(v->pend);
     for (int i = 0; i < 2; i++) {
         Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
         Py_CLEAR(v->openers[i]);
@@ -245,6 +322,7 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
     struct vllm_state *v = self->vllm;
     if (n == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
         if (v) {
+            if (bench_flush(v) < 0) return NULL;  /* (the scan's end has made them: none kept) */
             for (int i = 0; i < 2; i++) {
                 Py_CLEAR(v->rows[i]); Py_CLEAR(v->sections[i]); Py_CLEAR(v->blocks[i]); Py_CLEAR(v->readers[i]);
             }
@@ -273,6 +351,7 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
         return NULL;
     }
     if (!v && !(v = vllm_state_of(self))) return NULL;
+    if (bench_flush(v) < 0) return NULL;
     bench_tables(v, row_type, keys);
     v->armed_here = 0;
     PyObject *lists[4] = {ra, sa, rb, sb};
@@ -307,9 +386,9 @@ static inline int label_char(char c) {
 
 static inline int is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
-/* parse_value() of a row's value token t[0:len] when it gives an int or a float: *out a new
- * reference; 0 when the text is another (text, nan, an exponent, 19 digits...): Python's. */
-static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
+/* parse_value() of a row's value token t[0:len] when it gives an int or a float: 1 with *kind ROW_INT
+ * (*i) or ROW_FLOAT (*x); 0 when the text is another (text, nan, an exponent, 19 digits...): Python's. */
+static int bench_number(const char *t, Py_ssize_t len, int *kind, long long *i, double *x) {
     Py_ssize_t k = (t[0] == '+' || t[0] == '-') ? 1 : 0, d1 = 0, d2 = 0, dot = 0;
     while (k + d1 < len && is_digit(t[k + d1])) d1++;
     Py_ssize_t j = k + d1;
@@ -321,18 +400,24 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
     if (j != len || d1 + d2 == 0) return 0;
     if (!dot) {  /* [-+]?\d{1,18}: int(text) */
         if (d1 > 18) return 0;
-        long long x = 0;
-        for (Py_ssize_t i = k; i < len; i++) x = x * 10 + (t[i] - '0');
-        *out = PyLong_FromLongLong(t[0] == '-' ? -x : x);
-        return *out ? 1 : -1;
+        long long v = 0;
+        for (Py_ssize_t c = k; c < len; c++) v = v * 10 + (t[c] - '0');
+        *kind = ROW_INT, *i = t[0] == '-' ? -v : v;
+        return 1;
     }
     if (len > 40) return 0;  /* float(text), finite at this length (no exponent) */
-    char buf[48];
-    memcpy(buf, t, (size_t)len);
-    buf[len] = 0;
-    double x = PyOS_string_to_double(buf, NULL, NULL);
-    if (x == -1.0 && PyErr_Occurred()) return -1;
-    *out = PyFloat_FromDouble(x);
+    /* to_double reads `-?\d*\.\d*` as float() does (a `+` changes nothing) */
+    *kind = ROW_FLOAT, *x = t[0] == '+' ? to_double(t + 1, len - 1) : to_double(t, len);
+    return 1;
+}
+
+/* bench_number's value as an object (a new reference in *out): 1, 0 (Python's), -1 on error. */
+static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
+    int kind;
+    long long i;
+    double x;
+    if (!bench_number(t, len, &kind, &i, &x)) return 0;
+    *out = kind == ROW_INT ? PyLong_FromLongLong(i) : PyFloat_FromDouble(x);
     return *out ? 1 : -1;
 }
 
@@ -378,6 +463,7 @@ static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int su
  * the first telling label names it); once named, they are no longer called. 0, or -1 on error. */
 static int bench_note(struct vllm_state *v, const char *method, PyObject *text) {
     if (!v->blocks[0]) return 0;
+    if (bench_flush(v) < 0) return -1;  /* note_row reads the rows (Block.note_row's `first`) */
     PyObject *name = PyUnicode_InternFromString(method);
     if (!name) return -1;
     int named = 1;
@@ -423,19 +509,9 @@ static int bench_subsection(Scanner *self, const char *s, Py_ssize_t n, int64_t 
     PyObject *label, *key;
     int known = bench_label(v, s, n, 0, &label, &key);
     if (known <= 0) return known < 0 ? ERROR : PYTHON;
-    PyObject *row = NULL;
-    if (bench_note(v, "note_row", label) == 0 && bench_set_subsection(v, label) == 0) {
-        PyObject *ln = PyLong_FromLongLong(lineno);
-        if (ln) {
-            PyObject *argv[4] = {ln, label, key, Py_None};
-            row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
-        }
-        Py_XDECREF(ln);
-    }
+    int bad = bench_note(v, "note_row", label) < 0 || bench_set_subsection(v, label) < 0
+        || bench_push(v, lineno, label, key, ROW_NONE, 0, 0, NULL) < 0;
     if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
-    if (!row) return ERROR;
-    int bad = PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0;
-    Py_DECREF(row);
     return bad ? ERROR : OK;
 }
 
@@ -477,8 +553,10 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
         if (find(s, v0, "sglang", 6) || !(v1 - v0 == 6 && memeq(s + v0, "sglang", 6))) return PYTHON;
     }
     PyObject *value = NULL;
-    int got = bench_value(s + v0, v1 - v0, &value);
-    if (got < 0) return ERROR;
+    int kind = ROW_TEXT;
+    long long iv = 0;
+    double xv = 0;
+    int got = bench_number(s + v0, v1 - v0, &kind, &iv, &xv);
     int none = 0;
     if (got == 0) {
         /* parse_value of a letter-led word: float() takes only inf, infinity and nan (not finite: the
@@ -498,24 +576,13 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
         Py_XDECREF(value);
         return known < 0 ? ERROR : PYTHON;
     }
-    PyObject *row = NULL;
-    if (bench_note(v, "note_row", label) == 0) {
-        if (none) {
-            row = Py_None, Py_INCREF(row);
-        } else {
-            PyObject *ln = PyLong_FromLongLong(lineno);
-            if (ln) {
-                PyObject *argv[4] = {ln, label, key, value};
-                row = PyObject_Vectorcall(v->row_type, argv, 4, NULL);
-            }
-            Py_XDECREF(ln);
-        }
+    int bad = bench_note(v, "note_row", label) < 0;
+    if (!bad && !none) {  /* (nan, n/a, none: no row) */
+        bad = bench_push(v, lineno, label, key, kind, iv, xv, value) < 0;
+        value = NULL;  /* (stolen) */
     }
     Py_XDECREF(value);
     if (known == 2) { Py_DECREF(label); Py_DECREF(key); }
-    if (!row) return ERROR;
-    int bad = row != Py_None && (PyList_Append(v->rows[0], row) < 0 || PyList_Append(v->rows[1], row) < 0);
-    Py_DECREF(row);
     return bad ? ERROR : OK;
 }
 
@@ -722,6 +789,52 @@ static int closes_inert(struct vllm_state *v, const char *b, Py_ssize_t bn, uint
     return i < bn && !is_alpha(b[i]) && b[i] != '-';
 }
 
+/* serving._ROW matches b[0:n] (ASCII): `^\s*([A-Za-z][A-Za-z0-9 ()/%#.,\-]*?)\s*:(?:\s+(not set|\S+))?\s*$`.
+ * The label holds no `:`, so its colon is the line's first; one token after it, or `not set`, or none. */
+static int row_shape(const char *b, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n && is_space(b[i])) i++;
+    if (i >= n || !is_alpha(b[i])) return 0;
+    const char *c = memchr(b + i, ':', (size_t)(n - i));
+    if (!c) return 0;
+    Py_ssize_t colon = c - b, le = colon;
+    while (le > i && is_space(b[le - 1])) le--;
+    for (Py_ssize_t k = i; k < le; k++)
+        if (!label_char(b[k])) return 0;
+    Py_ssize_t j = colon + 1, w = j;
+    while (j < n && is_space(b[j])) j++;
+    if (j == n) return 1;  /* no value */
+    if (j == w) return 0;  /* `:` glued to text */
+    if (n - j >= 7 && memeq(b + j, "not set", 7)) {
+        Py_ssize_t k = j + 7;
+        while (k < n && is_space(b[k])) k++;
+        if (k == n) return 1;
+    }
+    while (j < n && !is_space(b[j])) j++;
+    while (j < n && is_space(b[j])) j++;
+    return j == n;
+}
+
+/* A line BlockReader.feed ends the open blocks at and no more (not their mark's, or no title, row,
+ * section or blank: a `non-default args` line after a block, a log line), that no reader before the two
+ * bench ones acts on (no eagle_profile or SGLang literal: their records and settings would come before the
+ * blocks') and that no BlockReader would read once its block is closed (none of its TRIGGERS, which are
+ * SGLang's literals too, or STARTS), the Tagger's "main" known: the blocks closed here (bench_close_here),
+ * it is read on as with none open (read_line, BENCH_CLOSED). */
+static int closes_before(Scanner *self, const char *s, Py_ssize_t n, int flags, unsigned by_literal,
+                         unsigned by_start) {
+    struct vllm_state *v = self->vllm;
+    if (!(flags & F_MAIN) || !v->emit || by_literal & (BIT(R_EAGLE) | BIT(R_SGLANG))
+        || by_start & (BIT(R_SGLANG) | BIT(R_VLLM)))
+        return 0;
+    if (v->prefix_len) {
+        if (n < v->prefix_need || !memeq(s, v->prefix, (size_t)v->prefix_need)) return 1;  /* the copy ended */
+        Py_ssize_t k = v->prefix_len < n ? v->prefix_len : n;
+        s += k, n -= k;
+    }
+    return !blank_line(s, n) && !row_shape(s, n);  /* (no `---`: no section; no title) */
+}
+
 /* A line that closes the open blocks (closes_blocks, closes_inert): closed and the owner's records written
  * here where that is plain (bench_close_here, _scan_bench.h), else native._Parse.bench_close feeds it to
  * the two bench readers (their blocks' records are written, a title opens new ones), stamps the records
@@ -733,6 +846,7 @@ static int bench_close(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
     int here = bench_close_here(self, s, n, line, lineno, title, flags);
     if (here < 0) return ERROR;
     if (!here) {
+        if (bench_flush(v) < 0) return ERROR;  /* the readers close blocks holding every row */
         PyObject *got = call_line(v->closer, s, n, line, lineno);
         if (!got) return ERROR;
         long next = PyLong_AsLong(got);
@@ -754,8 +868,8 @@ static int bench_close(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
 
 /* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
  * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
-static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
-                      int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
+static int bench_line_read(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                           int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
     struct vllm_state *v = self->vllm;
     unsigned by_start = starts_of(s, n);
     *mask = by_literal | by_start;
@@ -798,6 +912,18 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     /* offered after the readers, as the engines do */
     if (*mask && offer_line(v, s, n, line, lineno, (*mask & ~BIT(R_TAGGER)) != 0) < 0) return ERROR;
     return OK;
+}
+
+/* bench_line_read, and a line it hands back that closes the blocks before other readers read it
+ * (closes_before): the blocks closed here, BENCH_CLOSED (read_line reads the line on). */
+static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
+                      int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
+    int r = bench_line_read(self, s, n, line, e, flags, lineno, mask, lits, by_literal);
+    if (r != PYTHON || !self->vllm || e->in_block
+        || !closes_before(self, s, n, flags, by_literal, starts_of(s, n)))
+        return r;
+    int here = bench_close_here(self, s, n, line, lineno, 0, flags);
+    return here < 0 ? ERROR : here ? BENCH_CLOSED : PYTHON;
 }
 
 
@@ -1219,11 +1345,8 @@ static int first_number(const char *t, Py_ssize_t n, double *out, Py_ssize_t *st
             if (x < n && is_digit(t[x])) return 2;
         }
         if (end - i > 40) return 2;
-        char buf[48];
-        memcpy(buf, t + i, (size_t)(end - i));
-        buf[end - i] = 0;
-        *out = PyOS_string_to_double(buf, NULL, NULL);
-        if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 2; }
+        /* float(): correctly rounded, as to_double reads a plain decimal (a `+` changes nothing) */
+        *out = t[i] == '+' ? to_double(t + i + 1, end - i - 1) : to_double(t + i, end - i);
         *stop = end;
         return 1;
     }
@@ -1240,11 +1363,7 @@ static Py_ssize_t engine_number(const char *t, Py_ssize_t n, double *out) {
         while (i < n && is_digit(t[i])) i++;
     }
     if (i > 40) return 0;
-    char buf[48];
-    memcpy(buf, t, (size_t)i);
-    buf[i] = 0;
-    *out = PyOS_string_to_double(buf, NULL, NULL);
-    if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    *out = to_double(t, i);  /* float(), correctly rounded */
     return i;
 }
 
