@@ -124,3 +124,63 @@ def test_an_offer_that_is_no_watchers_is_called_for_the_lines_read_in_c():
     worded = [i for i, line in enumerate(lines, 1) if context.WORDS.search(line) and not context._skipped(line)]
     assert len(worded) > 12 * 3 and set(worded) <= set(seen) and len(seen) == len(set(seen))
     assert processes.MAIN in result.processes
+
+
+# ---- context._HINTS read in C (context_hint): the one search for WORDS' words every offer and
+# launch_env's STARTS start with, by the vector search (32 places a step) and the plain one.
+
+def _hints(line: str) -> bool:
+    return context._HINTS.search(line.lower()) is not None
+
+
+@pytest.fixture(params=[True, False], ids=["vector", "plain"])
+def vector(request):
+    was = _scan.vector()
+    _scan.vector(request.param and was)
+    yield
+    _scan.vector(was)
+
+
+def test_every_real_line_has_the_hints_context_py_finds(vector):
+    lines = [line for line in _real_lines() if line.isascii()]
+    assert sum(map(_hints, lines)) > 300
+    for line in lines:
+        for form in (line, line.upper(), line.swapcase()):
+            assert _scan.hints(form) == _hints(form), form
+
+
+_WORDS = ["throughput", "accept", "bandwidth", "specdecod", "statistics", "speculative", "environment",
+          "cl version", "nccl_"]
+
+
+@pytest.mark.parametrize("word", _WORDS)
+def test_each_word_is_found_at_every_place_whole_and_not_cut(word, vector):
+    """Each word at every place of lines of up to 100 bytes (a step's end and the line's, where the
+    vector search reads a padded copy), in its cases; cut short or broken by a byte, it is not one."""
+    for size in (0, 1, 29, 31, 32, 33, 34, 63, 64, 65, 100):
+        for at in range(size + 1):
+            for form in (word, word.upper(), word.title(), word[:-1], word[:-1] + "@", word[0] + "\x00" + word[1:]):
+                line = ("x" * at + form + "y" * size)[:max(size, at + len(form))]
+                assert _scan.hints(line) == _hints(line), (line, at)
+
+
+# bytes next to the words' letters in ASCII (A-Z and a-z are 32 apart: `@`, `[`, `` ` ``, `{`, `_`)
+@SETTINGS
+@given(st.lists(st.sampled_from(_WORDS + ["thr", "acc", "ban", "spe", "sta", "env", "cl ", "ncc", "NCC", "Cl ",
+                                          "@", "[", "`", "{", "_", " ", "x", "\x00", "\x7f", "CL\x00version"]),
+                max_size=20), st.booleans())
+def test_made_lines_have_the_hints_context_py_finds(pieces, plain):
+    line = "".join(pieces)
+    was = _scan.vector()
+    try:
+        _scan.vector(not plain and was)
+        assert _scan.hints(line) == _hints(line)
+    finally:
+        _scan.vector(was)
+
+
+def test_hints_reads_ascii_text_only():
+    with pytest.raises(ValueError):
+        _scan.hints("speculative é")
+    with pytest.raises(ValueError):
+        _scan.hints(b"nccl_")  # type: ignore[arg-type]

@@ -109,6 +109,15 @@ typedef struct {
     uint32_t hash;
 } keymap;
 
+/* The context Watcher bound to the scanner (env_bind), whose offer() every format's lines are offered
+ * to in C (_scan_context.h). */
+typedef struct {
+    PyObject *watcher;               /* the bound Watcher, NULL when none */
+    PyObject *candidates, *dump_lines;  /* its sets (fetched each scan call) */
+    Py_ssize_t max;                  /* context.MAX_CANDIDATES */
+    int fetched;                     /* 0 not yet this call, 1 read, -1 unreadable (offer() is called) */
+} context_fast;
+
 typedef struct {
     PyObject_HEAD
     /* trigger literals, each with its reader, and a filter on their first two bytes */
@@ -140,6 +149,7 @@ typedef struct {
     struct { char *text; Py_ssize_t len; } nccl_seen[64];
     PyObject *nccl_of[2];  /* channel_lines, nccl_lines */
     struct nccl_fast *nccl;  /* NCCL INFO lines read here (_scan_nccl.h), NULL until nccl_bind() */
+    context_fast ctx;  /* the Watcher's offer() (_scan_context.h), bound by env_bind() */
     Shape shapes[2];  /* the last decode and prefill lines' (sglang_batch) */
     /* the last SGLang label seen and its string (labels repeat line after line) */
     char last_label[64]; Py_ssize_t last_label_len; int last_label_idx;
@@ -526,6 +536,7 @@ static const char *BLOCK_LABELS[] = {
     "Successful requests", "Benchmark duration (s)", "Request throughput (req/s)", "Output token throughput (tok/s)",
 };
 
+#include "_scan_context.h"
 #include "_scan_launch.h"
 
 /* The readers whose STARTS the line matches (their patterns are checked equal to these in
@@ -1147,7 +1158,6 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
-#include "_scan_context.h"
 #include "_scan_nccl.h"
 #include "_scan_nccl_other.h"
 #include "_scan_env.h"
@@ -2362,6 +2372,7 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->m_value.v);
     nccl_forget(self);
     nccl_fast_free(self);
+    context_clear(&self->ctx);
     tests_free(self->tests);
     Py_XDECREF(self->tests_gpu_key);
     Py_XDECREF(self->tests_hint);
@@ -2700,6 +2711,7 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"hints", context_hints, METH_O, "hints(line) -> whether an ASCII line holds a word of context._HINTS, case-blind"},
     {"ascii_image", ascii_image, METH_O,
      "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
     {"dirty_lines", dirty_lines, METH_O,
@@ -2725,8 +2737,6 @@ static PyMethodDef Scanner_methods[] = {
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
      "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},
-    {"watch", (PyCFunction)Scanner_watch, METH_VARARGS,
-     "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
     {"vllm_args_arm", (PyCFunction)Scanner_vllm_args_arm, METH_VARARGS,
      "vllm_args_arm(fields): vllm._ARGS' field -> setting names, for the `non-default args` lines read"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
@@ -2779,6 +2789,7 @@ PyMODINIT_FUNC PyInit__scan(void) {
     __builtin_cpu_init();
     avx2_ok = __builtin_cpu_supports("avx2");
 #endif
+    context_hint_init();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ScannerType);
