@@ -3,6 +3,7 @@ are context.py's own regexes on every real line and on made ones, and a parse wh
 scanner offers in C counts the same candidates as the line engine, the cap on them included."""
 
 import io
+from contextlib import contextmanager
 from unittest import mock
 
 import pytest
@@ -22,7 +23,7 @@ def _python(line: str) -> tuple[bool, bool]:
     return context.WORDS.search(line) is not None, context._skipped(line)
 
 
-def test_every_real_line_has_the_words_and_skip_context_py_finds():
+def test_every_real_line_has_the_words_and_skip_context_py_finds(vector):
     lines = [line for line in _real_lines() if line.isascii()]
     assert len(lines) > 3000
     assert sum(_python(line)[0] for line in lines) > 100 and sum(_python(line)[1] for line in lines) > 100
@@ -36,20 +37,35 @@ _PIECES = ["throughput", "acceptanc", "acceptance", "e", " len", " rate", "Accep
            " set to ", " set to", "=", ".", "a.", "1", "avg bus bandwidth", "AVG BUS Bandwidth", "SpecDecod",
            "set by environment", "SET BY ENVIRONMENT", "nccl version", "RCCL version", "Nccl Version", "NCCL INFO ",
            "NCCL WARN", "NCCL TRACE", "NCCL INFOx", "Decode batch", "Prefill batch", "batch", "---", "-", "--- x ---",
-           "\t", "\x1c", "\x0b", "é"[:0], "Throughput", "vm:1:1 [0] "]
+           "\t", "\x1c", "\x0b", "é"[:0], "Throughput", "vm:1:1 [0] ",
+           # the words' parts before and in the hints they hold, and runs across a vector step (32 bytes)
+           "bandwidth", "avg bus ", "Avg Bus ", "set by ", "Set by ", "environment", "Environment", "cl version",
+           "CL version", "n", "R", "c", "C", "Decode ", "Prefill ", "Decode", "specdecod", "y" * 29, "y" * 40]
+
+
+@contextmanager
+def _vector(on: bool):
+    was = _scan.vector()
+    _scan.vector(on and was)
+    try:
+        yield
+    finally:
+        _scan.vector(was)
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(_PIECES), max_size=12))
-def test_made_lines_have_the_words_and_skip_context_py_finds(pieces):
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.booleans())
+def test_made_lines_have_the_words_and_skip_context_py_finds(pieces, on):
     line = "".join(pieces)
-    assert _scan.offer_words(line) == _python(line)
+    with _vector(on):
+        assert _scan.offer_words(line) == _python(line)
 
 
 @SETTINGS
-@given(st.text(st.sampled_from("NCCL_ =.:-stAaxX0\tbchpe"), max_size=40))
-def test_short_texts_of_the_words_letters_read_alike(line):
-    assert _scan.offer_words(line) == _python(line)
+@given(st.text(st.sampled_from("NCCL_ =.:-stAaxX0\tbchpev"), max_size=40), st.booleans())
+def test_short_texts_of_the_words_letters_read_alike(line, on):
+    with _vector(on):
+        assert _scan.offer_words(line) == _python(line)
 
 
 @pytest.mark.parametrize("line", [
@@ -62,7 +78,7 @@ def test_short_texts_of_the_words_letters_read_alike(line):
     "----a----", "--- a-b ---", "---a--", "--- é ---"[:0] + "---_---", "x Decode batch", "Prefill batches",
     "AVG BUS BANDWIDTH", "SpecDecoding", "RCCL VERSION", "rccl version", "xnccl version", "SET BY ENVIRONMENT",
 ])
-def test_the_branches_of_the_words_and_skip_read_as_context_py_reads_them(line):
+def test_the_branches_of_the_words_and_skip_read_as_context_py_reads_them(line, vector):
     assert _scan.offer_words(line) == _python(line)
 
 
@@ -135,10 +151,8 @@ def _hints(line: str) -> bool:
 
 @pytest.fixture(params=[True, False], ids=["vector", "plain"])
 def vector(request):
-    was = _scan.vector()
-    _scan.vector(request.param and was)
-    yield
-    _scan.vector(was)
+    with _vector(request.param):
+        yield
 
 
 def test_every_real_line_has_the_hints_context_py_finds(vector):
@@ -169,14 +183,10 @@ def test_each_word_is_found_at_every_place_whole_and_not_cut(word, vector):
 @given(st.lists(st.sampled_from(_WORDS + ["thr", "acc", "ban", "spe", "sta", "env", "cl ", "ncc", "NCC", "Cl ",
                                           "@", "[", "`", "{", "_", " ", "x", "\x00", "\x7f", "CL\x00version"]),
                 max_size=20), st.booleans())
-def test_made_lines_have_the_hints_context_py_finds(pieces, plain):
+def test_made_lines_have_the_hints_context_py_finds(pieces, on):
     line = "".join(pieces)
-    was = _scan.vector()
-    try:
-        _scan.vector(not plain and was)
+    with _vector(on):
         assert _scan.hints(line) == _hints(line)
-    finally:
-        _scan.vector(was)
 
 
 def test_hints_reads_ascii_text_only():
