@@ -249,9 +249,40 @@ static const char *find_at(const char *s, Py_ssize_t n, const char *p, Py_ssize_
     return NULL;
 }
 
-/* The first p[0:k] in a line s[0:n]: a plain loop on its first byte, lines being short. */
+static int avx2_ok = 0;  /* set at import from the CPU (and by _scan.vector() in tests) */
+
+#ifdef HAVE_AVX2_PATH
+/* find() 32 places a step: where p's first and last bytes both are, then the rest compared; from
+ * `*at` on while a step's two loads lie within s[0:n] (the places left: *at, for the plain loop). */
+__attribute__((target("avx2")))
+static const char *find_avx2(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k, Py_ssize_t *at) {
+    const __m256i first = _mm256_set1_epi8(p[0]), last = _mm256_set1_epi8(p[k - 1]);
+    Py_ssize_t i = 0;
+    for (; i + k - 1 + 32 <= n; i += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + k - 1));
+        uint32_t m = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last)));
+        for (; m; m &= m - 1) {
+            Py_ssize_t j = i + __builtin_ctz(m);
+            if (memeq(s + j + 1, p + 1, (size_t)(k - 2))) return s + j;
+        }
+    }
+    *at = i;
+    return NULL;
+}
+#endif
+
+/* The first p[0:k] in a line s[0:n]: a plain loop on its first byte where the line is short, else
+ * (AVX2) 32 places a step. */
 static const char *find(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
-    for (Py_ssize_t i = 0; i + k <= n; i++)
+    Py_ssize_t i = 0;
+#ifdef HAVE_AVX2_PATH
+    if (avx2_ok && k >= 2 && n >= k + 31) {
+        const char *got = find_avx2(s, n, p, k, &i);
+        if (got) return got;
+    }
+#endif
+    for (; i + k <= n; i++)
         if (s[i] == p[0] && memeq(s + i, p, (size_t)k)) return s + i;
     return NULL;
 }
@@ -470,7 +501,6 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
  * nibble tables looked up by pshufb: a place can only be a literal's start if each of its three
  * bytes is in one bucket's tables), then compared whole. Bytes past the text are never read: the
  * last steps read a copy padded with newlines. */
-static int avx2_ok = 0;  /* set at import from the CPU (and by _scan.vector() in tests) */
 
 #ifdef HAVE_AVX2_PATH
 __attribute__((target("avx2")))
@@ -2668,6 +2698,21 @@ static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
     return Py_BuildValue("NnN", image, lines, wide);
 }
 
+/* find(line, literal) -> where find() finds an ASCII literal in an ASCII line, -1 for nowhere (the vector
+ * search where it is on: tests hold both to str.find). */
+static PyObject *find_text(PyObject *Py_UNUSED(mod), PyObject *args) {
+    PyObject *line, *literal;
+    if (!PyArg_ParseTuple(args, "UU", &line, &literal)) return NULL;
+    if (!PyUnicode_IS_ASCII(line) || !PyUnicode_IS_ASCII(literal) || PyUnicode_GET_LENGTH(literal) == 0) {
+        PyErr_SetString(PyExc_ValueError, "find reads an ASCII line and a literal of one byte or more");
+        return NULL;
+    }
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+    const char *at = find(s, PyUnicode_GET_LENGTH(line), (const char *)PyUnicode_1BYTE_DATA(literal),
+                          PyUnicode_GET_LENGTH(literal));
+    return PyLong_FromSsize_t(at ? at - s : -1);
+}
+
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
 static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
@@ -2711,6 +2756,7 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"find", find_text, METH_VARARGS, "find(line, literal) -> where the scanner finds literal in line, or -1"},
     {"hints", context_hints, METH_O, "hints(line) -> whether an ASCII line holds a word of context._HINTS, case-blind"},
     {"ascii_image", ascii_image, METH_O,
      "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
