@@ -194,3 +194,31 @@ def test_hints_reads_ascii_text_only():
         _scan.hints("speculative é")
     with pytest.raises(ValueError):
         _scan.hints(b"nccl_")  # type: ignore[arg-type]
+
+
+# A copied bench block's progress bar is a non-ASCII comment the scanner reads on its UTF-8 bytes
+# (bench_dirty_comment, _scan_bench.h): offered where it may hold a word offer() finds in the str,
+# `ſ`, `ı`, `İ` and `K` matching ASCII letters case-blind (context_may_offer).
+_BARS = ["# 100%|███| 32/32 [02:30<00:00,  4.71s/it]", "# 100%|███| ſpecdecoding on", "# 100%|███| SPECDECODİNG",
+         "# 50%|██| set by envıronment", "# 50%|██| set by envİronment", "# 50%|██| set bY ENVIRONMENT",
+         "# 50%|██| avg bus bandwidth", "# 50%|██| Avg Bus Bandwıdth", "# 1%|█| nccl verſion", "# 1%|█| rCcl version",
+         "# 1%|█| throughput ſ", "# 1%|█| Speculative", "# 1%|█| ſpeculative", "# 1%|█| K specdecod",
+         "# 1%|█| acceptance rate", "# 1%|█| Statistics x: 1", "# 1%|█| NCCL_X=1 ſ"]
+
+
+@pytest.mark.parametrize("bar", _BARS)
+def test_progress_bars_holding_the_words_leave_the_unread_lines_lines_leave(bar):
+    from tests.test_scan_bench import COMMENTED
+
+    block = COMMENTED.read_text().rstrip("\n").splitlines()
+
+    def log(bar: str) -> bytes:  # the block's own bars (read in C past the first copy) made this one
+        return ("\n".join([bar if "100%|" in line else line for line in block] * 6) + "\n").encode()
+
+    def unread(data: bytes) -> int:
+        return parse_stream(io.BytesIO(data), engine="lines").settings["unread"].value["count"]
+    _same(log(bar))
+    worded = context.WORDS.search(bar) is not None
+    assert worded == (bar not in (_BARS[0], "# 1%|█| ſpeculative", "# 1%|█| Statistics x: 1")), bar
+    bars = log(bar).decode().count(bar)
+    assert bars >= 12 and unread(log(bar)) - unread(log(_BARS[0])) == (bars if worded else 0)

@@ -128,6 +128,23 @@ static int context_hint(const char *s, Py_ssize_t n) {
     return hint_find(s, n, 0, &word) >= 0;
 }
 
+/* Whether UTF-8 bytes s[0:n] hold a character Python's case-blind regexes match an ASCII letter with
+ * (`ı` and `İ` an i, `K` a k, `ſ` an s: context.py), which may hide a word of WORDS from context_hint. */
+static int ctx_folds_ascii(const char *s, Py_ssize_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (Py_ssize_t i = 0; i + 1 < n; i++)
+        if (u[i] >= 0xc4 && ((u[i] == 0xc4 && (u[i + 1] == 0xb0 || u[i + 1] == 0xb1)) || (u[i] == 0xc5 && u[i + 1] == 0xbf)
+                             || (u[i] == 0xe2 && u[i + 1] == 0x84 && i + 2 < n && u[i + 2] == 0xaa)))
+            return 1;
+    return 0;
+}
+
+/* Whether offer() may do something with a line of UTF-8 bytes s[0:n] (ASCII or not): a word of _HINTS,
+ * or a character that matches a letter of one case-blind. */
+static int context_may_offer(const char *s, Py_ssize_t n) {
+    return context_hint(s, n) || ctx_folds_ascii(s, n);
+}
+
 static inline int ctx_name_char(char c) { return (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_'; }
 
 /* Where `[A-Z0-9_]+` from i ends (i when none). */
