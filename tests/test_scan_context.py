@@ -82,11 +82,12 @@ def test_the_branches_of_the_words_and_skip_read_as_context_py_reads_them(line, 
     assert _scan.offer_words(line) == _python(line)
 
 
-def test_offer_words_reads_ascii_text_only():
+@pytest.mark.parametrize("read", [_scan.offer_words, _scan.hints])
+def test_the_word_searches_read_ascii_text_only(read):
     with pytest.raises(ValueError):
-        _scan.offer_words("é")
+        read("speculative é")
     with pytest.raises(ValueError):
-        _scan.offer_words(b"x")  # type: ignore[arg-type]
+        read(b"nccl_")
 
 
 HEAD = (PROJECT_ROOT / "samples" / "spec_eagle3_tuned_2step.log").read_text().splitlines()
@@ -187,13 +188,6 @@ def test_made_lines_have_the_hints_context_py_finds(pieces, on):
     line = "".join(pieces)
     with _vector(on):
         assert _scan.hints(line) == _hints(line)
-
-
-def test_hints_reads_ascii_text_only():
-    with pytest.raises(ValueError):
-        _scan.hints("speculative é")
-    with pytest.raises(ValueError):
-        _scan.hints(b"nccl_")  # type: ignore[arg-type]
 
 
 # A copied bench block's progress bar is a non-ASCII comment the scanner reads on its UTF-8 bytes
