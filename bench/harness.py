@@ -119,6 +119,9 @@ class Stack:
         }
         self._sql: psycopg.Connection | None = None
         self.database_cpu: dict[int, float] = {}  # wait_ready's samples: {backend pid: CPU seconds}
+        # wait_ready's longest look at a parsing file whose heartbeat was this many seconds old (the
+        # reconciler takes a claim silent for RUNLENS_CLAIM_STALE_SECONDS, 60 by default, as dead).
+        self.heartbeat_silence = 0.0
 
     # -- the database and Redis ---------------------------------------------------------------------
 
@@ -159,6 +162,14 @@ class Stack:
     def run_count(self) -> int:
         row = self.sql.execute("SELECT count(*) FROM runs_run").fetchone()
         return int(row[0]) if row else 0
+
+    def heartbeat_age(self, run_ids: list[int]) -> float:
+        """Seconds since the oldest heartbeat of these runs' parsing files (0 when none parses).
+        A plain read: it waits for no lock, and sees the last beat committed."""
+        row = self.sql.execute(
+            "SELECT EXTRACT(EPOCH FROM MAX(clock_timestamp() - COALESCE(heartbeat_at, claimed_at))) FROM runs_logfile "
+            "WHERE run_id = ANY(%s) AND status = 'parsing'", (run_ids,)).fetchone()
+        return float(row[0]) if row and row[0] is not None else 0.0
 
     def run_status(self, run_ids: list[int]) -> dict[int, str]:
         rows = self.sql.execute("SELECT id, status FROM runs_run WHERE id = ANY(%s)", (run_ids,)).fetchall()
@@ -338,9 +349,11 @@ class Stack:
         start = time.perf_counter()
         left = set(run_ids)
         self.database_cpu = {}
+        self.heartbeat_silence = 0.0
         while left:
             for pid, seconds in self.database_cpu_seconds().items():
                 self.database_cpu[pid] = max(seconds, self.database_cpu.get(pid, 0.0))
+            self.heartbeat_silence = max(self.heartbeat_silence, self.heartbeat_age(list(left)))
             for rid, status in self.run_status(list(left)).items():
                 if status == "ready":
                     left.discard(rid)

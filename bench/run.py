@@ -286,9 +286,13 @@ def section_ingest(a, rows, refs, stack: Stack) -> None:
     # PostgreSQL's share: each backend's CPU while the run parsed, less what it had used before.
     db = sum(seconds - db_cpu.get(pid, 0.0) for pid, seconds in stack.database_cpu.items())
     rows["ingest_time"].detail["database_cpu_seconds"] = round(db, 2)
+    # The store's last statements hold the file's row (its heartbeat skips a beat then, waits for
+    # none): the oldest heartbeat seen while it parsed says whether a reconciler could think it dead.
+    rows["ingest_time"].detail["heartbeat_max_age_seconds"] = round(stack.heartbeat_silence, 1)
     rows["ingest_time"].detail["log"] = a.ingest_mix or "generator"
     say(rows["ingest_time"].measured, f"(CPU: worker {rows['ingest_time'].detail['worker_cpu_seconds']} s, "
-        f"PostgreSQL {db:.1f} s) | worker peak RSS", rows["ingest_rss"].measured)
+        f"PostgreSQL {db:.1f} s; oldest heartbeat {stack.heartbeat_silence:.1f} s) | worker peak RSS",
+        rows["ingest_rss"].measured)
 
 
 def large_runs(a, refs, stack: Stack, state: dict) -> list[int]:

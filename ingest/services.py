@@ -33,8 +33,9 @@ from ingest.parsers import ParseError, ParseResult, native, parse_stream
 from ingest.parsers import records as rec
 from ingest.parsers import trace as trace_parser
 from runs import columns
-from runs.digest import NcclFold
+from runs.digest import BusbwIslands, NcclFold
 from runs.models import (
+    CollectiveIsland,
     CollectiveResult,
     LogFile,
     NcclSetting,
@@ -225,6 +226,8 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
             # NCCL echoes whose rank the nccl_debug parser learns only at its end (it holds
             # them itself until then): folded once the parse has finished, with their rank.
             unranked: list[rec.NcclValue] = []
+            # The nccl-tests rows' islands of adjacent lines, found here rather than by each refresh.
+            islands = BusbwIslands()
 
             def spill(result: ParseResult) -> None:
                 if heartbeat.lost.is_set():
@@ -233,6 +236,7 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
                 unranked.extend(n for n in values if _rank_pending(n))
                 nccl.add(n for n in values if not _rank_pending(n))
                 folder.add(phases, metrics)
+                islands.add_frame(collectives)
                 _spool_rows(spool, collectives)
 
             with storage.open_log(lf.path, lf.registered) as stream:
@@ -243,7 +247,7 @@ def parse_logfile(logfile_id: int, token: str = "") -> str:
             nccl.add(unranked)
             unranked.clear()
             try:
-                _store_rows(lf, spool, cut, nccl.stored(result), result)
+                _store_rows(lf, spool, cut, nccl.stored(result), result, islands)
             except (OperationalError, _ClaimLost):
                 raise
             except Exception as e:
@@ -339,12 +343,13 @@ def _unspool(spool: BinaryIO) -> Iterator[pl.DataFrame]:
 
 
 def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, nccl: list[rec.NcclValue],
-                result: ParseResult) -> None:
+                result: ParseResult, islands: BusbwIslands) -> None:
     """Replace the file's rows with the spooled ones, if the claim is still this parse's.
 
     Phases and metrics were cut into the file's stored columns while parsing (parse_logfile's
     spill): here they are written as they are (runs.columns.write), collectives and the folded
-    NCCL values as rows (COPY on PostgreSQL).
+    NCCL values as rows (COPY on PostgreSQL), and the collectives' islands of adjacent lines found
+    while spooling them (runs.digest.BusbwIslands: a refresh reads these, not the rows).
 
     The log file's row is left alone until the end (_finish_logfile marks it ready if the claim
     is still this parse's, else the whole store rolls back): the heartbeat keeps updating it
@@ -367,6 +372,7 @@ def _store_rows(lf: LogFile, spool: BinaryIO, cut: columns.Cutter, nccl: list[re
                 cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         for frame in _unspool(spool):
             _insert_collectives(lf, frame)
+        _insert_islands(lf, islands)
         for at in range(0, len(nccl), BATCH_ROWS):
             _insert_nccl(lf, nccl[at:at + BATCH_ROWS])
         _finish_logfile(lf, result)
@@ -447,13 +453,14 @@ def _fail(lf: LogFile, message: str, line: int | None) -> str:
 
 def _delete_rows(lf: LogFile) -> None:
     columns.delete(lf)
-    for model in (NcclSetting, CollectiveResult):
+    for model in (NcclSetting, CollectiveResult, CollectiveIsland):
         model.objects.filter(logfile=lf).delete()
 
 
 # Columns written per row, in the order _insert_rows builds them (field names; COPY uses their columns).
 COLLECTIVE_FIELDS = ("run", "logfile", "line", "process", "op", "size_bytes", "count", "dtype", "redop", "root",
                      "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place")
+ISLAND_FIELDS = ("run", "logfile", "process", "first_line", "last_line", "rows", "peak_busbw_gbs")
 NCCL_FIELDS = ("run", "logfile", "line", "process", "key", "value", "kind", "rank", "source", "role")
 
 
@@ -472,6 +479,12 @@ def _insert_collectives(lf: LogFile, frame: pl.DataFrame) -> None:
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"{_copy_into(CollectiveResult, COLLECTIVE_FIELDS)} WITH (FORMAT csv, NULL '\\N')") as copy:
         copy.write(csv)
+
+
+def _insert_islands(lf: LogFile, islands: BusbwIslands) -> None:
+    """Insert the file's islands of nccl-tests row lines (tens of thousands at most: a table each)."""
+    write = _copy if connection.vendor == "postgresql" else _bulk_create
+    write(CollectiveIsland, ISLAND_FIELDS, [(lf.run_id, lf.id, *island) for island in islands.islands()])
 
 
 def _insert_nccl(lf: LogFile, nccl: list[rec.NcclValue]) -> None:

@@ -338,6 +338,67 @@ class Busbw:
             yield logfile, process, (_numbers(last), _numbers(rows), _numbers(top))
 
 
+class BusbwIslands:
+    """A parse's nccl-tests rows with a bus bandwidth, per process, as islands of adjacent lines
+    (first line, last line, rows, highest bus bandwidth): what the worker stores beside the rows
+    (runs.models.CollectiveIsland) so that a refresh reads a row an island, not the run's rows
+    (finding them in SQL at each refresh was ~4.8 s of PostgreSQL's CPU on 512 MB of nccl-tests
+    outputs). The same islands as SQL finds among the stored rows: processes cut to the column's
+    64 characters, a missing line read as 0, the lines of every batch of a process taken together
+    whatever order the batches come in (a line's rows in two batches, a batch of earlier lines)."""
+
+    __slots__ = ("_parts",)
+
+    PROCESS_CHARS = 64  # CollectiveResult.process (the rows' column, cut to it when stored)
+
+    def __init__(self) -> None:
+        # Per process: a batch's islands each, (firsts, lasts, rows, peaks) in line order.
+        self._parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+    def add_frame(self, frame: pl.DataFrame | None) -> None:
+        """One batch of collectives (records.COLLECTIVE_SCHEMA's process, line, busbw_gbs)."""
+        if frame is None or not frame.height:
+            return
+        rows = frame.select(pl.col("process").str.slice(0, self.PROCESS_CHARS),
+                            pl.col("line").fill_null(0).cast(pl.Int64), pl.col("busbw_gbs").cast(pl.Float64)
+                            ).filter(pl.col("busbw_gbs").is_not_null())
+        if not rows.height:
+            return
+        # Most batches are one process's: no partition (as CollectiveTally.add_frame).
+        parts = [rows] if rows.get_column("process").n_unique() == 1 else \
+            rows.partition_by("process", maintain_order=True)
+        for part in parts:
+            lines = part.get_column("line").to_numpy()
+            peaks = part.get_column("busbw_gbs").to_numpy()
+            if (lines[1:] < lines[:-1]).any():
+                order = np.argsort(lines, kind="stable")
+                lines, peaks = lines[order], peaks[order]
+            # Per line (a row's two sides share it): its rows and highest bus bandwidth; then islands.
+            starts = np.flatnonzero(np.concatenate(([True], lines[1:] != lines[:-1])))
+            ns = np.diff(np.append(starts, len(lines)))
+            peaks, lines = np.maximum.reduceat(peaks, starts), lines[starts]
+            at = np.concatenate(([0], np.flatnonzero(np.diff(lines) != 1) + 1))  # where an island starts
+            ends = np.append(at[1:] - 1, len(lines) - 1)
+            self._parts.setdefault(part.get_column("process")[0], []).append((
+                lines[at], lines[ends], np.add.reduceat(ns, at), np.maximum.reduceat(peaks, at)))
+
+    def islands(self) -> Iterator[tuple[str, int, int, int, float]]:
+        """(process, first line, last line, rows, peak) of every island, by process (bytewise,
+        as Python orders text) and first line; the batches' islands that touch or overlap joined."""
+        for process in sorted(self._parts):
+            parts = self._parts[process]
+            firsts, lasts, ns, peaks = (np.concatenate([p[k] for p in parts]) for k in range(4))
+            order = np.argsort(firsts, kind="stable")
+            firsts, lasts, ns, peaks = firsts[order], lasts[order], ns[order], peaks[order]
+            reach = np.maximum.accumulate(lasts)  # the last line covered so far
+            at = np.concatenate(([0], np.flatnonzero(firsts[1:] > reach[:-1] + 1) + 1))
+            ends = np.append(at[1:], len(firsts)) - 1
+            for first, last, n, peak in zip(firsts[at].tolist(), reach[ends].tolist(),
+                                            np.add.reduceat(ns, at).tolist(),
+                                            np.maximum.reduceat(peaks, at).tolist(), strict=True):
+                yield process, first, last, n, peak
+
+
 def collective_dict(op: str, size_bytes: int, time_us: float | None, algbw: float | None, busbw: float | None,
                     in_place: bool) -> dict:
     return {"op": op, "size_bytes": size_bytes, "time_us": time_us, "algbw_gbs": algbw, "busbw_gbs": busbw,
@@ -482,53 +543,92 @@ class NcclFold:
     def _fold(self, starts: dict[int | None, list[int]], by_line: bool) -> list:
         """The last value of each (identity, segment), segments starting at `starts` (per log
         file): last as the values came, or `by_line`: by line, then as they came."""
-        which = np.array(self._which, dtype=np.int32)  # a copy: the loose ones are numbered in it
         lines = np.frombuffer(self._lines, dtype=np.int32 if self._lines.typecode == "i" else np.int64) \
             if len(self._lines) else np.zeros(0, np.int64)
         # A loose echo's identity, its rank now set: numbered after the others.
         ids = dict(self._ids)
         first = list(self._first)
-        loose = np.flatnonzero(which < 0)
-        for at in loose:
-            v = self._loose[-1 - int(which[at])]
+        renumbered = {}
+        for at in np.flatnonzero(np.frombuffer(self._which, dtype=np.int32) < 0).tolist():
+            v = self._loose[-1 - self._which[at]]
             key = (v.logfile, v.process, v.kind, v.key, v.rank, v.source, v.value)
             i = ids.get(key)
             if i is None:
                 i = ids[key] = len(first)
                 first.append(v)
-            which[at] = i
-        # Each value's segment: after how many of its log file's segment starts it comes. (Millions of
-        # values after a large log: no array more than needed, each as narrow as it can be, each let go
-        # once used -- this is parselog's peak.)
-        segment = np.zeros(len(which), dtype=np.int64)
+            renumbered[at] = i
+        # Millions of values after a large log: no array more than needed, each as narrow as it can
+        # be, each let go once used, the per-value steps a chunk at a time -- this is parselog's peak.
+        # Each value's key: its identity times `span`, plus its segment (after how many of its log
+        # file's segment starts it comes); its identity is the key over `span`.
+        span = 1 + max((len(cuts) for cuts in starts.values()), default=0)
+        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
+        where = np.array(self._which, dtype=narrow)
+        if renumbered:
+            where[np.fromiter(renumbered, np.int64, len(renumbered))] = np.fromiter(renumbered.values(), narrow)
+        where *= span
+        lone = len(starts) == 1 and all(v.logfile in starts for v in first)  # a lone parse: one file
+        mine = None
         for lf, cuts in starts.items():
             bounds = np.array(cuts, dtype=np.int64)
-            if all(v.logfile == lf for v in first):  # a lone parse: one file, every value its own
-                segment = np.searchsorted(bounds, lines, side="right")
-                continue
-            mine = np.array([v.logfile == lf for v in first], dtype=bool)[which]
-            segment[mine] = np.searchsorted(bounds, lines[mine], side="right")
-        # The last of each (identity, segment).
-        span = int(segment.max(initial=0)) + 1
-        narrow = np.dtype(np.int32 if len(first) * span < 2**31 else np.int64)
-        where = which.astype(narrow)  # a copy: `which` is read below
-        where *= span
-        where += segment.astype(narrow, copy=False)
-        del segment
-        # A stable sort keeps each key's values in their order (by_line: each key's values by line,
-        # those of one line in their order): a run's end is its key's last value.
-        order = np.lexsort((lines, where)) if by_line else np.argsort(where, kind="stable")
-        ends = where[order]
+            if not lone:
+                mine = np.array([v.logfile == lf for v in first], dtype=bool)
+            for at in range(0, len(where), _FOLD_CHUNK):
+                part, at_lines = where[at:at + _FOLD_CHUNK], lines[at:at + _FOLD_CHUNK]  # views
+                if mine is None:
+                    part += np.searchsorted(bounds, at_lines, side="right").astype(narrow, copy=False)
+                else:
+                    of = mine[part // span]
+                    part[of] += np.searchsorted(bounds, at_lines[of], side="right").astype(narrow, copy=False)
+        kept = _last_of_each(where, lines if by_line else None)
         del where
-        ends = np.append(ends[1:] != ends[:-1], True) if len(ends) else np.zeros(0, dtype=bool)
-        kept = np.sort(order[ends])
-        del order, ends
         out = []
-        for at in kept.tolist():
-            v = first[int(which[at])]
+        for at, i in kept:
+            v = first[i // span]
             line = int(lines[at])
             out.append(v if v.line == line else replace(v, line=line))
         return out
+
+
+_FOLD_CHUNK = 1 << 18  # values a step of NcclFold._fold takes at a time
+
+
+def _last_of_each(keys: np.ndarray, lines: np.ndarray | None) -> list[tuple[int, int]]:
+    """(place, key) of the last value of each key, in the values' order; last as they came, or by
+    `lines` (then as they came) where given."""
+    n = len(keys)
+    if lines is None and keys.dtype == np.int32 and n < 2**32:
+        # Each key and its place in one 64-bit number, sorted in place: no index array, no stable
+        # sort's buffer (the places are distinct). A key's last value ends its run. The keys a range
+        # at a time, about _FOLD_CHUNK values a range where they spread so: no copy of them all.
+        low, high = (int(keys.min()), int(keys.max()) + 1) if n else (0, 0)
+        step = max(1, -(-(high - low) * _FOLD_CHUNK // max(n, 1)))
+        last = []
+        for first in range(low, high, step):
+            at = np.flatnonzero((keys >= first) & (keys < first + step))
+            if not len(at):
+                continue
+            packed = keys[at].astype(np.int64)
+            packed <<= 32
+            packed |= at
+            del at
+            packed.sort()
+            ends = np.append((packed[1:] >> 32) != (packed[:-1] >> 32), True)
+            last.append(packed[ends])
+            del packed, ends
+        found = np.concatenate(last) if last else np.zeros(0, np.int64)
+        places, found = found & 0xFFFFFFFF, found >> 32
+    else:
+        # A stable sort keeps each key's values in their order (by line: by line, those of one line
+        # in their order): a run's end is its key's last value.
+        order = np.lexsort((lines, keys)) if lines is not None else np.argsort(keys, kind="stable")
+        ends = keys[order]
+        ends = np.append(ends[1:] != ends[:-1], True) if n else np.zeros(0, dtype=bool)
+        places = order[ends]
+        del order, ends
+        found = keys[places]
+    order = np.argsort(places, kind="stable")
+    return list(zip(places[order].tolist(), found[order].tolist(), strict=True))
 
 
 class ParseDigest:

@@ -291,6 +291,27 @@ class CollectiveResult(_Parsed):
         indexes = [models.Index(fields=["run", "logfile", "line"], name="collective_run_line")]
 
 
+class CollectiveIsland(models.Model):
+    """A run of adjacent nccl-tests row lines with a bus bandwidth, of one log file and process:
+    its first and last line, its rows and their highest bus bandwidth (runs.digest.Busbw's unit).
+    Found by the worker as it spools the rows (runs.digest.BusbwIslands) and stored with them,
+    so that a run's refresh reads an island a row (a table of a test each) instead of grouping
+    the run's rows in SQL (1.15M lines of 512 MB of nccl-tests outputs, at every refresh)."""
+
+    # Tens of thousands a file (150k in 512 MB of nccl-tests outputs): no database FK constraint,
+    # as the rows' own (two checks a row were most of PostgreSQL's time storing them).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_constraint=False, db_index=False)
+    logfile = models.ForeignKey(LogFile, on_delete=models.CASCADE, null=True, blank=True, db_constraint=False)
+    process = models.CharField(max_length=64, blank=True)
+    first_line = models.PositiveIntegerField()
+    last_line = models.PositiveIntegerField()
+    rows = models.BigIntegerField()
+    peak_busbw_gbs = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "logfile", "first_line"], name="island_run_line")]
+
+
 class Annotation(models.Model):
     class Kind(models.TextChoices):
         NOTE = "note"

@@ -23,6 +23,7 @@ from runs.layout import ROLES
 from runs.models import (
     Annotation,
     AnnotationEdit,
+    CollectiveIsland,
     CollectiveResult,
     Invitation,
     LogFile,
@@ -497,23 +498,16 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
         digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
             "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place")[:digest.COLLECTIVES_KEPT]]
     rows.collectives_total = collectives.count()
-    # Busbw keeps runs of adjacent lines, not a line (millions in a long run): found in SQL, a row
-    # a run (a line less its rank among its file's and process's lines is the same along a run),
-    # not a row a line (1.15M lines of 512 MB of nccl-tests outputs fetched into the worker).
-    table = connection.ops.quote_name(CollectiveResult._meta.db_table)
-    # The processes compared bytewise: any order of them does (Busbw keeps each apart), and
-    # PostgreSQL's sorts by the database's collation (strcoll a comparison) were two thirds of
-    # this query's time. (SQLite compares bytewise already and knows no "C".)
+    # Busbw keeps runs of adjacent lines, not a line (millions in a long run): the worker found
+    # them as it stored the rows (CollectiveIsland), a row a run. Processes in bytewise order, as
+    # SQL found them before: any order does (Busbw keeps each apart), and PostgreSQL's sort by
+    # the database's collation (strcoll a comparison) costs. (SQLite compares bytewise already.)
+    table = connection.ops.quote_name(CollectiveIsland._meta.db_table)
     bytewise = 'process COLLATE "C"' if connection.vendor == "postgresql" else "process"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT logfile_id, process, MIN(line), MAX(line), CAST(SUM(n) AS BIGINT), MAX(peak) FROM ("
-            " SELECT logfile_id, process, line, n, peak,"
-            "  line - ROW_NUMBER() OVER (PARTITION BY logfile_id, process ORDER BY line) AS island FROM ("
-            f"  SELECT logfile_id, {bytewise} AS process, COALESCE(line, 0) AS line, COUNT(*) AS n,"
-            f"  MAX(busbw_gbs) AS peak FROM {table} WHERE run_id = %s AND busbw_gbs IS NOT NULL"
-            "  GROUP BY 1, 2, 3) AS lines) AS islands "
-            "GROUP BY logfile_id, process, island ORDER BY logfile_id, process, MIN(line)", [run.id])
+            f"SELECT logfile_id, process, first_line, last_line, rows, peak_busbw_gbs FROM {table} "
+            f"WHERE run_id = %s ORDER BY logfile_id, {bytewise}, first_line", [run.id])
         for lf_id, process, first, last, n, peak in cursor:
             rows.busbw.add_run(lf_id, process, first, last, n, peak)
     return rows
@@ -736,7 +730,7 @@ def split_run(user: User, run: Run) -> list[Run]:
             ids = [f.id for f in files]
             LogFile.objects.filter(id__in=ids).update(run=new)
             columns.move(ids, new)
-            for model in (NcclSetting, CollectiveResult):
+            for model in (NcclSetting, CollectiveResult, CollectiveIsland):
                 model.objects.filter(logfile_id__in=ids).update(run=new)
             NcclSetting.objects.bulk_create(
                 NcclSetting(run=new, logfile=None, line=None, key=n.key, value=n.value, kind=n.kind,

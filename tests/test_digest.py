@@ -408,6 +408,58 @@ def test_a_frame_of_collectives_is_tallied_as_its_records(sides, cuts):
         [(c.line, c.busbw_gbs, c.process) for c in by_records.kept]
 
 
+def _islands_as_sql_finds_them(rows: list[Collective]) -> list[tuple[str, int, int, int, float]]:
+    """The query refresh_run ran before the islands were stored (runs/migrations/0022), in Python:
+    per process cut to 64 characters and line, the rows with a bus bandwidth; then per process
+    the runs of consecutive lines, by process and first line."""
+    per_line = _per_line([(c.process[:64], c.line, 1, c.busbw_gbs) for c in rows if c.busbw_gbs is not None])
+    out = []
+    for process in sorted({p for p, _ in per_line}):
+        lines = sorted(line for p, line in per_line if p == process)
+        start = 0
+        for at in range(1, len(lines) + 1):
+            if at == len(lines) or lines[at] != lines[at - 1] + 1:
+                own = [per_line[(process, line)] for line in lines[start:at]]
+                out.append((process, lines[start], lines[at - 1], sum(n for n, _ in own), max(p for _, p in own)))
+                start = at
+    return out
+
+
+LONG = "x" * 64  # two process tags that the rows' column cuts to one
+ISLAND_ROW = st.tuples(st.sampled_from(["main", "pid 7", LONG + "a", LONG + "b"]), st.integers(1, 40),
+                       st.one_of(st.none(), st.floats(0, 500, allow_nan=False)), st.booleans())
+
+
+@given(st.lists(ISLAND_ROW, max_size=60), st.lists(st.integers(0, 60), max_size=4), st.booleans())
+def test_islands_found_batch_by_batch_are_those_sql_finds_among_the_stored_rows(sides, cuts, shuffle):
+    """The worker's islands (stored in place of a refresh's SQL): the same as the query over every
+    row, whatever the batches: a line's rows cut apart, batches of earlier lines after later ones,
+    processes interleaved, rows with no bus bandwidth, tags past the column's 64 characters."""
+    rows = [Collective("all_reduce", 8, 2, "float", "sum", -1, 1.0, 0.5, busbw, 0, in_place, line, process)
+            for process, line, busbw, in_place in sides]
+    bounds = [0, *sorted(c % (len(rows) + 1) for c in cuts), len(rows)]
+    batches = [rows[start:end] for start, end in zip(bounds, bounds[1:], strict=False)]
+    if shuffle:
+        batches.reverse()
+    islands = digest.BusbwIslands()
+    for batch in batches:
+        islands.add_frame(collectives_frame(batch) if batch else None)
+    assert list(islands.islands()) == _islands_as_sql_finds_them(rows)
+
+
+def test_a_table_is_one_island_and_a_gap_starts_another():
+    from dataclasses import replace
+
+    islands = digest.BusbwIslands()
+    rows = [Collective("all_reduce", 8, 2, "float", "sum", -1, 1.0, 0.5, float(line % 13), 0, side, line, "main")
+            for line in [*range(100, 200), *range(202, 210)] for side in (False, True)]
+    islands.add_frame(collectives_frame(rows[:51]))  # line 125's sides in two batches
+    islands.add_frame(collectives_frame(rows[51:]))
+    # A batch inside an island already found (a row of line 150 again, its bus bandwidth the highest).
+    islands.add_frame(collectives_frame([replace(rows[100], busbw_gbs=99.0)]))
+    assert list(islands.islands()) == [("main", 100, 199, 201, 99.0), ("main", 202, 209, 16, 12.0)]
+
+
 # Real logs of NCCL values: launch lines with NCCL variables, launcher and worker env dumps, NCCL
 # echoes (`set by environment`) resolved to ranks at the parse's end, and several launches.
 NCCL_VALUE_LOGS = ["nccl/sglang_launch_prompt_nccl_vars_pd_decode_slurmv4.log",
@@ -484,3 +536,51 @@ def test_the_nccl_fold_keeps_lines_past_32_bits():
     assert fold._lines.typecode == "q" and list(fold._lines) == [3, 9, 2**31 + 7]
     # the last value of each identity, in the order they came: c, then a again at its far line
     assert fold.values(ParseResult()) == [c, b]
+
+
+def _every_last(values: list, starts: dict, by_line: bool) -> list:
+    """The fold's answer the long way: each value's (identity, segment), the last of each, in order."""
+    last: dict[tuple, int] = {}
+    order = sorted(range(len(values)), key=lambda i: values[i].line) if by_line else range(len(values))
+    for i in order:
+        v = values[i]
+        cuts = starts.get(v.logfile, [])
+        last[(v.logfile, v.process, v.kind, v.key, v.rank, v.source, v.value, bisect_right(cuts, v.line))] = i
+    return [values[i] for i in sorted(last.values())]
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from(["main", "pid 7"]),
+                          st.sampled_from(["declared", "effective"]), st.just("NCCL_PROTO"),
+                          st.sampled_from(["", "0"]), st.sampled_from(["LL", "Ring"]), st.integers(1, 8)),
+                max_size=60),
+       st.dictionaries(st.sampled_from([None, 1, 2]), st.lists(st.integers(1, 8), max_size=4).map(sorted),
+                       max_size=3),
+       st.booleans(), st.sampled_from([1, 2, 1 << 20]), st.booleans())
+def test_the_nccl_fold_keeps_the_last_value_of_each_identity_in_each_segment(rows, starts, by_line, chunk, lone):
+    from ingest.parsers.records import NcclValue
+    from runs.digest import NcclFold
+
+    if lone:  # a lone parse's: one file, its segments known
+        rows = [(None, *row[1:]) for row in rows]
+        starts = {None: starts.get(None, [3, 6])}
+    values = [NcclValue(key, value, kind, line, "export", rank, logfile, process)
+              for logfile, process, kind, key, rank, value, line in rows]
+    fold = NcclFold()
+    fold.add(values)
+    for v in values:  # loose echoes (no rank yet) take theirs before the fold, as nccl_debug sets it
+        if v.kind == "effective" and not v.rank:
+            v.rank = "3"
+    want = _every_last(values, starts, by_line)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(digest, "_FOLD_CHUNK", chunk)
+        assert fold._fold(starts, by_line) == want
+
+
+@given(st.lists(st.integers(-5, 40), max_size=50), st.sampled_from([1, 3, 1 << 20]))
+def test_the_last_of_each_key_is_found_alike_packed_and_sorted(keys, chunk):
+    want = {k: i for i, k in enumerate(keys)}
+    expect = sorted((i, k) for k, i in want.items())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(digest, "_FOLD_CHUNK", chunk)
+        assert digest._last_of_each(np.array(keys, dtype=np.int32), None) == expect  # packed in 64 bits
+        assert digest._last_of_each(np.array(keys, dtype=np.int64), None) == expect  # the stable sort

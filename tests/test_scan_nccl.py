@@ -311,6 +311,62 @@ def test_nccl_bind_checks_its_arguments():
         scan.nccl_bind(records.ParseResult(), object(), 1, 1, "not callable", "nccl echo")
 
 
+def test_nccl_values_are_made_in_c_only_where_their_init_just_stores_the_fields():
+    from dataclasses import dataclass, field
+
+    from ingest.parsers import PARSERS
+
+    assert native._plain_init(records.NcclValue) == records.NcclValue.__slots__
+
+    @dataclass(slots=True)
+    class Checked:
+        key: str
+
+        def __post_init__(self) -> None:
+            self.key = self.key.upper()
+
+    @dataclass(slots=True)
+    class Defaulted:
+        key: str
+        hints: list = field(default_factory=list)
+
+    class Hand:
+        __slots__ = ("key",)
+
+        def __init__(self, key: str) -> None:
+            self.key = key.strip()
+
+    assert [native._plain_init(c) for c in (Checked, Defaulted, Hand)] == [None, None, None]
+    scan, _ = native.standalone(PARSERS)
+    names = records.NcclValue.__slots__
+    for slots in (names, None):
+        scan.nccl_bind(records.ParseResult(), object(), 1, 1, records.NcclValue, "nccl echo", slots)
+    for bad in (names[:7], names[:7] + ("key",), names[:7] + ("nope",), names[:7] + (1,), list(names)):
+        with pytest.raises(TypeError, match="slots"):
+            scan.nccl_bind(records.ParseResult(), object(), 1, 1, records.NcclValue, "nccl echo", bad)
+    with pytest.raises(TypeError, match="slots"):  # no slots of its own
+        scan.nccl_bind(records.ParseResult(), object(), 1, 1, dict, "nccl echo", names)
+
+
+DUMPS = [line for path in sorted((PROJECT_ROOT / "samples").rglob("*.log"))
+         for line in path.read_text(errors="replace").splitlines() if re.search(r"\bpid=\d+ environ\b", line)]
+
+
+def test_echoes_and_env_values_made_in_c_equal_those_the_readers_make():
+    # Echoes (nccl_echo) and env dumps' values (env_record) are made in C without calling the
+    # record type: each field as the line engine's record has it.
+    assert DUMPS
+    data = ("\n".join(ECHOES * 2 + DUMPS * 2 + ECHOES + copy(ECHOES, 1)) + "\n").encode()
+    _same(data, 1 << 12, 1 << 12)
+    got = parse_stream(io.BytesIO(data), engine="native").nccl
+    want = parse_stream(io.BytesIO(data), engine="lines").nccl
+    fields = records.NcclValue.__slots__
+    assert [[getattr(v, k) for k in fields] for v in got] == [[getattr(v, k) for k in fields] for v in want]
+    assert {type(v) for v in got} == {records.NcclValue}
+    assert {"nccl echo", "worker env dump", "launcher env dump"} <= {v.source for v in got}
+    assert _fed_by_python(data) < data.count(b"\n") // 2  # most made in C
+
+
 def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
     from ingest.parsers import PARSERS
 
@@ -556,3 +612,18 @@ def test_rccl_lines_of_other_shapes_read_as_the_lines_engine_reads_them(line):
     text = RCCL + REDACTED + MSCCL
     _same((text + line + "\n" + text).encode(), 1 << 12, 1 << 12)
     _same((line + "\n" + text + line + "\n").encode(), 1 << 12, 1 << 12)
+
+
+@pytest.mark.parametrize("word", ["set by env", "CCL version", "to environment", "nccl.conf", "NCCL_CONF_FILE"])
+def test_a_word_nccl_debug_acts_on_hands_the_line_back_wherever_it_stands(word):
+    # Searched 16 places at a time and then one by one: at every place of a message, the line is
+    # Python's; the same word one letter off is read in C.
+    def lines(w: str) -> list[str]:
+        return [COMM, CONN] + [f"vm:1467:1467 [0] NCCL INFO {'Ab' * (pad // 2)}{'c' * (pad % 2)}{w} end{pad}"
+                               for pad in range(1, 46)]
+
+    near = word[:-1] + ("X" if word[-1] != "X" else "Y")
+    acted, missed = _one_process(*lines(word)), _one_process(*lines(near))
+    for data in (acted, missed):
+        _same(data, 1 << 12, 1 << 12)
+    assert _fed_by_python(acted) - _fed_by_python(missed) == 45

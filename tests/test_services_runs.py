@@ -158,24 +158,30 @@ def test_a_job_output_alone_has_no_declarations_and_says_ok_on_its_echoes(alice,
     assert run.parsed["nccl"]["declared"] == {} and run.parsed["nccl"]["status"] == "ok"
 
 
-def test_bus_bandwidth_runs_read_in_sql_are_those_of_every_stored_line(alice):
-    """run_rows reads each file's and process's runs of adjacent nccl-tests row lines in SQL: the
-    same runs, rows and peaks as every stored line fed to Busbw in line order (two files, an
-    MPI-tagged output of several processes)."""
+def _nccl_tests_run(user):
+    """A run of two nccl-tests outputs (an MPI-tagged one, twice over; an alltoall), parsed."""
     from pathlib import Path
-
-    from django.db.models import Count, Max
-
-    from runs.digest import Busbw
-    from runs.models import CollectiveResult
 
     corpus = Path(__file__).resolve().parent / "corpus"
     files = [registration.IncomingFile(name, io.BytesIO(data), len(data)) for name, data in (
         ("a.txt", (corpus / "shared/nccl_tests_all_reduce_h100_16rank_k8s_mpi.txt").read_bytes() * 2),
         ("b.log", (corpus / "nccl/nccl_tests_command_echo_alltoall_2.30.3_report.log").read_bytes()))]
-    run, _ = registration.register_upload(alice, files, project="team")
+    run, _ = registration.register_upload(user, files, project="team")
     for lf in run.logfiles.all():
         assert ingest.parse_logfile(lf.id) == "ready"
+    return run
+
+
+def test_bus_bandwidth_runs_read_in_sql_are_those_of_every_stored_line(alice):
+    """run_rows reads each file's and process's runs of adjacent nccl-tests row lines (stored by
+    the worker, CollectiveIsland): the same runs, rows and peaks as every stored line fed to Busbw
+    in line order (two files, an MPI-tagged output)."""
+    from django.db.models import Count, Max
+
+    from runs.digest import Busbw
+    from runs.models import CollectiveResult
+
+    run = _nccl_tests_run(alice)
     every = Busbw()
     for lf_id, process, line, n, peak in (
             CollectiveResult.objects.filter(run=run, busbw_gbs__isnull=False).values("logfile_id", "process", "line")
@@ -191,3 +197,38 @@ def test_bus_bandwidth_runs_read_in_sql_are_those_of_every_stored_line(alice):
 
     assert listed(read) == listed(every)
     assert sum(len(runs[0]) for _, _, runs in every.runs()) > 2
+
+
+def _islands(run) -> list:
+    from runs.models import CollectiveIsland
+
+    return list(CollectiveIsland.objects.filter(run=run).order_by("logfile_id", "process", "first_line").values_list(
+        "logfile_id", "process", "first_line", "last_line", "rows", "peak_busbw_gbs"))
+
+
+def test_the_islands_stored_by_the_worker_are_those_the_migration_finds_among_the_rows(alice):
+    """Migration 0022 finds the islands of runs stored before them with the query refresh_run ran
+    (in SQL, over the rows); the worker's (runs.digest.BusbwIslands) are the same. A re-parse
+    replaces them, a deleted run takes them along."""
+    import importlib
+
+    from django.apps import apps
+    from django.db import connection
+
+    from runs.models import CollectiveIsland, Run
+
+    run = _nccl_tests_run(alice)
+    stored = _islands(run)
+    assert len({lf for lf, *_ in stored}) == 2 and len(stored) == 3
+    CollectiveIsland.objects.all().delete()
+    migration = importlib.import_module("runs.migrations.0022_collective_islands")
+    with connection.schema_editor() as editor:
+        migration.islands_of_stored_rows(apps, editor)
+    assert _islands(run) == stored
+
+    ingest.requeue_run(Run.objects.get(id=run.id))
+    for lf in run.logfiles.all():
+        assert ingest.parse_logfile(lf.id) == "ready"
+    assert _islands(run) == stored  # replaced, not doubled
+    registration.delete_run(alice, Run.objects.get(id=run.id))
+    assert not CollectiveIsland.objects.exists()

@@ -40,6 +40,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>  /* T_OBJECT_EX, READONLY: a record's slots (_scan_nccl.h nccl_value) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,9 @@
 #include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
+#endif
+#ifdef __SSE2__
+#include <emmintrin.h>  /* (every x86-64) */
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -2772,7 +2776,8 @@ static PyMethodDef Scanner_methods[] = {
      "scan_text(text, pos, index, count, first, eagle, sglang, labels, nccl_lines, channel_lines, flags, stop_at"
      "[, raw, dirty, d, clean]) -> (index, pos, end, mask)"},
     {"nccl_bind", (PyCFunction)Scanner_nccl_bind, METH_VARARGS,
-     "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats): read NCCL INFO lines of known processes"},
+     "nccl_bind(result, nccl_debug_parser, tag_repeats, channel_repeats, record, source[, slots]): read NCCL INFO"
+     " lines of known processes"},
     {"env_bind", (PyCFunction)Scanner_env_bind, METH_VARARGS,
      "env_bind(tagger, watcher, max_candidates, (launcher, worker), main, launch_env_name[, resolve_flag]): env"
      " dumps, launch commands (_scan_env.h)"},

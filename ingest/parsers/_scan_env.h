@@ -530,8 +530,8 @@ static int env_record(struct nccl_fast *f, struct env_fast *v, const char *key, 
     PyObject *k = PyUnicode_DecodeASCII(key, kn, NULL), *val = k ? PyUnicode_DecodeASCII(value, vn, NULL) : NULL;
     PyObject *rec = NULL;
     if (val) {
-        PyObject *argv[8] = {k, val, kind, at, source, rank, Py_None, process};
-        rec = PyObject_Vectorcall(f->record, argv, 8, NULL);
+        PyObject *argv[NCCL_VALUE_FIELDS] = {k, val, kind, at, source, rank, Py_None, process};
+        rec = nccl_value(f, argv);
     }
     int bad = !rec || PyList_Append(v->nccl, rec) < 0;
     Py_XDECREF(k); Py_XDECREF(val); Py_XDECREF(rec);

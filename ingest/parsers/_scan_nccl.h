@@ -51,6 +51,7 @@ enum {
 #define NCCL_NAME_MAX 64
 #define NCCL_MIRROR_SLOTS 16384  /* lines known to be in nccl_lines / channel_lines: at most half full */
 #define NCCL_INT_DIGITS 18       /* records.MAX_INT_DIGITS: read_int() warns past it */
+#define NCCL_VALUE_FIELDS 8      /* records.NcclValue's fields, its __init__'s arguments */
 
 typedef struct {
     Py_ssize_t len;  /* 0: an empty entry */
@@ -70,6 +71,10 @@ typedef struct {
 struct nccl_fast {
     PyObject *result, *parser;  /* bound by nccl_bind() */
     PyObject *record, *source;  /* records.NcclValue and nccl_debug.SOURCE: what an echo makes */
+    /* where record's __init__ only stores its arguments in its slots (nccl_bind's `slots`): the slots'
+     * offsets, a record made as object.__new__ and that __init__ make it (nccl_value); 0: called */
+    int record_plain;
+    Py_ssize_t record_at[NCCL_VALUE_FIELDS];
     Py_ssize_t tag_repeats, channel_repeats;  /* processes.REPEATS, nccl_debug.REPEATS */
     PyObject *k_pid, *k_host, *k_rank, *format;  /* "pid", "host", "rank", "nccl_debug" */
     PyObject *k_label, *k_first_line, *k_hints, *k_alias;  /* the other keys of a process (Tagger._process) */
@@ -169,13 +174,60 @@ static inline void nccl_next_line(Scanner *self, PyObject *lines, Py_ssize_t ind
 }
 
 
-/* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source): read NCCL INFO lines for
- * this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
- * record(key, value, "effective", line, source, "", None, process). */
+/* The offsets of `slots` (names) in `record`, a type whose instances object.__new__ makes and whose
+ * attributes are set plainly, each name a writable object slot of its own: 1, 0 when any is not so
+ * (the record is then called), -1 on an error. */
+static int nccl_value_slots(PyObject *record, PyObject *slots, Py_ssize_t *at) {
+    if (!PyType_Check(record) || !PyTuple_CheckExact(slots) || PyTuple_GET_SIZE(slots) != NCCL_VALUE_FIELDS)
+        return 0;
+    PyTypeObject *t = (PyTypeObject *)record;
+    if (t->tp_new != PyBaseObject_Type.tp_new || t->tp_alloc != PyType_GenericAlloc
+        || t->tp_setattro != PyObject_GenericSetAttr || t->tp_itemsize != 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < NCCL_VALUE_FIELDS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(slots, i);
+        if (!PyUnicode_Check(name)) return 0;
+        PyObject *d = PyObject_GetAttr(record, name);  /* a member descriptor on its class: itself */
+        if (!d) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && PyDescr_TYPE(d) == t;
+        if (ok) {
+            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+            ok = m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset >= (Py_ssize_t)sizeof(PyObject)
+                 && m->offset <= t->tp_basicsize - (Py_ssize_t)sizeof(PyObject *);
+            for (Py_ssize_t j = 0; ok && j < i; j++) ok = at[j] != m->offset;
+            at[i] = m->offset;
+        }
+        Py_DECREF(d);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* record(*argv) (NCCL_VALUE_FIELDS arguments): a new reference, NULL on an error. Where its __init__
+ * only stores them (record_plain), made as object.__new__ and that __init__ make it: no Python
+ * frame a value (a start-up log makes hundreds of thousands). */
+static PyObject *nccl_value(struct nccl_fast *f, PyObject *const *argv) {
+    if (!f->record_plain) return PyObject_Vectorcall(f->record, argv, NCCL_VALUE_FIELDS, NULL);
+    PyTypeObject *t = (PyTypeObject *)f->record;
+    PyObject *o = t->tp_alloc(t, 0);
+    if (!o) return NULL;
+    for (int i = 0; i < NCCL_VALUE_FIELDS; i++) *(PyObject **)((char *)o + f->record_at[i]) = Py_NewRef(argv[i]);
+    return o;
+}
+
+/* nccl_bind(result, parser, tag_repeats, channel_repeats, record, source[, slots]): read NCCL INFO lines
+ * for this result's Tagger and nccl_debug parser (the scanner reads none without it); an echo is made
+ * record(key, value, "effective", line, source, "", None, process). `slots`: the names record's __init__
+ * stores its arguments in, in order, and does nothing else (native.py reads its code: _plain_init). */
 static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
-    PyObject *result, *parser, *record, *source;
+    PyObject *result, *parser, *record, *source, *slots = Py_None;
     Py_ssize_t tag_repeats, channel_repeats;
-    if (!PyArg_ParseTuple(args, "OOnnOU", &result, &parser, &tag_repeats, &channel_repeats, &record, &source))
+    if (!PyArg_ParseTuple(args, "OOnnOU|O", &result, &parser, &tag_repeats, &channel_repeats, &record, &source,
+                          &slots))
         return NULL;
     if (!PyCallable_Check(record)) {
         PyErr_SetString(PyExc_TypeError, "record must be callable");
@@ -186,11 +238,20 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the repeats held are counts");
         return NULL;
     }
+    Py_ssize_t record_at[NCCL_VALUE_FIELDS] = {0};
+    int plain = slots == Py_None ? 0 : nccl_value_slots(record, slots, record_at);
+    if (plain < 0) return NULL;
+    if (slots != Py_None && !plain) {
+        PyErr_SetString(PyExc_TypeError, "slots must name the record type's own writable slots");
+        return NULL;
+    }
     nccl_fast_free(self);
     struct nccl_fast *f = calloc(1, sizeof(*f));
     if (!f) return PyErr_NoMemory();
     self->nccl = f;
     f->ctx = &self->ctx;
+    f->record_plain = plain;
+    memcpy(f->record_at, record_at, sizeof(record_at));
     f->k_pid = PyUnicode_InternFromString("pid");
     f->k_host = PyUnicode_InternFromString("host");
     f->k_rank = PyUnicode_InternFromString("rank");
@@ -662,33 +723,43 @@ static int nccl_transport_of(struct nccl_fast *f, const char *m, Py_ssize_t n, P
     return OK;
 }
 
+/* Whether p starts with one of nccl_acted_on's strings. */
+static inline int nccl_acted_at(const char *p, Py_ssize_t left) {
+    return starts_len(p, left, "set by env", 10)      /* "set by environment" (offer), "set by env to" (plugin) */
+        || starts_len(p, left, "CCL version", 11)     /* [NR]CCL version (offer) */
+        || starts_len(p, left, "to environment", 14)  /* "Adding NCCL_X=v to environment" (plugin) */
+        || starts_len(p, left, "nccl.conf", 9) || starts_len(p, left, "NCCL_CONF_FILE", 14);
+}
+
 /* Whether msg holds a string that makes nccl_debug (its elif branches) or the context watcher's
  * offer() act on the line: then Python reads it. (offer's `NCCL_X set to ` holds "NCCL_", a
  * trigger of launch_env: such a line is Python's before it comes here.) */
 static int nccl_acted_on(const char *m, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const char *p = m + i;
-        Py_ssize_t left = n - i;
-        switch (*p) {
-        case 's':  /* "set by environment" (offer), "set by env to" (plugin) */
-            if (starts_len(p, left, "set by env", 10)) return 1;
-            break;
-        case 'C':  /* [NR]CCL version (offer) */
-            if (starts_len(p, left, "CCL version", 11)) return 1;
-            break;
-        case 't':  /* "Adding NCCL_X=v to environment" (plugin) */
-            if (starts_len(p, left, "to environment", 14)) return 1;
-            break;
-        case 'n':
-            if (starts_len(p, left, "nccl.conf", 9)) return 1;
-            break;
-        case 'N':
-            if (starts_len(p, left, "NCCL_CONF_FILE", 14)) return 1;
-            break;
-        default:
-            break;
+    /* The places where one of the strings' first two bytes are ("se", "CC", "to", "nc", "NC"), 16 at a
+     * time (SSE2, every x86-64 has it), each string then compared there: a byte a time, the search
+     * mispredicted a branch every few bytes. */
+    Py_ssize_t i = 0;
+#ifdef __SSE2__
+    const __m128i a0 = _mm_set1_epi8('s'), a1 = _mm_set1_epi8('e'), b0 = _mm_set1_epi8('C'), b1 = _mm_set1_epi8('C'),
+                  c0 = _mm_set1_epi8('t'), c1 = _mm_set1_epi8('o'), d0 = _mm_set1_epi8('n'), d1 = _mm_set1_epi8('c'),
+                  e0 = _mm_set1_epi8('N');
+    for (; i + 17 <= n; i += 16) {  /* both loads inside m[0:n] */
+        __m128i x = _mm_loadu_si128((const __m128i *)(m + i)), y = _mm_loadu_si128((const __m128i *)(m + i + 1));
+        __m128i hit = _mm_or_si128(
+            _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(x, a0), _mm_cmpeq_epi8(y, a1)),
+                         _mm_and_si128(_mm_cmpeq_epi8(x, b0), _mm_cmpeq_epi8(y, b1))),
+            _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(x, c0), _mm_cmpeq_epi8(y, c1)),
+                         _mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(x, d0), _mm_cmpeq_epi8(x, e0)),
+                                       _mm_or_si128(_mm_cmpeq_epi8(y, d1), _mm_cmpeq_epi8(y, b0)))));
+        for (unsigned bits = (unsigned)_mm_movemask_epi8(hit); bits; bits &= bits - 1) {
+            Py_ssize_t k = i + __builtin_ctz(bits);
+            if (nccl_acted_at(m + k, n - k)) return 1;
         }
     }
+#endif
+    for (; i < n; i++)
+        if ((m[i] == 's' || m[i] == 'C' || m[i] == 't' || m[i] == 'n' || m[i] == 'N') && nccl_acted_at(m + i, n - i))
+            return 1;
     return 0;
 }
 
@@ -708,9 +779,10 @@ static uint64_t nccl_hash(const char *s, Py_ssize_t n) {
 
 /* What the Tagger and nccl_debug do with a line they read and act on no further: keep its text
  * in nccl_lines (with its tag) and, a Channel line, in channel_lines, while each holds fewer
- * than REPEATS. The lines known to be in them are mirrored here: no str made for a line again. */
-static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *line, PyObject *tag,
-                     PyObject *nccl_lines, PyObject *channel_lines, int channel) {
+ * than REPEATS. The lines known to be in them are mirrored here: no str made for a line again.
+ * `hashed`: nccl_hash of the line where known (nccl_info asked for its slot early: nccl_mirror_ahead). */
+static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, const uint64_t *hashed, PyObject *line,
+                     PyObject *tag, PyObject *nccl_lines, PyObject *channel_lines, int channel) {
     unsigned want = (PyDict_GET_SIZE(nccl_lines) < f->tag_repeats ? 1u : 0u)
         | (channel && PySet_GET_SIZE(channel_lines) < f->channel_repeats ? 2u : 0u);
     if (!want) return OK;
@@ -721,7 +793,7 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject 
         f->of_lines = nccl_lines, f->of_channels = channel_lines;
     }
     if (!f->mirror) f->mirror = calloc(NCCL_MIRROR_SLOTS, sizeof(nccl_mirror_slot));
-    uint64_t h = nccl_hash(s, n);
+    uint64_t h = hashed ? *hashed : nccl_hash(s, n);
     nccl_mirror_slot *slot = NULL;
     if (f->mirror) {
         for (Py_ssize_t k = (Py_ssize_t)(h & (NCCL_MIRROR_SLOTS - 1));; k = (k + 1) & (NCCL_MIRROR_SLOTS - 1)) {
@@ -807,8 +879,8 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     if (!key || !value || !at || !host || !pid || !tid) goto done;
     if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)
         goto done;  /* (not the thread: see _effective) */
-    rec = PyObject_CallFunctionObjArgs(f->record, key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag,
-                                       NULL);
+    PyObject *argv[NCCL_VALUE_FIELDS] = {key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag};
+    rec = nccl_value(f, argv);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
     entry = PyTuple_Pack(4, rec, host, pid, tid);
     if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
@@ -1080,6 +1152,21 @@ done:
     return status;
 }
 
+/* The mirror slot a line's text hashes to, asked of memory now (and, once it is there, the text it
+ * holds: nccl_mirror_text) so that nccl_keep, after the line is read, finds both in the cache: two
+ * misses a line of a start-up log (the mirror is a half-megabyte table, each text its own block)
+ * were most of what keeping its lines cost. The slot, NULL without a mirror yet. */
+static inline const nccl_mirror_slot *nccl_mirror_ahead(const struct nccl_fast *f, uint64_t h) {
+    if (!f->mirror) return NULL;
+    const nccl_mirror_slot *slot = &f->mirror[h & (NCCL_MIRROR_SLOTS - 1)];
+    __builtin_prefetch(slot);
+    return slot;
+}
+
+static inline void nccl_mirror_text(const nccl_mirror_slot *slot, uint64_t h) {
+    if (slot && slot->hash == h && slot->text) __builtin_prefetch(slot->text);
+}
+
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
  * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
@@ -1089,6 +1176,10 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
+    /* (once both sets are full, nccl_keep does nothing: no hash) */
+    int keeps = PyDict_GET_SIZE(nccl_lines) < f->tag_repeats || PySet_GET_SIZE(channel_lines) < f->channel_repeats;
+    uint64_t hash = keeps ? nccl_hash(s, n) : 0;
+    const nccl_mirror_slot *ahead = keeps ? nccl_mirror_ahead(f, hash) : NULL;
     int echo = starts_len(m, mn, "NCCL_", 5);
     Py_ssize_t rk = 0, ra = 0, re = 0, na = -1, ne = -1;
     int rank = nccl_rank_search(m, mn, &rk, &ra, &re, &na, &ne);
@@ -1100,6 +1191,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     /* a branch's words: Python's. "NCCL_" elsewhere is no branch's: launch_env does nothing with the
      * line (read_line asked nccl_launch_idle), and offer() is called below (`NCCL_X set to `). */
     if (!echo && !version && !rccl && nccl_acted_on(m, mn)) return PYTHON;
+    nccl_mirror_text(ahead, hash);
     if (echo) {  /* _debug's first branch; _tag sets a missing rank its message names */
         unsigned fl;
         PyObject *tag;
@@ -1194,5 +1286,6 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (by_literal & BIT(R_LAUNCH_ENV) && !rccl && context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0)
         return ERROR;
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
-    return nccl_keep(f, s, n, line, tag, nccl_lines, channel_lines, starts_len(m, mn, "Channel ", 8));
+    return nccl_keep(f, s, n, keeps ? &hash : NULL, line, tag, nccl_lines, channel_lines,
+                     starts_len(m, mn, "Channel ", 8));
 }

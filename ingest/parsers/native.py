@@ -16,6 +16,8 @@ lines (text.Lines: the scanner reads the str objects) or as one text (text.Text:
 
 from __future__ import annotations
 
+import dis
+import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -133,6 +135,23 @@ def standalone(parsers: dict) -> tuple[_scan.Scanner, tuple]:
     by_name = {p.name: p for p in formats}
     return scanner([tagger, *formats]), (by_name["eagle_profile"], by_name["sglang"], tagger.sglang_labels,
                                          tagger.nccl_lines, by_name[nccl_debug.NAME].channel_lines)
+
+
+def _plain_init(cls: type) -> tuple[str, ...] | None:
+    """The names cls.__init__ stores its arguments in, in order, where that is all it does (a slots
+    dataclass's own __init__: `self.key = key` a field, then nothing): the scanner then makes such a
+    record as object.__new__ and that __init__ would (nccl_value in _scan_nccl.h). None: it calls cls."""
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    if code is None or code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    self, *args = code.co_varnames[:code.co_argcount]
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "CACHE", "NOP")]
+    stores = [op for a in args for op in (("LOAD_FAST", a), ("LOAD_FAST", self), ("STORE_ATTR", a))]
+    if ops[:len(stores)] != stores or ops[len(stores):] not in ([("LOAD_CONST", None), ("RETURN_VALUE", None)],
+                                                                [("RETURN_CONST", None)]):
+        return None
+    return tuple(args)
 
 
 def _flags(result: ParseResult) -> int:
@@ -377,7 +396,8 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     eagle, nccl = by_name["eagle_profile"], by_name[nccl_debug.NAME]
     scan = scanner(readers)
     # NCCL INFO lines of processes both readers know are read in C (_scan_nccl.h) against their state.
-    scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE)
+    scan.nccl_bind(result, nccl, processes.REPEATS, nccl_debug.REPEATS, records.NcclValue, nccl_debug.SOURCE,
+                   _plain_init(records.NcclValue))
     # Env dumps, launch commands and the lines no reader acts on (_scan_env.h), offered to the Watcher in C
     # where result.offer is the parse's own Watcher's (_scan_context.h), else by calling result.offer;
     # SGLang's launch commands where the settings _resolve_flag names are held.
