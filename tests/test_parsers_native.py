@@ -611,3 +611,30 @@ def test_only_readers_whose_busy_is_return_false_are_left_unasked():
     result = records.ParseResult()
     never = [r for r in (p(result) for p in PARSERS.values()) if native._never_busy(r)]
     assert "launch_env" in {r.name for r in never} and not any(r.busy() for r in never)
+
+
+@pytest.mark.parametrize("vector", [True, False], ids=["vector", "plain"])
+def test_the_scanners_find_finds_what_str_find_does_at_every_place(vector):
+    """find(), every reader's substring search (32 places a step with AVX2 on a line long enough, the
+    plain loop for the rest): each literal at every place of lines up to 100 bytes, near misses of its
+    first or last byte around it, and real lines' own words."""
+    was = _scan.vector()
+    try:
+        _scan.vector(vector and was)
+        for literal in ("ab", "NCCL ", "busbw", "Collective test", "x" * 40):
+            for size in (0, 1, 31, 32, 33, 40, 63, 64, 65, 100):
+                for at in range(size + 1):
+                    half = len(literal) // 2
+                    for form in (literal, literal[:-1] + "#", "#" + literal[1:], literal[:-1],
+                                 literal[:half] + "#" + literal[half + 1:]):
+                        line = ("." * at + form + literal[0] * size)[:max(size, at + len(form))]
+                        assert _scan.find(line, literal) == line.find(literal), (line, literal)
+        lines = [line.decode() for line in LINES if line.isascii()]
+        assert len(lines) > 1000
+        for line in lines:
+            for word in {w for w in line.split()[:6] if w.isascii()}:
+                assert _scan.find(line, word) == line.find(word)
+        with pytest.raises(ValueError):
+            _scan.find("x", "")
+    finally:
+        _scan.vector(was)

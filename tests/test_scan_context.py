@@ -3,6 +3,7 @@ are context.py's own regexes on every real line and on made ones, and a parse wh
 scanner offers in C counts the same candidates as the line engine, the cap on them included."""
 
 import io
+from contextlib import contextmanager
 from unittest import mock
 
 import pytest
@@ -22,7 +23,7 @@ def _python(line: str) -> tuple[bool, bool]:
     return context.WORDS.search(line) is not None, context._skipped(line)
 
 
-def test_every_real_line_has_the_words_and_skip_context_py_finds():
+def test_every_real_line_has_the_words_and_skip_context_py_finds(vector):
     lines = [line for line in _real_lines() if line.isascii()]
     assert len(lines) > 3000
     assert sum(_python(line)[0] for line in lines) > 100 and sum(_python(line)[1] for line in lines) > 100
@@ -36,20 +37,35 @@ _PIECES = ["throughput", "acceptanc", "acceptance", "e", " len", " rate", "Accep
            " set to ", " set to", "=", ".", "a.", "1", "avg bus bandwidth", "AVG BUS Bandwidth", "SpecDecod",
            "set by environment", "SET BY ENVIRONMENT", "nccl version", "RCCL version", "Nccl Version", "NCCL INFO ",
            "NCCL WARN", "NCCL TRACE", "NCCL INFOx", "Decode batch", "Prefill batch", "batch", "---", "-", "--- x ---",
-           "\t", "\x1c", "\x0b", "é"[:0], "Throughput", "vm:1:1 [0] "]
+           "\t", "\x1c", "\x0b", "é"[:0], "Throughput", "vm:1:1 [0] ",
+           # the words' parts before and in the hints they hold, and runs across a vector step (32 bytes)
+           "bandwidth", "avg bus ", "Avg Bus ", "set by ", "Set by ", "environment", "Environment", "cl version",
+           "CL version", "n", "R", "c", "C", "Decode ", "Prefill ", "Decode", "specdecod", "y" * 29, "y" * 40]
+
+
+@contextmanager
+def _vector(on: bool):
+    was = _scan.vector()
+    _scan.vector(on and was)
+    try:
+        yield
+    finally:
+        _scan.vector(was)
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(_PIECES), max_size=12))
-def test_made_lines_have_the_words_and_skip_context_py_finds(pieces):
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.booleans())
+def test_made_lines_have_the_words_and_skip_context_py_finds(pieces, on):
     line = "".join(pieces)
-    assert _scan.offer_words(line) == _python(line)
+    with _vector(on):
+        assert _scan.offer_words(line) == _python(line)
 
 
 @SETTINGS
-@given(st.text(st.sampled_from("NCCL_ =.:-stAaxX0\tbchpe"), max_size=40))
-def test_short_texts_of_the_words_letters_read_alike(line):
-    assert _scan.offer_words(line) == _python(line)
+@given(st.text(st.sampled_from("NCCL_ =.:-stAaxX0\tbchpev"), max_size=40), st.booleans())
+def test_short_texts_of_the_words_letters_read_alike(line, on):
+    with _vector(on):
+        assert _scan.offer_words(line) == _python(line)
 
 
 @pytest.mark.parametrize("line", [
@@ -62,15 +78,16 @@ def test_short_texts_of_the_words_letters_read_alike(line):
     "----a----", "--- a-b ---", "---a--", "--- é ---"[:0] + "---_---", "x Decode batch", "Prefill batches",
     "AVG BUS BANDWIDTH", "SpecDecoding", "RCCL VERSION", "rccl version", "xnccl version", "SET BY ENVIRONMENT",
 ])
-def test_the_branches_of_the_words_and_skip_read_as_context_py_reads_them(line):
+def test_the_branches_of_the_words_and_skip_read_as_context_py_reads_them(line, vector):
     assert _scan.offer_words(line) == _python(line)
 
 
-def test_offer_words_reads_ascii_text_only():
+@pytest.mark.parametrize("read", [_scan.offer_words, _scan.hints])
+def test_the_word_searches_read_ascii_text_only(read):
     with pytest.raises(ValueError):
-        _scan.offer_words("é")
+        read("speculative é")
     with pytest.raises(ValueError):
-        _scan.offer_words(b"x")  # type: ignore[arg-type]
+        read(b"nccl_")
 
 
 HEAD = (PROJECT_ROOT / "samples" / "spec_eagle3_tuned_2step.log").read_text().splitlines()
@@ -124,3 +141,78 @@ def test_an_offer_that_is_no_watchers_is_called_for_the_lines_read_in_c():
     worded = [i for i, line in enumerate(lines, 1) if context.WORDS.search(line) and not context._skipped(line)]
     assert len(worded) > 12 * 3 and set(worded) <= set(seen) and len(seen) == len(set(seen))
     assert processes.MAIN in result.processes
+
+
+# ---- context._HINTS read in C (context_hint): the one search for WORDS' words every offer and
+# launch_env's STARTS start with, by the vector search (32 places a step) and the plain one.
+
+def _hints(line: str) -> bool:
+    return context._HINTS.search(line.lower()) is not None
+
+
+@pytest.fixture(params=[True, False], ids=["vector", "plain"])
+def vector(request):
+    with _vector(request.param):
+        yield
+
+
+def test_every_real_line_has_the_hints_context_py_finds(vector):
+    lines = [line for line in _real_lines() if line.isascii()]
+    assert sum(map(_hints, lines)) > 300
+    for line in lines:
+        for form in (line, line.upper(), line.swapcase()):
+            assert _scan.hints(form) == _hints(form), form
+
+
+_WORDS = ["throughput", "accept", "bandwidth", "specdecod", "statistics", "speculative", "environment",
+          "cl version", "nccl_"]
+
+
+@pytest.mark.parametrize("word", _WORDS)
+def test_each_word_is_found_at_every_place_whole_and_not_cut(word, vector):
+    """Each word at every place of lines of up to 100 bytes (a step's end and the line's, where the
+    vector search reads a padded copy), in its cases; cut short or broken by a byte, it is not one."""
+    for size in (0, 1, 29, 31, 32, 33, 34, 63, 64, 65, 100):
+        for at in range(size + 1):
+            for form in (word, word.upper(), word.title(), word[:-1], word[:-1] + "@", word[0] + "\x00" + word[1:]):
+                line = ("x" * at + form + "y" * size)[:max(size, at + len(form))]
+                assert _scan.hints(line) == _hints(line), (line, at)
+
+
+# bytes next to the words' letters in ASCII (A-Z and a-z are 32 apart: `@`, `[`, `` ` ``, `{`, `_`)
+@SETTINGS
+@given(st.lists(st.sampled_from(_WORDS + ["thr", "acc", "ban", "spe", "sta", "env", "cl ", "ncc", "NCC", "Cl ",
+                                          "@", "[", "`", "{", "_", " ", "x", "\x00", "\x7f", "CL\x00version"]),
+                max_size=20), st.booleans())
+def test_made_lines_have_the_hints_context_py_finds(pieces, on):
+    line = "".join(pieces)
+    with _vector(on):
+        assert _scan.hints(line) == _hints(line)
+
+
+# A copied bench block's progress bar is a non-ASCII comment the scanner reads on its UTF-8 bytes
+# (bench_dirty_comment, _scan_bench.h): offered where it may hold a word offer() finds in the str,
+# `ſ`, `ı`, `İ` and `K` matching ASCII letters case-blind (context_may_offer).
+_BARS = ["# 100%|███| 32/32 [02:30<00:00,  4.71s/it]", "# 100%|███| ſpecdecoding on", "# 100%|███| SPECDECODİNG",
+         "# 50%|██| set by envıronment", "# 50%|██| set by envİronment", "# 50%|██| set bY ENVIRONMENT",
+         "# 50%|██| avg bus bandwidth", "# 50%|██| Avg Bus Bandwıdth", "# 1%|█| nccl verſion", "# 1%|█| rCcl version",
+         "# 1%|█| throughput ſ", "# 1%|█| Speculative", "# 1%|█| ſpeculative", "# 1%|█| K specdecod",
+         "# 1%|█| acceptance rate", "# 1%|█| Statistics x: 1", "# 1%|█| NCCL_X=1 ſ"]
+
+
+@pytest.mark.parametrize("bar", _BARS)
+def test_progress_bars_holding_the_words_leave_the_unread_lines_lines_leave(bar):
+    from tests.test_scan_bench import COMMENTED
+
+    block = COMMENTED.read_text().rstrip("\n").splitlines()
+
+    def log(bar: str) -> bytes:  # the block's own bars (read in C past the first copy) made this one
+        return ("\n".join([bar if "100%|" in line else line for line in block] * 6) + "\n").encode()
+
+    def unread(data: bytes) -> int:
+        return parse_stream(io.BytesIO(data), engine="lines").settings["unread"].value["count"]
+    _same(log(bar))
+    worded = context.WORDS.search(bar) is not None
+    assert worded == (bar not in (_BARS[0], "# 1%|█| ſpeculative", "# 1%|█| Statistics x: 1")), bar
+    bars = log(bar).decode().count(bar)
+    assert bars >= 12 and unread(log(bar)) - unread(log(_BARS[0])) == (bars if worded else 0)

@@ -512,13 +512,7 @@ def test_the_scanners_vllm_calls_refuse_what_they_cannot_hold():
                   processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS, hints, None)
     with pytest.raises(RuntimeError):
         _scan.Scanner.__new__(_scan.Scanner).bench(None)
-    for bad in ((set(),), (set(), [], 5), (frozenset(), set(), 5), ([], set(), 5)):
-        with pytest.raises(TypeError):
-            scan.watch(*bad)
-    scan.watch(set(), set(), 5)
-    scan.watch(None)
-    with pytest.raises(RuntimeError):
-        _scan.Scanner.__new__(_scan.Scanner).watch(None)
+    assert not hasattr(scan, "watch")  # the Watcher is env_bind()'s, one for every format's offers
 
 
 CAPITAL = [line for line in VLLM + REAL if line[:1].isupper() and line.isascii()]
@@ -552,7 +546,7 @@ def test_a_capital_line_no_reader_acts_on_is_read_by_the_scanner():
 
 
 # Lines about the words context.Watcher.offer looks for, where the scanner settles an offer itself
-# (offer_plain in _scan_vllm.h) or leaves it to offer(): each must count as the line engine counts it.
+# (context_offer in _scan_context.h) or leaves it to offer(): each must count as the line engine counts it.
 OFFER_DAMAGED = [
     lambda s: s.replace("throughput", "Throughput", 1),  # case-blind hint, no cased word
     lambda s: s.replace("throughput", "throughput batch", 1),  # _SKIP's literal
@@ -598,7 +592,7 @@ def test_the_scanners_offers_stop_at_the_watchers_cap_as_offer_does(cap):
 
 def test_the_scanner_settles_the_offers_of_bench_rows_and_engine_lines_itself():
     """A bench log repeated: the `throughput` rows of its blocks and its section titles are offered
-    to the Watcher by the scanner (offer_plain), not through offer(), and the unread lines are the
+    to the Watcher by the scanner (context_offer), not through offer(), and the unread lines are the
     line engine's."""
     path = CORPUS / "serving" / "vllm_bench_serve_mtp_rps_issue43295.txt"
     data = path.read_bytes() * 40

@@ -113,6 +113,15 @@ typedef struct {
     uint32_t hash;
 } keymap;
 
+/* The context Watcher bound to the scanner (env_bind), whose offer() every format's lines are offered
+ * to in C (_scan_context.h). */
+typedef struct {
+    PyObject *watcher;               /* the bound Watcher, NULL when none */
+    PyObject *candidates, *dump_lines;  /* its sets (fetched each scan call) */
+    Py_ssize_t max;                  /* context.MAX_CANDIDATES */
+    int fetched;                     /* 0 not yet this call, 1 read, -1 unreadable (offer() is called) */
+} context_fast;
+
 typedef struct {
     PyObject_HEAD
     /* trigger literals, each with its reader, and a filter on their first two bytes */
@@ -144,6 +153,7 @@ typedef struct {
     struct { char *text; Py_ssize_t len; } nccl_seen[64];
     PyObject *nccl_of[2];  /* channel_lines, nccl_lines */
     struct nccl_fast *nccl;  /* NCCL INFO lines read here (_scan_nccl.h), NULL until nccl_bind() */
+    context_fast ctx;  /* the Watcher's offer() (_scan_context.h), bound by env_bind() */
     Shape shapes[2];  /* the last decode and prefill lines' (sglang_batch) */
     /* the last SGLang label seen and its string (labels repeat line after line) */
     char last_label[64]; Py_ssize_t last_label_len; int last_label_idx;
@@ -243,9 +253,40 @@ static const char *find_at(const char *s, Py_ssize_t n, const char *p, Py_ssize_
     return NULL;
 }
 
-/* The first p[0:k] in a line s[0:n]: a plain loop on its first byte, lines being short. */
+static int avx2_ok = 0;  /* set at import from the CPU (and by _scan.vector() in tests) */
+
+#ifdef HAVE_AVX2_PATH
+/* find() 32 places a step: where p's first and last bytes both are, then the rest compared; from
+ * `*at` on while a step's two loads lie within s[0:n] (the places left: *at, for the plain loop). */
+__attribute__((target("avx2")))
+static const char *find_avx2(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k, Py_ssize_t *at) {
+    const __m256i first = _mm256_set1_epi8(p[0]), last = _mm256_set1_epi8(p[k - 1]);
+    Py_ssize_t i = 0;
+    for (; i + k - 1 + 32 <= n; i += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + k - 1));
+        uint32_t m = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last)));
+        for (; m; m &= m - 1) {
+            Py_ssize_t j = i + __builtin_ctz(m);
+            if (memeq(s + j + 1, p + 1, (size_t)(k - 2))) return s + j;
+        }
+    }
+    *at = i;
+    return NULL;
+}
+#endif
+
+/* The first p[0:k] in a line s[0:n]: a plain loop on its first byte where the line is short, else
+ * (AVX2) 32 places a step. */
 static const char *find(const char *s, Py_ssize_t n, const char *p, Py_ssize_t k) {
-    for (Py_ssize_t i = 0; i + k <= n; i++)
+    Py_ssize_t i = 0;
+#ifdef HAVE_AVX2_PATH
+    if (avx2_ok && k >= 2 && n >= k + 31) {
+        const char *got = find_avx2(s, n, p, k, &i);
+        if (got) return got;
+    }
+#endif
+    for (; i + k <= n; i++)
         if (s[i] == p[0] && memeq(s + i, p, (size_t)k)) return s + i;
     return NULL;
 }
@@ -473,7 +514,6 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
  * nibble tables looked up by pshufb: a place can only be a literal's start if each of its three
  * bytes is in one bucket's tables), then compared whole. Bytes past the text are never read: the
  * last steps read a copy padded with newlines. */
-static int avx2_ok = 0;  /* set at import from the CPU (and by _scan.vector() in tests) */
 
 #ifdef HAVE_AVX2_PATH
 __attribute__((target("avx2")))
@@ -539,6 +579,7 @@ static const char *BLOCK_LABELS[] = {
     "Successful requests", "Benchmark duration (s)", "Request throughput (req/s)", "Output token throughput (tok/s)",
 };
 
+#include "_scan_context.h"
 #include "_scan_launch.h"
 
 /* The readers whose STARTS the line matches (their patterns are checked equal to these in
@@ -1160,7 +1201,6 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      Windows *windows, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                      unsigned *mask, uint64_t lits, unsigned by_literal);
 
-#include "_scan_context.h"
 #include "_scan_nccl.h"
 #include "_scan_nccl_other.h"
 #include "_scan_env.h"
@@ -2387,6 +2427,7 @@ static void Scanner_dealloc(Scanner *self) {
     free(self->m_value.v);
     nccl_forget(self);
     nccl_fast_free(self);
+    context_clear(&self->ctx);
     tests_free(self->tests);
     Py_XDECREF(self->tests_gpu_key);
     Py_XDECREF(self->tests_hint);
@@ -2682,6 +2723,21 @@ static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
     return Py_BuildValue("NnN", image, lines, wide);
 }
 
+/* find(line, literal) -> where find() finds an ASCII literal in an ASCII line, -1 for nowhere (the vector
+ * search where it is on: tests hold both to str.find). */
+static PyObject *find_text(PyObject *Py_UNUSED(mod), PyObject *args) {
+    PyObject *line, *literal;
+    if (!PyArg_ParseTuple(args, "UU", &line, &literal)) return NULL;
+    if (!PyUnicode_IS_ASCII(line) || !PyUnicode_IS_ASCII(literal) || PyUnicode_GET_LENGTH(literal) == 0) {
+        PyErr_SetString(PyExc_ValueError, "find reads an ASCII line and a literal of one byte or more");
+        return NULL;
+    }
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(line);
+    const char *at = find(s, PyUnicode_GET_LENGTH(line), (const char *)PyUnicode_1BYTE_DATA(literal),
+                          PyUnicode_GET_LENGTH(literal));
+    return PyLong_FromSsize_t(at ? at - s : -1);
+}
+
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
 static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
@@ -2732,6 +2788,8 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"find", find_text, METH_VARARGS, "find(line, literal) -> where the scanner finds literal in line, or -1"},
+    {"hints", context_hints, METH_O, "hints(line) -> whether an ASCII line holds a word of context._HINTS, case-blind"},
     {"ascii_image", ascii_image, METH_O,
      "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
     {"round6", py_round6, METH_O, "round6(x: float) -> round(x, 6) as the scanner computes it (for tests)"},
@@ -2759,8 +2817,6 @@ static PyMethodDef Scanner_methods[] = {
     {"vllm_arm", (PyCFunction)Scanner_vllm_arm, METH_VARARGS,
      "vllm_arm(parser, launch_lines, processes, engine_fields, spec_keys, launchers, workers, (launcher, worker),"
      " offer)"},
-    {"watch", (PyCFunction)Scanner_watch, METH_VARARGS,
-     "watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher of result.offer"},
     {"vllm_args_arm", (PyCFunction)Scanner_vllm_args_arm, METH_VARARGS,
      "vllm_args_arm(fields): vllm._ARGS' field -> setting names, for the `non-default args` lines read"},
     {"llamacpp_arm", (PyCFunction)Scanner_llamacpp_arm, METH_VARARGS,
@@ -2813,6 +2869,7 @@ PyMODINIT_FUNC PyInit__scan(void) {
     __builtin_cpu_init();
     avx2_ok = __builtin_cpu_supports("avx2");
 #endif
+    context_hint_init();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ScannerType);

@@ -525,7 +525,8 @@ static int bench_client(Scanner *self, const char *s, Py_ssize_t n, PyObject *li
  * Read on its UTF-8 bytes: the readers' literals and the STARTS of a `#`-led line are ASCII, found in them as
  * in the str. No literal, STARTS the Tagger's and nccl_tests' only, neither acting on it (bench_hash_idle),
  * "main" known, eagle_profile outside a block and no block open; the Watcher offered it where it may hold
- * one of its words (offer() reads a non-ASCII line itself). OK, or PYTHON (with *mask ~0, as before). */
+ * one of its words (context_may_offer; offer() reads a non-ASCII line itself). OK, or PYTHON (with *mask ~0,
+ * as before). */
 static int bench_dirty_comment(Scanner *self, PyObject *line, int64_t lineno, Eagle *e, int flags, unsigned *mask) {
     struct vllm_state *v = self->vllm;
     if (!v || !v->emit || !(flags & F_MAIN) || flags & F_BENCH || e->in_block) return PYTHON;
@@ -544,7 +545,7 @@ static int bench_dirty_comment(Scanner *self, PyObject *line, int64_t lineno, Ea
     if (!bench_hash_idle(self, s, n, by_start)) return PYTHON;
     *mask = by_start;
     PyObject *offer = v->emit->offer;
-    if (offer == Py_None || !maybe_words(s, n)) return OK;
+    if (offer == Py_None || !context_may_offer(s, n)) return OK;
     PyObject *got = call_line(offer, s, n, line, lineno);
     Py_XDECREF(got);
     return got ? OK : ERROR;

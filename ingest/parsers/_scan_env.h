@@ -100,7 +100,7 @@ static PyObject *Scanner_env_bind(Scanner *self, PyObject *args) {
         return NULL;
     }
     env_free(f);
-    context_clear(&f->ctx);
+    context_clear(f->ctx);
     struct env_fast *v = calloc(1, sizeof(*v));
     if (!v) {
         Py_DECREF(lines); Py_DECREF(declared);
@@ -136,7 +136,7 @@ static PyObject *Scanner_env_bind(Scanner *self, PyObject *args) {
     }
     if (watcher != Py_None) {
         Py_INCREF(watcher);
-        f->ctx.watcher = watcher, f->ctx.max = most;
+        f->ctx->watcher = watcher, f->ctx->max = most;
     }
     Py_RETURN_NONE;
 }
@@ -653,7 +653,7 @@ static int env_dump(struct nccl_fast *f, struct env_fast *v, const char *s, Py_s
             goto done;
     }
     if (launcher && pairs && PySet_Add(v->declared_by, tag) < 0) goto done;  /* as stamp() adds a declared record's */
-    status = context_offer(&f->ctx, v->offer, s, n, line, lineno, 1) < 0 ? ERROR : OK;
+    status = context_offer(f->ctx, v->offer, s, n, line, lineno, 1) < 0 ? ERROR : OK;
 done:
     Py_DECREF(tag);
     Py_XDECREF(label); Py_XDECREF(rank); Py_XDECREF(lineobj);
@@ -956,7 +956,7 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
         }
     }
     if (records && PySet_Add(v->declared_by, v->main) < 0) goto done;  /* as stamp() adds a declared record's */
-    if (context_offer(&f->ctx, v->offer, s, n, line, lineno, wanted) < 0) goto done;
+    if (context_offer(f->ctx, v->offer, s, n, line, lineno, wanted) < 0) goto done;
     status = OK;
 done:
     Py_XDECREF(lineobj); Py_XDECREF(key); Py_XDECREF(op);

@@ -28,29 +28,13 @@ static inline Py_ssize_t launch_words(const char *s, Py_ssize_t n, Py_ssize_t i)
     return i;
 }
 
-/* The words of the pattern's last branch, lower-case, by first letter: found case-blind in the
- * line (up to a newline). The unread watcher (context.py) counts a line with a word of WORDS that a
- * reader is handed: these lines were handed to launch_env before, and still are, so its count of
- * `Speculative decoding was on` stays what it was. */
-static const char *const LAUNCH_WORDS[] = {
-    "throughput", "accept", "bandwidth", "specdecod", "environment", "cl version", "statistics", "speculative",
-    "nccl_",
-};
-
-static inline char launch_lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }
-
+/* The words of the pattern's last branch, context._HINTS' (context_hint, _scan_context.h), found
+ * case-blind in the line (up to a newline). The unread watcher (context.py) counts a line with a word
+ * of WORDS that a reader is handed: these lines were handed to launch_env before, and still are, so its
+ * count of `Speculative decoding was on` stays what it was. */
 static int launch_has_word(const char *s, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n && s[i] != '\n'; i++) {
-        char c = launch_lower(s[i]);
-        for (size_t k = 0; k < sizeof(LAUNCH_WORDS) / sizeof(*LAUNCH_WORDS); k++) {
-            const char *w = LAUNCH_WORDS[k];
-            if (w[0] != c) continue;
-            Py_ssize_t j = 1;
-            while (w[j] && i + j < n && launch_lower(s[i + j]) == w[j]) j++;
-            if (!w[j]) return 1;
-        }
-    }
-    return 0;
+    const char *nl = memchr(s, '\n', (size_t)n);
+    return context_hint(s, nl ? nl - s : n);
 }
 
 static int launch_start_strict(const char *s, Py_ssize_t n);

@@ -233,7 +233,7 @@ static int llamacpp_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *l
     for (int k = 0; k < count; k++)
         if (add_metric(self, metric[k], value[k], window, lineno, source, self->s_empty, process) < 0) return ERROR;
     /* offered after the readers, as the engines do (`draft acceptance` holds one of context.WORDS) */
-    return bench_offer(self->vllm, s, n, line, lineno) < 0 ? ERROR : OK;
+    return offer_line(self->vllm, s, n, line, lineno, 1) < 0 ? ERROR : OK;  /* llamacpp's literal is on it */
 }
 
 /* ---- `statistics` lines: llamacpp.Parser._statistics --------------------------------------------
@@ -677,5 +677,5 @@ static int llama_statistics(Scanner *self, struct llama_state *ls, const char *s
         if (bad) return bad < 0 ? ERROR : PYTHON;
     }
     /* offered after the readers, as the engines do (`statistics` is one of context.WORDS) */
-    return bench_offer(self->vllm, s, n, line, lineno) < 0 ? ERROR : OK;
+    return offer_line(self->vllm, s, n, line, lineno, 1) < 0 ? ERROR : OK;  /* llamacpp's literal is on it */
 }

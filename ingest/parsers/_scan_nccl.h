@@ -106,7 +106,7 @@ struct nccl_fast {
     PyObject *of_lines, *of_channels;
     nccl_mirror_slot *mirror;
     Py_ssize_t mirrored;
-    context_fast ctx;  /* the Watcher's offer() (_scan_context.h), bound by env_bind() */
+    context_fast *ctx;  /* the scanner's Watcher binding (_scan_context.h, env_bind()) */
     struct env_fast *env;  /* env dumps, launch commands and other NCCL-named lines (_scan_env.h) */
 };
 
@@ -141,7 +141,7 @@ static void nccl_fast_free(Scanner *self) {
     if (!f) return;
     nccl_heads_clear(f);
     nccl_mirror_clear(f);
-    context_clear(&f->ctx);
+    context_clear(f->ctx);
     env_free(f);
     PyObject **refs[] = {&f->result, &f->parser, &f->record, &f->source, &f->nccl, &f->pending, &f->offer,
                          &f->used, &f->shared, &f->k_version, &f->k_library, &f->k_cuda, &f->k_nranks, &f->k_nnodes,
@@ -158,9 +158,9 @@ static void nccl_fast_free(Scanner *self) {
 /* A scan call starts: what Python may have changed since the last one is read again. */
 static void nccl_fast_enter(Scanner *self) {
     struct nccl_fast *f = self->nccl;
+    self->ctx.fetched = 0;
     if (!f) return;
     f->fetched = 0;
-    f->ctx.fetched = 0;
     f->next_list = NULL, f->next_at = NULL;
     env_enter(f);  /* (the heads are kept: nccl_fetch says when they are not) */
 }
@@ -249,6 +249,7 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
     struct nccl_fast *f = calloc(1, sizeof(*f));
     if (!f) return PyErr_NoMemory();
     self->nccl = f;
+    f->ctx = &self->ctx;
     f->record_plain = plain;
     memcpy(f->record_at, record_at, sizeof(record_at));
     f->k_pid = PyUnicode_InternFromString("pid");
@@ -884,7 +885,7 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     entry = PyTuple_Pack(4, rec, host, pid, tid);
     if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
     /* offered after the readers, as the engines do (nccl_debug's "NCCL" is on it: a reader wants it) */
-    if (context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0) goto done;
+    if (context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0) goto done;
     status = OK;
 done:
     Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(at); Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid);
@@ -1108,7 +1109,7 @@ static int nccl_version_read(struct nccl_fast *f, const char *s, Py_ssize_t n, P
     PyObject *at = PyLong_FromLongLong((long long)lineno);
     int bad = !at || PySet_Add(f->used, at) < 0;
     Py_XDECREF(at);
-    return bad || context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? -1 : 0;
+    return bad || context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? -1 : 0;
 }
 
 /* _RCCL_VERSION matched where `t` starts (`RCCL version\s*:?\s*(\d+\.\d+\.\d+)`), its \b before
@@ -1145,7 +1146,7 @@ static int nccl_rccl_version(struct nccl_fast *f, const char *s, Py_ssize_t n, P
     if (!(set = PyObject_GetAttr(f->result, f->k_set))) goto done;
     if (!(args = PyTuple_Pack(4, f->k_library, f->k_rccl, at, f->format))) goto done;
     if (!(r = PyObject_Call(set, args, f->k_overwrite))) goto done;
-    status = context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? ERROR : OK;
+    status = context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0 ? ERROR : OK;
 done:
     Py_XDECREF(at); Py_XDECREF(set); Py_XDECREF(args); Py_XDECREF(r);
     return status;
@@ -1282,7 +1283,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     }
     /* offer() after the readers: of a line holding "NCCL_" (WORDS' `NCCL_X=`, `NCCL_X set to `);
      * the others hold no word _SKIP lets by (nccl_acted_on's lines are Python's) */
-    if (by_literal & BIT(R_LAUNCH_ENV) && !rccl && context_offer(&f->ctx, f->offer, s, n, line, lineno, 1) < 0)
+    if (by_literal & BIT(R_LAUNCH_ENV) && !rccl && context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0)
         return ERROR;
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
     return nccl_keep(f, s, n, keeps ? &hash : NULL, line, tag, nccl_lines, channel_lines,

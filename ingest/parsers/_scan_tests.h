@@ -726,13 +726,10 @@ static int tests_out_of_bounds(Scanner *self, const char *s, Py_ssize_t n, int64
     return tests_move(self, 2, names, values);
 }
 
-/* The footer offered to the context watcher: settled on its sets where the outcome is plain
- * (offer_plain, _scan_vllm.h: the line is wanted, nccl_tests' STARTS `#` is on it), else offer()
- * called. 0, or -1 on error. */
+/* The footer offered to the context watcher (offer_line, _scan_vllm.h: the line is wanted, nccl_tests'
+ * STARTS `#` is on it). 0, or -1 on error. */
 static int tests_offer_footer(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
-    int settled = offer_plain(self->vllm, s, n, lineno, 1);
-    if (settled) return settled < 0 ? -1 : 0;
-    return bench_offer(self->vllm, s, n, NULL, lineno);
+    return offer_line(self->vllm, s, n, NULL, lineno, 1);
 }
 
 /* `# Avg bus bandwidth    : 68.7056 `: a plain decimal (another value, FAILED, is Python's), its

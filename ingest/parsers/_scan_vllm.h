@@ -23,10 +23,7 @@
  *     joins both blocks' sections, and the readers' subsection is "" again;
  *   - a blank line.
  * Such a line the engines hand the context Watcher (a reader's STARTS or literal is on it) is
- * offered to it here when it may hold one of context.WORDS (a superset is looked for): where
- * offer()'s outcome is plain (offer_plain: no word, a section title _SKIP takes, or a sure word on a
- * line a format reader's literal or STARTS is on) it is settled here, on the Watcher's own sets
- * (watch()); else offer() decides. A line that closes the blocks, a footer (`=====`) or a title, with
+ * offered to it here as every format's lines are (offer_line: context_offer, _scan_context.h). A line that closes the blocks, a footer (`=====`) or a title, with
  * no literal but the title's and `---` on it, or a line no row, section or blank leads (closes_inert), is
  * closed here and its owner's records written (bench_close_here, _scan_bench.h) or, where that is not
  * plain, fed to the two bench readers alone by one call (bench_close: native._Parse.bench_close writes
@@ -113,8 +110,7 @@ struct vllm_state {
     PyObject *row_type;  /* serving.Row */
     PyObject *keys;  /* serving.KEYS: label -> serving_key(label) */
     PyObject *offer;  /* result.offer (context.Watcher.offer) or None */
-    PyObject *cands, *dumps;  /* that Watcher's candidates and dump_lines (watch()), or NULL */
-    Py_ssize_t cands_max;  /* context.MAX_CANDIDATES */
+    context_fast *ctx;  /* the scanner's Watcher binding (_scan_context.h, env_bind()) */
     char prefix[4]; Py_ssize_t prefix_len, prefix_need;  /* a copied block's mark (`# `), and its rstrip() */
     int nccl_idle;  /* nccl_tests holds no rows: a `#` line that names none of its words changes nothing */
     uint64_t dash_lits;  /* the trigger literals whose text is `---`, and the scanner's own (`tok/`) */
@@ -163,6 +159,7 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (v) return v;
     v = self->vllm = calloc(1, sizeof(*v));
     if (!v) { PyErr_NoMemory(); return NULL; }
+    v->ctx = &self->ctx;
     v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = v->lines.lit_stage = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
@@ -267,8 +264,6 @@ static void vllm_release(Scanner *self) {
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
-    Py_CLEAR(v->cands);
-    Py_CLEAR(v->dumps);
     for (int i = 0; i < BENCH_LABELS; i++) { Py_CLEAR(v->seen[i].label); Py_CLEAR(v->seen[i].key); Py_CLEAR(v->seen[i].pkey); }
     free(v);
     self->vllm = NULL;
@@ -620,115 +615,10 @@ static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
     return bad ? ERROR : OK;
 }
 
-static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted);
-
-/* Whether the line may hold one of context.WORDS: a case-blind search for a word of each. */
-static int maybe_words(const char *s, Py_ssize_t n) {
-    static const char *words[] = {"throughput", "accept", "bandwidth", "specdecod", "statistics", "speculative",
-                                  "environment", "cl version", "nccl_"};
-    static const Py_ssize_t lens[] = {10, 6, 9, 9, 10, 11, 11, 10, 5};
-    for (Py_ssize_t i = 0; i < n; i++) {
-        char c = s[i] | 0x20;
-        for (size_t w = 0; w < sizeof(words) / sizeof(*words); w++) {
-            Py_ssize_t k = lens[w];
-            if (c != words[w][0] || i + k > n) continue;
-            Py_ssize_t j = 1;
-            while (j < k && (s[i + j] | 0x20) == words[w][j]) j++;
-            if (j == k) return 1;
-        }
-    }
-    return 0;
-}
-
-/* s[0:n] holds p (lower-case) case-blind */
-static int find_lower(const char *s, Py_ssize_t n, const char *p) {
-    Py_ssize_t k = (Py_ssize_t)strlen(p);
-    for (Py_ssize_t i = 0; i + k <= n; i++)
-        if (lower(s[i]) == p[0] && same_lower(s + i, k, p)) return 1;
-    return 0;
-}
-
-/* context.WORDS on an ASCII line (offer() searches _CASED in it and _CASELESS in its lower()):
- * 1 when a branch surely matches (a literal that is all of it is there), 0 when none can (the
- * literal each branch begins with is missing), -1 unsure (Python's regexes decide). */
-static int offer_words(const char *s, Py_ssize_t n) {
-    if (find(s, n, "throughput", 10) || find(s, n, "Speculative", 11) || find(s, n, "acceptance rate", 15)
-        || find(s, n, "acceptance len", 14) || find(s, n, "acceptanc rate", 14) || find(s, n, "acceptanc len", 13)
-        || find(s, n, "Accept length", 13) || find_lower(s, n, "specdecod") || find_lower(s, n, "avg bus bandwidth")
-        || find_lower(s, n, "set by environment") || find_lower(s, n, "nccl version")
-        || find_lower(s, n, "rccl version")) return 1;
-    if (find(s, n, "acceptanc", 9) || find(s, n, "statistics", 10) || find(s, n, "NCCL_", 5)
-        || find_lower(s, n, "cl version")) return -1;
-    return 0;
-}
-
-/* context._skipped on an ASCII line: 1 when _SKIP matches, 0 when it cannot (no literal of its
- * branches), -1 unsure. A bench section title, `^-{3,}[\w ]+-{3,}\s*$`, is read here ([\w ] takes
- * no `-`: the runs are the regex's one way to match). */
-static int offer_skipped(const char *s, Py_ssize_t n) {
-    if (find(s, n, "batch", 5) || find(s, n, "NCCL ", 5)) return -1;
-    if (n < 3 || !memeq(s, "---", 3)) return 0;
-    Py_ssize_t i = 0, j;
-    while (i < n && s[i] == '-') i++;
-    j = i;
-    while (j < n && (is_word(s[j]) || s[j] == ' ')) j++;
-    if (j == i) return 0;
-    i = j;
-    while (j < n && s[j] == '-') j++;
-    if (j - i < 3) return 0;
-    while (j < n && is_space(s[j])) j++;
-    return j == n;
-}
-
-/* context.Watcher.offer's outcome where it is plain, on an ASCII line (maybe_words, offer's _HINTS,
- * found): none of WORDS on it, or _SKIP's shapes, and offer() does nothing; else, on a line a
- * format reader's literal or STARTS is on (`wanted`: the engines hand that line to the reader, and
- * _wanted() looks for the same literals and STARTS), WORDS surely on it, _SKIP's surely not and
- * room among the candidates (else offer() sets `truncated`), the line joins the candidates as
- * offer() adds it. 1: settled; 0: offer() reads it; -1 on error. Offers of bench rows and engine
- * lines were a sixth of a vLLM bench log's parse, most in wanted()'s regexes. */
-static int offer_plain(struct vllm_state *v, const char *s, Py_ssize_t n, int64_t lineno, int wanted) {
-    if (!v->cands) return 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] >= 0x80) return 0;
-    int words = offer_words(s, n);
-    if (words <= 0) return words == 0;
-    int skipped = offer_skipped(s, n);
-    if (skipped) return skipped > 0;
-    if (!wanted || PySet_GET_SIZE(v->cands) >= v->cands_max) return 0;
-    PyObject *ln = PyLong_FromLongLong(lineno);
-    if (!ln) return -1;
-    int dumped = PySet_Contains(v->dumps, ln);
-    int bad = dumped < 0 || (!dumped && PySet_Add(v->cands, ln) < 0);
-    Py_DECREF(ln);
-    return bad ? -1 : 1;
-}
-
-/* watch(candidates, dump_lines, max_candidates) or watch(None): the context.Watcher whose offer is
- * result.offer, for offer_plain (the sets are its own, never replaced). */
-static PyObject *Scanner_watch(Scanner *self, PyObject *args) {
-    if (not_ready(self)) return NULL;
-    struct vllm_state *v = vllm_state_of(self);
-    if (!v) return NULL;
-    PyObject *cands = Py_None, *dumps = Py_None;
-    Py_ssize_t max = 0;
-    if (!PyArg_ParseTuple(args, "O|O!n", &cands, &PySet_Type, &dumps, &max)) return NULL;
-    if (cands != Py_None && (!PySet_CheckExact(cands) || !PySet_CheckExact(dumps))) {
-        PyErr_SetString(PyExc_TypeError, "watch(candidates, dump_lines, max): two sets, or watch(None)");
-        return NULL;
-    }
-    Py_CLEAR(v->cands);
-    Py_CLEAR(v->dumps);
-    if (cands != Py_None) {
-        Py_INCREF(cands), Py_INCREF(dumps);
-        v->cands = cands, v->dumps = dumps, v->cands_max = max;
-    }
-    Py_RETURN_NONE;
-}
-
-/* result.offer(lineno, line) where it may do something (maybe_words): 0, or -1 on error. */
-static int bench_offer(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno) {
-    return offer_line(v, s, n, line, lineno, 0);
+/* The Watcher's offer() of a line a format reader's literal or STARTS is on (`wanted`; 0: only the
+ * Tagger's), as every format's lines are offered (context_offer, _scan_context.h): 0, or -1 on error. */
+static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted) {
+    return context_offer(v->ctx, v->offer, s, n, line, lineno, wanted);
 }
 
 /* fn(lineno, line), the line made a str from s[0:n] where the scan has none: its result, or NULL. */
@@ -743,16 +633,6 @@ static PyObject *call_line(PyObject *fn, const char *s, Py_ssize_t n, PyObject *
     Py_XDECREF(ln);
     Py_XDECREF(text);
     return got;
-}
-
-/* bench_offer, offer_plain first; `wanted`: a format reader's literal or STARTS is on the line. */
-static int offer_line(struct vllm_state *v, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, int wanted) {
-    if (v->offer == Py_None || !maybe_words(s, n)) return 0;
-    int plain = offer_plain(v, s, n, lineno, wanted);
-    if (plain) return plain < 0 ? -1 : 0;
-    PyObject *got = call_line(v->offer, s, n, line, lineno);
-    Py_XDECREF(got);
-    return got ? 0 : -1;
 }
 
 /* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests). */

@@ -42,6 +42,8 @@ _CASED, _CASELESS = re.compile(_WORDS_CASED), re.compile(_WORDS_CASELESS)
 # A word of each of WORDS' branches, lower-case: an ASCII line holding none (most) holds no WORDS,
 # found without the regex, whose case-blind branches and look-behind cost ten times more a line.
 # (Not a non-ASCII one: `ſ`, `K`, `ı`, `İ` match ASCII letters case-blind and lower() keeps them.)
+# The native scanner searches the same words (HINT_WORDS in _scan_context.h, held to this by
+# tests/test_scan_context.py) for every line it offers and for launch_env's STARTS.
 _HINTS = re.compile("throughput|accept|bandwidth|specdecod|statistics|speculative|environment|cl version|nccl_")
 # Lines a reader always takes whole (the native scanner's own shapes) and benchmark section titles
 # (`----Speculative Decoding----`, a block's structure): never candidates.

@@ -407,10 +407,6 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     scan.vllm_arm(by_name["vllm"], tagger.launch_lines, result.processes, dict(vllm._ENGINE_FIELDS),
                   dict(vllm._SPEC_KEYS), processes._VLLM_LAUNCHERS, processes._VLLM_WORKERS,
                   (processes.LAUNCHER, processes.WORKER), result.offer)
-    # The Watcher's sets, for the offers the scanner settles itself (offer_plain in _scan_vllm.h)
-    watcher = getattr(result.offer, "__self__", None)
-    if type(watcher) is context.Watcher and getattr(result.offer, "__func__", None) is context.Watcher.offer:
-        scan.watch(watcher.candidates, watcher.dump_lines, context.MAX_CANDIDATES)
     scan.llamacpp_arm(by_name[llamacpp.NAME])  # llama.cpp's timing and slot lines (_scan_llamacpp.h)
     scan.vllm_args_arm({f: key for f, (key, _) in vllm._ARGS.items()})  # `non-default args` (_scan_vllm_args.h)
     others = [r for r in readers if r is not eagle and r is not tagger and not _never_busy(r)]
