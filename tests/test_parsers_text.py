@@ -108,3 +108,54 @@ def test_a_text_is_kept_while_its_lines_to_clean_and_non_ascii_lines_together_ar
     coloured[4] = "\x1b[32m" + coloured[4]  # a sixth line: over the share
     assert text._ascii_image("\n".join(coloured)) is None
     assert text._ascii_image("\n".join([*lines[:99], lines[99] + " ✓", "é"])) is None
+
+
+# Pieces of the dirty lines clean() meets, whole and broken: escapes of every spelling, colour codes without
+# their escape (and followed by `]`), tqdm's rewrites, DJL's relay prefix, MPI tags, markdown quotes, Ray's
+# suffix, and near misses of each.
+_DIRTY_PIECES = [
+    "\x1b[1;36m", "^[[0;0m", "#033[1;36m", "\x1b[?25l", "^[[K", "#033[0m", "\x1b[", "^[[", "#033[", "^[", "#03",
+    "[1m", "[1;36m", "[0;0m]", "[33m]", "[1;m", "[;1m", "[12", ";3", "[", "]", "1", ";", "?", "m", "K", "x", " ",
+    "^M", "^^M", "^", "M", "\r", "\r\r", ">", ">:", "-", "_", ",", "[1,0]<stdout>:", "[12,3]<stderr>:", "[7]",
+    "INFO ] PyProcess - W-210-model-stdout: ", "[WARN  ] PyProcess - W-a-b-stderr: ", "[INFO ] PyProcess - W-",
+    "PyProcess", "-stdout: ", "-stdout:", "-stderr: x", "W-", "W-a_b-9", "] PyProcess - W-", "INFO", "[INFO",
+    "across cluster]", " [repeated 3x across cluster]", "cluster]",
+    "(VllmWorkerProcess pid=176029)", "[multiproc_worker_utils.py:238]", "INFO 04-17 15:30:42 ",
+]
+
+
+def _dirty_lines_of(paths) -> list[str]:
+    out = []
+    for path in paths:
+        for raw in path.read_bytes().decode("utf-8", "replace").split("\n"):
+            if any(d in raw for d in text._DIRTY) or raw.startswith((">", "[")) or text._COLOUR.search(raw):
+                out.append(raw)
+    return out
+
+
+def test_the_scanners_clean_is_clean_on_real_dirty_lines_and_generated_ones():
+    """_scan.clean_line (_scan_clean.h), which cleans the dirty lines of a chunk the scanner reads, gives
+    what text.clean gives, or None where it leaves the line to it: on the real escape variants, MPI-tagged
+    and quoted logs, and on lines made of dirty pieces (every one of which clean() is tried on)."""
+    import random
+
+    from ingest.parsers import _scan
+
+    corpus = PROJECT_ROOT / "tests" / "corpus"
+    real = _dirty_lines_of(sorted(p for p in corpus.rglob("*") if p.suffix in (".log", ".txt", ".out")))
+    rng = random.Random(24)
+    made = ["".join(rng.choice(_DIRTY_PIECES) for _ in range(rng.randint(0, 7))) for _ in range(60000)]
+    taken = 0
+    for raw in real + made:
+        got = _scan.clean_line(raw)
+        if got is not None:
+            want = text.clean(raw)
+            assert got == want and type(want) is str, raw
+            taken += 1
+    # the escape variants' lines are all taken (vLLM's colours with and without their escape, ^M, DJL's relay)
+    variants = (corpus / "shared" / "vllm_ansi_escape_variants.log").read_text().split("\n")
+    assert all(_scan.clean_line(line) == text.clean(line) for line in variants if line)
+    assert taken > len(made) // 2
+    # declined: an MPI tag, a quote, Ray's suffix, a line that is not ASCII
+    for line in ("[1,0]<stdout>:NCCL INFO", "> quoted", "x [repeated 2x across cluster]", "^[[1m caf\u00e9"):
+        assert _scan.clean_line(line) is None

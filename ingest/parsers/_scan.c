@@ -579,6 +579,55 @@ static const char *BLOCK_LABELS[] = {
     "Successful requests", "Benchmark duration (s)", "Request throughput (req/s)", "Output token throughput (tok/s)",
 };
 
+/* The interned str of a name the scanner reads or sets per line (an attribute, a dict key), made once
+ * and kept for the process: PyObject_GetAttrString and its kin make and hash a new str at every call,
+ * which on a log of many small lines (bench blocks, llama.cpp statistics) was a tenth of the scan.
+ * Keyed by the text's address, so only text of static storage (a literal: NAME, or a static table of
+ * them) may be named; the table holds every such name of this file (a few dozen), so it never fills. */
+#define NAME_SLOTS 512
+static struct { const char *text; PyObject *str; } NAME_TABLE[NAME_SLOTS];
+
+/* The str of static text (borrowed), or NULL with the error set. */
+static PyObject *name_str(const char *text) {
+    size_t slot = ((uintptr_t)text >> 3) & (NAME_SLOTS - 1);
+    for (int k = 0; k < NAME_SLOTS; k++, slot = (slot + 1) & (NAME_SLOTS - 1)) {
+        if (NAME_TABLE[slot].text == text) return NAME_TABLE[slot].str;
+        if (NAME_TABLE[slot].text) continue;
+        PyObject *str = PyUnicode_InternFromString(text);
+        if (!str) return NULL;
+        NAME_TABLE[slot].text = text, NAME_TABLE[slot].str = str;
+        return str;
+    }
+    PyErr_SetString(PyExc_RuntimeError, "the scanner's table of names is full");
+    return NULL;
+}
+#define NAME(literal) name_str("" literal "")  /* (a literal only: concatenation refuses a variable) */
+
+/* getattr(o, name) / setattr(o, name, v) / d[name] = v / d.get(name) of static text, as their *String kin */
+static PyObject *get_named(PyObject *o, const char *text) {
+    PyObject *name = name_str(text);
+    return name ? PyObject_GetAttr(o, name) : NULL;
+}
+static int set_named(PyObject *o, const char *text, PyObject *v) {
+    PyObject *name = name_str(text);
+    return name ? PyObject_SetAttr(o, name, v) : -1;
+}
+static int dict_set_named(PyObject *d, const char *text, PyObject *v) {
+    PyObject *name = name_str(text);
+    return name ? PyDict_SetItem(d, name, v) : -1;
+}
+/* (borrowed, NULL when absent or on error: as PyDict_GetItemString, which swallows errors, the error
+ * of a name not made is cleared) */
+static PyObject *dict_get_named(PyObject *d, const char *text) {
+    PyObject *name = name_str(text);
+    if (!name) { PyErr_Clear(); return NULL; }
+    return PyDict_GetItem(d, name);
+}
+#define GET_ATTR(o, literal) get_named((o), "" literal "")
+#define SET_ATTR(o, literal, v) set_named((o), "" literal "", (v))
+#define DICT_SET(d, literal, v) dict_set_named((d), "" literal "", (v))
+#define DICT_GET(d, literal) dict_get_named((d), "" literal "")
+
 #include "_scan_context.h"
 #include "_scan_launch.h"
 
@@ -1585,14 +1634,16 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     return Py_BuildValue("nI", i, i < n ? mask : 0u);
 }
 
-/* A dirty line of a text chunk (text.Text), raw[pos:end], cleaned by `clean` and read as scan() reads a
+#include "_scan_clean.h"
+
+/* A dirty line of a text chunk (text.Text), raw[pos:end], cleaned by `clean` (clean_line) and read as scan() reads a
  * line of a list: OK, or PYTHON (with its mask, ~0 for a line that is not an ASCII str), or ERROR.
  * The line after it is not looked at (NULL: a dirty line's neighbours are read as at a stop). */
 static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t end, PyObject *clean, long long lineno,
                         State *st, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
                         unsigned *mask) {
     PyObject *piece = PyUnicode_Substring(raw, pos, end);
-    PyObject *line = piece ? PyObject_CallOneArg(clean, piece) : NULL;
+    PyObject *line = piece ? clean_line(piece, clean) : NULL;
     Py_XDECREF(piece);
     if (!line) return ERROR;
     int status = PYTHON;
@@ -2795,6 +2846,8 @@ static PyMethodDef module_methods[] = {
     {"round6", py_round6, METH_O, "round6(x: float) -> round(x, 6) as the scanner computes it (for tests)"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},
+    {"clean_line", scan_clean_line, METH_O,
+     "clean_line(line: str) -> text.clean(line) as the scanner cleans it, or None where it calls clean() (for tests)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -95,7 +95,7 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
         || !(E->fmt[0] = PyUnicode_InternFromString("sglang_bench_serving"))
         || !(E->fmt[1] = PyUnicode_InternFromString("vllm_bench_serve"))
         || !(E->tool[0] = PyUnicode_InternFromString("sglang")) || !(E->tool[1] = PyUnicode_InternFromString("vllm"))
-        || !(E->skeys = PyDict_New()) || !(E->offer = PyObject_GetAttrString(result, "offer"))
+        || !(E->skeys = PyDict_New()) || !(E->offer = GET_ATTR(result, "offer"))
         || (E->s_src[0] = intern_str(self, "sglang_bench", 12)) < 0
         || (E->s_src[1] = intern_str(self, "vllm_bench", 10)) < 0 || (E->s_bench = intern_str(self, tag, tag_len)) < 0
         || (E->s_throughput = intern_str(self, "throughput_tok_s", 16)) < 0
@@ -502,16 +502,15 @@ static int bench_client(Scanner *self, const char *s, Py_ssize_t n, PyObject *li
         }
     }
     if (which >= 0) {
-        PyObject *key = PyUnicode_InternFromString(which == 0 ? "request_rate" : "max_concurrency");
+        PyObject *key = name_str(which == 0 ? "request_rate" : "max_concurrency");  /* (borrowed) */
         int bad = !key;
         for (int r = 0; r < 2 && !bad; r++) {  /* each reader's own dict, SGLang's first */
             PyObject *client = v->emit ? PyObject_GetAttr(v->openers[r], v->emit->attr[A_CLIENT])
-                                       : PyObject_GetAttrString(v->openers[r], "client");
+                                       : GET_ATTR(v->openers[r], "client");
             bad = !client || !PyDict_Check(client) || PyDict_SetItem(client, key, value) < 0;
             if (client && !PyDict_Check(client)) PyErr_SetString(PyExc_TypeError, "a reader's client is a dict");
             Py_XDECREF(client);
         }
-        Py_XDECREF(key);
         Py_DECREF(value);
         if (bad) return ERROR;
     }

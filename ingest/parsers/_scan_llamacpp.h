@@ -123,7 +123,7 @@ static int llama_lit(const char *s, Py_ssize_t n, Py_ssize_t *i, const char *p) 
 
 /* The parser's window counter `name` + 1, stored: -1 on error. */
 static long llama_window(struct llama_state *ls, const char *name) {
-    PyObject *w = PyObject_GetAttrString(ls->parser, name);
+    PyObject *w = get_named(ls->parser, name);
     if (!w) return -1;
     long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
     Py_DECREF(w);
@@ -132,7 +132,7 @@ static long llama_window(struct llama_state *ls, const char *name) {
         return -1;
     }
     PyObject *nw = PyLong_FromLong(window + 1);
-    int bad = !nw || PyObject_SetAttrString(ls->parser, name, nw) < 0;
+    int bad = !nw || set_named(ls->parser, name, nw) < 0;
     Py_XDECREF(nw);
     return bad ? -1 : window + 1;
 }
@@ -382,8 +382,8 @@ static int stat_int(PyObject *o, long long *out) {
  * and durations (NULL, or a tuple of 3 floats): 1, 0 when of another shape (Python's). Borrowed. */
 static int stat_shape(PyObject *stats, PyObject **counts, PyObject **dur) {
     if (!PyDict_CheckExact(stats)) return 0;
-    *counts = PyDict_GetItemString(stats, "counts");
-    *dur = PyDict_GetItemString(stats, "dur");
+    *counts = DICT_GET(stats, "counts");
+    *dur = DICT_GET(stats, "dur");
     if (!*counts || !PyDict_CheckExact(*counts)) return 0;
     PyObject *key, *value;
     Py_ssize_t pos = 0;
@@ -399,7 +399,7 @@ static int stat_shape(PyObject *stats, PyObject **counts, PyObject **dur) {
 /* The parser's attribute `name` (a new reference) when of `type` exactly, else NULL (*bad 1: Python's;
  * an error set: -1). */
 static PyObject *stat_attr(PyObject *o, const char *name, PyTypeObject *type, int *bad) {
-    PyObject *v = PyObject_GetAttrString(o, name);
+    PyObject *v = get_named(o, name);
     if (!v) { *bad = -1; return NULL; }
     if (Py_TYPE(v) != type) { Py_DECREF(v); *bad = 1; return NULL; }
     return v;
@@ -437,12 +437,12 @@ static int stat_write(Scanner *self, struct llama_state *ls, const struct stat_l
     int bad = !counts || !stats || !ln;
     for (int k = 0; !bad && k < st->ncounts; k++) {
         PyObject *v = PyLong_FromLongLong(st->values[k]);
-        bad = !v || PyDict_SetItemString(counts, st->names[k], v) < 0;
+        bad = !v || dict_set_named(counts, st->names[k], v) < 0;
         Py_XDECREF(v);
     }
     if (!bad && st->has_dur) bad = !(dur = Py_BuildValue("(ddd)", st->dur[0], st->dur[1], st->dur[2]));
-    bad = bad || PyDict_SetItemString(stats, "counts", counts) < 0 || PyDict_SetItemString(stats, "mean", Py_None) < 0
-        || PyDict_SetItemString(stats, "line", ln) < 0 || (dur && PyDict_SetItemString(stats, "dur", dur) < 0);
+    bad = bad || DICT_SET(stats, "counts", counts) < 0 || DICT_SET(stats, "mean", Py_None) < 0
+        || DICT_SET(stats, "line", ln) < 0 || (dur && DICT_SET(stats, "dur", dur) < 0);
     /* before = base.get(impl), read before it is replaced */
     PyObject *before = bad ? NULL : PyDict_GetItem(base, impl);
     Py_XINCREF(before);
@@ -451,8 +451,8 @@ static int stat_write(Scanner *self, struct llama_state *ls, const struct stat_l
         if (again < 0) bad = 1;
         else if (again) {
             PyObject *fresh = PyList_New(0), *w = PyLong_FromLong(window);
-            bad = !fresh || !w || PyList_Append(fresh, impl) < 0 || PyObject_SetAttrString(ls->parser, "group", fresh) < 0
-                || PyObject_SetAttrString(ls->parser, "windows", w) < 0;
+            bad = !fresh || !w || PyList_Append(fresh, impl) < 0 || SET_ATTR(ls->parser, "group", fresh) < 0
+                || SET_ATTR(ls->parser, "windows", w) < 0;
             Py_XDECREF(fresh);
             Py_XDECREF(w);
         } else {
@@ -468,19 +468,19 @@ static int stat_write(Scanner *self, struct llama_state *ls, const struct stat_l
     static const char *DUR_KEYS[] = {"dur_begin_ms", "dur_generate_ms", "dur_accept_ms"};
     while (!bad && PyDict_Next(types, &pos, &key, &value)) {
         PyObject *c, *d, *row = PyDict_New();
-        bad = !row || !stat_shape(value, &c, &d) || PyDict_SetItemString(row, "type", key) < 0 || PyDict_Update(row, c) < 0;
-        for (int k = 0; !bad && d && k < 3; k++) bad = PyDict_SetItemString(row, DUR_KEYS[k], PyTuple_GET_ITEM(d, k)) < 0;
+        bad = !row || !stat_shape(value, &c, &d) || DICT_SET(row, "type", key) < 0 || PyDict_Update(row, c) < 0;
+        for (int k = 0; !bad && d && k < 3; k++) bad = dict_set_named(row, DUR_KEYS[k], PyTuple_GET_ITEM(d, k)) < 0;
         bad = bad || PyDict_SetItem(table, key, row) < 0;
         Py_XDECREF(row);
         if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a draft type's stats changed shape");
     }
-    bad = bad || PyObject_SetAttrString(table_setting, "value", table) < 0
-        || PyObject_SetAttrString(table_setting, "line", ln) < 0;
+    bad = bad || SET_ATTR(table_setting, "value", table) < 0
+        || SET_ATTR(table_setting, "line", ln) < 0;
     if (!bad && algorithm) {  /* a new Setting, as result.set(..., overwrite=True) makes */
-        PyObject *current = PyDict_GetItemString(settings, "spec.algorithm");  /* borrowed; checked before */
+        PyObject *current = DICT_GET(settings, "spec.algorithm");  /* borrowed; checked before */
         PyObject *made = current ? PyObject_CallFunction((PyObject *)Py_TYPE(current), "sOLO", "spec.algorithm",
                                                          algorithm, (long long)lineno, ls->name) : NULL;
-        bad = !made || PyDict_SetItemString(settings, "spec.algorithm", made) < 0;
+        bad = !made || DICT_SET(settings, "spec.algorithm", made) < 0;
         Py_XDECREF(made);
     }
     Py_XDECREF(table);
@@ -507,7 +507,7 @@ static int stat_write(Scanner *self, struct llama_state *ls, const struct stat_l
     }
     for (int k = 0; k < st->ncounts; k++) {
         long long was = 0;
-        PyObject *o = old && !restarted ? PyDict_GetItemString(old, st->names[k]) : NULL;
+        PyObject *o = old && !restarted ? dict_get_named(old, st->names[k]) : NULL;
         stat_int(o, &was);
         delta[k] = st->values[k] - was;
     }
@@ -611,9 +611,9 @@ static int llama_statistics(Scanner *self, struct llama_state *ls, const char *s
             else window += again;
         }
         if (!bad) {
-            table_setting = PyDict_GetItemString(settings, "llamacpp.draft_types");  /* llamacpp.TYPES_KEY */
-            PyObject *current = PyDict_GetItemString(settings, "spec.algorithm");
-            PyObject *source = current ? PyObject_GetAttrString(current, "source") : NULL;
+            table_setting = DICT_GET(settings, "llamacpp.draft_types");  /* llamacpp.TYPES_KEY */
+            PyObject *current = DICT_GET(settings, "spec.algorithm");
+            PyObject *source = current ? GET_ATTR(current, "source") : NULL;
             if (current && !source) bad = -1;
             else if (!table_setting || !current || !PyUnicode_CheckExact(source)) bad = 1;
             /* overwrite only where llamacpp set it */
@@ -634,8 +634,8 @@ static int llama_statistics(Scanner *self, struct llama_state *ls, const char *s
                         if (!strcmp(st.names[k], "gen_drafts")) gen = st.values[k];
                     }
                 } else {
-                    stat_int(PyDict_GetItemString(c, "acc_tokens"), &acc);
-                    stat_int(PyDict_GetItemString(c, "gen_drafts"), &gen);
+                    stat_int(DICT_GET(c, "acc_tokens"), &acc);
+                    stat_int(DICT_GET(c, "gen_drafts"), &gen);
                 }
                 if (!dominant || acc > best_acc || (acc == best_acc && gen > best_gen))
                     dominant = key, best_acc = acc, best_gen = gen;

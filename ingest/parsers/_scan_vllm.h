@@ -119,6 +119,9 @@ struct vllm_state {
     uint64_t client_lits, sglang_lits;
     /* the two blocks while their tool is unknown (note_row and note_section are called on them), else NULL */
     PyObject *blocks[2];
+    /* serving._row_tool (bench_readers()), what Block.note_row names a block's tool by, and what it gave for a
+     * label, not first and first: note_row is read here from them (bench_note_row), no Python call a row */
+    PyObject *row_tool, *tools[2];
     PyObject *readers[2];  /* the two BlockReaders (their `subsection` is set here), or NULL */
     int subsection;  /* both readers have a `Per-position acceptance` subsection open */
     /* The two BlockReaders (bench_readers()), whose open_title() bench_title calls, and the readers'
@@ -261,6 +264,7 @@ static void vllm_release(Scanner *self) {
         Py_CLEAR(v->openers[i]);
     }
     Py_CLEAR(v->closer);
+    Py_CLEAR(v->row_tool); Py_CLEAR(v->tools[0]); Py_CLEAR(v->tools[1]);
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
@@ -282,17 +286,19 @@ static void bench_tables(struct vllm_state *v, PyObject *row_type, PyObject *key
     Py_XSETREF(v->row_type, row_type);
 }
 
-/* bench_readers(sglang_reader, vllm_reader, Row, keys[, close]): the two BlockReaders whose blocks
- * bench_title opens (their open_title()) and the call that reads a line closing them (bench_close, or
- * None: such lines are Python's); or bench_readers(None), which lets them go (`close` holds the parse,
- * which holds the scanner: the cycle is broken here). */
+/* bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool]]): the two BlockReaders whose
+ * blocks bench_title opens (their open_title()) and the call that reads a line closing them (bench_close, or
+ * None: such lines are Python's), and serving._row_tool (None: note_row is called); or bench_readers(None),
+ * which lets them go (`close` holds the parse, which holds the scanner: the cycle is broken here). */
 static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     if (not_ready(self)) return NULL;
-    PyObject *a, *b = Py_None, *row_type = NULL, *keys = NULL, *close = Py_None;
-    if (!PyArg_ParseTuple(args, "O|OO!O!O", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys, &close)) return NULL;
-    if ((a != Py_None && (b == Py_None || !row_type || !keys)) || (close != Py_None && !PyCallable_Check(close))) {
+    PyObject *a, *b = Py_None, *row_type = NULL, *keys = NULL, *close = Py_None, *row_tool = Py_None;
+    if (!PyArg_ParseTuple(args, "O|OO!O!OO", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys, &close, &row_tool))
+        return NULL;
+    if ((a != Py_None && (b == Py_None || !row_type || !keys)) || (close != Py_None && !PyCallable_Check(close))
+        || (row_tool != Py_None && !PyCallable_Check(row_tool))) {
         PyErr_SetString(PyExc_TypeError,
-                        "bench_readers(sglang_reader, vllm_reader, Row, keys[, close]) or bench_readers(None)");
+                        "bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool]]) or bench_readers(None)");
         return NULL;
     }
     struct vllm_state *v = vllm_state_of(self);
@@ -300,11 +306,21 @@ static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     Py_CLEAR(v->openers[0]);
     Py_CLEAR(v->openers[1]);
     Py_CLEAR(v->closer);
+    if (a == Py_None || row_tool != v->row_tool) {  /* what another function gave is not this one's */
+        Py_CLEAR(v->row_tool); Py_CLEAR(v->tools[0]); Py_CLEAR(v->tools[1]);
+    }
     if (a != Py_None) {
         bench_tables(v, row_type, keys);
         Py_INCREF(a), Py_INCREF(b);
         v->openers[0] = a, v->openers[1] = b;
         if (close != Py_None) Py_INCREF(close), v->closer = close;
+        if (row_tool != Py_None && !v->row_tool) {
+            if (!(v->tools[0] = PyDict_New()) || !(v->tools[1] = PyDict_New())) {
+                Py_CLEAR(v->tools[0]);
+                return NULL;
+            }
+            v->row_tool = Py_NewRef(row_tool);
+        }
     }
     Py_RETURN_NONE;
 }
@@ -454,24 +470,71 @@ static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int su
     return 2;  /* the caller releases both */
 }
 
+#define BENCH_TOOLS_MAX 4096  /* labels whose tool is kept (a file can print any number of labels) */
+
+/* Block.note_row(label) of a block, read here: `if self.tool is None: self.tool = _row_tool(label, self.titled
+ * and not self.rows)`, _row_tool's answer for the label kept (it reads nothing but its two arguments). The
+ * rows kept here are the block's too (bench_flush appends them before Python looks). *named: whether the
+ * block's tool is known after. 0, or -1 on error. */
+static int bench_note_row(struct vllm_state *v, PyObject *block, PyObject *label, int *named) {
+    PyObject *tool = GET_ATTR(block, "tool");
+    if (!tool) return -1;
+    int unknown = tool == Py_None;
+    Py_DECREF(tool);
+    if (!unknown) { *named = 1; return 0; }
+    PyObject *titled = GET_ATTR(block, "titled");
+    int first = titled ? PyObject_IsTrue(titled) : -1;
+    Py_XDECREF(titled);
+    if (first > 0 && v->npend) first = 0;
+    else if (first > 0) {
+        PyObject *rows = GET_ATTR(block, "rows");
+        int some = rows ? PyObject_IsTrue(rows) : -1;
+        Py_XDECREF(rows);
+        first = some < 0 ? -1 : !some;
+    }
+    if (first < 0) return -1;
+    PyObject *got = PyDict_GetItemWithError(v->tools[first], label);  /* borrowed */
+    if (got) Py_INCREF(got);
+    else if (PyErr_Occurred()) return -1;
+    else {
+        PyObject *argv[2] = {label, first ? Py_True : Py_False};
+        if (!(got = PyObject_Vectorcall(v->row_tool, argv, 2, NULL))) return -1;
+        if (PyDict_GET_SIZE(v->tools[first]) < BENCH_TOOLS_MAX && PyDict_SetItem(v->tools[first], label, got) < 0) {
+            Py_DECREF(got);
+            return -1;
+        }
+    }
+    int bad = got != Py_None && SET_ATTR(block, "tool", got) < 0;
+    *named = got != Py_None;
+    Py_DECREF(got);
+    return bad ? -1 : 0;
+}
+
 /* note_row(label) or note_section(header) of both blocks while their tool is unknown (Block.note_row:
  * the first telling label names it); once named, they are no longer called. 0, or -1 on error. */
 static int bench_note(struct vllm_state *v, const char *method, PyObject *text) {
     if (!v->blocks[0]) return 0;
-    if (bench_flush(v) < 0) return -1;  /* note_row reads the rows (Block.note_row's `first`) */
-    PyObject *name = PyUnicode_InternFromString(method);
-    if (!name) return -1;
-    int named = 1;
-    for (int i = 0; i < 2; i++) {
-        PyObject *got = PyObject_CallMethodOneArg(v->blocks[i], name, text);
-        if (!got) { Py_DECREF(name); return -1; }
-        Py_DECREF(got);
-        PyObject *tool = PyObject_GetAttrString(v->blocks[i], "tool");
-        if (!tool) { Py_DECREF(name); return -1; }
-        named &= tool != Py_None;
-        Py_DECREF(tool);
+    int named = 1, row = !strcmp(method, "note_row");
+    if (row && v->row_tool && PyUnicode_CheckExact(text)) {
+        for (int i = 0; i < 2; i++) {
+            int one;
+            if (bench_note_row(v, v->blocks[i], text, &one) < 0) return -1;
+            named &= one;
+        }
+    } else {
+        if (bench_flush(v) < 0) return -1;  /* note_row reads the rows (Block.note_row's `first`) */
+        PyObject *name = name_str(row ? "note_row" : "note_section");
+        if (!name) return -1;
+        for (int i = 0; i < 2; i++) {
+            PyObject *got = PyObject_CallMethodOneArg(v->blocks[i], name, text);
+            if (!got) return -1;
+            Py_DECREF(got);
+            PyObject *tool = GET_ATTR(v->blocks[i], "tool");
+            if (!tool) return -1;
+            named &= tool != Py_None;
+            Py_DECREF(tool);
+        }
     }
-    Py_DECREF(name);
     if (named) for (int i = 0; i < 2; i++) Py_CLEAR(v->blocks[i]);
     return 0;
 }
@@ -490,7 +553,7 @@ static int same_lower(const char *s, Py_ssize_t n, const char *p) {
 /* Both readers' `subsection` (BlockReader's own), set to `text`: 0, or -1 on error. */
 static int bench_set_subsection(struct vllm_state *v, PyObject *text) {
     for (int i = 0; i < 2; i++)
-        if (PyObject_SetAttrString(v->readers[i], "subsection", text) < 0) return -1;
+        if (SET_ATTR(v->readers[i], "subsection", text) < 0) return -1;
     v->subsection = PyObject_IsTrue(text);
     return v->subsection < 0 ? -1 : 0;
 }
@@ -809,7 +872,7 @@ static int bench_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
 
 /* A list attribute of a block or the result (a new reference), or NULL with the error set. */
 static PyObject *block_list(PyObject *block, const char *name) {
-    PyObject *x = PyObject_GetAttrString(block, name);
+    PyObject *x = get_named(block, name);
     if (x && !PyList_CheckExact(x)) {
         Py_DECREF(x);
         PyErr_Format(PyExc_TypeError, "%s must be a list", name);
@@ -837,7 +900,7 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     }
     PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
     PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
-    PyObject *name = ln ? PyUnicode_InternFromString(title ? "open_title" : "open_section") : NULL;
+    PyObject *name = ln ? name_str(title ? "open_title" : "open_section") : NULL;  /* (borrowed) */
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
     int bad = !name, opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
@@ -846,12 +909,11 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         if (!blocks[i]) { bad = 1; break; }
         if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
         opened |= 1 << i;
-        PyObject *tool = PyObject_GetAttrString(blocks[i], "tool");  /* a section may name it (note_section) */
+        PyObject *tool = GET_ATTR(blocks[i], "tool");  /* a section may name it (note_section) */
         known |= (tool && tool != Py_None) << i;
         bad = !tool || !(rows[i] = block_list(blocks[i], "rows")) || !(sections[i] = block_list(blocks[i], "sections"));
         Py_XDECREF(tool);
     }
-    Py_XDECREF(name);
     Py_XDECREF(ln);
     Py_XDECREF(text);
     if (!bad && (opened == 1 || opened == 2 || known == 1 || known == 2)) {  /* the same line, the same outcome */
@@ -1078,7 +1140,7 @@ static PyObject *Scanner_vllm_arm(Scanner *self, PyObject *args) {
     l->k_hints = PyUnicode_InternFromString("hints");
     l->k_pid = PyUnicode_InternFromString("pid");
     if (!l->k_label || !l->k_rank || !l->k_hints || !l->k_pid) { vllm_lines_release(l); return NULL; }
-    windows = PyObject_GetAttrString(parser, "engine_windows");  /* a new reference, held below */
+    windows = GET_ATTR(parser, "engine_windows");  /* a new reference, held below */
     if (!windows) { vllm_lines_release(l); return NULL; }
     if (!PyDict_CheckExact(windows)) {
         Py_DECREF(windows);
@@ -1457,7 +1519,7 @@ static int spec_steps(VllmLines *l, long long *k);
 static int spec_draft_length(VllmLines *l, long long line_k, long long *k) {
     *k = 0;
     if (line_k > 0) { *k = line_k; return 1; }
-    PyObject *lk = PyObject_GetAttrString(l->parser, "launch_k");
+    PyObject *lk = GET_ATTR(l->parser, "launch_k");
     if (!lk) return -1;
     if (lk != Py_None) {
         int ok = PyLong_CheckExact(lk);
@@ -1476,13 +1538,13 @@ static int spec_draft_length(VllmLines *l, long long line_k, long long *k) {
  * Python reads (a bool, an int past 2**53), -1 on error. */
 static int spec_steps(VllmLines *l, long long *k) {
     *k = 0;
-    PyObject *result = PyObject_GetAttrString(l->parser, "result");
-    PyObject *settings = result ? PyObject_GetAttrString(result, "settings") : NULL;
+    PyObject *result = GET_ATTR(l->parser, "result");
+    PyObject *settings = result ? GET_ATTR(result, "settings") : NULL;
     Py_XDECREF(result);
     if (!settings) return -1;
     if (!PyDict_CheckExact(settings)) { Py_DECREF(settings); return 0; }
-    PyObject *setting = PyDict_GetItemString(settings, "spec.steps");  /* borrowed */
-    PyObject *steps = setting ? PyObject_GetAttrString(setting, "value") : NULL;
+    PyObject *setting = DICT_GET(settings, "spec.steps");  /* borrowed */
+    PyObject *steps = setting ? GET_ATTR(setting, "value") : NULL;
     Py_DECREF(settings);
     if (!setting) return 1;
     if (!steps) return -1;
@@ -1505,7 +1567,7 @@ static int spec_v0(VllmLines *l, const SpecFields *f, SpecWrites *w, int *count,
     *count = 0;
     if (!f->has[SK_ACCEPTED] || !f->has[SK_DRAFTED] || !f->has[SK_EMITTED]) return ENGINE_READ;
     double cur[3] = {f->v[SK_ACCEPTED], f->v[SK_DRAFTED], f->v[SK_EMITTED]}, prev[3], d[3];
-    PyObject *p = PyObject_GetAttrString(l->parser, "v0_previous");
+    PyObject *p = GET_ATTR(l->parser, "v0_previous");
     if (!p) return ERROR;
     int have = p != Py_None;
     if (have && !(PyTuple_CheckExact(p) && PyTuple_GET_SIZE(p) == 3 && exact_float(PyTuple_GET_ITEM(p, 0), &prev[0])
@@ -1585,13 +1647,13 @@ static int spec_read(VllmLines *l, const char *b, Py_ssize_t n, int flags, int *
 static int spec_write(VllmLines *l, const SpecWrites *w) {
     if (w->k >= 0) {
         PyObject *k = PyLong_FromLongLong(w->k);
-        int bad = !k || PyObject_SetAttrString(l->parser, "launch_k", k) < 0;
+        int bad = !k || SET_ATTR(l->parser, "launch_k", k) < 0;
         Py_XDECREF(k);
         if (bad) return -1;
     }
     if (w->v0) {
         PyObject *t = Py_BuildValue("(ddd)", w->cur[0], w->cur[1], w->cur[2]);
-        int bad = !t || PyObject_SetAttrString(l->parser, "v0_previous", t) < 0;
+        int bad = !t || SET_ATTR(l->parser, "v0_previous", t) < 0;
         Py_XDECREF(t);
         if (bad) return -1;
     }
@@ -1601,7 +1663,7 @@ static int spec_write(VllmLines *l, const SpecWrites *w) {
 /* The next window of a counter of the vllm parser (its `spec_window`, `stage_window`: the attribute
  * + 1), stored: -1 on error. */
 static long parser_window(VllmLines *l, const char *counter) {
-    PyObject *w = PyObject_GetAttrString(l->parser, counter);
+    PyObject *w = get_named(l->parser, counter);
     if (!w) return -1;
     long window = PyLong_CheckExact(w) ? PyLong_AsLong(w) : -1;
     Py_DECREF(w);
@@ -1610,7 +1672,7 @@ static long parser_window(VllmLines *l, const char *counter) {
         return -1;
     }
     PyObject *nw = PyLong_FromLong(window + 1);
-    int bad = !nw || PyObject_SetAttrString(l->parser, counter, nw) < 0;
+    int bad = !nw || set_named(l->parser, counter, nw) < 0;
     Py_XDECREF(nw);
     return bad ? -1 : window + 1;
 }
@@ -1636,8 +1698,8 @@ static long engine_window(VllmLines *l, PyObject *rank) {
 
 /* result.used.add(lineno) (the vllm parser's result): 0, or -1 on error. */
 static int vllm_used(VllmLines *l, int64_t lineno) {
-    PyObject *result = PyObject_GetAttrString(l->parser, "result");
-    PyObject *used = result ? PyObject_GetAttrString(result, "used") : NULL;
+    PyObject *result = GET_ATTR(l->parser, "result");
+    PyObject *used = result ? GET_ATTR(result, "used") : NULL;
     Py_XDECREF(result);
     if (!used) return -1;
     PyObject *ln = PySet_CheckExact(used) ? PyLong_FromLongLong(lineno) : NULL;
@@ -1652,7 +1714,7 @@ static int vllm_used(VllmLines *l, int64_t lineno) {
  * exact int a double holds), -1 on error. */
 static int launch_k_of(VllmLines *l, long long *k) {
     *k = 0;
-    PyObject *lk = PyObject_GetAttrString(l->parser, "launch_k");
+    PyObject *lk = GET_ATTR(l->parser, "launch_k");
     if (!lk) return -1;
     int r = 1;
     if (lk != Py_None) {
@@ -1670,7 +1732,7 @@ static int launch_k_of(VllmLines *l, long long *k) {
  * cycle (k draft tokens) where the launch's draft length is known. 0, or -1 on error. */
 static int vllm_stage(Scanner *self, VllmLines *l, const int *key, const double *ms, int count, int64_t lineno,
                       int process) {
-    if (PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return -1;
+    if (SET_ATTR(l->parser, "launch_used", Py_True) < 0) return -1;
     long window = parser_window(l, "stage_window");
     if (window < 0) return -1;
     long long k = l->stage_k;
@@ -1760,7 +1822,7 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             /* the writes come once nothing can hand the line back (only an error after this); _spec sets
              * launch_used on any line it reads on (the first after a launch's start among them) */
             if (spec && spec_write(l, &w) < 0) return ERROR;
-            if ((spec || idle) && PyObject_SetAttrString(l->parser, "launch_used", Py_True) < 0) return ERROR;
+            if ((spec || idle) && SET_ATTR(l->parser, "launch_used", Py_True) < 0) return ERROR;
         }
     } else if (stage) {  /* vllm.Parser._stage: a V0 stage line with a scoring or proposal time */
         const char *m = find(s, n, "SpecDecodeWorker stage times:", 29);
