@@ -37,7 +37,8 @@ class Scanner:
     @overload
     def bench_readers(self, sglang_reader: object, vllm_reader: object, row: type, keys: dict[str, str],
                       close: Callable[[int, str], int] | None = None,
-                      row_tool: Callable[[str, bool], str | None] | None = None, /) -> None: ...
+                      row_tool: Callable[[str, bool], str | None] | None = None, block: type | None = None,
+                      /) -> None: ...
     @overload
     def bench_emit(self, sglang_parser: None, /) -> None: ...
     @overload

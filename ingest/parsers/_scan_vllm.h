@@ -122,6 +122,9 @@ struct vllm_state {
     /* serving._row_tool (bench_readers()), what Block.note_row names a block's tool by, and what it gave for a
      * label, not first and first: note_row is read here from them (bench_note_row), no Python call a row */
     PyObject *row_tool, *tools[2];
+    /* serving.Block (bench_readers()): a title's blocks are made here as BlockReader.open_title makes them
+     * (bench_open_title), or NULL: open_title is called */
+    PyObject *block_type;
     PyObject *readers[2];  /* the two BlockReaders (their `subsection` is set here), or NULL */
     int subsection;  /* both readers have a `Per-position acceptance` subsection open */
     /* The two BlockReaders (bench_readers()), whose open_title() bench_title calls, and the readers'
@@ -265,6 +268,7 @@ static void vllm_release(Scanner *self) {
     }
     Py_CLEAR(v->closer);
     Py_CLEAR(v->row_tool); Py_CLEAR(v->tools[0]); Py_CLEAR(v->tools[1]);
+    Py_CLEAR(v->block_type);
     Py_CLEAR(v->row_type);
     Py_CLEAR(v->keys);
     Py_CLEAR(v->offer);
@@ -286,19 +290,22 @@ static void bench_tables(struct vllm_state *v, PyObject *row_type, PyObject *key
     Py_XSETREF(v->row_type, row_type);
 }
 
-/* bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool]]): the two BlockReaders whose
- * blocks bench_title opens (their open_title()) and the call that reads a line closing them (bench_close, or
- * None: such lines are Python's), and serving._row_tool (None: note_row is called); or bench_readers(None),
- * which lets them go (`close` holds the parse, which holds the scanner: the cycle is broken here). */
+/* bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool[, Block]]]): the two BlockReaders
+ * whose blocks bench_title opens (as their open_title()) and the call that reads a line closing them
+ * (bench_close, or None: such lines are Python's), serving._row_tool (None: note_row is called) and
+ * serving.Block (None: open_title is called); or bench_readers(None), which lets them go (`close` holds the
+ * parse, which holds the scanner: the cycle is broken here). */
 static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     if (not_ready(self)) return NULL;
     PyObject *a, *b = Py_None, *row_type = NULL, *keys = NULL, *close = Py_None, *row_tool = Py_None;
-    if (!PyArg_ParseTuple(args, "O|OO!O!OO", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys, &close, &row_tool))
+    PyObject *block_type = Py_None;
+    if (!PyArg_ParseTuple(args, "O|OO!O!OOO", &a, &b, &PyType_Type, &row_type, &PyDict_Type, &keys, &close, &row_tool,
+                          &block_type))
         return NULL;
     if ((a != Py_None && (b == Py_None || !row_type || !keys)) || (close != Py_None && !PyCallable_Check(close))
-        || (row_tool != Py_None && !PyCallable_Check(row_tool))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool]]) or bench_readers(None)");
+        || (row_tool != Py_None && !PyCallable_Check(row_tool)) || (block_type != Py_None && !PyType_Check(block_type))) {
+        PyErr_SetString(PyExc_TypeError, "bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool[, "
+                                         "Block]]]) or bench_readers(None)");
         return NULL;
     }
     struct vllm_state *v = vllm_state_of(self);
@@ -306,6 +313,7 @@ static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     Py_CLEAR(v->openers[0]);
     Py_CLEAR(v->openers[1]);
     Py_CLEAR(v->closer);
+    Py_CLEAR(v->block_type);
     if (a == Py_None || row_tool != v->row_tool) {  /* what another function gave is not this one's */
         Py_CLEAR(v->row_tool); Py_CLEAR(v->tools[0]); Py_CLEAR(v->tools[1]);
     }
@@ -314,6 +322,7 @@ static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
         Py_INCREF(a), Py_INCREF(b);
         v->openers[0] = a, v->openers[1] = b;
         if (close != Py_None) Py_INCREF(close), v->closer = close;
+        if (block_type != Py_None) v->block_type = Py_NewRef(block_type);
         if (row_tool != Py_None && !v->row_tool) {
             if (!(v->tools[0] = PyDict_New()) || !(v->tools[1] = PyDict_New())) {
                 Py_CLEAR(v->tools[0]);
@@ -881,6 +890,31 @@ static PyObject *block_list(PyObject *block, const char *name) {
     return x;
 }
 
+/* BlockReader.open_title(lineno, line) of a reader, its Block made with serving.Block itself (its __init__ and
+ * defaults): `_open` (a Block of the reader's client, the reader's client and subsection new) then `titled`
+ * and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). The block (a new reference), or NULL. */
+static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark) {
+    PyObject *client = GET_ATTR(reader, "client");
+    PyObject *kw = client ? PyTuple_New(3) : NULL;
+    PyObject *names[3] = {NAME("titled"), NAME("prefix"), NAME("client")};
+    PyObject *block = NULL;
+    if (kw && names[0] && names[1] && names[2]) {
+        for (int k = 0; k < 3; k++) PyTuple_SET_ITEM(kw, k, Py_NewRef(names[k]));
+        PyObject *argv[4] = {ln, Py_True, mark, client};  /* Block(lineno, titled=True, prefix=..., client=...) */
+        block = PyObject_Vectorcall(v->block_type, argv, 1, kw);
+    }
+    Py_XDECREF(kw);
+    Py_XDECREF(client);
+    PyObject *fresh = block ? PyDict_New() : NULL;
+    PyObject *empty = fresh ? PyUnicode_FromStringAndSize("", 0) : NULL;
+    int bad = !empty || SET_ATTR(reader, "block", block) < 0 || SET_ATTR(reader, "client", fresh) < 0
+        || SET_ATTR(reader, "subsection", empty) < 0;
+    Py_XDECREF(fresh);
+    Py_XDECREF(empty);
+    if (bad) Py_CLEAR(block);
+    return block;
+}
+
 /* The readers' open_title (a title) or open_section (a `---` line: a block only at a section title), SGLang's
  * first, and the blocks opened handed over as arm() would (tool unknown, no subsection, the prefix _PREFIX
  * gives); the scan reads on in F_BENCH (armed_here; native.py sees the blocks open after the scan). 0, or -1
@@ -898,14 +932,17 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         plen = n > 1 && (s[1] == ' ' || s[1] == '\t') ? 2 : 1;
         if (plen >= n || s[plen] != '=') plen = 0;
     }
-    PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-    PyObject *ln = text ? PyLong_FromLongLong(lineno) : NULL;
+    int here = title && v->block_type;  /* open_title's work done here (bench_open_title) */
+    PyObject *text = here ? NULL : line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
+    PyObject *ln = text || here ? PyLong_FromLongLong(lineno) : NULL;
     PyObject *name = ln ? name_str(title ? "open_title" : "open_section") : NULL;  /* (borrowed) */
+    PyObject *mark = name && here ? PyUnicode_DecodeASCII(s, plen, NULL) : NULL;
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
-    int bad = !name, opened = 0, known = 0;
+    int bad = !name || (here && !mark), opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
         PyObject *argv[3] = {v->openers[i], ln, text};
-        blocks[i] = PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark)
+                         : PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (!blocks[i]) { bad = 1; break; }
         if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
         opened |= 1 << i;
@@ -916,6 +953,7 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     }
     Py_XDECREF(ln);
     Py_XDECREF(text);
+    Py_XDECREF(mark);
     if (!bad && (opened == 1 || opened == 2 || known == 1 || known == 2)) {  /* the same line, the same outcome */
         PyErr_SetString(PyExc_RuntimeError, "the bench readers opened different blocks at one line");
         bad = 1;

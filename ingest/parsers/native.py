@@ -415,10 +415,11 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
                    bool(getattr(sink, "takes_groups", False)),
                    fed=[(bit, r, not _never_busy(r)) for bit, r in enumerate(readers)])
     # The bench readers whose blocks the scanner opens at a title while no reader is busy (bench_title),
-    # what reads a line that closes them (bench_close), and what Block.note_row names a block's tool by
-    # (the scanner keeps its answer per label); let go at the end (the parse holds the scanner).
+    # what reads a line that closes them (bench_close), what Block.note_row names a block's tool by (the
+    # scanner keeps its answer per label) and the Block a title opens (made as open_title makes it); let
+    # go at the end (the parse holds the scanner).
     scan.bench_readers(parse.sglang.bench, parse.vllm.bench, serving.Row, serving.KEYS, parse.bench_close,
-                       serving._row_tool)
+                       serving._row_tool, serving.Block)
     # What a block the scanner closes itself writes its records with (_scan_bench.h): the owner's
     # _bench_emit where nothing it does can change the scan's flags, else bench_close does it in Python.
     scan.bench_emit(parse.sglang, parse.vllm, result, tagger.recent, records.Setting, serving.add_block,

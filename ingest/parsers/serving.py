@@ -81,6 +81,7 @@ class Block:
         return "vllm" if engine is not None and engine.value == "vllm" else "sglang"
 
     def note_row(self, label: str) -> None:
+        # (the native scanner reads it, _row_tool's answer kept per label: bench_note_row in _scan_vllm.h)
         if self.tool is None:
             first = self.titled and not self.rows
             self.tool = _row_tool(label, first)
@@ -161,7 +162,7 @@ class BlockReader:
 
     def open_title(self, lineno: int, line: str) -> Block:
         """What feed() does at a title with no block open: a titled block, of the title's comment
-        mark. The native scanner calls it on both bench readers (bench_title in _scan_vllm.h)."""
+        mark. The native scanner does the same on both bench readers (bench_open_title in _scan_vllm.h)."""
         opened = self._open(lineno)
         opened.titled = True
         m = _PREFIX.match(line)
