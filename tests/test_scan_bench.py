@@ -288,3 +288,30 @@ def test_an_args_line_that_closes_a_block_is_read_in_the_scanner():
     _same(data, 1 << 12, 1 << 12)
     _same(data, vector=False)
 
+
+
+def test_a_blocks_tool_is_named_as_note_row_names_it_first_row_or_not():
+    """The scanner reads Block.note_row itself (bench_note_row, _row_tool's answer kept per label) and makes a
+    title's blocks (bench_open_title): `Successful requests` names vLLM only as a titled block's first row
+    (after a neutral row, or read again once kept rows wait, the log's engine decides), a `Position` row
+    names vLLM wherever it is: blocks of each shape by turns, marked copies among them, give lines' records."""
+    title = "============ Serving Benchmark Result ============"
+    footer = "=================================================="
+    shapes = [
+        [title, "Successful requests:                     10", "Benchmark duration (s):                  3.5", footer],
+        [title, "Benchmark duration (s):                  3.5", "Successful requests:                     10",
+         "Mean TTFT (ms):                          12.5", footer],
+        [title, "Mean TTFT (ms):                          12.5", "Total input tokens:                      100",
+         "Successful requests:                     10", footer],
+        [title, "Mean TTFT (ms):                          12.5", "Per-position acceptance (%):",
+         "Position 0:                              80.5", footer],
+        ["# " + title, "# Successful requests:                     10", "# Mean TTFT (ms):                 1.5",
+         "# " + footer],
+    ]
+    rng = random.Random(11)
+    for kinds in (shapes[:3], shapes):  # (a `Position` row sets the engine: vLLM's then decides the rest)
+        parts = ["\n".join(rng.choice(kinds)) for _ in range(80)]
+        data = ("\n".join(parts) + "\n").encode()
+        _same(data)
+        _same(data, 1 << 10, 1 << 10)
+        _same(b"INFO 05-06 vLLM API server version 0.9.1\n" + data, vector=False)
