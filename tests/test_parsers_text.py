@@ -121,6 +121,7 @@ _DIRTY_PIECES = [
     "PyProcess", "-stdout: ", "-stdout:", "-stderr: x", "W-", "W-a_b-9", "] PyProcess - W-", "INFO", "[INFO",
     "across cluster]", " [repeated 3x across cluster]", "cluster]",
     "(VllmWorkerProcess pid=176029)", "[multiproc_worker_utils.py:238]", "INFO 04-17 15:30:42 ",
+    "# 100%|\u2588\u2588\u2588\u2588| 32/32 [02:30<00:00, 4.71s/it]", "\u2588", "caf\u00e9", "\ufffd[1m", "\ufffd",
 ]
 
 
@@ -157,5 +158,9 @@ def test_the_scanners_clean_is_clean_on_real_dirty_lines_and_generated_ones():
     assert all(_scan.clean_line(line) == text.clean(line) for line in variants if line)
     assert taken > len(made) // 2
     # declined: an MPI tag, a quote, Ray's suffix, a line that is not ASCII
-    for line in ("[1,0]<stdout>:NCCL INFO", "> quoted", "x [repeated 2x across cluster]", "^[[1m caf\u00e9"):
+    for line in ("[1,0]<stdout>:NCCL INFO", "> quoted", "x [repeated 2x across cluster]", "^[[1m caf\u00e9",
+                 "\u2588 [1m", "\u2588 PyProcess", "\u2588\r"):
         assert _scan.clean_line(line) is None
+    # a line of other characters that clean() leaves as it is (a progress bar copied with its block) is kept
+    bar = "# 100%|\u2588\u2588\u2588| 32/32 [02:30<00:00, 4.71s/it]"
+    assert _scan.clean_line(bar) == text.clean(bar) == bar

@@ -11,9 +11,10 @@
  *   - _DJL.sub at the line's start: `\[?[A-Z]+ *\] PyProcess - W-[\w-]+?-std(?:out|err): ` (the lazy name
  *     ends at the first `-stdout: ` or `-stderr: ` its characters reach).
  * What this does not do is declined (clean_ascii gives 0: the caller calls clean()): a line that is not
- * ASCII, one _WRAPPER's MPI tag or markdown quote would change (`[`-led with `>:` in its first 24
- * characters, or `>`-led after the steps above), one _RAY_REPEAT may cut (`cluster]` in it) and one that
- * may be an MpiLine (the raw line led by `[`, digits and `,`). tests/test_parsers_text.py holds it equal to clean()
+ * ASCII unless clean() would leave it as it is (clean_keeps), one _WRAPPER's MPI tag or markdown quote would
+ * change (`[`-led with `>:` in its first 24 characters, or `>`-led after the steps above), one _RAY_REPEAT
+ * may cut (`cluster]` in it) and one that may be an MpiLine (the raw line led by `[`, digits and `,`).
+ * tests/test_parsers_text.py holds it equal to clean()
  * on real dirty lines and generated ones. */
 
 static inline int clean_digit(char c) { return c >= '0' && c <= '9'; }
@@ -102,8 +103,38 @@ static int clean_ascii(const char *raw, Py_ssize_t n, char *out, Py_ssize_t *len
     return 1;
 }
 
-/* clean(piece) where clean_ascii takes it (a new str), else `clean` called: a new reference, or NULL. */
+/* Whether clean() leaves a line of any characters as it is (a client's progress bar copied with its block,
+ * `# 100%|█████| 32/32 [02:30<00:00, 4.71s/it]`): nothing any of its steps starts at is in it (a `\r`, `^M`,
+ * an escape's start or U+FFFD, `[`, digits and `;` up to an `m`, `PyProcess`, `cluster]`), and it leads with
+ * neither `>` nor `[` (a wrapper, an MPI tag). */
+static int clean_keeps(PyObject *line) {
+    int kind = PyUnicode_KIND(line);
+    const void *data = PyUnicode_DATA(line);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    if (n && (PyUnicode_READ(kind, data, 0) == '>' || PyUnicode_READ(kind, data, 0) == '[')) return 0;
+    static const char py[] = "PyProcess", cl[] = "cluster]";
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i), d = i + 1 < n ? PyUnicode_READ(kind, data, i + 1) : 0;
+        if (c == '\r' || c == 0x1b || c == 0xfffd || (c == '^' && (d == 'M' || d == '[')) || (c == '#' && d == '0'))
+            return 0;
+        if (c == '[' && d >= '0' && d <= '9') {  /* _ANSI's `\[\d+(?:;\d+)*m(?!\])` */
+            Py_ssize_t q = i + 1;
+            Py_UCS4 e;
+            while (q < n && ((e = PyUnicode_READ(kind, data, q)) == ';' || (e >= '0' && e <= '9'))) q++;
+            if (q < n && PyUnicode_READ(kind, data, q) == 'm') return 0;  /* (a `;` too many, `]` after: clean()'s) */
+        }
+        const char *w = c == 'P' ? py : c == 'c' ? cl : NULL;
+        Py_ssize_t k = 0;
+        while (w && w[k] && i + k < n && PyUnicode_READ(kind, data, i + k) == (Py_UCS4)(unsigned char)w[k]) k++;
+        if (w && !w[k]) return 0;
+    }
+    return 1;
+}
+
+/* clean(piece) where clean_ascii takes it (a new str) or clean_keeps it, else `clean` called: a new
+ * reference, or NULL. */
 static PyObject *clean_line(PyObject *piece, PyObject *clean) {
+    if (!PyUnicode_IS_ASCII(piece) && PyUnicode_CheckExact(piece) && clean_keeps(piece)) return Py_NewRef(piece);
     if (PyUnicode_IS_ASCII(piece)) {
         Py_ssize_t n = PyUnicode_GET_LENGTH(piece), len;
         char stack[512], *out = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc((size_t)n + 1);
@@ -123,7 +154,7 @@ static PyObject *scan_clean_line(PyObject *Py_UNUSED(module), PyObject *line) {
         PyErr_SetString(PyExc_TypeError, "clean_line takes a str");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(line)) Py_RETURN_NONE;
+    if (!PyUnicode_IS_ASCII(line)) return clean_keeps(line) ? Py_NewRef(line) : Py_NewRef(Py_None);
     Py_ssize_t n = PyUnicode_GET_LENGTH(line), len;
     char *out = PyMem_Malloc((size_t)n + 1);
     if (!out) return PyErr_NoMemory();
