@@ -585,7 +585,11 @@ def test_scan_arguments_outside_the_chunk_are_refused():
     cleaned: list[str] = []
     assert scan.scan_text(text_, 0, 0, 3, 1, *state, 1, text_, [1], 0,
                           lambda line: cleaned.append(line) or line) == (3, len(text_), len(text_), 0)
-    assert cleaned == ["another"]  # the dirty line, cut out, cleaned and read
+    assert cleaned == []  # the dirty line, cut out, cleaned as clean() cleans it (_scan_clean.h) and read
+    quoted = "plain line\n> another\n"  # one the scanner leaves to clean(): a markdown quote
+    assert scan.scan_text(quoted, 0, 0, 3, 1, *state, 1, quoted, [1], 0,
+                          lambda line: cleaned.append(line) or line) == (3, len(quoted), len(quoted), 0)
+    assert cleaned == ["> another"]
 
 
 def test_only_readers_whose_busy_is_return_false_are_left_unasked():

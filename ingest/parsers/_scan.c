@@ -1674,7 +1674,8 @@ static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t
  * Python must feed, or at line `stop_at` (one clean() may change; -1: none): that line's index,
  * where it starts and ends in the text, and the readers it concerns; (count, len, len, 0) at
  * the end. With `raw, dirty, d, clean` (text.Text's decoded text, its dirty lines, the one
- * `stop_at` is, and text.clean), a dirty line is cut from `raw`, cleaned and, when that gives an ASCII
+ * `stop_at` is, and text.clean), a dirty line is cut from `raw`, cleaned (clean_line, _scan_clean.h: as
+ * text.clean cleans it, `clean` called for what it leaves) and, when that gives an ASCII
  * str, read like the others: the scan stops there only when Python must feed the cleaned line
  * (which the caller cleans again) or it is not ASCII (mask ~0). */
 static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
