@@ -61,6 +61,12 @@ _CTX = re.compile(
     r"sglang|vllm|torch|transformers|flashinfer_python|triton)\s*:)",
     re.M,
 )
+# _CTX searched over a chunk's text: a line it matches follows a newline (a chunk's first line is
+# looked at apart). `\s*` may run on past a newline there: each line found is matched again alone.
+assert _CTX.pattern.startswith("^")
+_CTX_AFTER = re.compile("\n" + _CTX.pattern[1:])
+# More MPI-tagged lines in a chunk than this and Watcher.text looks at each line, not for each tag.
+MANY_TAGGED = 1000
 MAX_CANDIDATES = 100_000  # candidate line numbers held; past it the count stops (`truncated`)
 # Topology and version dumps are read in a file's first lines only: a dump is a small file of its
 # own or the head of a log, and a search of every chunk would cost a large log's parse time twice.
@@ -119,10 +125,39 @@ class Watcher:
         those lines read cleaned as the engines read them."""
         if first > HEAD_SCAN_LINES:
             return
-        lines = body.split("\n", HEAD_SCAN_LINES - first + 1)[:HEAD_SCAN_LINES - first + 1]
-        wanted = set(dirty) if clean is not None else set()
+        n = HEAD_SCAN_LINES - first + 1  # the chunk's lines in the head
+        todo = [k for k in dirty if k < n] if clean is not None else []  # the lines read cleaned
+        if clean is not None and (tag := body.find("]<std")) >= 0:
+            if body.count("]<std", tag) > MANY_TAGGED:  # MPI's own log, every line tagged: each looked at
+                self._text_lines(first, body.split("\n", n)[:n], set(dirty), clean)
+                return
+            todo = sorted(set(todo).union(_tagged(body, tag, n)))
+        # Those read cleaned, and the lines _CTX may match, found by one search of the text, not a
+        # match a line (20k of them a file: 7 ms, the most of a small parse's fixed cost).
+        lines = body.split("\n", todo[-1] + 1) if todo else []
+        seen = {k: clean(lines[k]) for k in todo} if clean is not None else {}
+        if len(self.head) < HEAD_LINES:
+            need = min(HEAD_LINES - len(self.head), n)
+            self.head.extend(seen.get(k, line) for k, line in enumerate(body.split("\n", need)[:need]))
+        if 0 not in seen:
+            seen[0] = body[:end] if (end := body.find("\n")) >= 0 else body
+        k, at = 0, 0
+        for m in _CTX_AFTER.finditer(body):
+            start = m.start() + 1
+            k += body.count("\n", at, start)
+            at = start
+            if k >= n:
+                break
+            if k not in seen:
+                seen[k] = body[start:end] if (end := body.find("\n", start)) >= 0 else body[start:]
+        for k in sorted(seen):
+            if _CTX.match(line := seen[k]):
+                self.dump(first + k, line)
+
+    def _text_lines(self, first: int, lines: list[str], dirty: set[int], clean: Callable[[str], str]) -> None:
+        """text() of a chunk's head lines with MPI-tagged ones among them: each line looked at."""
         for k, line in enumerate(lines):
-            if clean is not None and (k in wanted or line[:1] == "[" and "]<std" in line):
+            if k in dirty or line[:1] == "[" and "]<std" in line:
                 lines[k] = line = clean(line)
             if len(self.head) < HEAD_LINES:
                 self.head.append(line)
@@ -278,6 +313,24 @@ class Watcher:
         return {"gpus": len(gpus), "pairs": pairs, "links": links,
                 "nvlink": all(v.startswith("NV") for v in pairs.values()),
                 "rows": {row: cells[:len(gpus)] for row, cells in self.topo_rows.items()}, "columns": gpus}
+
+
+def _tagged(body: str, tag: int, n: int) -> list[int]:
+    """The indices of the lines among `body`'s first `n` that start with "[" and hold "]<std" (MPI's tag,
+    cleaned off them), `tag` the first "]<std"."""
+    found: list[int] = []
+    k, at = 0, 0
+    while tag >= 0:
+        start = body.rfind("\n", 0, tag) + 1
+        k += body.count("\n", at, start)
+        at = start
+        if k >= n:
+            break
+        if body.startswith("[", start):
+            found.append(k)
+        end = body.find("\n", tag)
+        tag = -1 if end < 0 else body.find("]<std", end)
+    return found
 
 
 def _link_order(link: str) -> tuple[int, str]:
