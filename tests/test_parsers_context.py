@@ -183,7 +183,7 @@ class _WatcherAsItWas(context.Watcher):
     """Watcher.text as it was: every head line cut out, cleaned if it is dirty or MPI-tagged, matched
     alone (the reference the one search of the text is held to)."""
 
-    def text(self, first, body, dirty, clean):
+    def text(self, first, body, dirty, clean, count=None):
         if first > context.HEAD_SCAN_LINES:
             return
         lines = body.split("\n", context.HEAD_SCAN_LINES - first + 1)[:context.HEAD_SCAN_LINES - first + 1]
@@ -198,23 +198,26 @@ class _WatcherAsItWas(context.Watcher):
 
 
 def _watched_as_both(content: bytes, sizes: list[int]):
-    """What the Watcher and the reference keep of `content` cut into chunks of `sizes` lines (the last
-    size repeated), each chunk as read_chunks gives it (a text.Text or lines)."""
+    """What the Watcher (told each chunk's count of lines, as parse_stream does, and not told it) and the
+    reference keep of `content` cut into chunks of `sizes` lines (the last size repeated), each chunk as
+    read_chunks gives it (a text.Text or lines)."""
     from ingest.parsers import text
 
     lines = content.split(b"\n")
-    watchers = (context.Watcher(), _WatcherAsItWas())
+    watchers = (context.Watcher(), context.Watcher(), _WatcherAsItWas())
     first, k = 1, 0
     while first <= len(lines):
         size = sizes[min(k, len(sizes) - 1)]
         chunk = text._decode_block(b"\n".join(lines[first - 1:first - 1 + size]), texts=True)
-        for w in watchers:
+        for i, w in enumerate(watchers):
             if isinstance(chunk, text.Text):
-                w.text(first, chunk.raw, chunk.dirty, text.clean)
+                w.text(first, chunk.raw, chunk.dirty, text.clean, *([len(chunk)] if i == 0 else []))
             else:
                 w.chunk(first, chunk)
         first, k = first + len(chunk), k + 1
-    return [(w.head, w.versions, w.dump_lines, w.topo_columns, w.topo_line, w.topo_rows) for w in watchers]
+    got = [(w.head, w.versions, w.dump_lines, w.topo_columns, w.topo_line, w.topo_rows) for w in watchers]
+    assert got[0] == got[1]
+    return got[1:]
 
 
 _CONTEXT_LINES = ["GPU0\tX \tNV12\t0-9", "  GPU1   NV12   X   0-9", "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity",

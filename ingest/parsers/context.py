@@ -117,27 +117,35 @@ class Watcher:
     def chunk(self, first: int, lines: list[str]) -> None:
         """A chunk of cleaned lines (the chunk engines): its part in the file's head."""
         if first <= HEAD_SCAN_LINES:
-            self.text(first, "\n".join(lines[:HEAD_SCAN_LINES - first + 1]), [], None)
+            head = lines[:HEAD_SCAN_LINES - first + 1]
+            self.text(first, "\n".join(head), [], None, len(head))
 
-    def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None) -> None:
+    def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None,
+             count: int | None = None) -> None:
         """A chunk as one text (text.Text keeps its dirty lines, those clean() may change, raw, and
-        its MPI-tagged ones, no other line holding "]<std"): the dumps in its part of the file's head,
-        those lines read cleaned as the engines read them."""
+        its MPI-tagged ones, no other line holding "]<std"; `count` its lines, where known): the dumps in
+        its part of the file's head, those lines read cleaned as the engines read them."""
         if first > HEAD_SCAN_LINES:
             return
         n = HEAD_SCAN_LINES - first + 1  # the chunk's lines in the head
+        lines = None
+        if (body.count("\n") + 1 if count is None else count) > n:  # the chunk runs on past the head: cut there
+            lines = body.split("\n", n)
+            body = body[:len(body) - len(lines.pop()) - 1]
         todo = [k for k in dirty if k < n] if clean is not None else []  # the lines read cleaned
         if clean is not None and (tag := body.find("]<std")) >= 0:
-            if body.count("]<std", tag) > MANY_TAGGED:  # MPI's own log, every line tagged: each looked at
-                self._text_lines(first, body.split("\n", n)[:n], set(dirty), clean)
+            tagged = _tagged(body, tag, MANY_TAGGED)
+            if tagged is None:  # MPI's own log, every line tagged: each looked at
+                self._text_lines(first, body.split("\n") if lines is None else lines, set(dirty), clean)
                 return
-            todo = sorted(set(todo).union(_tagged(body, tag, n)))
+            todo = sorted(set(todo).union(tagged))
         # Those read cleaned, and the lines _CTX may match, found by one search of the text, not a
         # match a line (20k of them a file: 7 ms, the most of a small parse's fixed cost).
-        lines = body.split("\n", todo[-1] + 1) if todo else []
-        seen = {k: clean(lines[k]) for k in todo} if clean is not None else {}
+        if todo and lines is None:
+            lines = body.split("\n", todo[-1] + 1)
+        seen = {k: clean(lines[k]) for k in todo} if clean is not None and lines is not None else {}
         if len(self.head) < HEAD_LINES:
-            need = min(HEAD_LINES - len(self.head), n)
+            need = HEAD_LINES - len(self.head)
             self.head.extend(seen.get(k, line) for k, line in enumerate(body.split("\n", need)[:need]))
         if 0 not in seen:
             seen[0] = body[:end] if (end := body.find("\n")) >= 0 else body
@@ -146,8 +154,6 @@ class Watcher:
             start = m.start() + 1
             k += body.count("\n", at, start)
             at = start
-            if k >= n:
-                break
             if k not in seen:
                 seen[k] = body[start:end] if (end := body.find("\n", start)) >= 0 else body[start:]
         for k in sorted(seen):
@@ -315,18 +321,18 @@ class Watcher:
                 "rows": {row: cells[:len(gpus)] for row, cells in self.topo_rows.items()}, "columns": gpus}
 
 
-def _tagged(body: str, tag: int, n: int) -> list[int]:
-    """The indices of the lines among `body`'s first `n` that start with "[" and hold "]<std" (MPI's tag,
-    cleaned off them), `tag` the first "]<std"."""
+def _tagged(body: str, tag: int, most: int) -> list[int] | None:
+    """The indices of `body`'s lines that start with "[" and hold "]<std" (MPI's tag, cleaned off
+    them), `tag` the first "]<std"; None past `most` of them."""
     found: list[int] = []
     k, at = 0, 0
     while tag >= 0:
         start = body.rfind("\n", 0, tag) + 1
         k += body.count("\n", at, start)
         at = start
-        if k >= n:
-            break
         if body.startswith("[", start):
+            if len(found) == most:
+                return None
             found.append(k)
         end = body.find("\n", tag)
         tag = -1 if end < 0 else body.find("]<std", end)
