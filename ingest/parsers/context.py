@@ -238,7 +238,7 @@ class Watcher:
         if result.used:
             self.used.update(result.used & self.candidates)
             result.used.clear()
-        open_ = set(self.candidates) - self.used
+        open_ = self.candidates - self.used
         if not open_:
             return
         for records in (result.phases, result.metrics, result.nccl, result.collectives):
