@@ -316,6 +316,33 @@ def test_a_parked_groups_share_of_a_launch_is_parked_too(monkeypatch):
     assert list(drafted.values) == [2 / 3, 1.0]
 
 
+@pytest.mark.parametrize("keep", [range(0, 3000), range(995, 1006), range(1499, 1503), range(2998, 3000),
+                                  range(7, 8), range(1000, 2000), [3, 4, 6], [5, 4], [1000, 1001, 1001], [0, 2999]])
+def test_a_share_of_a_parked_group_holds_the_rows_it_names(keep, monkeypatch):
+    """A run of rows (a launch's share where launches follow each other) is its pieces' part, read and
+    written nowhere: across pieces, of both widths, the first and last rows; any other share is taken."""
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 3000)
+    (tput,), (draft,) = d.rows().metrics, d.rows().phases
+    for group in (tput, draft, digest.Group(None, "main", "s", "n", "", *(array(c.typecode, c) for c in (
+            draft.windows, draft.lines, draft.values, draft.order, draft.pcts)))):
+        columns = [group.windows, group.lines, group.values, group.order, group.pcts]
+        spill = next((c.spill for c in group._columns if isinstance(c, digest.Parked)), None)
+        written = spill and spill._end
+        share = group.part(list(keep))
+        got = [share.windows, share.lines, share.values, share.order, share.pcts]
+        for column, part in zip(columns, got, strict=True):
+            if column is None:
+                assert part is None
+                continue
+            assert [str(v) for v in part] == [str(column[i]) for i in keep]  # NaN pcts alike
+        assert len(share) == len(keep)
+        runs = list(keep) == list(range(keep[0], keep[-1] + 1))
+        assert spill is None or (spill._end == written) == runs  # a run is no write; a parked share is
+        assert all(isinstance(c, digest.Parked) for c in share._columns[:4]) == (spill is not None)
+
+
 # Busbw: nccl-tests rows kept as runs of adjacent lines.
 
 ROW = st.tuples(st.sampled_from(["pid 1", "pid 2"]), st.integers(1, 60), st.integers(1, 3),
