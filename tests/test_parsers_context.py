@@ -226,22 +226,44 @@ _CONTEXT_LINES = ["GPU0\tX \tNV12\t0-9", "  GPU1   NV12   X   0-9", "\tGPU0\tGPU
                   "sglang: 0.4.6", "sglang", ": 1.0", "vllm  :", "torch", "transformers:\t4.5", "triton:3",
                   "\x1b[1;36mGPU0\x1b[0m\tX\tNV12", "\x1b[32m[pip3] torch==2.6\x1b[0m", "[1,0]<stdout>:GPU0\tX\tNV4",
                   "[1,1]<stderr>:[pip3] vllm==0.9", "[0,0]<stdout>:sglang: 0.5", "x]<stdout>:GPU0 X",
-                  "GPU1 NV12 X\r", "> GPU0 X NV12", "vLLM Version : 0.8 \u00e9", "[pip3] torch==2.7\u2026", "", " ", "x"]
+                  "GPU1 NV12 X\r", "> GPU0 X NV12", "vLLM Version : 0.8 \u00e9", "[pip3] torch==2.7\u2026", "", " ", "x",
+                  "[1,0]<stdout>:[1,1]<stderr>:GPU0 X NV2", "[1,0]<stdout>:> [conda] triton 3.1", "[2,3]<stdout>:#  size",
+                  "[123456789012,1]<stdout>:GPU0 X NV2", "[1,0]<stdout>:\x1b[1mGPU0\x1b[0m X", "[1,0]<stdout>:GP\x1b[0mU0 X",
+                  "[1,0]<stdout>:  GPU1\tNV4\tX", "[1,0]<stdout>:PyTorch version: 2.1", "[1,0]<stdout>:x\r[pip] torch 2"]
 
 
 @SETTINGS
 @given(st.lists(st.sampled_from(_CONTEXT_LINES), max_size=40), st.lists(st.integers(1, 9), min_size=1, max_size=4),
-       st.integers(1, 12), st.integers(0, 6))
-def test_the_watchers_search_of_a_chunk_finds_the_dumps_each_line_did(lines, sizes, head_scan, head_lines):
+       st.integers(1, 12), st.integers(0, 6), st.sampled_from([2, 1000]))
+def test_the_watchers_search_of_a_chunk_finds_the_dumps_each_line_did(lines, sizes, head_scan, head_lines, many):
     """Dumps, cleaned copies of them and lines that only look like them, in chunks that cross the
     head's end (a small HEAD_SCAN_LINES), dirty and tagged alike."""
     content = "\n".join(lines).encode()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(context, "HEAD_SCAN_LINES", head_scan)
         mp.setattr(context, "HEAD_LINES", head_lines)
-        mp.setattr(context, "MANY_TAGGED", 2)  # each line looked at past two tags, as MPI's own logs are
+        mp.setattr(context, "MANY_TAGGED", many)  # past `many` tags each line looked at, as MPI's own logs are
         got, want = _watched_as_both(content, sizes)
     assert got == want
+
+
+@pytest.mark.parametrize("many", [2, 1000])
+@pytest.mark.parametrize("head_lines", [0, 2, 40])
+def test_mpi_tagged_dumps_past_the_heads_kept_lines_are_read_cleaned(many, head_lines, monkeypatch):
+    """A topology and versions printed under MPI's tags, in chunks of ASCII text (text.Text), the tags
+    the only change clean() makes: found past the head's kept lines as in them."""
+    tag = "[1,{}]<stdout>:"
+    dump = ["x", tag.format(0) + "\tGPU0\tGPU1\tCPU Affinity", tag.format(0) + "GPU0\t X \tNV4\t0-9",
+            tag.format(1) + "GPU1\t NV4\t X \t0-9", tag.format(1) + "PyTorch version: 2.1", "y",
+            tag.format(0) + "[pip3] triton==3.1", "[123456789012,1]<stdout>:[pip3] torch==2.1", tag.format(2) + "#  size",
+            tag.format(3) + "[pip] nvidia-nccl-cu12==2.26.2"]
+    monkeypatch.setattr(context, "MANY_TAGGED", many)
+    monkeypatch.setattr(context, "HEAD_LINES", head_lines)
+    for sizes in ([3], [9], [1, 4]):
+        got, want = _watched_as_both("\n".join(dump).encode(), sizes)
+        assert got == want
+        assert want[1] == {"torch": ("2.1", 5), "triton": ("3.1", 7), "nvidia-nccl-cu12": ("2.26.2", 10)}
+        assert want[3] and want[5]  # the topology's columns and rows
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)

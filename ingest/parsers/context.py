@@ -61,6 +61,9 @@ _CTX = re.compile(
     r"sglang|vllm|torch|transformers|flashinfer_python|triton)\s*:)",
     re.M,
 )
+# Words one of _CTX's branches holds: a line without any never matches it, nor does any part of it.
+_CTX_WORDS = ("GPU", "[pip", "[conda] ", "Version", "version", "sglang", "vllm", "torch", "transformers",
+              "flashinfer_python", "triton")
 # _CTX searched over a chunk's text: a line it matches follows a newline (a chunk's first line is
 # looked at apart). `\s*` may run on past a newline there: each line found is matched again alone.
 assert _CTX.pattern.startswith("^")
@@ -133,19 +136,30 @@ class Watcher:
             lines = body.split("\n", n)
             body = body[:len(body) - len(lines.pop()) - 1]
         todo = [k for k in dirty if k < n] if clean is not None else []  # the lines read cleaned
+        tagged: list[int] | None = []
         if clean is not None and (tag := body.find("]<std")) >= 0:
             tagged = _tagged(body, tag, MANY_TAGGED)
             if tagged is None:  # MPI's own log, every line tagged: each looked at
                 self._text_lines(first, body.split("\n") if lines is None else lines, set(dirty), clean)
                 return
-            todo = sorted(set(todo).union(tagged))
         # Those read cleaned, and the lines _CTX may match, found by one search of the text, not a
         # match a line (20k of them a file: 7 ms, the most of a small parse's fixed cost).
-        if todo and lines is None:
-            lines = body.split("\n", todo[-1] + 1)
-        seen = {k: clean(lines[k]) for k in todo} if clean is not None and lines is not None else {}
-        if len(self.head) < HEAD_LINES:
-            need = HEAD_LINES - len(self.head)
+        last = max(todo[-1] if todo else -1, tagged[-1] if tagged else -1)
+        if last >= 0 and lines is None:
+            lines = body.split("\n", last + 1)
+        seen = {k: clean(lines[k]) for k in todo} if todo and clean is not None and lines is not None else {}
+        need = max(HEAD_LINES - len(self.head), 0)
+        # A tagged line that is not dirty only loses its tag when cleaned (text.Text): what is left holds
+        # a word _CTX needs only if the line does. Cleaned where it does or is kept in the head (a
+        # clean() of a long nccl-tests row cost 30 us).
+        skipped = set()
+        for k in tagged if clean is not None and lines is not None else ():
+            if k not in seen:
+                if k < need or any(word in lines[k] for word in _CTX_WORDS):
+                    seen[k] = clean(lines[k])
+                else:
+                    skipped.add(k)
+        if need:
             self.head.extend(seen.get(k, line) for k, line in enumerate(body.split("\n", need)[:need]))
         if 0 not in seen:
             seen[0] = body[:end] if (end := body.find("\n")) >= 0 else body
@@ -154,7 +168,7 @@ class Watcher:
             start = m.start() + 1
             k += body.count("\n", at, start)
             at = start
-            if k not in seen:
+            if k not in seen and k not in skipped:
                 seen[k] = body[start:end] if (end := body.find("\n", start)) >= 0 else body[start:]
         for k in sorted(seen):
             if _CTX.match(line := seen[k]):
