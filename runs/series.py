@@ -290,7 +290,10 @@ class _Places:
 
     def at(self, logfile: int, window: pl.Series) -> pl.Series:
         """The places of these windows of the file (each one a window the first pass saw)."""
-        return self.file_windows[logfile].search_sorted(window).cast(pl.Int64).rename("at") + self.offset[logfile]
+        known = self.file_windows[logfile]
+        if known[-1] - known[0] + 1 == known.len():  # windows 1..n, the usual file: no search
+            return (window - known[0] + self.offset[logfile]).rename("at")
+        return known.search_sorted(window).cast(pl.Int64).rename("at") + self.offset[logfile]
 
 
 def _kept_windows(run_id: int, places: _Places, phases: int, limit: int) -> pl.Series:
