@@ -22,6 +22,7 @@ Stored shape (`SERIES_VERSION` 1):
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ import polars as pl
 from runs import columns
 from runs.columns import METRIC, PHASE
 from runs.models import LogFile
-from runs.summary import source_rank, spread
+from runs.summary import describe, source_rank, spread
 
 SERIES_VERSION = 2
 PHASE_CHART_POINTS = 1000  # per trace of the run page's phase chart: about the pixels across a chart
@@ -367,8 +368,19 @@ def _figure(run_id: int, key: str, limit: int) -> dict | None:
     if rows is None or not rows.height:
         return None
     points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
-    return {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
+    return {"source": source, "count": rows.height, "spread": _spread(rows.get_column("value")),
             "points": [list(p) for p in points.iter_rows()]}
+
+
+def _spread(values: pl.Series) -> float | None:
+    """spread() of a figure's values, to the bit: through describe() on an array of their buffer
+    (numpy sorts it) rather than a list of ~900k floats that statistics.quantiles sorts, two
+    thirds of a 512 MB decode log's figures' time. A null (no float) goes the list's way."""
+    if values.null_count():
+        return spread(values.to_list())
+    floats = array("d")
+    floats.frombytes(values.cast(pl.Float64).to_numpy().tobytes())
+    return describe(floats).spread
 
 
 def _files(run_id: int) -> list[list]:

@@ -139,6 +139,26 @@ def test_stored_series_are_bounded_exact_points_with_the_whole_series_noise(alic
     assert len({r[1] for r in phases["rows"]}) <= PHASE_CHART_POINTS // 2
 
 
+@pytest.mark.parametrize("special", [None, float("nan"), -0.0, 0.0, float("inf"), 2.5])
+@pytest.mark.parametrize("n", [3, 4, 999, 1001, 5000])
+def test_a_figure_spread_is_the_spread_of_its_values_as_a_list(special, n):
+    import random
+
+    from runs.series import _spread
+
+    rng = random.Random(n)
+    values = [rng.choice([rng.random() * 10, rng.randint(0, 5) / 4]) for _ in range(n)]
+    values[n // 3] = special
+
+    def outcome(figure):
+        try:
+            return str(figure())
+        except TypeError as e:  # a None among 4 or more: statistics.quantiles' own error
+            return type(e).__name__
+
+    assert outcome(lambda: _spread(pl.Series("value", values, dtype=pl.Float64))) == outcome(lambda: spread(values))
+
+
 @pytest.mark.django_db
 def test_a_run_without_rows_has_empty_series(alice, project):
     run = project.runs.create(name="empty")
