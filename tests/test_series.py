@@ -246,16 +246,17 @@ def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = F
 @pytest.mark.parametrize(("files", "windows", "limit", "nan", "gaps"), [
     (1, 3000, 200, False, False), (2, 1500, 120, False, False), (3, 40, 1000, False, False),
     (2, 800, 100, True, False), (1, 3000, 200, False, True), (3, 900, 150, False, True), (2, 60, 30, False, True)])
-def test_phases_read_a_slice_at_a_time_are_the_phases_thinned_at_once(alice, project, monkeypatch, files, windows,
+def test_phases_read_a_block_at_a_time_are_the_phases_thinned_at_once(alice, project, monkeypatch, files, windows,
                                                                        limit, nan, gaps):
     from runs import blocks
-    from runs.columns import phase_slices
+    from runs.columns import phase_blocks, phase_slices
     from runs.series import _phases
 
     monkeypatch.setattr(blocks, "BLOCK_ROWS", 256)
     monkeypatch.setattr(blocks, "HELD_ROWS", 600)  # names cut early: blocks start at many windows
     run = _phase_run(project, alice, files, windows, seed=windows, nan=nan, gaps=gaps)
-    assert sum(1 for _ in phase_slices(run.id)) > (10 if windows >= 800 else 1)  # the run read in many slices
+    assert sum(1 for _ in phase_slices(run.id)) > (10 if windows >= 800 else 1)  # blocks start at many windows
+    assert sum(1 for _ in phase_blocks(run.id)) > (4 * files if windows >= 800 else 1)  # names cut in several blocks
     got, want = _phases(run.id, limit), _phases_at_once(run.id, limit)
     assert str(got) == str(want)  # str: NaN equals NaN
     assert got["names"] == ["Draft", "Target verify", "Accept", "Late"]
