@@ -2738,6 +2738,16 @@ static PyObject *find_text(PyObject *Py_UNUSED(mod), PyObject *args) {
     return PyLong_FromSsize_t(at ? at - s : -1);
 }
 
+/* tests_marks(line) -> the TM_ marks (_scan_tests.h) of an ASCII line, as the scan finds them (the
+ * vector search where it is on: tests hold both to the words' own search). */
+static PyObject *tests_marks_text(PyObject *Py_UNUSED(mod), PyObject *line) {
+    if (!PyUnicode_Check(line) || !PyUnicode_IS_ASCII(line)) {
+        PyErr_SetString(PyExc_ValueError, "tests_marks reads an ASCII line");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(tests_marks((const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line)));
+}
+
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
 static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
@@ -2788,6 +2798,7 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"tests_marks", tests_marks_text, METH_O, "tests_marks(line) -> the marks _scan_tests.h finds in an ASCII line"},
     {"find", find_text, METH_VARARGS, "find(line, literal) -> where the scanner finds literal in line, or -1"},
     {"hints", context_hints, METH_O, "hints(line) -> whether an ASCII line holds a word of context._HINTS, case-blind"},
     {"ascii_image", ascii_image, METH_O,
