@@ -938,9 +938,11 @@ class Regrouper:
         if not frame.height:
             return
         wanted = ["window", "line", "value", "order", *(["pct"] if phase else [])]
-        tags = frame.select("process", "rank").unique(maintain_order=True)
-        if tags.height == 1:  # most blocks: one writer's rows, appended without a group_by
-            parts = [(tags.row(0), [frame.get_column(c) for c in wanted])]
+        # Most blocks hold one writer's rows: told by comparing with the first row's tags (a
+        # third of the time of hashing them: unique()), appended without a group_by.
+        if frame.select(pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).first()).all() for c in ("process", "rank"))
+                        ).item():
+            parts = [(frame.select("process", "rank").row(0), [frame.get_column(c) for c in wanted])]
         else:
             grouped = frame.group_by(["process", "rank"], maintain_order=True).agg(wanted)
             columns = [grouped.get_column(c) for c in wanted]

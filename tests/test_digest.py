@@ -125,6 +125,19 @@ def test_stored_rows_are_regrouped_per_writer_in_the_order_of_their_first_row():
     assert pcts is not None and pcts[0] != pcts[0]  # NaN: none printed
 
 
+def test_a_block_of_one_writer_but_its_last_row_is_regrouped_in_two():
+    groups = digest.Regrouper(digest.Spill())
+    # A block told apart from a one-writer block by its last row only: the rank, then the process.
+    groups.add(False, 1, "cycle_ms", "sglang", stored(["TP0"] * 4, ["0", "0", "0", "1"], [1, 2, 3, 3], [0, 1, 2, 3],
+                                                      phase=False))
+    groups.add(False, 1, "tok_s", "sglang", stored(["TP0", "TP0", "TP1"], ["", "", ""], [1, 2, 2], [4, 5, 6],
+                                                   phase=False))
+    rows = groups.rows()
+    assert [(g.name, g.process, g.rank, list(g.windows), list(g.order)) for g in rows.metrics] == [
+        ("cycle_ms", "TP0", "0", [1, 2, 3], [0, 1, 2]), ("cycle_ms", "TP0", "1", [3], [3]),
+        ("tok_s", "TP0", "", [1, 2], [4, 5]), ("tok_s", "TP1", "", [2], [6])]
+
+
 def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
     header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
     rows = [f"{8 << i % 56:>12} {2 << i % 56:>12}     float     sum      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0"
