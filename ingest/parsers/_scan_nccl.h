@@ -1167,6 +1167,62 @@ static inline void nccl_mirror_text(const nccl_mirror_slot *slot, uint64_t h) {
     if (slot && slot->hash == h && slot->text) __builtin_prefetch(slot->text);
 }
 
+/* An MPI-tagged line (`[1,0]<stdout>:...`, s[0:n] after the tag) that the Tagger's "NCCL" names and
+ * that mpi_line may read on as it reads a line tagged "main" (its Tagger literals are "NCCL" only,
+ * no other reader's literal: no launch_env `NCCL_`, so no echo): the bare `NCCL version` (no
+ * " NCCL ": _tag finds no head and tags it "main", no nccl_lines key lacks " NCCL ") or an INFO
+ * head's line (_tag tags it `pid N`, which nccl_info reads as any). 1 for either, else 0. */
+static int nccl_mpi_shape(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits, unsigned by_literal) {
+    if (by_literal & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG))) return 0;
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && self->lit_reader[k] == R_TAGGER && !(self->lit_len[k] == 4 && memeq(self->lit[k], "NCCL", 4)))
+            return 0;
+    if (starts_len(s, n, "NCCL version ", 13)) return find(s, n, " NCCL ", 6) == NULL;
+    nccl_line_head h;
+    return nccl_head_of(s, n, &h) && !starts_len(s + h.msg, n - h.msg, "NCCL_", 5);
+}
+
+/* Whether Tagger._mpi changes nothing for an INFO head's line of rank process `name` (mpi_process's,
+ * its rank and label set): the head's process `pid N` (what _tag returns) exists with an alias, and
+ * the rank's process has a pid, a host and every hint of it. The line's tag is then the rank's (or
+ * `pid N`, a test's device process: _mpi returns it before looking) and no record is made of the
+ * line here (no echo: nccl_mpi_shape), so nothing stamps it. OK, PYTHON, ERROR. */
+static int nccl_mpi_idle(Scanner *self, const char *s, Py_ssize_t n, PyObject *name) {
+    struct nccl_fast *f = self->nccl;
+    nccl_line_head h;
+    if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
+    if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
+    PyObject *pid = PyUnicode_DecodeASCII(s + h.pid_at, h.pid_end - h.pid_at, NULL);
+    PyObject *tag = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
+    Py_XDECREF(pid);
+    if (!tag) return ERROR;
+    PyObject *q = PyDict_GetItemWithError(f->processes, tag);  /* borrowed, as the lookups below */
+    Py_DECREF(tag);
+    PyObject *p = q ? PyDict_GetItemWithError(f->processes, name) : NULL;
+    if (!p) return PyErr_Occurred() ? ERROR : PYTHON;
+    if (!PyDict_CheckExact(q) || !PyDict_CheckExact(p)) return PYTHON;
+    PyObject *alias = PyDict_GetItemWithError(q, f->k_alias), *q_hints = alias ? PyDict_GetItemWithError(q, f->k_hints) : NULL;
+    PyObject *p_pid = q_hints ? PyDict_GetItemWithError(p, f->k_pid) : NULL;
+    PyObject *host = p_pid ? PyDict_GetItemWithError(p, f->k_host) : NULL;
+    PyObject *p_hints = host ? PyDict_GetItemWithError(p, f->k_hints) : NULL;
+    if (!p_hints) return PyErr_Occurred() ? ERROR : PYTHON;
+    /* `p["pid"] = p["pid"] or q["pid"]`: an int other than 0 stays; `p["host"] is None`: set from the line */
+    if (alias == Py_None || !PyLong_CheckExact(p_pid) || PyObject_IsTrue(p_pid) != 1 || host == Py_None
+        || !PyList_CheckExact(q_hints) || !PyList_CheckExact(p_hints))
+        return PYTHON;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(q_hints); i++) {  /* _hint(p, hint) of each: held already */
+        PyObject *hint = PyList_GET_ITEM(q_hints, i);
+        int held = 0;
+        if (!PyUnicode_CheckExact(hint)) return PYTHON;
+        for (Py_ssize_t j = 0; !held && j < PyList_GET_SIZE(p_hints); j++) {
+            PyObject *o = PyList_GET_ITEM(p_hints, j);
+            held = o == hint || (PyUnicode_CheckExact(o) && PyUnicode_Compare(o, hint) == 0);
+        }
+        if (!held) return PYTHON;
+    }
+    return OK;
+}
+
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
  * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
