@@ -367,6 +367,30 @@ def test_echoes_and_env_values_made_in_c_equal_those_the_readers_make():
     assert _fed_by_python(data) < data.count(b"\n") // 2  # most made in C
 
 
+def test_values_made_in_c_of_str_and_int_alone_are_untracked_and_a_container_set_on_one_stays_alive():
+    """The collector walks no record of atomic fields (as it untracks such a tuple): a start-up's
+    collections did walk every value made since the last one."""
+    import gc
+    import weakref
+
+    data = ("\n".join(ECHOES * 2 + DUMPS * 2) + "\n").encode()
+    result = parse_stream(io.BytesIO(data), engine="native")
+    made = [v for v in result.nccl if not gc.is_tracked(v)]
+    assert {v.source for v in made} >= {"nccl echo", "worker env dump"}
+    assert all(isinstance(getattr(v, k), (str, int, type(None))) for v in made for k in records.NcclValue.__slots__)
+
+    class Box(list):
+        pass
+
+    box = Box()
+    box.append(box)  # a cycle, held by an untracked record only
+    made[0].process = box
+    ref = weakref.ref(box)
+    del box
+    gc.collect()
+    assert ref() is made[0].process
+
+
 def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
     from ingest.parsers import PARSERS
 
