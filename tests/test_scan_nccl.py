@@ -744,3 +744,16 @@ def test_an_mpi_tagged_nccl_line_whose_rank_takes_anything_from_the_pid_reads_as
         data = "".join(x + end + "\n" for x in [*warm, *first, line, line, *first, line]).encode()
         for batch in (1 << 16, 3, 1):
             _same(data, batch, batch)
+
+
+def test_many_heads_taken_in_turn_read_as_the_lines_engine_reads_them():
+    """More line heads than the scanner holds (1024, two to a set), each coming back in turn: heads
+    found in either slot of their set, moved and dropped, read again, read as the line engine does."""
+    heads = [f"node{p % 3}:{1000 + p}:{5000 + t} [{t % 8}] NCCL INFO " for p in range(40) for t in range(40)]
+    body = []
+    for line in ("comm 0x{:x} rank {} nranks 64 cudaDev 0 busId 1000 - Init START", "Connected all rings",
+                 "NCCL_PROTO set by environment to Simple"):  # (an echo's record: its head's process)
+        body += [h + line.format(k + 16, k % 64) for k, h in enumerate(heads)]
+    data = ("\n".join(body + body[::-1] + body[::7] + body) + "\n").encode()
+    _same(data, 1 << 16, 1 << 16)
+    assert _fed_by_python(data) < 100

@@ -45,7 +45,12 @@ enum {
     NP_NEW = 256,  /* result.processes has no "pid N": _tag makes it (nccl_new_process) */
 };
 
-#define NCCL_HEADS 256  /* line heads seen this scan call, by their hash (a power of two) */
+/* Line heads held, by their hash, two to a set (the last found first; a new one takes the other's
+ * place): a start-up log of 162 heads (bench's nccl_startup) in 256 slots one to a hash had pairs
+ * of them take a slot in turn, 15K heads of a 32 MB log read afresh; in 1024 slots 3.3K; in 512
+ * sets of two 0.7K (a head's first sight, and those read again until their process is made).
+ * (A power of two; 128 KB.) */
+#define NCCL_HEADS 1024
 #define NCCL_HEAD_MAX 96
 #define NCCL_NAMES 16
 #define NCCL_NAME_MAX 64
@@ -500,11 +505,19 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     Py_ssize_t len = h->dev_end + 2;
     if (len > NCCL_HEAD_MAX) return PYTHON;
     uint64_t hash = nccl_hash(s, len);
-    int at = (int)(hash & (NCCL_HEADS - 1));
+    int at = (int)(hash & (NCCL_HEADS / 2 - 1)) * 2, same = -1;
     nccl_head_seen *e = &f->heads[at];
-    /* held, and its process as _tag leaves it (flags short of that are read again: Python may have
-     * made the process since, or set its host) */
-    if (e->len == len && e->hash == hash && e->flags & NP_TAG && memeq(e->text, s, (size_t)len)) {
+    for (int way = 0; way < 2; way++) {
+        nccl_head_seen *w = e + way;
+        if (w->len != len || w->hash != hash || !memeq(w->text, s, (size_t)len)) continue;
+        same = way;
+        /* held, and its process as _tag leaves it (flags short of that are read again: Python may have
+         * made the process since, or set its host) */
+        if (!(w->flags & NP_TAG)) break;
+        if (way) {  /* the last found first */
+            nccl_head_seen t = *e;
+            *e = *w, *w = t;
+        }
         f->last_head = at;
         *flags = e->flags, *tag = e->tag;
         return OK;
@@ -557,7 +570,16 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         if (in < 0) goto done;
         if (in) fl |= NP_DR;
     }
-    /* the slot's head, if any, goes: read again when it comes back */
+    /* Into the set's first slot: the head's own entry moved there, or the first's head moved to the
+     * second slot, whose head, if any, goes (read again when it comes back). */
+    if (same == 1 || same < 0) {
+        nccl_head_seen t = e[1];
+        e[1] = e[0], e[0] = t;
+        if (same < 0) {
+            Py_CLEAR(e->tag);
+            e->len = 0;
+        }
+    }
     Py_XSETREF(e->tag, name);
     name = NULL;  /* held by the entry */
     f->nheads++;
