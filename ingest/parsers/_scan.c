@@ -1418,9 +1418,15 @@ static int mpi_line(Scanner *self, const char *s, Py_ssize_t n, int64_t job, int
         return PYTHON;
     unsigned by_literal;
     uint64_t lits = literals_in(self, s, n, &by_literal);
-    if (by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits)) return PYTHON;
+    /* an NCCL line of the rank's: a bare version, or an INFO line whose _mpi changes nothing (_scan_nccl.h) */
+    int nccl = by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits);
+    if (nccl && !nccl_mpi_shape(self, s, n, lits, by_literal)) return PYTHON;
     int process = mpi_process(self, job, rank);
     if (process < 0) return process == -2 ? ERROR : PYTHON;
+    if (nccl && !starts_len(s, n, "NCCL version ", 13)) {
+        int idle = nccl_mpi_idle(self, s, n, PyList_GET_ITEM(self->strings, process));
+        if (idle != OK) return idle;
+    }
     int main = self->s_main;
     self->s_main = process;  /* the process of the lines tagged "main", for this line */
     int status = read_line(self, s, n, NULL, lineno, e, windows, labels, nccl_lines, channel_lines, flags | F_MAIN,
