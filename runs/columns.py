@@ -242,6 +242,15 @@ def phase_slices(run_id: int) -> Iterator[pl.DataFrame]:
                     logfile=pl.lit(logfile, pl.Int64), window="window", name="name", ms="ms", line="line", i="i")
 
 
+def phase_blocks(run_id: int) -> Iterator[tuple[int, str, pl.DataFrame]]:
+    """A run's phase blocks one at a time, in (logfile, seq) order: (logfile, name, its rows'
+    i, window, ms and line), in the block's order, not the run's. For readers that need no order
+    across blocks (a count, a lowest per bucket): no slice is cut, concatenated or sorted."""
+    found = _found(PHASE, run_id=run_id).order_by("logfile_id", "seq")
+    for logfile, name, data in found.values_list("logfile_id", "name", "data").iterator(chunk_size=4):
+        yield logfile, name, blocks.decode(data, ["i", "window", "ms", "line"])
+
+
 def summary_rows(files: list[LogFile], spill: digest.Spill) -> digest.Rows:
     """The phases and metrics of a run's ready `files` (in id order) as the summary reads them:
     groups per (log file, process, source, name, rank) whose columns are parked in `spill` (the

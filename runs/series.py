@@ -22,6 +22,7 @@ Stored shape (`SERIES_VERSION` 1):
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ import polars as pl
 from runs import columns
 from runs.columns import METRIC, PHASE
 from runs.models import LogFile
-from runs.summary import source_rank, spread
+from runs.summary import describe, source_rank, spread
 
 SERIES_VERSION = 2
 PHASE_CHART_POINTS = 1000  # per trace of the run page's phase chart: about the pixels across a chart
@@ -228,60 +229,96 @@ def compute_series(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
 
 
 def _phases(run_id: int, limit: int) -> dict:
-    """The run page's stacked phase chart: thin_phase_frame over the run's phase rows, taken a
-    slice at a time (columns.phase_slices) in three passes: windows and first rows, the buckets'
-    lowest and highest, the rows of the windows kept. The same rows as thinning them all at once."""
-    windows, nan = 0, False
-    first: dict[str, list] = {}
-    for part in columns.phase_slices(run_id):
-        windows += part.get_column("window").n_unique()
-        nan = nan or bool(part.get_column("ms").is_nan().any())
-        seen = pl.Series("seen", list(first), dtype=pl.String).implode()
-        new = part.with_row_index("at").filter(~pl.col("name").is_in(seen)).group_by("name").first()
-        for name, logfile, line in new.sort("at").select("name", "logfile", "line").iter_rows():
-            first[name] = [logfile, line]
-    if not windows:
+    """The run page's stacked phase chart: thin_phase_frame over the run's phase rows, read a
+    block at a time (columns.phase_blocks) in three passes: windows and first rows, the buckets'
+    lowest and highest, the rows of the windows kept. The same rows as thinning them all at once.
+
+    No pass needs the run's order across blocks: a window's place in the run is its file's
+    offset plus its rank among the file's windows (kept from the first pass), a bucket's first
+    lowest is its lowest at the lowest place, and the few rows kept are sorted at the end. A
+    pass that cut the run into slices in that order (concatenated and sorted, three times) was
+    most of the series' time at the end of a 512 MB parse, under the run's row lock."""
+    file_windows: dict[int, list[pl.Series]] = {}  # each file's distinct windows, block by block
+    firsts: dict[str, tuple[int, int, int, Any]] = {}  # name -> (logfile, window, i, line) of its first row
+    odd = False
+    for logfile, name, rows in columns.phase_blocks(run_id):
+        if not rows.height:
+            continue
+        # NaN compares apart in Python and polars, a row without a window has no place in the
+        # run: such runs are thinned the way that orders every row (below).
+        odd = odd or bool(rows.get_column("ms").is_nan().any()) or rows.get_column("window").null_count() > 0
+        file_windows.setdefault(logfile, []).append(rows.get_column("window").unique())
+        top = rows.filter(pl.col("window") == pl.col("window").min())
+        window, i, line = top.select("window", "i", "line").row(top.get_column("i").arg_min())
+        if name not in firsts or (logfile, window, i) < firsts[name][:3]:
+            firsts[name] = (logfile, window, i, line)
+    if not firsts:
         return {"windows": 0, "names": [], "first": {}, "rows": []}
-    names = list(first)
+    names = sorted(firsts, key=lambda n: firsts[n][:3])
+    first = {name: [firsts[name][0], firsts[name][3]] for name in names}
     shown = ["logfile", "window", "name", "ms", "line"]
-    if nan:  # Python's comparisons and polars' differ on NaN: thin all rows at once, as before
+    if odd:  # thin all rows at once, in the run's order, as before
         rows = pl.concat([part.select(shown) for part in columns.phase_slices(run_id)])
+        windows = sum(pl.concat(parts).n_unique() for parts in file_windows.values())
         kept = thin_phase_frame(rows, windows, len(names), limit)
         return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
-    keep = None if windows <= limit else _kept_windows(run_id, windows, len(names), limit)
-    out: list[list] = []
-    offset = 0
-    for part in columns.phase_slices(run_id):
-        at = pl.col("window").rle_id().cast(pl.Int64) + offset
-        offset += part.get_column("window").n_unique()
+    places = _Places({logfile: pl.concat(parts).unique().sort() for logfile, parts in file_windows.items()})
+    windows = places.windows
+    keep = None if windows <= limit else _kept_windows(run_id, places, len(names), limit)
+    kept: list[pl.DataFrame] = []
+    for logfile, name, rows in columns.phase_blocks(run_id):
         if keep is not None:
-            part = part.filter(at.is_in(pl.Series("keep", keep, dtype=pl.Int64).implode()))
-        out += [list(r) for r in part.select(shown).iter_rows()]
-    return {"windows": windows, "names": names, "first": first, "rows": out}
+            rows = rows.with_columns(places.at(logfile, rows.get_column("window"))).filter(
+                pl.col("at").is_in(keep.implode())).drop("at")
+        if rows.height:
+            kept.append(rows.with_columns(logfile=pl.lit(logfile, pl.Int64), name=pl.lit(name, pl.String)))
+    out = pl.concat(kept).sort(["logfile", "window", "i"]).select(shown) if kept else None
+    return {"windows": windows, "names": names, "first": first,
+            "rows": [list(r) for r in out.iter_rows()] if out is not None else []}
 
 
-def _kept_windows(run_id: int, windows: int, phases: int, limit: int) -> list[int]:
-    """The positions of the windows thin_phase_frame keeps, bucket by bucket over the slices:
-    in each bucket and phase the first lowest and first highest ms (a later slice's wins only
-    when strictly lower or higher), and the first and last windows."""
+class _Places:
+    """Each window's place in the run (0-based, in the run's order of files, then windows): its
+    file's offset (the windows of the files before) plus its rank among the file's windows."""
+
+    def __init__(self, file_windows: dict[int, pl.Series]) -> None:
+        self.file_windows = file_windows
+        self.offset: dict[int, int] = {}
+        self.windows = 0
+        for logfile in sorted(file_windows):
+            self.offset[logfile] = self.windows
+            self.windows += file_windows[logfile].len()
+
+    def at(self, logfile: int, window: pl.Series) -> pl.Series:
+        """The places of these windows of the file (each one a window the first pass saw)."""
+        known = self.file_windows[logfile]
+        if known[-1] - known[0] + 1 == known.len():  # windows 1..n, the usual file: no search
+            return (window - known[0] + self.offset[logfile]).rename("at")
+        return known.search_sorted(window).cast(pl.Int64).rename("at") + self.offset[logfile]
+
+
+def _kept_windows(run_id: int, places: _Places, phases: int, limit: int) -> pl.Series:
+    """The places of the windows thin_phase_frame keeps, bucket by bucket over the blocks: in
+    each bucket and phase the first lowest and first highest ms (in the run's order: the lowest
+    value at the lowest place; ms holds no NaN here), and the first and last windows."""
+    windows = places.windows
     size = max(1, math.ceil(windows / max(1, (limit - 2) // (2 * max(1, phases)))))
     low: dict[tuple[int, str], tuple[float, int]] = {}
     high: dict[tuple[int, str], tuple[float, int]] = {}
-    offset = 0
-    for part in columns.phase_slices(run_id):
-        part = part.with_columns(at=pl.col("window").rle_id().cast(pl.Int64) + offset)
-        offset += part.get_column("window").n_unique()
-        inner = part.filter((pl.col("at") > 0) & (pl.col("at") < windows - 1))
-        picked = inner.group_by(pl.col("at") // size, "name", maintain_order=True).agg(
-            low_ms=pl.col("ms").min(), low=pl.col("at").get(pl.col("ms").arg_min()),
-            high_ms=pl.col("ms").max(), high=pl.col("at").get(pl.col("ms").arg_max()))
-        for bucket, name, low_ms, low_at, high_ms, high_at in picked.iter_rows():
+    for logfile, name, rows in columns.phase_blocks(run_id):
+        at = places.at(logfile, rows.get_column("window"))
+        inner = rows.select("ms").with_columns(at).filter((pl.col("at") > 0) & (pl.col("at") < windows - 1))
+        picked = inner.group_by(bucket=pl.col("at") // size).agg(
+            low_ms=pl.col("ms").min(), low=pl.col("at").filter(pl.col("ms") == pl.col("ms").min()).min(),
+            high_ms=pl.col("ms").max(), high=pl.col("at").filter(pl.col("ms") == pl.col("ms").max()).min())
+        for bucket, low_ms, low_at, high_ms, high_at in picked.iter_rows():
             key = (bucket, name)
-            if key not in low or low_ms < low[key][0]:
+            if key not in low or (low_ms, low_at) < low[key]:
                 low[key] = (low_ms, low_at)
-            if key not in high or high_ms > high[key][0]:
-                high[key] = (high_ms, high_at)
-    return sorted({0, windows - 1, *(at for _, at in low.values()), *(at for _, at in high.values())})
+            if key not in high or (-high_ms, high_at) < high[key]:
+                high[key] = (-high_ms, high_at)
+    return pl.Series("at", sorted({0, windows - 1, *(at for _, at in low.values()), *(at for _, at in high.values())}),
+                     dtype=pl.Int64)
 
 
 def best_source(run_id: int, names: Iterable[str]) -> str | None:
@@ -331,8 +368,19 @@ def _figure(run_id: int, key: str, limit: int) -> dict | None:
     if rows is None or not rows.height:
         return None
     points = thin_frame(rows, limit).select("x", "value", "line", "logfile", "window")
-    return {"source": source, "count": rows.height, "spread": spread(rows.get_column("value").to_list()),
+    return {"source": source, "count": rows.height, "spread": _spread(rows.get_column("value")),
             "points": [list(p) for p in points.iter_rows()]}
+
+
+def _spread(values: pl.Series) -> float | None:
+    """spread() of a figure's values, to the bit: through describe() on an array of their buffer
+    (numpy sorts it) rather than a list of ~900k floats that statistics.quantiles sorts, two
+    thirds of a 512 MB decode log's figures' time. A null (no float) goes the list's way."""
+    if values.null_count():
+        return spread(values.to_list())
+    floats = array("d")
+    floats.frombytes(values.cast(pl.Float64).to_numpy().tobytes())
+    return describe(floats).spread
 
 
 def _files(run_id: int) -> list[list]:

@@ -125,6 +125,19 @@ def test_stored_rows_are_regrouped_per_writer_in_the_order_of_their_first_row():
     assert pcts is not None and pcts[0] != pcts[0]  # NaN: none printed
 
 
+def test_a_block_of_one_writer_but_its_last_row_is_regrouped_in_two():
+    groups = digest.Regrouper(digest.Spill())
+    # A block told apart from a one-writer block by its last row only: the rank, then the process.
+    groups.add(False, 1, "cycle_ms", "sglang", stored(["TP0"] * 4, ["0", "0", "0", "1"], [1, 2, 3, 3], [0, 1, 2, 3],
+                                                      phase=False))
+    groups.add(False, 1, "tok_s", "sglang", stored(["TP0", "TP0", "TP1"], ["", "", ""], [1, 2, 2], [4, 5, 6],
+                                                   phase=False))
+    rows = groups.rows()
+    assert [(g.name, g.process, g.rank, list(g.windows), list(g.order)) for g in rows.metrics] == [
+        ("cycle_ms", "TP0", "0", [1, 2, 3], [0, 1, 2]), ("cycle_ms", "TP0", "1", [3], [3]),
+        ("tok_s", "TP0", "", [1, 2], [4, 5]), ("tok_s", "TP1", "", [2], [6])]
+
+
 def test_a_run_parse_keeps_the_first_collectives_and_counts_them_all():
     header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
     rows = [f"{8 << i % 56:>12} {2 << i % 56:>12}     float     sum      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0"
@@ -314,6 +327,33 @@ def test_a_parked_groups_share_of_a_launch_is_parked_too(monkeypatch):
     assert isinstance(drafted._columns[4], digest.Parked) and drafted.pcts is not None
     assert drafted.pcts[0] != drafted.pcts[0] and drafted.pcts[1] == 1.5  # none printed (NaN), then 1.5
     assert list(drafted.values) == [2 / 3, 1.0]
+
+
+@pytest.mark.parametrize("keep", [range(0, 3000), range(995, 1006), range(1499, 1503), range(2998, 3000),
+                                  range(7, 8), range(1000, 2000), [3, 4, 6], [5, 4], [1000, 1001, 1001], [0, 2999]])
+def test_a_share_of_a_parked_group_holds_the_rows_it_names(keep, monkeypatch):
+    """A run of rows (a launch's share where launches follow each other) is its pieces' part, read and
+    written nowhere: across pieces, of both widths, the first and last rows; any other share is taken."""
+    monkeypatch.setattr(digest, "FLUSH_ROWS", 1000)
+    d = digest.FileDigest()
+    many_rows(d, 3000)
+    (tput,), (draft,) = d.rows().metrics, d.rows().phases
+    for group in (tput, draft, digest.Group(None, "main", "s", "n", "", *(array(c.typecode, c) for c in (
+            draft.windows, draft.lines, draft.values, draft.order, draft.pcts)))):
+        columns = [group.windows, group.lines, group.values, group.order, group.pcts]
+        spill = next((c.spill for c in group._columns if isinstance(c, digest.Parked)), None)
+        written = spill and spill._end
+        share = group.part(list(keep))
+        got = [share.windows, share.lines, share.values, share.order, share.pcts]
+        for column, part in zip(columns, got, strict=True):
+            if column is None:
+                assert part is None
+                continue
+            assert [str(v) for v in part] == [str(column[i]) for i in keep]  # NaN pcts alike
+        assert len(share) == len(keep)
+        runs = list(keep) == list(range(keep[0], keep[-1] + 1))
+        assert spill is None or (spill._end == written) == runs  # a run is no write; a parked share is
+        assert all(isinstance(c, digest.Parked) for c in share._columns[:4]) == (spill is not None)
 
 
 # Busbw: nccl-tests rows kept as runs of adjacent lines.

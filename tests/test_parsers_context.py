@@ -177,3 +177,136 @@ def test_past_the_candidates_held_the_unread_count_stops_and_says_so(monkeypatch
     assert capped[0] == capped[1]
     assert whole["truncated"] is False and capped[0]["truncated"] is True
     assert 0 < capped[0]["count"] < 30 < whole["count"] and capped[0]["lines"] == whole["lines"]
+
+
+class _WatcherAsItWas(context.Watcher):
+    """Watcher.text as it was: every head line cut out, cleaned if it is dirty or MPI-tagged, matched
+    alone (the reference the one search of the text is held to)."""
+
+    def text(self, first, body, dirty, clean, count=None):
+        if first > context.HEAD_SCAN_LINES:
+            return
+        lines = body.split("\n", context.HEAD_SCAN_LINES - first + 1)[:context.HEAD_SCAN_LINES - first + 1]
+        wanted = set(dirty) if clean is not None else set()
+        for k, line in enumerate(lines):
+            if clean is not None and (k in wanted or line[:1] == "[" and "]<std" in line):
+                lines[k] = line = clean(line)
+            if len(self.head) < context.HEAD_LINES:
+                self.head.append(line)
+            if context._CTX.match(line):
+                self.dump(first + k, line)
+
+
+def _watched_as_both(content: bytes, sizes: list[int]):
+    """What the Watcher (told each chunk's count of lines, as parse_stream does, and not told it) and the
+    reference keep of `content` cut into chunks of `sizes` lines (the last size repeated), each chunk as
+    read_chunks gives it (a text.Text or lines)."""
+    from ingest.parsers import text
+
+    lines = content.split(b"\n")
+    watchers = (context.Watcher(), context.Watcher(), _WatcherAsItWas())
+    first, k = 1, 0
+    while first <= len(lines):
+        size = sizes[min(k, len(sizes) - 1)]
+        chunk = text._decode_block(b"\n".join(lines[first - 1:first - 1 + size]), texts=True)
+        for i, w in enumerate(watchers):
+            if isinstance(chunk, text.Text):
+                w.text(first, chunk.raw, chunk.dirty, text.clean, *([len(chunk)] if i == 0 else []))
+            else:
+                w.chunk(first, chunk)
+        first, k = first + len(chunk), k + 1
+    got = [(w.head, w.versions, w.dump_lines, w.topo_columns, w.topo_line, w.topo_rows) for w in watchers]
+    assert got[0] == got[1]
+    return got[1:]
+
+
+_CONTEXT_LINES = ["GPU0\tX \tNV12\t0-9", "  GPU1   NV12   X   0-9", "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity",
+                  "GPU0 X", "GPU0", "GPU0\t", "xGPU0 X", "[pip3] torch==2.7.1", "[pip] nvidia-nccl-cu12==2.26.2",
+                  "[conda] triton 3.3.1", "vLLM Version : 0.8.5", "PyTorch version: 2.7", "CUDA Driver Version : 570",
+                  "sglang: 0.4.6", "sglang", ": 1.0", "vllm  :", "torch", "transformers:\t4.5", "triton:3",
+                  "\x1b[1;36mGPU0\x1b[0m\tX\tNV12", "\x1b[32m[pip3] torch==2.6\x1b[0m", "[1,0]<stdout>:GPU0\tX\tNV4",
+                  "[1,1]<stderr>:[pip3] vllm==0.9", "[0,0]<stdout>:sglang: 0.5", "x]<stdout>:GPU0 X",
+                  "GPU1 NV12 X\r", "> GPU0 X NV12", "vLLM Version : 0.8 \u00e9", "[pip3] torch==2.7\u2026", "", " ", "x",
+                  "[1,0]<stdout>:[1,1]<stderr>:GPU0 X NV2", "[1,0]<stdout>:> [conda] triton 3.1", "[2,3]<stdout>:#  size",
+                  "[123456789012,1]<stdout>:GPU0 X NV2", "[1,0]<stdout>:\x1b[1mGPU0\x1b[0m X", "[1,0]<stdout>:GP\x1b[0mU0 X",
+                  "[1,0]<stdout>:  GPU1\tNV4\tX", "[1,0]<stdout>:PyTorch version: 2.1", "[1,0]<stdout>:x\r[pip] torch 2"]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(_CONTEXT_LINES), max_size=40), st.lists(st.integers(1, 9), min_size=1, max_size=4),
+       st.integers(1, 12), st.integers(0, 6), st.sampled_from([2, 1000]))
+def test_the_watchers_search_of_a_chunk_finds_the_dumps_each_line_did(lines, sizes, head_scan, head_lines, many):
+    """Dumps, cleaned copies of them and lines that only look like them, in chunks that cross the
+    head's end (a small HEAD_SCAN_LINES), dirty and tagged alike."""
+    content = "\n".join(lines).encode()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(context, "HEAD_SCAN_LINES", head_scan)
+        mp.setattr(context, "HEAD_LINES", head_lines)
+        mp.setattr(context, "MANY_TAGGED", many)  # past `many` tags each line looked at, as MPI's own logs are
+        got, want = _watched_as_both(content, sizes)
+    assert got == want
+
+
+@pytest.mark.parametrize("many", [2, 1000])
+@pytest.mark.parametrize("head_lines", [0, 2, 40])
+def test_mpi_tagged_dumps_past_the_heads_kept_lines_are_read_cleaned(many, head_lines, monkeypatch):
+    """A topology and versions printed under MPI's tags, in chunks of ASCII text (text.Text), the tags
+    the only change clean() makes: found past the head's kept lines as in them."""
+    tag = "[1,{}]<stdout>:"
+    dump = ["x", tag.format(0) + "\tGPU0\tGPU1\tCPU Affinity", tag.format(0) + "GPU0\t X \tNV4\t0-9",
+            tag.format(1) + "GPU1\t NV4\t X \t0-9", tag.format(1) + "PyTorch version: 2.1", "y",
+            tag.format(0) + "[pip3] triton==3.1", "[123456789012,1]<stdout>:[pip3] torch==2.1", tag.format(2) + "#  size",
+            tag.format(3) + "[pip] nvidia-nccl-cu12==2.26.2"]
+    monkeypatch.setattr(context, "MANY_TAGGED", many)
+    monkeypatch.setattr(context, "HEAD_LINES", head_lines)
+    for sizes in ([3], [9], [1, 4]):
+        got, want = _watched_as_both("\n".join(dump).encode(), sizes)
+        assert got == want
+        assert want[1] == {"torch": ("2.1", 5), "triton": ("3.1", 7), "nvidia-nccl-cu12": ("2.26.2", 10)}
+        assert want[3] and want[5]  # the topology's columns and rows
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_the_watcher_keeps_the_dumps_of_real_files_it_kept_before(path):
+    raw = path.read_bytes()
+    tagged = b"\n".join(b"[1,0]<stdout>:" + line if k % 3 else line for k, line in enumerate(raw.split(b"\n")))
+    coloured = raw.replace(b"GPU", b"\x1b[1mGPU", 5).replace(b"\n", b"\r\n", 7)
+    for content in (raw, tagged, coloured):
+        for sizes in ([7], [1, 2, 40], [10_000]):
+            got, want = _watched_as_both(content, sizes)
+            assert got == want, path.name
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(context, "HEAD_SCAN_LINES", 25)
+                got, want = _watched_as_both(content, sizes)
+            assert got == want, path.name
+    assert raw.count(b"GPU0") == 0 or _watched_as_both(raw, [7])[0][2]  # a dump file's dumps are found at all
+
+
+def _wanted_as_it_was(names):
+    """_wanted as it was: one pattern of every literal, one of every STARTS without its newline."""
+    from ingest.parsers import PARSERS
+
+    literals = sorted({t for n in names for t in PARSERS[n].TRIGGERS}, key=lambda t: (-len(t), t))
+    pattern = context.re.compile("|".join(map(context.re.escape, literals)) or "(?!)")
+    starts = [s.pattern[2:] for n in names if (s := PARSERS[n].STARTS) is not None]
+    start = context.re.compile("|".join(f"(?:{s})" for s in starts)) if starts else None
+    return lambda line: pattern.search(line) is not None or (start is not None and start.match(line) is not None)
+
+
+def test_what_the_watcher_wants_is_what_one_pattern_of_the_readers_wanted():
+    """Every real line, damaged copies of them and the shapes each STARTS takes, for every reader
+    alone and for all of them (the STARTS matched as compiled, after a newline)."""
+    from ingest.parsers import PARSERS, _wanted
+    from tests.test_scan_launch import _damaged, _real_lines
+
+    shapes = ["$ python -m sglang", "+ env", "(venv) $ vllm serve", "(a (b)) [x]", "user@host:~$ ls", "NCCL_ALGO=Ring",
+              "export X=1", "export\tX", "env FOO=1 cmd", "Élan=1", "  Successful requests:  10", "\tBenchmark duration (s): 3",
+              "# nThread 1", "  8  2  float", " \u00e9", "  #", "0", "Throughput is high", "Environment ok", "A=1 throughput",
+              "", " ", "\t", "x", "\\n", "Xthroughput", "e", "en", "export"]
+    lines = [*_real_lines(), *shapes]
+    lines += [bad for line in shapes for bad in _damaged(line)]
+    for names in [tuple(PARSERS), *((n,) for n in PARSERS)]:
+        got, want = _wanted(names), _wanted_as_it_was(names)
+        differ = [line for line in lines if got(line) != want(line)]
+        assert not differ, (names, differ[:5])
+    assert sum(map(_wanted(tuple(PARSERS)), lines)) > 1000  # the lines it wants are many, not none

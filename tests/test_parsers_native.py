@@ -642,3 +642,26 @@ def test_the_scanners_find_finds_what_str_find_does_at_every_place(vector):
             _scan.find("x", "")
     finally:
         _scan.vector(was)
+
+
+def _real_files() -> list[bytes]:
+    """Every file of the repository's samples and corpus (the shared public samples verbatim)."""
+    roots = [PROJECT_ROOT / "samples", PROJECT_ROOT / "tests" / "corpus"]
+    return [p.read_bytes() for root in roots for p in sorted(root.rglob("*")) if p.is_file()]
+
+
+def test_every_real_line_has_the_literals_python_finds_with_and_without_the_vector_search():
+    """line_avx2's buckets (their literals cut by prefix, _scan.c's fingerprint) only filter: every
+    line of every real file, its ASCII image, holds the readers' literals and STARTS str finds."""
+    lines = [line.decode("utf-8", "replace") for data in _real_files() for line in data.split(b"\n")]
+    text_ = "\n".join(line if line.isascii() else line.encode("ascii", "replace").decode() for line in lines)
+    expected = [_expected_mask(line) for line in text_.split("\n")]
+    assert len(expected) > 30_000
+    scan = native.scanner([processes.Tagger(parsers.ParseResult()), *(p(parsers.ParseResult()) for p in PARSERS.values())])
+    was = _scan.vector()
+    try:
+        for vector in (True, False):
+            _scan.vector(vector and was)
+            assert scan.masks(text_) == expected, vector
+    finally:
+        _scan.vector(was)

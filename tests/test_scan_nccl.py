@@ -367,6 +367,30 @@ def test_echoes_and_env_values_made_in_c_equal_those_the_readers_make():
     assert _fed_by_python(data) < data.count(b"\n") // 2  # most made in C
 
 
+def test_values_made_in_c_of_str_and_int_alone_are_untracked_and_a_container_set_on_one_stays_alive():
+    """The collector walks no record of atomic fields (as it untracks such a tuple): a start-up's
+    collections did walk every value made since the last one."""
+    import gc
+    import weakref
+
+    data = ("\n".join(ECHOES * 2 + DUMPS * 2) + "\n").encode()
+    result = parse_stream(io.BytesIO(data), engine="native")
+    made = [v for v in result.nccl if not gc.is_tracked(v)]
+    assert {v.source for v in made} >= {"nccl echo", "worker env dump"}
+    assert all(isinstance(getattr(v, k), (str, int, type(None))) for v in made for k in records.NcclValue.__slots__)
+
+    class Box(list):
+        pass
+
+    box = Box()
+    box.append(box)  # a cycle, held by an untracked record only
+    made[0].process = box
+    ref = weakref.ref(box)
+    del box
+    gc.collect()
+    assert ref() is made[0].process
+
+
 def test_a_scanner_bound_to_readers_it_cannot_read_hands_the_lines_back():
     from ingest.parsers import PARSERS
 
@@ -627,3 +651,109 @@ def test_a_word_nccl_debug_acts_on_hands_the_line_back_wherever_it_stands(word):
     for data in (acted, missed):
         _same(data, 1 << 12, 1 << 12)
     assert _fed_by_python(acted) - _fed_by_python(missed) == 45
+
+
+# ---- MPI-tagged NCCL lines (`[1,0]<stdout>:host:pid:tid [dev] NCCL INFO ...`) read in C ----------
+
+EFA = [_corpus_line for name in ("nccl_debug_efa_mpi_tagged_version_line.log", "nccl_tests_efa_mpi_interleaved_destroy.txt")
+       for _corpus_line in (PROJECT_ROOT / "tests" / "corpus" / "shared" / name).read_text().splitlines()]
+_EFA_NCCL = [line for line in EFA if "NCCL" in line]
+
+
+def test_the_efa_corpus_holds_mpi_tagged_nccl_lines_of_each_shape():
+    assert all(line.startswith("[1,") for line in _EFA_NCCL)
+    for pattern in (r"\]<stdout>:NCCL version \d", r"<stdout>:[^\s:]+:\d+:\d+ \[\d+\] NCCL INFO Using network",
+                    r"NCCL INFO comm 0x\w+ rank \d+ nranks"):
+        assert any(re.search(pattern, line) for line in _EFA_NCCL), pattern
+
+
+@pytest.mark.parametrize("dirty", [False, True])
+def test_repeated_mpi_tagged_nccl_lines_of_known_ranks_are_read_in_c(dirty):
+    """The EFA logs repeated (the mix's unit holds them): past the first pass the MPI-tagged NCCL lines
+    (a ring's Destroy lines, the network, the bare version) change nothing the scanner cannot tell,
+    and come back no more. `dirty`: every line cleaned too (a chunk of lines, MpiLine objects)."""
+    end = "\r" if dirty else ""
+    once = "".join(line + end + "\n" for line in EFA)
+    data = (once * 6).encode()
+    fed = [line for line in _python_lines(data) if "NCCL" in line]
+    # the first pass's: the format, the processes, the settings (the tables' rows are nccl_tests')
+    assert len(fed) <= len(_EFA_NCCL) and len(_EFA_NCCL) * 6 > 20
+    for batch in (1 << 16, 97, 7):
+        _same(data, batch, batch)
+
+
+_TAGS = ["[1,0]<stdout>:", "[1,1]<stdout>:", "[2,0]<stderr>:", ""]
+_MPI_PARTS = [
+    "test-efa-0:21:21 [0] NCCL INFO NET/OFI Selected Provider is efa (found 1 nics)",
+    "test-efa-1:21:21 [0] NCCL INFO NET/OFI Selected Provider is efa (found 1 nics)",
+    "test-efa-0:21:21 [0] NCCL INFO Using network AWS Libfabric",
+    "test-efa-0:21:21 [0] NCCL INFO comm 0x7fde98000f60 rank 0 nranks 2 cudaDev 0 busId 35000 - Destroy COMPLETE",
+    "test-efa-1:21:21 [0] NCCL INFO comm 0x7f9c0c000f60 rank 1 nranks 2 cudaDev 0 busId f5000 - Destroy COMPLETE",
+    "test-efa-0:21:77 [0] NCCL INFO comm 0x7fde98000f60 rank 0 nranks 4 cudaDev 0 busId 35000 - Init COMPLETE",
+    "test-efa-0:21:21 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/AWS Libfabric/0",
+    "test-efa-0:21:21 [0] NCCL INFO Channel 00/02 :    0   1",
+    "test-efa-0:21:21 [0] NCCL INFO NCCL_PROTO set by environment to LL",
+    "test-efa-0:22:22 [1] NCCL INFO NCCL version 2.12.7+cuda11.4",
+    "test-efa-0:22:22 [1] NCCL INFO Using network AWS Libfabric",  # another pid of the node
+    "test-efa-0:0:0 [0] NCCL INFO Using network AWS Libfabric",  # pid 0: `p["pid"] or q["pid"]` takes the next
+    "test-efa-0:21:21 [0] NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+    "NCCL version 2.12.7+cuda11.4",
+    "NCCL version 2.12.7+cuda11.4 NCCL INFO",
+    "NCCL version 2.12.7+cuda11.4 pid=3 environ",  # _tag's env dump: a process
+    "NCCL version 2.12.7+cuda11.4 server_args=ServerArgs(",  # _tag's launch line
+    "test-efa-0:21:21 [0] NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1",  # launch_env's too
+    "hello from a rank",
+    "[TP0] pid=21 environ NCCL_*: NCCL_DEBUG=INFO",
+    "#  Rank  0 Group  0 Pid     21 on test-efa-0 device  0 [0x35] NVIDIA A100-SXM4-40GB",
+]
+
+
+@st.composite
+def mpi_nccl_logs(draw) -> bytes:
+    """NCCL lines behind MPI tags of a few ranks (and none), two ranks' lines naming one pid (two
+    nodes), among lines that make a rank's process without a host or pid, an env dump's hints, an
+    nccl-tests device process: every way Tagger._mpi may change something, each shape repeated."""
+    parts = draw(st.lists(st.tuples(st.sampled_from(_TAGS), st.sampled_from(_MPI_PARTS)), min_size=1, max_size=30))
+    body = [tag + line for tag, line in parts]
+    body = body + draw(st.permutations(body)) + body
+    end = draw(st.sampled_from(["", "", "\r"]))  # "\r": every line cleaned, a chunk of lines
+    return "".join(line + end + "\n" for line in body).encode()
+
+
+@SETTINGS
+@given(mpi_nccl_logs(), st.integers(1, 400))
+def test_mpi_tagged_nccl_lines_read_as_the_lines_engine_reads_them(data, batch):
+    _same(data, batch, batch)
+
+
+@pytest.mark.parametrize("first", [
+    ["[1,0]<stdout>:hello"],  # the rank's process made with no pid and no host: _mpi sets them
+    ["test-efa-0:21:21 [0] NCCL INFO Using network AWS Libfabric", "[1,0]<stdout>:hello"],  # no alias yet
+    ["[1,1]<stdout>:test-efa-0:21:21 [0] NCCL INFO Using network AWS Libfabric", "[1,0]<stdout>:hello"],  # alias 1,1
+    ["[1,0]<stdout>:test-efa-0:21:21 [0] NCCL INFO Using network AWS Libfabric",
+     "[TP0] pid=21 environ NCCL_*: NCCL_DEBUG=INFO"],  # a hint the rank lacks
+    ["#  Rank  0 Group  0 Pid     21 on test-efa-0 device  0 [0x35] NVIDIA A100", "[1,0]<stdout>:hello"],
+    ["[1,0]<stdout>:test-efa-0:22:22 [1] NCCL INFO Using network AWS Libfabric",  # the rank's pid and host
+     "test-efa-0:21:21 [0] NCCL INFO Channel 00/02 :    0   1"],  # ... and pid 21 not aliased yet
+    ["[1,0]<stdout>:test-efa-0:0:0 [0] NCCL INFO Using network AWS Libfabric"],  # the rank's pid 0
+])
+def test_an_mpi_tagged_nccl_line_whose_rank_takes_anything_from_the_pid_reads_as_the_lines_engine(first):
+    line = "[1,0]<stdout>:test-efa-0:21:21 [0] NCCL INFO NET/OFI Selected Provider is efa (found 1 nics)"
+    warm = [_MPI_PARTS[2], _MPI_PARTS[3], "[1,0]<stdout>:NCCL version 2.12.7+cuda11.4"]  # the settings held
+    for end in ("", "\r"):
+        data = "".join(x + end + "\n" for x in [*warm, *first, line, line, *first, line]).encode()
+        for batch in (1 << 16, 3, 1):
+            _same(data, batch, batch)
+
+
+def test_many_heads_taken_in_turn_read_as_the_lines_engine_reads_them():
+    """More line heads than the scanner holds (1024, two to a set), each coming back in turn: heads
+    found in either slot of their set, moved and dropped, read again, read as the line engine does."""
+    heads = [f"node{p % 3}:{1000 + p}:{5000 + t} [{t % 8}] NCCL INFO " for p in range(40) for t in range(40)]
+    body = []
+    for line in ("comm 0x{:x} rank {} nranks 64 cudaDev 0 busId 1000 - Init START", "Connected all rings",
+                 "NCCL_PROTO set by environment to Simple"):  # (an echo's record: its head's process)
+        body += [h + line.format(k + 16, k % 64) for k, h in enumerate(heads)]
+    data = ("\n".join(body + body[::-1] + body[::7] + body) + "\n").encode()
+    _same(data, 1 << 16, 1 << 16)
+    assert _fed_by_python(data) < 100

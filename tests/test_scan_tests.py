@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench import mixes
-from ingest.parsers import nccl_tests, parse_stream, processes, serving
+from ingest.parsers import _scan, nccl_tests, parse_stream, processes, serving
 from runs import digest
 from runs.summary import summarize
 from tests.samples import PROJECT_ROOT
@@ -279,6 +279,51 @@ def test_device_rows_and_comments_holding_a_watched_word_in_any_case_give_the_re
     data = output + b"\n".join(lines) + b"\n" + output
     _same(data, 1 << 21, 1 << 21)
     _same(data, 1 << 9, 1 << 9)
+
+
+# tests_marks' words (_scan_tests.h), as _comment's literals and the context watcher's words read them:
+# (mark, word, any case).
+_MARKED = [(1, "Pid", False), (2, "Rank", False), (4, "busbw", False), (8, "Avg bus bandwidth", False),
+           (16, "Out of bounds", False), (32, "Collective test", False), (64, "nThread", False),
+           (128, "nccl-tests version", False),
+           *((256, w, True) for w in ("acceptanc", "accept length", "avg bus bandwidth", "ccl version", "nccl_",
+                                      "throughput", "specdecod", "set by environment", "statistics", "speculative"))]
+
+
+def _marks(line: str) -> int:
+    """What tests_marks finds, read with str's own search (a line over 1024 characters is wordy)."""
+    low = line.lower()
+    return (256 if len(line) > 1024 else 0) | sum(
+        {bit for bit, word, any_case in _MARKED if word in (low if any_case else line)})
+
+
+def _variants(word: str) -> list[str]:
+    out = {word, word.upper(), word.lower()}
+    for first in (str.lower, str.upper):
+        for second in (str.lower, str.upper):
+            out.add(first(word[:1]) + second(word[1:2]) + word[2:])
+    return sorted(out)
+
+
+@SETTINGS
+@given(st.text(alphabet="PRbOAaCcnNtTsSiu _-x#0", max_size=80))
+def test_the_marks_of_a_line_are_its_words_as_str_finds_them_with_and_without_avx2(noise):
+    """tests_marks' vector search reads 32 places a step and the last step a padded copy: each word
+    in each case at every place of a line's first steps, cut by its end or whole at it, among noise."""
+    was = _scan.vector()
+    lines = [noise, noise * 14]
+    for _, word, _ in _MARKED:
+        for variant in _variants(word):
+            for at in range(0, 70, 1 if variant == word else 5):
+                lines += [noise[:at] + " " * (at - len(noise[:at])) + variant + noise[at:],
+                          "#" + "x" * at + variant, ("#" + "x" * at + variant)[:-1]]
+    try:
+        for vector in (True, False):
+            _scan.vector(vector and was)
+            for line in lines:
+                assert _scan.tests_marks(line) == _marks(line), (vector, line)
+    finally:
+        _scan.vector(was)
 
 
 def test_run_settings_lines_seen_before_are_read_in_c_and_a_new_setting_is_not():

@@ -139,6 +139,26 @@ def test_stored_series_are_bounded_exact_points_with_the_whole_series_noise(alic
     assert len({r[1] for r in phases["rows"]}) <= PHASE_CHART_POINTS // 2
 
 
+@pytest.mark.parametrize("special", [None, float("nan"), -0.0, 0.0, float("inf"), 2.5])
+@pytest.mark.parametrize("n", [3, 4, 999, 1001, 5000])
+def test_a_figure_spread_is_the_spread_of_its_values_as_a_list(special, n):
+    import random
+
+    from runs.series import _spread
+
+    rng = random.Random(n)
+    values = [rng.choice([rng.random() * 10, rng.randint(0, 5) / 4]) for _ in range(n)]
+    values[n // 3] = special
+
+    def outcome(figure):
+        try:
+            return str(figure())
+        except TypeError as e:  # a None among 4 or more: statistics.quantiles' own error
+            return type(e).__name__
+
+    assert outcome(lambda: _spread(pl.Series("value", values, dtype=pl.Float64))) == outcome(lambda: spread(values))
+
+
 @pytest.mark.django_db
 def test_a_run_without_rows_has_empty_series(alice, project):
     run = project.runs.create(name="empty")
@@ -183,9 +203,10 @@ def _phases_at_once(run_id: int, limit: int = PHASE_CHART_POINTS) -> dict:
     return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
 
 
-def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = False):
+def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = False, gaps: bool = False):
     """A run of `files` log files whose phases come in many small blocks: names that start late,
-    windows out of order within a block, a phase that skips windows, equal values (ties)."""
+    windows out of order within a block, a phase that skips windows, equal values (ties); with
+    `gaps`, windows no phase has (a file's windows not 1..n: their places found by search)."""
     import io
     import random
 
@@ -205,6 +226,8 @@ def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = F
                 order[start:start + 5] = reversed(order[start:start + 5])
         rows = []
         for w in order:
+            if gaps and (w % 5 == 3 or w < 4):
+                continue
             for name in ("Draft", "Target verify", "Accept", "Late"):
                 if (name == "Late" and w < windows // 3) or (name == "Accept" and w % 7 == 0):
                     continue
@@ -220,18 +243,20 @@ def _phase_run(project, user, files: int, windows: int, seed: int, nan: bool = F
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("files", "windows", "limit", "nan"), [
-    (1, 3000, 200, False), (2, 1500, 120, False), (3, 40, 1000, False), (2, 800, 100, True)])
-def test_phases_read_a_slice_at_a_time_are_the_phases_thinned_at_once(alice, project, monkeypatch, files, windows,
-                                                                       limit, nan):
+@pytest.mark.parametrize(("files", "windows", "limit", "nan", "gaps"), [
+    (1, 3000, 200, False, False), (2, 1500, 120, False, False), (3, 40, 1000, False, False),
+    (2, 800, 100, True, False), (1, 3000, 200, False, True), (3, 900, 150, False, True), (2, 60, 30, False, True)])
+def test_phases_read_a_block_at_a_time_are_the_phases_thinned_at_once(alice, project, monkeypatch, files, windows,
+                                                                       limit, nan, gaps):
     from runs import blocks
-    from runs.columns import phase_slices
+    from runs.columns import phase_blocks, phase_slices
     from runs.series import _phases
 
     monkeypatch.setattr(blocks, "BLOCK_ROWS", 256)
     monkeypatch.setattr(blocks, "HELD_ROWS", 600)  # names cut early: blocks start at many windows
-    run = _phase_run(project, alice, files, windows, seed=windows, nan=nan)
-    assert sum(1 for _ in phase_slices(run.id)) > (10 if windows >= 800 else 1)  # the run read in many slices
+    run = _phase_run(project, alice, files, windows, seed=windows, nan=nan, gaps=gaps)
+    assert sum(1 for _ in phase_slices(run.id)) > (10 if windows >= 800 else 1)  # blocks start at many windows
+    assert sum(1 for _ in phase_blocks(run.id)) > (4 * files if windows >= 800 else 1)  # names cut in several blocks
     got, want = _phases(run.id, limit), _phases_at_once(run.id, limit)
     assert str(got) == str(want)  # str: NaN equals NaN
     assert got["names"] == ["Draft", "Target verify", "Accept", "Late"]

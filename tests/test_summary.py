@@ -335,3 +335,52 @@ def test_a_file_of_many_tests_lists_its_first_and_its_last_and_counts_the_rest()
 def test_a_real_output_is_not_capped():
     parsed = _parsed(LOG)
     assert len(parsed["nccl_tests"]) == 1 and not [w for w in parsed["warnings"] if "nccl-tests panels" in w["message"]]
+
+
+def _scrambled_partition(a, kth):
+    """np.partition's contract and no more: the values at `kth` in place, those between two of them in
+    any order (reversed here; numpy's own leaves a kth's neighbours sorted, mostly)."""
+    import numpy as np
+
+    out = np.sort(a)
+    cuts = [-1, *sorted(np.atleast_1d(kth).tolist()), len(out)]
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        out[lo + 1:hi] = out[lo + 1:hi][::-1].copy()
+    return out
+
+
+@pytest.mark.parametrize("n", [1001, 1002, 1003, 1004, 1005, 4096, 20_001, 20_002])
+@pytest.mark.parametrize("shape", ["random", "few", "sorted", "reversed", "inf"])
+def test_describe_of_a_large_array_puts_in_place_the_values_the_statistics_module_reads(n, shape, monkeypatch):
+    """A partition puts only the quartiles' and the median's values in place: each count modulo 4 and
+    2 (the positions and their weights), ties, ordered input and infinities (inf * 0 is NaN)."""
+    import numpy as np
+
+    monkeypatch.setattr(np, "partition", _scrambled_partition)
+    rng = random.Random(n)
+    values = [rng.choice([rng.random() * 10, rng.randint(0, 5) / 4]) for _ in range(n)]
+    if shape == "few":
+        values = [float(rng.randint(0, 2)) for _ in range(n)]
+    elif shape in ("sorted", "reversed"):
+        values.sort(reverse=shape == "reversed")
+    elif shape == "inf":
+        values[: n // 3] = [math.inf] * (n // 3)
+        values[-n // 3:] = [-math.inf] * (n // 3)
+    got, want = describe(array("d", values)), reference(values)
+    assert [str(x) for x in (got.median, got.spread, got.count)] == [str(x) for x in want]
+
+
+@pytest.mark.parametrize("rest", [20_000, 20_001])
+def test_a_large_log_drops_its_first_decode_line_by_the_median_of_the_others(rest, monkeypatch):
+    # The others all differ, shuffled: a first rate just under a quarter of their median is dropped, one
+    # just over it is not; a median taken at a neighbouring place (of a partition, not sorted) says otherwise.
+    import numpy as np
+
+    monkeypatch.setattr(np, "partition", _scrambled_partition)
+    rng = random.Random(rest)
+    others = [100 + k / 100 for k in range(rest)]
+    rng.shuffle(others)
+    quarter = median(others) / 4
+    for first, dropped in ((f"{quarter - 0.005:.2f}", True), (f"{quarter + 0.005:.2f}", False)):
+        lines = [_decode(f"{k % 60:02d}", tput) for k, tput in enumerate([first, *(f"{v:.2f}" for v in others)])]
+        assert _parse(lines)["summary"]["windows"] == rest + (not dropped)

@@ -1467,9 +1467,15 @@ static int mpi_line(Scanner *self, const char *s, Py_ssize_t n, int64_t job, int
         return PYTHON;
     unsigned by_literal;
     uint64_t lits = literals_in(self, s, n, &by_literal);
-    if (by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits)) return PYTHON;
+    /* an NCCL line of the rank's: a bare version, or an INFO line whose _mpi changes nothing (_scan_nccl.h) */
+    int nccl = by_literal & BIT(R_TAGGER) && !tagger_literals_idle(self, s, n, lits);
+    if (nccl && !nccl_mpi_shape(self, s, n, lits, by_literal)) return PYTHON;
     int process = mpi_process(self, job, rank);
     if (process < 0) return process == -2 ? ERROR : PYTHON;
+    if (nccl && !starts_len(s, n, "NCCL version ", 13)) {
+        int idle = nccl_mpi_idle(self, s, n, PyList_GET_ITEM(self->strings, process));
+        if (idle != OK) return idle;
+    }
     int main = self->s_main;
     self->s_main = process;  /* the process of the lines tagged "main", for this line */
     int status = read_line(self, s, n, NULL, lineno, e, windows, labels, nccl_lines, channel_lines, flags | F_MAIN,
@@ -2387,18 +2393,44 @@ static int add_literal(Scanner *self, const char *t, Py_ssize_t len, int reader)
     if (reader == R_SGLANG && strcmp(t, "Decode batch") == 0) self->lit_decode = k;
     if (reader == R_SGLANG && strcmp(t, "Prefill batch") == 0) self->lit_prefill = k;
     if (reader == R_EAGLE && strcmp(t, "_PROFILE]") == 0) self->lit_profile = k;
-    if (len < 3) {
-        self->fingerprinted = 0;  /* the vector search reads three bytes of each: the scalar one reads */
-    } else {
-        int bucket = k % 8;
+    if (len < 3) self->fingerprinted = 0;  /* the vector search reads three bytes of each: the scalar one reads */
+    return k;
+}
+
+/* line_avx2's buckets, once every literal is added: the literals' distinct first three bytes in
+ * order, cut into eight runs, a bucket each. A bucket's nibble tables hold every byte of its
+ * literals at each place, so a place matches a bucket's tables where its bytes mix its literals':
+ * literals of like prefixes (`NCCL`, `NCCL_`, `Namespace(`) in one bucket add few such mixes, while
+ * a bucket a literal in turn took `ServerArgs(` with ` ...` and `---` (a row of spaces and digits,
+ * a rule) and checked twice the candidates on real lines. Which literals a place may start is the
+ * same whatever the buckets: they only filter (a literal is still compared whole). */
+static void fingerprint(Scanner *self) {
+    uint32_t prefix[MAX_LITERALS];
+    int distinct = 0;
+    for (int k = 0; k < self->nlit; k++) {
+        if (self->lit_len[k] < 3) continue;
+        const unsigned char *t = (const unsigned char *)self->lit[k];
+        uint32_t key = (uint32_t)t[0] << 16 | (uint32_t)t[1] << 8 | t[2];
+        int at = 0;
+        while (at < distinct && prefix[at] < key) at++;
+        if (at < distinct && prefix[at] == key) continue;
+        memmove(prefix + at + 1, prefix + at, (size_t)(distinct - at) * sizeof(*prefix));
+        prefix[at] = key;
+        distinct++;
+    }
+    for (int k = 0; k < self->nlit; k++) {
+        if (self->lit_len[k] < 3) continue;
+        const unsigned char *t = (const unsigned char *)self->lit[k];
+        uint32_t key = (uint32_t)t[0] << 16 | (uint32_t)t[1] << 8 | t[2];
+        int rank = 0;
+        while (prefix[rank] != key) rank++;
+        int bucket = rank * 8 / distinct;
         self->bucket_lits[bucket] |= 1ull << k;
         for (int j = 0; j < 3; j++) {
-            unsigned char c = (unsigned char)t[j];
-            self->fp_lo[j][c & 15] |= (uint8_t)(1u << bucket);
-            self->fp_hi[j][c >> 4] |= (uint8_t)(1u << bucket);
+            self->fp_lo[j][t[j] & 15] |= (uint8_t)(1u << bucket);
+            self->fp_hi[j][t[j] >> 4] |= (uint8_t)(1u << bucket);
         }
     }
-    return k;
 }
 
 /* Scanner(literals: [(text, reader)], decode_metrics: {key: metric}, prefill_metrics: {...}) */
@@ -2430,6 +2462,7 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
     }
     /* The scanner's own: a phase line holding it is Python's (a summary-table row, maybe). */
     if ((self->lit_tok = add_literal(self, "tok/", 4, -1)) < 0) return -1;
+    fingerprint(self);
     if ((self->s_main = intern_str(self, "main", 4)) < 0 || (self->s_eagle = intern_str(self, "eagle_profile", 13)) < 0
         || (self->s_decode_src = intern_str(self, "sglang_decode", 13)) < 0
         || (self->s_prefill_src = intern_str(self, "sglang_prefill", 14)) < 0
@@ -2790,6 +2823,16 @@ static PyObject *find_text(PyObject *Py_UNUSED(mod), PyObject *args) {
     return PyLong_FromSsize_t(at ? at - s : -1);
 }
 
+/* tests_marks(line) -> the TM_ marks (_scan_tests.h) of an ASCII line, as the scan finds them (the
+ * vector search where it is on: tests hold both to the words' own search). */
+static PyObject *tests_marks_text(PyObject *Py_UNUSED(mod), PyObject *line) {
+    if (!PyUnicode_Check(line) || !PyUnicode_IS_ASCII(line)) {
+        PyErr_SetString(PyExc_ValueError, "tests_marks reads an ASCII line");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(tests_marks((const char *)PyUnicode_1BYTE_DATA(line), PyUnicode_GET_LENGTH(line)));
+}
+
 /* vector(on=None) -> whether scan_text searches lines with AVX2 (tests turn it off and on; on is
  * refused where the CPU or the build has no AVX2). */
 static PyObject *vector(PyObject *Py_UNUSED(mod), PyObject *args) {
@@ -2840,6 +2883,7 @@ static PyMethodDef module_methods[] = {
     {"vector", vector, METH_VARARGS, "vector(on=None) -> whether scan_text searches lines with AVX2"},
     {"longest_line", longest_line, METH_O, "longest_line(block: bytes) -> the longest line's length"},
     {"offer_words", context_offer_words, METH_O, "offer_words(line) -> (context.WORDS found, _skipped) for an ASCII line"},
+    {"tests_marks", tests_marks_text, METH_O, "tests_marks(line) -> the marks _scan_tests.h finds in an ASCII line"},
     {"find", find_text, METH_VARARGS, "find(line, literal) -> where the scanner finds literal in line, or -1"},
     {"hints", context_hints, METH_O, "hints(line) -> whether an ASCII line holds a word of context._HINTS, case-blind"},
     {"ascii_image", ascii_image, METH_O,

@@ -45,7 +45,12 @@ enum {
     NP_NEW = 256,  /* result.processes has no "pid N": _tag makes it (nccl_new_process) */
 };
 
-#define NCCL_HEADS 256  /* line heads seen this scan call, by their hash (a power of two) */
+/* Line heads held, by their hash, two to a set (the last found first; a new one takes the other's
+ * place): a start-up log of 162 heads (bench's nccl_startup) in 256 slots one to a hash had pairs
+ * of them take a slot in turn, 15K heads of a 32 MB log read afresh; in 1024 slots 3.3K; in 512
+ * sets of two 0.7K (a head's first sight, and those read again until their process is made).
+ * (A power of two; 128 KB.) */
+#define NCCL_HEADS 1024
 #define NCCL_HEAD_MAX 96
 #define NCCL_NAMES 16
 #define NCCL_NAME_MAX 64
@@ -209,13 +214,22 @@ static int nccl_value_slots(PyObject *record, PyObject *slots, Py_ssize_t *at) {
 
 /* record(*argv) (NCCL_VALUE_FIELDS arguments): a new reference, NULL on an error. Where its __init__
  * only stores them (record_plain), made as object.__new__ and that __init__ make it: no Python
- * frame a value (a start-up log makes hundreds of thousands). */
+ * frame a value (a start-up log makes hundreds of thousands). Such a record of str, int and None
+ * alone (no object the collector tracks) is untracked, as the collector untracks a tuple of them:
+ * no cycle runs through it, and the collections its allocations set off (one each 700 objects
+ * made) do not walk every record made since (7% of a start-up log's scan). A container set on
+ * it later stays alive through it (the collector takes every reference from it for an outside one). */
 static PyObject *nccl_value(struct nccl_fast *f, PyObject *const *argv) {
     if (!f->record_plain) return PyObject_Vectorcall(f->record, argv, NCCL_VALUE_FIELDS, NULL);
     PyTypeObject *t = (PyTypeObject *)f->record;
     PyObject *o = t->tp_alloc(t, 0);
     if (!o) return NULL;
-    for (int i = 0; i < NCCL_VALUE_FIELDS; i++) *(PyObject **)((char *)o + f->record_at[i]) = Py_NewRef(argv[i]);
+    int atomic = 1;
+    for (int i = 0; i < NCCL_VALUE_FIELDS; i++) {
+        *(PyObject **)((char *)o + f->record_at[i]) = Py_NewRef(argv[i]);
+        atomic &= !PyObject_IS_GC(argv[i]);
+    }
+    if (atomic && PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
     return o;
 }
 
@@ -491,11 +505,19 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     Py_ssize_t len = h->dev_end + 2;
     if (len > NCCL_HEAD_MAX) return PYTHON;
     uint64_t hash = nccl_hash(s, len);
-    int at = (int)(hash & (NCCL_HEADS - 1));
+    int at = (int)(hash & (NCCL_HEADS / 2 - 1)) * 2, same = -1;
     nccl_head_seen *e = &f->heads[at];
-    /* held, and its process as _tag leaves it (flags short of that are read again: Python may have
-     * made the process since, or set its host) */
-    if (e->len == len && e->hash == hash && e->flags & NP_TAG && memeq(e->text, s, (size_t)len)) {
+    for (int way = 0; way < 2; way++) {
+        nccl_head_seen *w = e + way;
+        if (w->len != len || w->hash != hash || !memeq(w->text, s, (size_t)len)) continue;
+        same = way;
+        /* held, and its process as _tag leaves it (flags short of that are read again: Python may have
+         * made the process since, or set its host) */
+        if (!(w->flags & NP_TAG)) break;
+        if (way) {  /* the last found first */
+            nccl_head_seen t = *e;
+            *e = *w, *w = t;
+        }
         f->last_head = at;
         *flags = e->flags, *tag = e->tag;
         return OK;
@@ -548,7 +570,16 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         if (in < 0) goto done;
         if (in) fl |= NP_DR;
     }
-    /* the slot's head, if any, goes: read again when it comes back */
+    /* Into the set's first slot: the head's own entry moved there, or the first's head moved to the
+     * second slot, whose head, if any, goes (read again when it comes back). */
+    if (same == 1 || same < 0) {
+        nccl_head_seen t = e[1];
+        e[1] = e[0], e[0] = t;
+        if (same < 0) {
+            Py_CLEAR(e->tag);
+            e->len = 0;
+        }
+    }
     Py_XSETREF(e->tag, name);
     name = NULL;  /* held by the entry */
     f->nheads++;
@@ -883,6 +914,7 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     rec = nccl_value(f, argv);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
     entry = PyTuple_Pack(4, rec, host, pid, tid);
+    if (entry && !PyObject_GC_IsTracked(rec)) PyObject_GC_UnTrack(entry);  /* (str and an untracked record) */
     if (!entry || PyList_Append(f->pending, entry) < 0) goto done;
     /* offered after the readers, as the engines do (nccl_debug's "NCCL" is on it: a reader wants it) */
     if (context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0) goto done;
@@ -1165,6 +1197,62 @@ static inline const nccl_mirror_slot *nccl_mirror_ahead(const struct nccl_fast *
 
 static inline void nccl_mirror_text(const nccl_mirror_slot *slot, uint64_t h) {
     if (slot && slot->hash == h && slot->text) __builtin_prefetch(slot->text);
+}
+
+/* An MPI-tagged line (`[1,0]<stdout>:...`, s[0:n] after the tag) that the Tagger's "NCCL" names and
+ * that mpi_line may read on as it reads a line tagged "main" (its Tagger literals are "NCCL" only,
+ * no other reader's literal: no launch_env `NCCL_`, so no echo): the bare `NCCL version` (no
+ * " NCCL ": _tag finds no head and tags it "main", no nccl_lines key lacks " NCCL ") or an INFO
+ * head's line (_tag tags it `pid N`, which nccl_info reads as any). 1 for either, else 0. */
+static int nccl_mpi_shape(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits, unsigned by_literal) {
+    if (by_literal & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG))) return 0;
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && self->lit_reader[k] == R_TAGGER && !(self->lit_len[k] == 4 && memeq(self->lit[k], "NCCL", 4)))
+            return 0;
+    if (starts_len(s, n, "NCCL version ", 13)) return find(s, n, " NCCL ", 6) == NULL;
+    nccl_line_head h;
+    return nccl_head_of(s, n, &h) && !starts_len(s + h.msg, n - h.msg, "NCCL_", 5);
+}
+
+/* Whether Tagger._mpi changes nothing for an INFO head's line of rank process `name` (mpi_process's,
+ * its rank and label set): the head's process `pid N` (what _tag returns) exists with an alias, and
+ * the rank's process has a pid, a host and every hint of it. The line's tag is then the rank's (or
+ * `pid N`, a test's device process: _mpi returns it before looking) and no record is made of the
+ * line here (no echo: nccl_mpi_shape), so nothing stamps it. OK, PYTHON, ERROR. */
+static int nccl_mpi_idle(Scanner *self, const char *s, Py_ssize_t n, PyObject *name) {
+    struct nccl_fast *f = self->nccl;
+    nccl_line_head h;
+    if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
+    if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
+    PyObject *pid = PyUnicode_DecodeASCII(s + h.pid_at, h.pid_end - h.pid_at, NULL);
+    PyObject *tag = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
+    Py_XDECREF(pid);
+    if (!tag) return ERROR;
+    PyObject *q = PyDict_GetItemWithError(f->processes, tag);  /* borrowed, as the lookups below */
+    Py_DECREF(tag);
+    PyObject *p = q ? PyDict_GetItemWithError(f->processes, name) : NULL;
+    if (!p) return PyErr_Occurred() ? ERROR : PYTHON;
+    if (!PyDict_CheckExact(q) || !PyDict_CheckExact(p)) return PYTHON;
+    PyObject *alias = PyDict_GetItemWithError(q, f->k_alias), *q_hints = alias ? PyDict_GetItemWithError(q, f->k_hints) : NULL;
+    PyObject *p_pid = q_hints ? PyDict_GetItemWithError(p, f->k_pid) : NULL;
+    PyObject *host = p_pid ? PyDict_GetItemWithError(p, f->k_host) : NULL;
+    PyObject *p_hints = host ? PyDict_GetItemWithError(p, f->k_hints) : NULL;
+    if (!p_hints) return PyErr_Occurred() ? ERROR : PYTHON;
+    /* `p["pid"] = p["pid"] or q["pid"]`: an int other than 0 stays; `p["host"] is None`: set from the line */
+    if (alias == Py_None || !PyLong_CheckExact(p_pid) || PyObject_IsTrue(p_pid) != 1 || host == Py_None
+        || !PyList_CheckExact(q_hints) || !PyList_CheckExact(p_hints))
+        return PYTHON;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(q_hints); i++) {  /* _hint(p, hint) of each: held already */
+        PyObject *hint = PyList_GET_ITEM(q_hints, i);
+        int held = 0;
+        if (!PyUnicode_CheckExact(hint)) return PYTHON;
+        for (Py_ssize_t j = 0; !held && j < PyList_GET_SIZE(p_hints); j++) {
+            PyObject *o = PyList_GET_ITEM(p_hints, j);
+            held = o == hint || (PyUnicode_CheckExact(o) && PyUnicode_Compare(o, hint) == 0);
+        }
+        if (!held) return PYTHON;
+    }
+    return OK;
 }
 
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the

@@ -475,56 +475,121 @@ static inline int tests_lower_at(const char *s, Py_ssize_t n, Py_ssize_t i, cons
 #define TESTS_AT(w) tests_at(s, n, i, (w), (Py_ssize_t)sizeof(w) - 1)
 #define TESTS_WORD(w) tests_lower_at(s, n, i + 1, (w), (Py_ssize_t)sizeof(w) - 1)  /* after the first letter */
 
-/* The TM_ marks of s[0:n], in one pass: a place whose letter starts none of the words costs one
- * switch (a `#` line was searched once per literal, and a device row read ten times over). */
-static unsigned tests_marks(const char *s, Py_ssize_t n) {
-    /* The first two letters of every word (in any case where the word's case is any), in a bit
-     * set: a place where none starts costs a look-up, not a switch. Made at the first call. */
-    static uint8_t pairs[65536 / 8];
+/* The first two letters of every word tests_marks looks for (in any case where the word's case is
+ * any), in a bit set: a place where none starts costs a look-up, not a switch. */
+static const char *TESTS_PAIRS_EXACT[] = {"Pi", "Ra", "bu", "Ou", "Av", "Co", "nT", "nc"},
+                  *TESTS_PAIRS_ANY_CASE[] = {"ac", "av", "cc", "nc", "th", "sp", "se", "st"};
+static uint8_t tests_pairs[65536 / 8];
+static int tests_pairs_made;
+
+static void tests_pair(unsigned a, unsigned b) {
+    tests_pairs[(a << 8 | b) >> 3] |= (uint8_t)(1u << (b & 7));
+}
+
+static void tests_make_pairs(void) {
+    for (size_t k = 0; k < sizeof(TESTS_PAIRS_EXACT) / sizeof(*TESTS_PAIRS_EXACT); k++)
+        tests_pair((unsigned char)TESTS_PAIRS_EXACT[k][0], (unsigned char)TESTS_PAIRS_EXACT[k][1]);
+    for (size_t k = 0; k < sizeof(TESTS_PAIRS_ANY_CASE) / sizeof(*TESTS_PAIRS_ANY_CASE); k++)
+        for (int c = 0; c < 4; c++)
+            tests_pair((unsigned char)TESTS_PAIRS_ANY_CASE[k][0] - (c & 1 ? 32 : 0),
+                       (unsigned char)TESTS_PAIRS_ANY_CASE[k][1] - (c & 2 ? 32 : 0));
+    tests_pairs_made = 1;
+}
+
+/* The TM_ marks of the words that start at s[i] (i + 1 < n). */
+static inline unsigned tests_marks_at(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    unsigned m = 0, key = (unsigned)(unsigned char)s[i] << 8 | (unsigned char)s[i + 1];
+    if (!(tests_pairs[key >> 3] & (1u << (key & 7)))) return 0;
+    switch (s[i]) {
+    case 'P': if (TESTS_AT("Pid")) m |= TM_PID; break;
+    case 'R': if (TESTS_AT("Rank")) m |= TM_RANK; break;
+    case 'b': if (TESTS_AT("busbw")) m |= TM_BUSBW; break;
+    case 'O': if (TESTS_AT("Out of bounds")) m |= TM_OOB; break;
+    case 'A': if (TESTS_AT("Avg bus bandwidth")) m |= TM_AVG; /* fall through */
+    case 'a':
+        if (TESTS_WORD("cceptanc") || TESTS_WORD("ccept length") || TESTS_WORD("vg bus bandwidth")) m |= TM_WORDY;
+        break;
+    case 'C': if (TESTS_AT("Collective test")) m |= TM_COLL; /* fall through */
+    case 'c': if (TESTS_WORD("cl version")) m |= TM_WORDY; break;
+    case 'n':
+        if (TESTS_AT("nThread")) m |= TM_NTHREAD;
+        if (TESTS_AT("nccl-tests version")) m |= TM_VERSION;
+        /* fall through */
+    case 'N': if (TESTS_WORD("ccl_")) m |= TM_WORDY; break;
+    case 't': case 'T': if (TESTS_WORD("hroughput")) m |= TM_WORDY; break;
+    case 's': case 'S':
+        if (TESTS_WORD("pecdecod") || TESTS_WORD("et by environment") || TESTS_WORD("tatistics")
+            || TESTS_WORD("peculative"))
+            m |= TM_WORDY;
+        break;
+    default: break;
+    }
+    return m;
+}
+
+#ifdef HAVE_AVX2_PATH
+/* tests_marks_at at the places whose two bytes may be a pair of tests_pairs, found 32 places a step:
+ * each pair's first and second byte looked up by their nibbles (pshufb, as line_avx2's fingerprints),
+ * one bucket a first letter (its case either way; t and s share one). A place no bucket holds both
+ * bytes of starts no word; the others are read whole (tests_marks_at checks the pair exactly). A
+ * line of spaces, digits and punctuation has no candidate at all: no letter pair starts there. Bytes
+ * past s[n] are never read: the last step reads a copy padded with zeros (in no bucket). */
+static uint8_t tests_fp_lo[2][16], tests_fp_hi[2][16];
+
+static void tests_fp_pair(unsigned a, unsigned b) {
+    static const char FIRST[] = "prboacn";  /* a bucket each, then t and s in the last */
+    const char *at = strchr(FIRST, (char)(a | 0x20));
+    uint8_t bit = (uint8_t)(1u << (at ? at - FIRST : 7));
+    tests_fp_lo[0][a & 15] |= bit, tests_fp_hi[0][a >> 4] |= bit;
+    tests_fp_lo[1][b & 15] |= bit, tests_fp_hi[1][b >> 4] |= bit;
+}
+
+__attribute__((target("avx2")))
+static unsigned tests_marks_avx2(const char *s, Py_ssize_t n) {
     static int made;
-    if (!made) {
-        static const char *EXACT[] = {"Pi", "Ra", "bu", "Ou", "Av", "Co", "nT", "nc"},
-                          *ANY_CASE[] = {"ac", "av", "cc", "nc", "th", "sp", "se", "st"};
-        for (size_t k = 0; k < sizeof(EXACT) / sizeof(*EXACT); k++)
-            pairs[((unsigned char)EXACT[k][0] << 8 | (unsigned char)EXACT[k][1]) >> 3] |=
-                (uint8_t)(1u << ((unsigned char)EXACT[k][1] & 7));
-        for (size_t k = 0; k < sizeof(ANY_CASE) / sizeof(*ANY_CASE); k++)
-            for (int c = 0; c < 4; c++) {
-                unsigned a = (unsigned char)ANY_CASE[k][0] - (c & 1 ? 32 : 0);
-                unsigned b = (unsigned char)ANY_CASE[k][1] - (c & 2 ? 32 : 0);
-                pairs[(a << 8 | b) >> 3] |= (uint8_t)(1u << (b & 7));
-            }
+    if (!made) {  /* every pair of tests_pairs, from the bit set itself */
+        for (unsigned key = 0; key < 65536; key++)
+            if (tests_pairs[key >> 3] & (1u << (key & 7))) tests_fp_pair(key >> 8, key & 255);
         made = 1;
     }
-    unsigned m = n > 1024 ? TM_WORDY : 0;  /* (a long line is Python's) */
-    for (Py_ssize_t i = 0; i + 1 < n; i++) {  /* (every word is 3 letters or more) */
-        unsigned key = (unsigned)(unsigned char)s[i] << 8 | (unsigned char)s[i + 1];
-        if (!(pairs[key >> 3] & (1u << (key & 7)))) continue;
-        switch (s[i]) {
-        case 'P': if (TESTS_AT("Pid")) m |= TM_PID; break;
-        case 'R': if (TESTS_AT("Rank")) m |= TM_RANK; break;
-        case 'b': if (TESTS_AT("busbw")) m |= TM_BUSBW; break;
-        case 'O': if (TESTS_AT("Out of bounds")) m |= TM_OOB; break;
-        case 'A': if (TESTS_AT("Avg bus bandwidth")) m |= TM_AVG; /* fall through */
-        case 'a':
-            if (TESTS_WORD("cceptanc") || TESTS_WORD("ccept length") || TESTS_WORD("vg bus bandwidth")) m |= TM_WORDY;
-            break;
-        case 'C': if (TESTS_AT("Collective test")) m |= TM_COLL; /* fall through */
-        case 'c': if (TESTS_WORD("cl version")) m |= TM_WORDY; break;
-        case 'n':
-            if (TESTS_AT("nThread")) m |= TM_NTHREAD;
-            if (TESTS_AT("nccl-tests version")) m |= TM_VERSION;
-            /* fall through */
-        case 'N': if (TESTS_WORD("ccl_")) m |= TM_WORDY; break;
-        case 't': case 'T': if (TESTS_WORD("hroughput")) m |= TM_WORDY; break;
-        case 's': case 'S':
-            if (TESTS_WORD("pecdecod") || TESTS_WORD("et by environment") || TESTS_WORD("tatistics")
-                || TESTS_WORD("peculative"))
-                m |= TM_WORDY;
-            break;
-        default: break;
+    const __m256i low = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+    __m256i lo0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tests_fp_lo[0])),
+            hi0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tests_fp_hi[0])),
+            lo1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tests_fp_lo[1])),
+            hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tests_fp_hi[1]));
+    unsigned m = 0;
+    char pad[64];
+    for (Py_ssize_t i = 0; i + 1 < n; i += 32) {
+        const char *p = s + i;
+        if (n - i < 33) {  /* the two loads would pass s[n] */
+            memset(pad, 0, sizeof(pad));
+            memcpy(pad, p, (size_t)(n - i));
+            p = pad;
         }
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)p), v1 = _mm256_loadu_si256((const __m256i *)(p + 1));
+        __m256i a = _mm256_and_si256(_mm256_shuffle_epi8(lo0, _mm256_and_si256(v0, low)),
+                                     _mm256_shuffle_epi8(hi0, _mm256_and_si256(_mm256_srli_epi16(v0, 4), low)));
+        __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(lo1, _mm256_and_si256(v1, low)),
+                                     _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(v1, 4), low)));
+        uint32_t found = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(a, b), zero));
+        if (n - 1 - i < 32) found &= (1u << (n - 1 - i)) - 1;  /* places with a byte after them */
+        for (; found; found &= found - 1) m |= tests_marks_at(s, n, i + __builtin_ctz(found));
     }
+    return m;
+}
+#endif
+
+/* The TM_ marks of s[0:n], in one pass: a place whose letter starts none of the words costs one
+ * look-up (a `#` line was searched once per literal, and a device row read ten times over); with
+ * AVX2, 32 places a step. */
+static unsigned tests_marks(const char *s, Py_ssize_t n) {
+    if (!tests_pairs_made) tests_make_pairs();
+    unsigned m = n > 1024 ? TM_WORDY : 0;  /* (a long line is Python's) */
+#ifdef HAVE_AVX2_PATH
+    if (avx2_ok) return m | tests_marks_avx2(s, n);
+#endif
+    for (Py_ssize_t i = 0; i + 1 < n; i++)  /* (every word is 3 letters or more) */
+        m |= tests_marks_at(s, n, i);
     return m;
 }
 #undef TESTS_AT

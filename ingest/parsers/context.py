@@ -61,6 +61,15 @@ _CTX = re.compile(
     r"sglang|vllm|torch|transformers|flashinfer_python|triton)\s*:)",
     re.M,
 )
+# Words one of _CTX's branches holds: a line without any never matches it, nor does any part of it.
+_CTX_WORDS = ("GPU", "[pip", "[conda] ", "Version", "version", "sglang", "vllm", "torch", "transformers",
+              "flashinfer_python", "triton")
+# _CTX searched over a chunk's text: a line it matches follows a newline (a chunk's first line is
+# looked at apart). `\s*` may run on past a newline there: each line found is matched again alone.
+assert _CTX.pattern.startswith("^")
+_CTX_AFTER = re.compile("\n" + _CTX.pattern[1:])
+# More MPI-tagged lines in a chunk than this and Watcher.text looks at each line, not for each tag.
+MANY_TAGGED = 1000
 MAX_CANDIDATES = 100_000  # candidate line numbers held; past it the count stops (`truncated`)
 # Topology and version dumps are read in a file's first lines only: a dump is a small file of its
 # own or the head of a log, and a search of every chunk would cost a large log's parse time twice.
@@ -111,18 +120,64 @@ class Watcher:
     def chunk(self, first: int, lines: list[str]) -> None:
         """A chunk of cleaned lines (the chunk engines): its part in the file's head."""
         if first <= HEAD_SCAN_LINES:
-            self.text(first, "\n".join(lines[:HEAD_SCAN_LINES - first + 1]), [], None)
+            head = lines[:HEAD_SCAN_LINES - first + 1]
+            self.text(first, "\n".join(head), [], None, len(head))
 
-    def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None) -> None:
+    def text(self, first: int, body: str, dirty: list[int], clean: Callable[[str], str] | None,
+             count: int | None = None) -> None:
         """A chunk as one text (text.Text keeps its dirty lines, those clean() may change, raw, and
-        its MPI-tagged ones, no other line holding "]<std"): the dumps in its part of the file's head,
-        those lines read cleaned as the engines read them."""
+        its MPI-tagged ones, no other line holding "]<std"; `count` its lines, where known): the dumps in
+        its part of the file's head, those lines read cleaned as the engines read them."""
         if first > HEAD_SCAN_LINES:
             return
-        lines = body.split("\n", HEAD_SCAN_LINES - first + 1)[:HEAD_SCAN_LINES - first + 1]
-        wanted = set(dirty) if clean is not None else set()
+        n = HEAD_SCAN_LINES - first + 1  # the chunk's lines in the head
+        lines = None
+        if (body.count("\n") + 1 if count is None else count) > n:  # the chunk runs on past the head: cut there
+            lines = body.split("\n", n)
+            body = body[:len(body) - len(lines.pop()) - 1]
+        todo = [k for k in dirty if k < n] if clean is not None else []  # the lines read cleaned
+        tagged: list[int] | None = []
+        if clean is not None and (tag := body.find("]<std")) >= 0:
+            tagged = _tagged(body, tag, MANY_TAGGED)
+            if tagged is None:  # MPI's own log, every line tagged: each looked at
+                self._text_lines(first, body.split("\n") if lines is None else lines, set(dirty), clean)
+                return
+        # Those read cleaned, and the lines _CTX may match, found by one search of the text, not a
+        # match a line (20k of them a file: 7 ms, the most of a small parse's fixed cost).
+        last = max(todo[-1] if todo else -1, tagged[-1] if tagged else -1)
+        if last >= 0 and lines is None:
+            lines = body.split("\n", last + 1)
+        seen = {k: clean(lines[k]) for k in todo} if todo and clean is not None and lines is not None else {}
+        need = max(HEAD_LINES - len(self.head), 0)
+        # A tagged line that is not dirty only loses its tag when cleaned (text.Text): what is left holds
+        # a word _CTX needs only if the line does. Cleaned where it does or is kept in the head (a
+        # clean() of a long nccl-tests row cost 30 us).
+        skipped = set()
+        for k in tagged if clean is not None and lines is not None else ():
+            if k not in seen:
+                if k < need or any(word in lines[k] for word in _CTX_WORDS):
+                    seen[k] = clean(lines[k])
+                else:
+                    skipped.add(k)
+        if need:
+            self.head.extend(seen.get(k, line) for k, line in enumerate(body.split("\n", need)[:need]))
+        if 0 not in seen:
+            seen[0] = body[:end] if (end := body.find("\n")) >= 0 else body
+        k, at = 0, 0
+        for m in _CTX_AFTER.finditer(body):
+            start = m.start() + 1
+            k += body.count("\n", at, start)
+            at = start
+            if k not in seen and k not in skipped:
+                seen[k] = body[start:end] if (end := body.find("\n", start)) >= 0 else body[start:]
+        for k in sorted(seen):
+            if _CTX.match(line := seen[k]):
+                self.dump(first + k, line)
+
+    def _text_lines(self, first: int, lines: list[str], dirty: set[int], clean: Callable[[str], str]) -> None:
+        """text() of a chunk's head lines with MPI-tagged ones among them: each line looked at."""
         for k, line in enumerate(lines):
-            if clean is not None and (k in wanted or line[:1] == "[" and "]<std" in line):
+            if k in dirty or line[:1] == "[" and "]<std" in line:
                 lines[k] = line = clean(line)
             if len(self.head) < HEAD_LINES:
                 self.head.append(line)
@@ -197,7 +252,7 @@ class Watcher:
         if result.used:
             self.used.update(result.used & self.candidates)
             result.used.clear()
-        open_ = set(self.candidates) - self.used
+        open_ = self.candidates - self.used
         if not open_:
             return
         for records in (result.phases, result.metrics, result.nccl, result.collectives):
@@ -278,6 +333,24 @@ class Watcher:
         return {"gpus": len(gpus), "pairs": pairs, "links": links,
                 "nvlink": all(v.startswith("NV") for v in pairs.values()),
                 "rows": {row: cells[:len(gpus)] for row, cells in self.topo_rows.items()}, "columns": gpus}
+
+
+def _tagged(body: str, tag: int, most: int) -> list[int] | None:
+    """The indices of `body`'s lines that start with "[" and hold "]<std" (MPI's tag, cleaned off
+    them), `tag` the first "]<std"; None past `most` of them."""
+    found: list[int] = []
+    k, at = 0, 0
+    while tag >= 0:
+        start = body.rfind("\n", 0, tag) + 1
+        k += body.count("\n", at, start)
+        at = start
+        if body.startswith("[", start):
+            if len(found) == most:
+                return None
+            found.append(k)
+        end = body.find("\n", tag)
+        tag = -1 if end < 0 else body.find("]<std", end)
+    return found
 
 
 def _link_order(link: str) -> tuple[int, str]:
