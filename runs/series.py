@@ -260,8 +260,9 @@ def _phases(run_id: int, limit: int) -> dict:
     if odd:  # thin all rows at once, in the run's order, as before
         rows = pl.concat([part.select(shown) for part in columns.phase_slices(run_id)])
         windows = sum(pl.concat(parts).n_unique() for parts in file_windows.values())
-        kept = thin_phase_frame(rows, windows, len(names), limit)
-        return {"windows": windows, "names": names, "first": first, "rows": [list(r) for r in kept.iter_rows()]}
+        thinned = thin_phase_frame(rows, windows, len(names), limit)
+        return {"windows": windows, "names": names, "first": first,
+                "rows": [list(r) for r in thinned.iter_rows()]}
     places = _Places({logfile: pl.concat(parts).unique().sort() for logfile, parts in file_windows.items()})
     windows = places.windows
     keep = None if windows <= limit else _kept_windows(run_id, places, len(names), limit)

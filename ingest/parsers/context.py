@@ -136,12 +136,13 @@ class Watcher:
             lines = body.split("\n", n)
             body = body[:len(body) - len(lines.pop()) - 1]
         todo = [k for k in dirty if k < n] if clean is not None else []  # the lines read cleaned
-        tagged: list[int] | None = []
+        tagged: list[int] = []
         if clean is not None and (tag := body.find("]<std")) >= 0:
-            tagged = _tagged(body, tag, MANY_TAGGED)
-            if tagged is None:  # MPI's own log, every line tagged: each looked at
+            found = _tagged(body, tag, MANY_TAGGED)
+            if found is None:  # MPI's own log, every line tagged: each looked at
                 self._text_lines(first, body.split("\n") if lines is None else lines, set(dirty), clean)
                 return
+            tagged = found
         # Those read cleaned, and the lines _CTX may match, found by one search of the text, not a
         # match a line (20k of them a file: 7 ms, the most of a small parse's fixed cost).
         last = max(todo[-1] if todo else -1, tagged[-1] if tagged else -1)
@@ -153,12 +154,13 @@ class Watcher:
         # a word _CTX needs only if the line does. Cleaned where it does or is kept in the head (a
         # clean() of a long nccl-tests row cost 30 us).
         skipped = set()
-        for k in tagged if clean is not None and lines is not None else ():
-            if k not in seen:
-                if k < need or any(word in lines[k] for word in _CTX_WORDS):
-                    seen[k] = clean(lines[k])
-                else:
-                    skipped.add(k)
+        if clean is not None and lines is not None:
+            for k in tagged:
+                if k not in seen:
+                    if k < need or any(word in lines[k] for word in _CTX_WORDS):
+                        seen[k] = clean(lines[k])
+                    else:
+                        skipped.add(k)
         if need:
             self.head.extend(seen.get(k, line) for k, line in enumerate(body.split("\n", need)[:need]))
         if 0 not in seen:
