@@ -384,3 +384,19 @@ def test_a_large_log_drops_its_first_decode_line_by_the_median_of_the_others(res
     for first, dropped in ((f"{quarter - 0.005:.2f}", True), (f"{quarter + 0.005:.2f}", False)):
         lines = [_decode(f"{k % 60:02d}", tput) for k, tput in enumerate([first, *(f"{v:.2f}" for v in others)])]
         assert _parse(lines)["summary"]["windows"] == rest + (not dropped)
+
+
+@pytest.mark.parametrize("zeros", [[0.0], [-0.0], [0.0, -0.0], [-0.0, 0.0]])
+@pytest.mark.parametrize("infs", [[], [math.inf], [math.inf, -math.inf]])
+def test_describe_of_a_large_array_whose_median_and_quartiles_are_zeros_of_either_sign(zeros, infs):
+    """A partition may put -0.0 and 0.0 in another order than sorted() (equal to it): where a read
+    position holds a zero, the zeros' signs decide; an inf and a -inf sum to NaN as a NaN does."""
+    from array import array
+
+    rng = random.Random(len(zeros) * 10 + len(infs))
+    values = [rng.choice([*zeros, rng.random() - 2, rng.random() + 1]) for _ in range(4001)]
+    values[::97] = [rng.choice(zeros) for _ in values[::97]]
+    values[5:5 + len(infs)] = infs
+    values[1000:3000] = [rng.choice(zeros) for _ in range(2000)]  # the median and both quartiles among them
+    got, want = describe(array("d", values)), reference(values)
+    assert [str(x) for x in (got.median, got.spread, got.count)] == [str(x) for x in want]
