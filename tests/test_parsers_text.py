@@ -101,6 +101,28 @@ def test_the_ascii_image_is_the_encoded_text_and_the_lines_holding_other_charact
     assert _scan.ascii_image("") == ("", 1, []) and _scan.ascii_image("ascii\nonly") == ("ascii\nonly", 2, [])
 
 
+# Pieces whose mix makes strs of 1, 2 and 4 bytes a character, with runs of ASCII past the vector
+# path's 32 characters a step and other characters at any place in a step.
+_PIECES = st.sampled_from(["a", "\n", "\r", "é", "ÿ", "\x80", "█", "日", "\U0001f600", "x" * 31, "INFO plain " * 3])
+
+
+@given(st.lists(_PIECES, max_size=60))
+def test_the_vector_ascii_image_is_the_character_at_a_time_one(pieces):
+    """ascii_image with AVX2 (where the CPU has it) and without: one answer, str.encode's."""
+    from ingest.parsers import _scan
+
+    decoded = "".join(pieces)
+    was = _scan.vector()
+    try:
+        answers = []
+        for on in (True, False):
+            _scan.vector(on and was)
+            answers.append(_scan.ascii_image(decoded))
+    finally:
+        _scan.vector(was)
+    assert answers[0] == answers[1] == _image_by_python(decoded)
+
+
 def test_a_text_is_kept_while_its_lines_to_clean_and_non_ascii_lines_together_are_within_the_share():
     lines = [f"INFO 09-01 10:00:{i % 60:02d} plain line {i}" for i in range(100)]  # 5% of 100: 5 lines
     for i in (3, 40, 41, 77, 99):
