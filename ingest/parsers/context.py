@@ -100,13 +100,12 @@ class Watcher:
         self.candidates: set[int] = set()  # the first MAX_CANDIDATES lines holding WORDS
         self.truncated = False
         self.used: set[int] = set()
-        # harvest()'s candidates not used yet, as a set and as an array (the array may hold used ones
-        # too: striking one again changes nothing), made again only when `candidates` has grown: the
-        # sets only grow, so a size says which set it is. A log past MAX_CANDIDATES made them once a
-        # sink call from 100k candidates (~5 ms), never again once the candidates stop coming.
-        self._open: set[int] = set()
-        self._open_lines = np.zeros(0, dtype=np.int64)
-        self._open_at = 0  # len(candidates) they were made at
+        # The candidates as an array for harvest()'s lookups, made again only when `candidates` has grown
+        # (the sets only grow: a size says which set it is), the used ones in it too (striking one again
+        # changes nothing): a log past MAX_CANDIDATES made the open ones afresh at each sink call (~5 ms
+        # of set difference and array), never again once candidates stop coming.
+        self._lines = np.zeros(0, dtype=np.int64)
+        self._lines_at = 0  # len(candidates) it was made at
         self.topo_columns: list[str] | None = None
         self.topo_line = 0
         self.topo_rows: dict[str, list[str]] = {}
@@ -259,20 +258,16 @@ class Watcher:
         # A line's mark (result.used) strikes it off only if it is a candidate, which it is by now or
         # never (the engines offer a line before a sink is called): only those marks are kept. A log
         # of many NCCL start-ups marks every version line, a set that grew with the file.
-        if len(self.candidates) != self._open_at:
-            self._open = self.candidates - self.used
-            self._open_lines = np.fromiter(self._open, dtype=np.int64, count=len(self._open))
-            self._open_at = len(self.candidates)
-        open_ = self._open
+        candidates = self.candidates
         if result.used:
-            self._struck(result.used & open_)
+            self.used.update(result.used & candidates)
             result.used.clear()
-        if not open_:
+        if len(self.used) == len(candidates):  # (used holds candidates only, until finish())
             return
         line = attrgetter("line")
         for records in (result.phases, result.metrics, result.nccl, result.collectives):
             if records:
-                self._struck(open_.intersection(map(line, records)))
+                self.used.update(candidates.intersection(map(line, records)))
         # Columns are looked up in bulk (numpy): a batch holds a spill's worth of records, and a
         # Python loop over them took a third of a serving log's parse once a candidate stayed open.
         # Every batch's line column joined and looked up once: a bench log's batches hold hundreds
@@ -286,22 +281,20 @@ class Watcher:
                     columns.append(batch.get_column("line").to_numpy())
         columns.extend(frame.get_column("line").to_numpy() for frame in result.collective_frames if frame.height)
         if columns:
-            self._strike(np.concatenate(columns), self._open_lines)
-
-    def _struck(self, lines: Iterable[int]) -> None:
-        """Candidate lines used: marked, and no longer open."""
-        self.used.update(lines)
-        self._open.difference_update(lines)
+            if self._lines_at != len(candidates):
+                self._lines = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
+                self._lines_at = len(candidates)
+            self._strike(np.concatenate(columns), self._lines)
 
     def _strike(self, lines: np.ndarray, wanted: np.ndarray) -> None:
-        """Mark used the candidate lines (`wanted`) that `lines` holds. The candidates still open are
+        """Mark used the candidate lines (`wanted`: all of them, used or not) that `lines` holds. They are
         mostly lines before the batch's: those in its range are looked up in a table of the range."""
         if not len(lines):
             return
         low, high = lines.min(), lines.max()
         wanted = wanted[(wanted >= low) & (wanted <= high)]
         if len(wanted):
-            self._struck(wanted[np.isin(wanted, lines, kind="table")].tolist())
+            self.used.update(wanted[np.isin(wanted, lines, kind="table")].tolist())
 
     def finish(self, result: ParseResult) -> None:
         """Topology, versions, unread lines and, for a file of no log format, its context."""
