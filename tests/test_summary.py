@@ -400,3 +400,21 @@ def test_describe_of_a_large_array_whose_median_and_quartiles_are_zeros_of_eithe
     values[1000:3000] = [rng.choice(zeros) for _ in range(2000)]  # the median and both quartiles among them
     got, want = describe(array("d", values)), reference(values)
     assert [str(x) for x in (got.median, got.spread, got.count)] == [str(x) for x in want]
+
+
+@pytest.mark.parametrize("special", [None, math.nan, -0.0])
+def test_sorted_from_a_start_reads_the_slice_without_copying_it(special):
+    """_sorted(values, at, start) is _sorted(values[start:], at): the SGLang first-window check reads
+    the rest of a figure's values so, not through a copy of them."""
+    from array import array
+
+    from runs.summary import _middle, _sorted
+
+    rng = random.Random(5)
+    values = array("d", [rng.choice([0.0, 2.0, rng.random()]) for _ in range(3001)])
+    if special is not None:
+        values[1500:1600] = array("d", [special] * 100)
+    rest = len(values) - 1
+    at = [rest // 2 - 1, rest // 2]
+    got, want = _sorted(values, at, start=1), _sorted(values[1:], at)
+    assert len(got) == len(want) == rest and str(_middle(got)) == str(_middle(want)) == str(median(values[1:]))
