@@ -39,6 +39,7 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
 #define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): one a run */
 #define TESTS_FIELD_LINE_MAX 256
+#define TESTS_NAME_KEPT 32  /* a type or op name kept for the next row (tests_name): longer ones are looked up */
 #define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
 /* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
@@ -91,6 +92,10 @@ typedef struct tests_state {
     char *word[TESTS_MAX_WORDS];
     Py_ssize_t word_len[TESTS_MAX_WORDS];
     int nwords;
+    /* the last type and op names a row held, and their strings (tests_name; a length 0: none yet) */
+    char last_dtype[TESTS_NAME_KEPT], last_redop[TESTS_NAME_KEPT];
+    Py_ssize_t last_dtype_len, last_redop_len;
+    int last_dtype_str, last_redop_str;
     /* the columns: records.Collective's fields (wrong_valid: 0 where wrong is None) */
     ibuf c_op, c_size, c_count, c_dtype, c_redop, c_root, c_wrong, c_wrong_valid, c_in_place, c_line, c_process;
     dbuf c_time, c_algbw, c_busbw;
@@ -356,67 +361,187 @@ static inline Py_ssize_t tests_blanks(const char *s, Py_ssize_t n, Py_ssize_t i)
     }
 }
 
-/* The kind of a row's token, -1 when Python must read it. */
-static int tests_token(const Tests *t, const char *s, Py_ssize_t n) {
-    Py_ssize_t i = s[0] == '-' ? 1 : 0, d = i;
-    while (d < n && is_digit(s[d])) d++;
-    if (d > i && d == n) return n <= TESTS_INT_DIGITS ? TK_INT : -1;
+/* A row's cell, read in one pass: its kind (TK_*, -1 when Python must read the row) and, for a
+ * number, its digits as to_double reads them (m, the significant digits, the digits after the
+ * dot), so that its int (_int) and its float (_float) need no second pass. */
+typedef struct {
+    Py_ssize_t at, len;
+    uint64_t m;  /* the digits (exact while digits <= 15 or the cell is an int of TESTS_INT_DIGITS at most) */
+    int kind, neg, digits, frac;
+} tests_cell;
+
+/* The kind of s[0:n] (n > 0) into *c (c->kind), its number's parts where it is one. */
+static inline int tests_cell_read(const Tests *t, const char *s, Py_ssize_t n, tests_cell *c) {
+    Py_ssize_t i = s[0] == '-', d = i;
+    uint64_t m = 0;
+    int digits = 0, frac = 0;
+    unsigned v;
+    for (; d < n && (v = (unsigned char)s[d] - '0') <= 9; d++) {  /* (as to_double counts them) */
+        m = m * 10 + v;
+        digits += m != 0;
+    }
+    c->neg = (int)i, c->m = m, c->digits = digits, c->frac = 0;
+    if (d > i && d == n) return c->kind = n <= TESTS_INT_DIGITS ? TK_INT : -1;
     if (d > i && s[d] == '.' && d + 1 < n) {
         Py_ssize_t f = d + 1;
-        while (f < n && is_digit(s[f])) f++;
-        return f == n ? TK_DEC : -1;
+        for (; f < n && (v = (unsigned char)s[f] - '0') <= 9; f++) {
+            m = m * 10 + v;
+            digits += m != 0;
+            frac++;
+        }
+        c->m = m, c->digits = digits, c->frac = frac;
+        return c->kind = f == n ? TK_DEC : -1;
     }
-    if (n == 3 && memeq(s, "N/A", 3)) return TK_NONE;
+    if (n == 3 && memeq(s, "N/A", 3)) return c->kind = TK_NONE;
     for (int w = 0; w < t->nwords; w++)
-        if (t->word_len[w] == n && memeq(t->word[w], s, (size_t)n)) return TK_NONE;  /* a name: no number */
-    return -1;
+        if (t->word_len[w] == n && memeq(t->word[w], s, (size_t)n)) return c->kind = TK_NONE;  /* a name: no number */
+    return c->kind = -1;
 }
 
-/* nccl_tests._int of a token: OK with *v (or *none), PYTHON for a decimal (float() then int()). */
-static int tests_int(const char *s, Py_ssize_t n, int kind, int64_t *v, int *none) {
-    *none = kind == TK_NONE;
-    if (kind == TK_DEC) return PYTHON;
-    if (kind == TK_INT) {
-        int neg = s[0] == '-';
-        int64_t x = 0;
-        for (Py_ssize_t i = neg; i < n; i++) x = x * 10 + (s[i] - '0');  /* at most 18 digits: no overflow */
-        *v = neg ? -x : x;
+/* _float of a cell: NaN (None) for N/A or a name; to_double's value, its fast path taken here from
+ * the digits read (at most 15 significant ones, 22 after the dot: one exact division), else
+ * to_double itself. */
+static inline double tests_cell_double(const char *s, const tests_cell *c) {
+    if (c->kind == TK_NONE) return NAN;
+    if (c->digits <= 15 && c->frac <= 22) {
+        double v = (double)c->m / POW10[c->frac];
+        return c->neg ? -v : v;
     }
+    return to_double(s + c->at, c->len);
+}
+
+/* nccl_tests._int of a cell: OK with *v (or *none), PYTHON for a decimal (float() then int()). */
+static inline int tests_cell_int(const tests_cell *c, int64_t *v, int *none) {
+    *none = c->kind == TK_NONE;
+    if (c->kind == TK_DEC) return PYTHON;
+    if (c->kind == TK_INT) *v = c->neg ? -(int64_t)c->m : (int64_t)c->m;  /* at most 18 digits: exact */
     return OK;
+}
+
+#define TESTS_ROW_WORDS 8  /* a row of at most 512 bytes is split by its space mask; a longer one byte by byte */
+
+/* The bits of the spaces among 8 bytes (bit k: byte k, little-endian; SWAR: a space's byte is zero
+ * once xored with spaces, its high bit found exactly, then the 8 packed). */
+static inline uint64_t tests_spaces8(uint64_t x) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    uint64_t y = x ^ 0x2020202020202020ull;
+    uint64_t z = ~(((y & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | y) & 0x8080808080808080ull;
+    return ((z >> 7) * 0x0102040810204080ull) >> 56;  /* byte k's bit to bit k */
+}
+
+/* Bit i of mask[i / 64]: s[i] is a space (every place past n one too; n <= 504). Bytes past s[n]
+ * are never read: the last 8 are read ending at s[n] and shifted. */
+static inline void tests_space_mask(const char *s, Py_ssize_t n, uint64_t *mask) {
+    for (int w = 0; w < TESTS_ROW_WORDS; w++) mask[w] = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        mask[i >> 6] |= tests_spaces8(x) << (i & 63);
+    }
+    Py_ssize_t r = n - i;  /* 0 to 7 bytes left, at s[i] (i a multiple of 8: their 8 bits in one word) */
+    uint64_t tail = 0xffull << r;  /* (the places past n) */
+    if (r && n >= 8) {
+        uint64_t x;
+        memcpy(&x, s + n - 8, 8);
+        tail |= tests_spaces8(x) >> (8 - r);
+    } else {
+        for (Py_ssize_t k = 0; k < r; k++) tail |= (uint64_t)(s[i + k] == ' ') << k;
+    }
+    mask[i >> 6] |= (tail & 0xff) << (i & 63);
+    Py_ssize_t past = i + 8;  /* every place from here on: a space */
+    if (past & 63) mask[past >> 6] |= ~0ull << (past & 63);
+    for (Py_ssize_t w = (past + 63) >> 6; w < TESTS_ROW_WORDS; w++) mask[w] = ~0ull;
+}
+
+/* str.split() of a row into cells, each read (tests_cell_read): their count, -1 where Python
+ * must read the row (a cell of no kind here, too many), -2 where the spaces alone do not split it
+ * as str.split() does (another whitespace byte in it, or a row past 512 bytes: tests_split_bytes).
+ * A cell starts at a non-space after a space (or the line's start) and ends at a space after a
+ * non-space: both found from the mask a word at a time. */
+static int tests_split(const Tests *t, const char *s, Py_ssize_t n, tests_cell *cells) {
+    if (n > TESTS_ROW_WORDS * 64 - 8) return -2;
+    uint64_t mask[TESTS_ROW_WORDS];
+    tests_space_mask(s, n, mask);
+    int nt = 0, ne = 0;
+    uint64_t carry = 1;  /* the bit of the place before: a space (the line's start) */
+    for (int w = 0; w < TESTS_ROW_WORDS && (Py_ssize_t)w * 64 <= n; w++) {
+        uint64_t m = mask[w], before = m << 1 | carry;
+        uint64_t starts = ~m & before, ends = m & ~before;
+        carry = m >> 63;
+        for (; starts; starts &= starts - 1) {
+            if (nt == TESTS_MAX_TOKENS) return -1;
+            cells[nt++].at = (Py_ssize_t)w * 64 + __builtin_ctzll(starts);
+        }
+        for (; ends; ends &= ends - 1) {
+            tests_cell *c = &cells[ne++];
+            Py_ssize_t e = (Py_ssize_t)w * 64 + __builtin_ctzll(ends);
+            c->len = e - c->at;
+            if (tests_cell_read(t, s + c->at, c->len, c) < 0) {
+                for (Py_ssize_t k = c->at; k < e; k++)
+                    if (is_space(s[k])) return -2;  /* a tab, say: split byte by byte */
+                return -1;
+            }
+        }
+    }
+    return ne == nt ? nt : -2;  /* (every cell ends: the places past n are spaces) */
+}
+
+/* tests_split on every whitespace byte (is_space, as str.split() on ASCII), a byte at a time. */
+static int tests_split_bytes(const Tests *t, const char *s, Py_ssize_t n, tests_cell *cells) {
+    int nt = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        while (i < n && is_space(s[i])) i++;
+        if (i >= n) break;
+        Py_ssize_t start = i;
+        while (i < n && !is_space(s[i])) i++;
+        if (nt == TESTS_MAX_TOKENS) return -1;
+        tests_cell *c = &cells[nt++];
+        c->at = start, c->len = i - start;
+        if (tests_cell_read(t, s + start, i - start, c) < 0) return -1;
+    }
+    return nt;
+}
+
+/* The scanner's string of a row's type or op name, the last one kept (a table's rows name the same). */
+static inline int tests_name(Scanner *self, const char *s, Py_ssize_t n, char *last, Py_ssize_t *last_len, int *last_str) {
+    if (*last_len == n && memeq(last, s, (size_t)n)) return *last_str;  /* (n > 0: a cell) */
+    int k = intern_str(self, s, n);
+    if (k >= 0 && n <= TESTS_NAME_KEPT) {
+        memcpy(last, s, (size_t)n);
+        *last_len = n, *last_str = k;
+    }
+    return k;
 }
 
 /* A data row (nccl_tests.Parser._row with the parser's table). */
 static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
     Tests *t = self->tests;
     if (!t->rows_ok) return PYTHON;
-    Py_ssize_t at[TESTS_MAX_TOKENS], len[TESTS_MAX_TOKENS];
-    int kind[TESTS_MAX_TOKENS], nt = 0;
-    for (Py_ssize_t i = 0; i < n;) {  /* str.split() */
-        i = tests_blanks(s, n, i);
-        if (i >= n) break;
-        if (nt == TESTS_MAX_TOKENS) return PYTHON;
-        Py_ssize_t start = i;
-        while (i < n && !is_space(s[i])) i++;
-        at[nt] = start, len[nt] = i - start;
-        /* Every token, used or not: one the context watcher could take for a format's words is Python's. */
-        if ((kind[nt] = tests_token(t, s + start, i - start)) < 0) return PYTHON;
-        nt++;
-    }
+    tests_cell cell[TESTS_MAX_TOKENS];
+    /* Every cell, used or not: one the context watcher could take for a format's words is Python's. */
+    int nt = tests_split(t, s, n, cell);
+    if (nt == -2) nt = tests_split_bytes(t, s, n, cell);
+    if (nt < 0) return PYTHON;
 #define HAS(idx) ((idx) >= 0 && (idx) < nt)
-#define TOK(idx) s + at[idx], len[idx], kind[idx]
     int64_t size = 0, count = 0, root = -1;
     int none = 1, count_none = 1, root_none = 0;
-    if (!HAS(t->lay.lead_size) || tests_int(TOK(t->lay.lead_size), &size, &none) != OK) return HAS(t->lay.lead_size) ? PYTHON : OK;
+    if (!HAS(t->lay.lead_size) || tests_cell_int(&cell[t->lay.lead_size], &size, &none) != OK)
+        return HAS(t->lay.lead_size) ? PYTHON : OK;
     if (none) return OK;
-    if (HAS(t->lay.lead_count) && tests_int(TOK(t->lay.lead_count), &count, &count_none) != OK) return PYTHON;
-    if (HAS(t->lay.lead_root) && tests_int(TOK(t->lay.lead_root), &root, &root_none) != OK) return PYTHON;
-    /* dtype.isidentifier(): of the tokens read here only the names are identifiers */
-    int dtype_ok = HAS(t->lay.lead_type) && kind[t->lay.lead_type] == TK_NONE && !(len[t->lay.lead_type] == 3
-                   && memeq(s + at[t->lay.lead_type], "N/A", 3));
+    if (HAS(t->lay.lead_count) && tests_cell_int(&cell[t->lay.lead_count], &count, &count_none) != OK) return PYTHON;
+    if (HAS(t->lay.lead_root) && tests_cell_int(&cell[t->lay.lead_root], &root, &root_none) != OK) return PYTHON;
+    /* dtype.isidentifier(): of the cells read here only the names are identifiers */
+    const tests_cell *type = HAS(t->lay.lead_type) ? &cell[t->lay.lead_type] : NULL;
+    int dtype_ok = type && type->kind == TK_NONE && !(type->len == 3 && memeq(s + type->at, "N/A", 3));
     if (count_none || root_none || !dtype_ok) return OK;
-    int dtype = intern_str(self, s + at[t->lay.lead_type], len[t->lay.lead_type]);
-    int redop = HAS(t->lay.lead_redop) ? intern_str(self, s + at[t->lay.lead_redop], len[t->lay.lead_redop])
-                                   : intern_str(self, "", 0);
+    int dtype = tests_name(self, s + type->at, type->len, t->last_dtype, &t->last_dtype_len, &t->last_dtype_str);
+    int redop = HAS(t->lay.lead_redop)
+        ? tests_name(self, s + cell[t->lay.lead_redop].at, cell[t->lay.lead_redop].len, t->last_redop,
+                     &t->last_redop_len, &t->last_redop_str)
+        : intern_str(self, "", 0);
     if (dtype < 0 || redop < 0) return ERROR;
     double time[TESTS_MAX_SIDES], algbw[TESTS_MAX_SIDES], busbw[TESTS_MAX_SIDES];
     int64_t wrong[TESTS_MAX_SIDES];
@@ -426,18 +551,18 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
         int idx[3] = {t->lay.side_time[k], t->lay.side_algbw[k], t->lay.side_busbw[k]};
         double v[3];
         for (int j = 0; j < 3; j++)  /* _float: None (NaN here) for N/A, a name or no cell */
-            v[j] = HAS(idx[j]) && kind[idx[j]] != TK_NONE ? to_double(s + at[idx[j]], len[idx[j]]) : NAN;
+            v[j] = HAS(idx[j]) ? tests_cell_double(s, &cell[idx[j]]) : NAN;
         if (isnan(v[0]) && isnan(v[1]) && isnan(v[2])) continue;
         int wrong_none = 1;
         wrong[rows] = 0;
-        if (HAS(t->lay.side_wrong[k]) && tests_int(TOK(t->lay.side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
+        if (HAS(t->lay.side_wrong[k]) && tests_cell_int(&cell[t->lay.side_wrong[k]], &wrong[rows], &wrong_none) != OK)
+            return PYTHON;
         /* The first wrong count of a table is warned about (the parser's one warning): Python's. */
         if (!wrong_none && wrong[rows] != 0 && !t->wrong_warned) return PYTHON;
         time[rows] = v[0], algbw[rows] = v[1], busbw[rows] = v[2], wrong_valid[rows] = !wrong_none, side[rows] = k;
         rows++;
     }
 #undef HAS
-#undef TOK
     for (int r = 0; r < rows; r++) {
         if (ipush(&t->c_op, t->op) < 0 || ipush(&t->c_size, size) < 0 || ipush(&t->c_count, count) < 0
             || ipush(&t->c_dtype, dtype) < 0 || ipush(&t->c_redop, redop) < 0 || ipush(&t->c_root, root) < 0
