@@ -40,6 +40,8 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): one a run */
 #define TESTS_FIELD_LINE_MAX 256
 #define TESTS_NAME_KEPT 32  /* a type or op name kept for the next row (tests_name): longer ones are looked up */
+#define TESTS_HEADERS 8  /* header lines whose Table is kept (tests_header_of): a file prints a few */
+#define TESTS_HEADER_MAX 256  /* a longer header line is looked up in the dict each time */
 #define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
 /* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
@@ -81,8 +83,16 @@ typedef struct tests_state {
     int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
     long long test;  /* the parser's test number (the window of a footer's metric) */
     int ended;  /* its test_ended: a footer was read, the next table opens test + 1 */
+    int seen_header;  /* its seen_header (never set back: a footer read here leaves it) */
     Py_ssize_t pending;  /* the result's collectives (Python's rows) at the scan's start */
     PyObject *headers;  /* its headers dict (header line -> Table or None), a strong reference */
+    /* Header lines found in that dict (header_dict, a strong reference) and their values (strong
+     * references): the dict only gains keys, and a key's value is never changed (_comment), so a
+     * line found there stays found while the dict is the same object. */
+    PyObject *header_dict, *header_value[TESTS_HEADERS];
+    char header_text[TESTS_HEADERS][TESTS_HEADER_MAX];
+    Py_ssize_t header_len[TESTS_HEADERS];
+    int next_header;
     int s_oob, s_avg, s_source;  /* "out_of_bounds_values", "avg_busbw_gbs", "nccl_tests" (interned) */
     /* Where a digit-led line that is no row changes nothing (tests_idle): 0 no, 1 no table and a
      * header seen (feed() reads no row), 2 no header yet (_row's classic 9 or 13 cells), 3 a table
@@ -109,6 +119,8 @@ static void tests_free(Tests *t) {
     Py_XDECREF(t->headers);
     for (int i = 0; i < TESTS_LAYOUTS; i++) Py_XDECREF(t->layout_table[i]);
     Py_XDECREF(t->field_settings);
+    Py_XDECREF(t->header_dict);
+    for (int i = 0; i < TESTS_HEADERS; i++) Py_XDECREF(t->header_value[i]);
     for (int i = 0; i < t->nwords; i++) free(t->word[i]);
     ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
                   &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
@@ -287,10 +299,12 @@ static int tests_in(Scanner *self) {
     return tests_table_in(self);
 }
 
-/* What the parser's test, table and op let this scan read: tests_in's reading again after a line
- * read here moved them (tests_move). The rest it read stays: only Python changes the parser's
- * held rows, headers and ranks, and the result's rows; the settings and formats only grow, where
- * flags read before say less than they might. */
+static int tests_table_set(Scanner *self, PyObject *op, PyObject *table, int warned, int seen);
+
+/* What the parser's test, table and op let this scan read (tests_in's reading). The rest it read
+ * stays: only Python changes the parser's held rows, headers and ranks, and the result's rows; the
+ * settings and formats only grow, where flags read before say less than they might. A line read
+ * here that moves them (tests_move) sets the state from what it set (tests_table_set). */
 static int tests_table_in(Scanner *self) {
     Tests *t = self->tests;
     t->rows_ok = t->idle_mode = 0;
@@ -304,39 +318,41 @@ static int tests_table_in(Scanner *self) {
     if (overflow || t->test < 0) t->test = -1;  /* (then every footer is Python's) */
     PyObject *op = tests_attr(t->parser, "op");
     if (!op) return -1;
-    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && t->format_set;
     PyObject *table = tests_attr(t->parser, "table");
     if (!table) { Py_DECREF(op); return -1; }
-    PyObject *warned = table == Py_None ? NULL : tests_attr(t->parser, "wrong_warned");
-    int status = 0;
-    if (table == Py_None) {
-        PyObject *seen = tests_attr(t->parser, "seen_header");
-        int header = seen ? PyObject_IsTrue(seen) : -1;
-        Py_XDECREF(seen);
-        if (header < 0) { status = -1; goto done; }
-        t->idle_mode = header ? 1 : 2;
-        goto done;
-    }
-    if (!warned) { status = -1; goto done; }
-    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
-    if (t->lay.layout_ok) t->idle_mode = 3;
-    if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
-    int warned_now = PyObject_IsTrue(warned);
-    if (warned_now < 0) { status = -1; goto done; }
-    /* An op named after the table renames its rows (held or not): only rows of a named op here. */
-    if (t->ended || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
-    if (t->pending) goto done;
-    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
-    Py_ssize_t len;
-    const char *text = PyUnicode_AsUTF8AndSize(op, &len);
-    if (!text || (t->op = intern_str(self, text, len)) < 0) { status = -1; goto done; }
-    t->wrong_warned = warned_now;
-    t->rows_ok = t->lay.layout_ok;
-done:
+    /* wrong_warned where a table is; seen_header where none is (a table is opened by a header) */
+    PyObject *flag = tests_attr(t->parser, table == Py_None ? "seen_header" : "wrong_warned");
+    int set = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    int status = set < 0 ? -1 : table == Py_None ? tests_table_set(self, op, table, 0, set) : tests_table_set(self, op, table, set, 1);
     Py_DECREF(table);
     Py_DECREF(op);
-    Py_XDECREF(warned);
     return status;
+}
+
+/* tests_table_in's state from the parser's op, table, wrong_warned (where a table is) and
+ * seen_header (t->test and t->ended set already). */
+static int tests_table_set(Scanner *self, PyObject *op, PyObject *table, int warned, int seen) {
+    Tests *t = self->tests;
+    t->rows_ok = t->idle_mode = 0;
+    t->seen_header = seen;
+    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && t->format_set;
+    if (table == Py_None) {
+        t->idle_mode = seen ? 1 : 2;
+        return 0;
+    }
+    if (table != t->table && tests_layout(t, table) < 0) return -1;
+    if (t->lay.layout_ok) t->idle_mode = 3;
+    if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); return -1; }
+    /* An op named after the table renames its rows (held or not): only rows of a named op here. */
+    if (t->ended || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) return 0;
+    if (t->pending) return 0;
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(op, &len);
+    if (!text || (t->op = intern_str(self, text, len)) < 0) return -1;
+    t->wrong_warned = warned;
+    t->rows_ok = t->lay.layout_ok;
+    return 0;
 }
 
 enum { TK_INT, TK_DEC, TK_NONE };  /* a cell: an integer, a plain decimal, or what float() refuses (None) */
@@ -826,7 +842,8 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
 }
 
 /* Set the parser's attributes (names: string literals; values: new references, NULL for an error
- * made before), then read its state again: what a line read here changed, as _comment would. */
+ * made before) as _comment would: the caller then sets the state they make (tests_table_set, or a
+ * footer's own), as tests_table_in would read it back. */
 static int tests_move(Scanner *self, int k, const char **names, PyObject **values) {
     int bad = 0;
     for (int i = 0; i < k; i++) {
@@ -835,19 +852,52 @@ static int tests_move(Scanner *self, int k, const char **names, PyObject **value
         Py_XDECREF(key);
         Py_XDECREF(values[i]);
     }
-    return bad || tests_table_in(self) < 0 ? ERROR : OK;
+    return bad ? ERROR : OK;
+}
+
+/* The state after a footer read here: no table (the test ended where `ended`), what
+ * tests_table_set makes of a None table. */
+static int tests_footer_state(Tests *t, int ended) {
+    if (ended) t->ended = 1;
+    t->rows_ok = 0;
+    t->idle_mode = t->seen_header ? 1 : 2;
+    return OK;
 }
 
 /* A table header (a `#` line holding `busbw`) whose Table the parser made before (Parser.headers),
  * or a `busbw` line it found no header (None there: _comment returns). _comment with that Table:
  * the next test opened after a footer, the table, its op from the names read before it. */
+/* Parser.headers[line] (borrowed), NULL where the line is not there (or an error is set): a line
+ * found before, compared whole, without a str made and hashed. */
+static PyObject *tests_header_of(Tests *t, const char *s, Py_ssize_t n) {
+    if (t->header_dict != t->headers) {  /* (another dict: nothing found in the last one holds) */
+        for (int i = 0; i < TESTS_HEADERS; i++) {
+            Py_CLEAR(t->header_value[i]);
+            t->header_len[i] = 0;
+        }
+        Py_XSETREF(t->header_dict, Py_NewRef(t->headers));
+    }
+    for (int i = 0; i < TESTS_HEADERS; i++)
+        if (t->header_value[i] && t->header_len[i] == n && memeq(t->header_text[i], s, (size_t)n))
+            return t->header_value[i];
+    PyObject *key = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!key) return NULL;
+    PyObject *value = PyDict_GetItemWithError(t->headers, key);
+    Py_DECREF(key);
+    if (value && n <= TESTS_HEADER_MAX) {
+        int slot = t->next_header;
+        t->next_header = (slot + 1) % TESTS_HEADERS;
+        Py_XSETREF(t->header_value[slot], Py_NewRef(value));
+        memcpy(t->header_text[slot], s, (size_t)n);
+        t->header_len[slot] = n;
+    }
+    return value;
+}
+
 static int tests_header(Scanner *self, const char *s, Py_ssize_t n, unsigned marks) {
     Tests *t = self->tests;
     if (s[0] != '#' || !t->headers || marks & TM_WORDY) return PYTHON;
-    PyObject *key = PyUnicode_DecodeASCII(s, n, NULL);
-    if (!key) return ERROR;
-    PyObject *table = PyDict_GetItemWithError(t->headers, key);
-    Py_DECREF(key);
+    PyObject *table = tests_header_of(t, s, n);
     if (!table) return PyErr_Occurred() ? ERROR : PYTHON;
     if (table == Py_None) return OK;
     if (!t->format_set || t->test < 0) return PYTHON;  /* (the format is added by the line) */
@@ -873,9 +923,19 @@ static int tests_header(Scanner *self, const char *s, Py_ssize_t n, unsigned mar
     Py_DECREF(tables);
     const char *names[] = {"test", "test_ended", "table", "seen_header", "tables", "rows", "wrong_warned", "op"};
     Py_INCREF(table);
+    Py_INCREF(table);  /* (kept, with op, for the state after the move) */
+    Py_XINCREF(op);
     PyObject *values[] = {PyLong_FromLongLong(t->test + t->ended), Py_NewRef(Py_False), table, Py_NewRef(Py_True),
                           more, PyList_New(0), Py_NewRef(Py_False), op};
-    return tests_move(self, 8, names, values);
+    int status = tests_move(self, 8, names, values);
+    if (status == OK) {  /* test + 1 after a footer, not ended; the table, warned of nothing, its op */
+        t->test += t->ended;
+        t->ended = 0;
+        status = tests_table_set(self, op, table, 0, 1) < 0 ? ERROR : OK;
+    }
+    Py_DECREF(table);
+    Py_XDECREF(op);
+    return status;
 }
 
 /* The text after `#\s*` `what` `\s*:\s*` (the footers' regexes), or -1 where it is not there. */
@@ -908,12 +968,12 @@ static int tests_out_of_bounds(Scanner *self, const char *s, Py_ssize_t n, int64
     while (i >= 0 && d < n && is_digit(s[d])) d++;
     if (i < 0 || d == i) {  /* _OUT_OF_BOUNDS does not match */
         PyObject *values[] = {Py_NewRef(Py_None)};
-        return tests_move(self, 1, names, values);
+        return tests_move(self, 1, names, values) == OK ? tests_footer_state(t, 0) : ERROR;
     }
     if (d - i > TESTS_INT_DIGITS || tests_value(s + i, d - i) != 0 || tests_failed(s, n, d)) return PYTHON;
     if (add_metric(self, t->s_oob, 0.0, t->test, lineno, t->s_source, self->s_empty, self->s_main) < 0) return ERROR;
     PyObject *values[] = {Py_NewRef(Py_None), Py_NewRef(Py_True)};
-    return tests_move(self, 2, names, values);
+    return tests_move(self, 2, names, values) == OK ? tests_footer_state(t, 1) : ERROR;
 }
 
 /* The footer offered to the context watcher (offer_line, _scan_vllm.h: the line is wanted, nccl_tests'
@@ -941,6 +1001,7 @@ static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t l
     const char *names[] = {"test_ended", "table"};
     PyObject *values[] = {Py_NewRef(Py_True), Py_NewRef(Py_None)};
     if (tests_move(self, 2, names, values) != OK) return ERROR;
+    tests_footer_state(t, 1);
     return tests_offer_footer(self, s, n, lineno) < 0 ? ERROR : OK;
 }
 
