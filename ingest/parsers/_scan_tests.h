@@ -42,6 +42,8 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_NAME_KEPT 32  /* a type or op name kept for the next row (tests_name): longer ones are looked up */
 #define TESTS_HEADERS 8  /* header lines whose Table is kept (tests_header_of): a file prints a few */
 #define TESTS_HEADER_MAX 256  /* a longer header line is looked up in the dict each time */
+#define TESTS_IDLE 128  /* `#` lines kept as changing nothing this scan (tests_idle_comment): past them, read each time */
+#define TESTS_IDLE_MAX 192  /* a longer one is read each time */
 #define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
 /* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
@@ -68,6 +70,14 @@ typedef struct tests_state {
     Py_ssize_t device_pid_len[TESTS_PIDS];
     unsigned device_slot_stamp[TESTS_PIDS], device_stamp;
     int device_pids;
+    /* `#` lines read this scan that changed nothing (a device row of a known process, a title,
+     * units or version line, `#`: tests_idle_comment), by their text, in slots stamped
+     * device_stamp: what they depend on (the reader's ranks and settings, the Tagger's processes as
+     * tests_device reads them, the flags tests_in reads) stays as it is till Python runs. A file
+     * prints them test after test, the device rows one a rank. */
+    char idle_text[TESTS_IDLE][TESTS_IDLE_MAX];  /* idle_used of them this scan */
+    int idle_used;
+    struct { unsigned stamp; uint32_t hash; int len, at; } idle_slot[2 * TESTS_IDLE];  /* (at most half full) */
     /* Run settings lines whose every setting the result's `settings` (field_settings, a strong
      * reference) held: a setting is never taken away, so such a line sets nothing there again. */
     PyObject *field_settings;
@@ -234,9 +244,10 @@ static int tests_table_in(Scanner *self);
 
 /* No pid's device row known to change nothing (every slot's stamp an old one). */
 static void tests_forget_pids(Tests *t) {
-    t->device_pids = 0;
+    t->device_pids = t->idle_used = 0;
     if (++t->device_stamp == 0) {  /* (wrapped: a slot's old stamp could be the new one) */
         memset(t->device_slot_stamp, 0, sizeof(t->device_slot_stamp));
+        for (int i = 0; i < 2 * TESTS_IDLE; i++) t->idle_slot[i].stamp = 0;
         t->device_stamp = 1;
     }
 }
@@ -1007,9 +1018,10 @@ static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t l
 
 /* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
  * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
- * a version line whose settings are set, any other comment. */
+ * a version line whose settings are set, any other comment (*idle set where `idle` is given and
+ * the line changed nothing, by what stays so till Python runs). */
 static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, unsigned by_literal,
-                         unsigned marks) {
+                         unsigned marks, int *idle) {
     Tests *t = self->tests;
     if (!t->comments_ok) return PYTHON;
     /* _comment's order: a header, the footers, then the rest */
@@ -1020,8 +1032,9 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lin
     if (marks & TM_COLL) return tests_collective(self, s, n, find(s, n, "Collective test", 15));
     if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
     if (marks & TM_NTHREAD) return tests_run_fields(self, s, n);  /* the run's settings */
-    if (marks & TM_VERSION) return t->versions_set ? OK : PYTHON;
-    if ((marks & (TM_RANK | TM_PID)) == (TM_RANK | TM_PID)) return PYTHON;  /* an indented device row */
+    if (marks & TM_VERSION && !t->versions_set) return PYTHON;
+    if (!(marks & TM_VERSION) && (marks & (TM_RANK | TM_PID)) == (TM_RANK | TM_PID)) return PYTHON;  /* an indented device row */
+    if (idle) *idle = 1;  /* (what this depends on stays till Python runs: tests_idle_comment) */
     return OK;
 }
 
@@ -1124,6 +1137,45 @@ done:
     return status;
 }
 
+/* The hash of a `#` line's text (idle_slot): its bytes at the start, at 8 (a device row's rank),
+ * in the middle and at the end, and its length, mixed. */
+static inline uint32_t tests_idle_hash(const char *s, Py_ssize_t n) {
+    uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ull;
+    if (n >= 16) {
+        uint64_t a, b, c, d;
+        memcpy(&a, s, 8), memcpy(&b, s + 8, 8), memcpy(&c, s + n / 2 - 4, 8), memcpy(&d, s + n - 8, 8);
+        h ^= (a + b * 0xc2b2ae3d27d4eb4full) * 0x9e3779b97f4a7c15ull ^ (c + d * 0x165667b19e3779f9ull) * 0xc2b2ae3d27d4eb4full;
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    }
+    h ^= h >> 32;
+    return (uint32_t)(h ^ h >> 15);
+}
+
+/* Whether s[0:n] was read this scan as a `#` line that changed nothing: its slot (open addressing,
+ * slots of another scan empty), *free the empty slot where it would go (-1: not kept, too long). */
+static inline int tests_idle_comment(const Tests *t, const char *s, Py_ssize_t n, uint32_t *hash, int *free) {
+    *free = -1;
+    if (n > TESTS_IDLE_MAX) return 0;
+    uint32_t h = *hash = tests_idle_hash(s, n), mask = 2 * TESTS_IDLE - 1;
+    for (uint32_t slot = h & mask;; slot = (slot + 1) & mask) {  /* (at most half full: an empty slot ends it) */
+        const __typeof__(t->idle_slot[0]) *e = &t->idle_slot[slot];
+        if (e->stamp != t->device_stamp) {
+            *free = (int)slot;
+            return 0;
+        }
+        if (e->hash == h && e->len == n && memeq(t->idle_text[e->at], s, (size_t)n)) return 1;
+    }
+}
+
+/* s[0:n] kept as a `#` line that changed nothing this scan, in slot `free` (tests_idle_comment's). */
+static void tests_idle_keep(Tests *t, const char *s, Py_ssize_t n, uint32_t hash, int free) {
+    if (free < 0 || t->idle_used == TESTS_IDLE) return;
+    memcpy(t->idle_text[t->idle_used], s, (size_t)n);
+    __typeof__(t->idle_slot[0]) *e = &t->idle_slot[free];
+    e->stamp = t->device_stamp, e->hash = hash, e->len = (int)n, e->at = t->idle_used++;
+}
+
 /* A line whose readers are the Tagger and nccl_tests (its STARTS) alone. */
 static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, Eagle *e, PyObject *labels,
                       int flags, unsigned rd, unsigned by_literal) {
@@ -1132,8 +1184,22 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
         return PYTHON;
     unsigned marks = 0;
     if (s[0] == '#') {
+        Tests *t = self->tests;
+        int keep = flags & F_MAIN && !by_literal && t->comments_ok, free = -1;
+        uint32_t hash = 0;
+        if (keep && tests_idle_comment(t, s, n, &hash, &free)) return OK;  /* (read so before this scan) */
         marks = tests_marks(s, n);
-        if (marks & TM_PID) return flags & F_MAIN && !by_literal ? tests_device(self, s, n, marks) : PYTHON;
+        if (marks & TM_PID) {
+            if (!keep) return PYTHON;
+            int status = tests_device(self, s, n, marks);
+            if (status == OK) tests_idle_keep(t, s, n, hash, free);
+            return status;
+        }
+        if (keep) {
+            int idle = 0, status = tests_comment(self, s, n, lineno, by_literal, marks, &idle);
+            if (status == OK && idle) tests_idle_keep(t, s, n, hash, free);
+            return status;
+        }
         /* (tagger_tag's "main": a `#` line without "Pid") */
     } else {
         int label;
@@ -1145,7 +1211,7 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
         while (i < n && is_space(s[i])) i++;
     if (i < n && s[i] == '#')
-        return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n));
+        return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n), NULL);
     if (i < n && is_digit(s[i]) && !by_literal) {
         int row = tests_row(self, s, n, lineno);
         /* No row at all (its size is no number): read here where the context watcher takes nothing */
