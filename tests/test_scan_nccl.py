@@ -757,3 +757,51 @@ def test_many_heads_taken_in_turn_read_as_the_lines_engine_reads_them():
     data = ("\n".join(body + body[::-1] + body[::7] + body) + "\n").encode()
     _same(data, 1 << 16, 1 << 16)
     assert _fed_by_python(data) < 100
+
+
+# ---- a start-up printed again in the same order: each line compared with the one that came after its
+# predecessor last time (nccl_repeat), read as nothing where that one was idle ----
+
+_CYCLE = [line for line in REAL if _HEAD.match(line)][:400]
+
+
+def test_a_start_up_printed_again_in_its_order_is_read_in_c_as_the_lines_engine_reads_it():
+    """A start-up's lines printed six times in one order, with every kind of line in it (echoes,
+    versions, rank and connection lines, rings, WARNs, NCCL_ words): the repeats are read in C and
+    every line that acts each time (an echo's record, a version's use) still acts."""
+    assert any("set by environment" in line for line in _CYCLE) and any("NCCL version" in line for line in _CYCLE)
+    once = ("\n".join(_CYCLE) + "\n").encode()
+    data = ("\n".join(_CYCLE * 6) + "\n").encode()
+    for batch in (1 << 21, 4096, 173):
+        _same(data, batch, batch)
+    acting = sum(1 for line in _CYCLE if "CCL version" in line or " NCCL WARN " in line or "NCCL_" in line
+                 or "Func/Proto/Algo" in line)
+    assert _fed_by_python(data) - _fed_by_python(once) <= 5 * acting
+
+
+@pytest.mark.parametrize("change", ["swap", "drop", "thread", "matrix"])
+def test_a_repeat_out_of_its_order_or_changed_reads_as_the_lines_engine_reads_it(change):
+    """The third of five printings differs: two lines swapped, one dropped, a new thread's copy of
+    the lines (its first rank and connection to set), a table header with its rows; each line after
+    it compared with what came after the line before it last time, and found or not."""
+    third = list(_CYCLE)
+    if change == "swap":
+        third[10], third[11] = third[11], third[10]
+    elif change == "drop":
+        del third[20]
+    elif change == "thread":
+        third = copy(third, 3)
+    else:
+        third[30:30] = [third[29].split(" NCCL INFO ")[0] + " NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+                        "     Function |       LL     LL128    Simple   |          Tree           Ring",
+                        "    AllReduce |        1         1         1   |             1              1", ""]
+    data = ("\n".join(_CYCLE * 2 + third + _CYCLE * 2) + "\n").encode()
+    for batch in (1 << 21, 2048, 97):
+        _same(data, batch, batch)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(_CYCLE[:40] + [COMM, CONN, RING]), min_size=1, max_size=300), st.integers(1, 4000))
+def test_real_lines_repeated_in_any_order_read_as_the_lines_engine_reads_them(lines, batch):
+    # Repeats that follow and break the order the lines came in before: predictions kept and missed.
+    _same(("\n".join(lines * 3) + "\n").encode(), batch, batch)
