@@ -805,3 +805,23 @@ def test_a_repeat_out_of_its_order_or_changed_reads_as_the_lines_engine_reads_it
 def test_real_lines_repeated_in_any_order_read_as_the_lines_engine_reads_them(lines, batch):
     # Repeats that follow and break the order the lines came in before: predictions kept and missed.
     _same(("\n".join(lines * 3) + "\n").encode(), batch, batch)
+
+
+@pytest.mark.parametrize("batch", [1 << 21, 61])
+def test_threads_are_keyed_alike_in_both_engines_ints_where_their_text_is_an_ints_own(batch):
+    """A thread id keys the rank dicts as an int (half a text's memory) where its digits are one's own
+    form; `0123` and `123` stay two threads, and a tid past 18 digits stays text (nccl_tid, thread_key)."""
+    long = "1" * 25
+    heads = ["vm:1467:123 [0]", "vm:1467:0123 [0]", f"vm:1467:{long} [1]", "vm:1467:0 [1]", "vm:1468:00 [0]"]
+    lines = []
+    for k, h in enumerate(heads):
+        lines += [f"{h} NCCL INFO NCCL_PROTO set by environment to LL",
+                  f"{h} NCCL INFO Channel 00/0 : {k % 2}[0] -> {1 - k % 2}[1] via P2P/CUMEM"]
+    for k, h in enumerate(heads[:3]):
+        lines.append(f"{h} NCCL INFO comm 0x{k + 1:x} rank {k} nRanks 4 nNodes 1 localRanks 2 localRank 0 MNNVL 0")
+    data = ("\n".join(lines * 3) + "\n").encode()
+    _same(data, batch, batch)
+    assert {nccl_debug.thread_key(t) for t in ("123", "0123", long, "0", "00")} == {123, "0123", long, 0, "00"}
+    result = parse_stream(io.BytesIO(data), engine="native")
+    ranks = {(v.key, v.rank) for v in result.nccl}
+    assert ("NCCL_PROTO", "0") in ranks and ("NCCL_PROTO", "1") in ranks and ("NCCL_PROTO", "2") in ranks

@@ -538,6 +538,17 @@ static int nccl_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned b
 
 static uint64_t nccl_hash(const char *s, Py_ssize_t n);
 
+/* A head's thread as nccl_debug.thread_key() keys it: an int where its digits are one's own form
+ * (no leading zero, up to NCCL_INT_DIGITS), else its text. A new reference, NULL on an error. */
+static PyObject *nccl_tid(const char *s, const nccl_line_head *h) {
+    const char *t = s + h->tid_at;
+    Py_ssize_t n = h->tid_end - h->tid_at;
+    if (n > NCCL_INT_DIGITS || (n > 1 && t[0] == '0')) return PyUnicode_DecodeASCII(t, n, NULL);
+    long long v = 0;
+    for (Py_ssize_t k = 0; k < n; k++) v = v * 10 + (t[k] - '0');
+    return PyLong_FromLongLong(v);
+}
+
 /* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. The
  * heads are held by their hash, one to a slot: a renumbered log has a new thread every few lines,
  * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse). */
@@ -570,7 +581,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     unsigned full = NP_TAG | NP_RANK | NP_PR;
     int held_proc = q->len == plen && q->hash == phash && memeq(q->text, s, (size_t)plen) && (q->flags & full) == full;
     PyObject *host = NULL, *pid = NULL, *t2 = NULL, *name = NULL, *p = NULL;
-    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *tid = nccl_tid(s, h);
     PyObject *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
     int status = ERROR;
     unsigned fl = 0;
@@ -1027,7 +1038,7 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *at = PyLong_FromLongLong((long long)lineno);
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *tid = nccl_tid(s, h);
     PyObject *rec = NULL, *entry = NULL;
     int status = ERROR;
     if (!key || !value || !at || !host || !pid || !tid) goto done;
@@ -1120,7 +1131,7 @@ static int nccl_keys(struct nccl_fast *f, const char *s, const nccl_line_head *h
                      PyObject **dev) {
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
     PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-    *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    *tid = nccl_tid(s, h);
     *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
     if (host && pid && (nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)) Py_CLEAR(host);
     *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
