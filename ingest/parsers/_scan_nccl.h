@@ -64,6 +64,7 @@ typedef struct {
     char text[NCCL_HEAD_MAX];
     unsigned flags;
     PyObject *tag;  /* "pid N", the Tagger's tag of the line */
+    int proc;  /* the f->procs entry its process was put in (compared before use), -1 none */
 } nccl_head_seen;
 
 /* A process's part of what nccl_head_flags reads, by its `host:pid` (a renumbered log has a new
@@ -80,6 +81,9 @@ typedef struct {
     char text[NCCL_HEAD_MAX];
     unsigned flags;
     PyObject *name, *t2, *threads, *peers, *devs;  /* held */
+    /* its host and pid as nccl_share gave them where an echo or a rank first shared them, and their
+     * (host, pid): what nccl_keys and nccl_echo would decode and share again (NULL: not yet) */
+    PyObject *host, *pid, *keys;
 } nccl_proc_seen;
 
 typedef struct {
@@ -127,6 +131,7 @@ struct nccl_fast {
     int has_network, has_channels;  /* result.settings holds nccl.network; nccl.coll_ and p2p_channels */
     int has_version, has_cuda;  /* ... nccl.version and nccl.library; nccl.cuda_version */
     int nheads, last_head;  /* entries filled (0: none to clear); the entry of the line's head */
+    int last_proc;  /* the f->procs entry of the line's process (nccl_head_flags), -1 none */
     PyObject *heads_of[7];  /* the dicts the heads were read from: another of them, and all are read again */
     nccl_head_seen heads[NCCL_HEADS];
     nccl_proc_seen procs[NCCL_PROCS];
@@ -162,8 +167,10 @@ static void nccl_heads_clear(struct nccl_fast *f) {
     for (int i = 0; i < NCCL_PROCS; i++) {
         nccl_proc_seen *q = &f->procs[i];
         Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->threads); Py_CLEAR(q->peers); Py_CLEAR(q->devs);
+        Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
         q->len = 0;
     }
+    f->last_proc = -1;
     if (++f->epoch == 0) f->epoch = 1;
 }
 
@@ -570,7 +577,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
             nccl_head_seen t = *e;
             *e = *w, *w = t;
         }
-        f->last_head = at;
+        f->last_head = at, f->last_proc = e->proc;
         *flags = e->flags, *tag = e->tag;
         return OK;
     }
@@ -624,6 +631,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         }
         if (p && plen <= NCCL_HEAD_MAX) {  /* held for its next thread (its dicts read below) */
             Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->threads); Py_CLEAR(q->peers); Py_CLEAR(q->devs);
+            Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
             q->len = plen, q->hash = phash;
             memcpy(q->text, s, (size_t)plen);
             q->flags = fl & NCCL_PROC_FLAGS;
@@ -666,7 +674,8 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     e->len = len, e->hash = hash;
     memcpy(e->text, s, (size_t)len);
     e->flags = fl;
-    f->last_head = at;
+    e->proc = q ? (int)(q - f->procs) : -1;
+    f->last_head = at, f->last_proc = e->proc;
     *flags = fl, *tag = e->tag;
     status = OK;
 done:
@@ -1012,6 +1021,9 @@ static int nccl_share(struct nccl_fast *f, PyObject **text) {
  * Tagger.stamp() would, and its pending entry for the rank finish() gives it), then the line
  * offered to the context watcher (result.offer, called: a candidate line). PYTHON, untouched,
  * for any other shape. */
+static int nccl_host_pid(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **host, PyObject **pid,
+                         PyObject **t2);
+
 static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
                      PyObject *tag, int64_t lineno) {
     const char *m = s + h->msg;
@@ -1036,14 +1048,14 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *key = PyUnicode_DecodeASCII(m, k, NULL);
     PyObject *value = PyUnicode_DecodeASCII(m + a, b - a, NULL);
     PyObject *at = PyLong_FromLongLong((long long)lineno);
-    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *host = NULL, *pid = NULL;
     PyObject *tid = nccl_tid(s, h);
     PyObject *rec = NULL, *entry = NULL;
     int status = ERROR;
-    if (!key || !value || !at || !host || !pid || !tid) goto done;
-    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)
-        goto done;  /* (not the thread: see _effective) */
+    if (!key || !value || !at || !tid) goto done;
+    /* shared in _effective's order: key, value, host, pid (not the thread: see _effective) */
+    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || !nccl_host_pid(f, s, h, &host, &pid, NULL))
+        goto done;
     PyObject *argv[NCCL_VALUE_FIELDS] = {key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag};
     rec = nccl_value(f, argv);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
@@ -1126,16 +1138,44 @@ static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, co
 /* (host, pid, tid), (host, pid) and dev of a line head, as nccl_debug keys its dicts: 0 on error. */
 static int nccl_share(struct nccl_fast *f, PyObject **text);
 
-/* The host and pid shared (nccl_share), as _rank and _channel key what they keep. */
+/* The line's host and pid shared (nccl_share), as _effective, _rank and _channel share them, and
+ * their (host, pid) (NULL where not asked): new references, 0 on an error. Held for the line's
+ * process (nccl_proc_seen) once shared: a shared text stays shared (`shared` only grows), and one
+ * that did not fit stays out (it is full), so sharing them again would give the same. */
+static int nccl_host_pid(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **host, PyObject **pid,
+                         PyObject **t2) {
+    nccl_proc_seen *q = f->last_proc >= 0 ? &f->procs[f->last_proc] : NULL;
+    if (q && !(q->len == h->pid_end && memeq(q->text, s, (size_t)q->len))) q = NULL;  /* another's since */
+    if (q && q->keys) {
+        *host = Py_NewRef(q->host), *pid = Py_NewRef(q->pid);
+        if (t2) *t2 = Py_NewRef(q->keys);
+        return 1;
+    }
+    *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *keys = NULL;
+    if (*host && *pid && nccl_share(f, host) == 0 && nccl_share(f, pid) == 0)
+        keys = PyTuple_Pack(2, *host, *pid);
+    if (!keys) {
+        Py_CLEAR(*host); Py_CLEAR(*pid);
+        return 0;
+    }
+    if (q) q->host = Py_NewRef(*host), q->pid = Py_NewRef(*pid), q->keys = Py_NewRef(keys);
+    if (t2) *t2 = keys;
+    else Py_DECREF(keys);
+    return 1;
+}
+
+/* (host, pid) shared (nccl_host_pid), tid and dev of a line head, as _rank and _channel key what
+ * they keep: 0 on an error. */
 static int nccl_keys(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **tid, PyObject **t2,
                      PyObject **dev) {
-    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *host, *pid;
+    *t2 = NULL;
+    int ok = nccl_host_pid(f, s, h, &host, &pid, t2);
+    if (ok) Py_DECREF(host), Py_DECREF(pid);
     *tid = nccl_tid(s, h);
     *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
-    if (host && pid && (nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)) Py_CLEAR(host);
-    *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
-    Py_XDECREF(host); Py_XDECREF(pid);
     if (*dev && *tid && *t2) return 1;
     Py_CLEAR(*dev); Py_CLEAR(*tid); Py_CLEAR(*t2);
     return 0;

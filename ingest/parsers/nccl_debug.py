@@ -89,8 +89,10 @@ class Parser:
         # Every echo in its order, for the copies finish() makes: its line and its identity (settle():
         # key, value, kind, source, logfile, process, rank, host, pid), or -1 - its place in `unsettled`
         # (its rank still open: held as the object finish() sets it on).
-        self.echo_lines = array("q")
-        self.echo_ids = array("q")
+        # (4 bytes each while they fit, as runs.digest.NcclFold's lines: a log of many communicators
+        # holds a million echoes to its end; 8 past 2**31, _wide)
+        self.echo_lines = array("i")
+        self.echo_ids = array("i")
         self.identities: dict[tuple, int] = {}
         self.unsettled: list[tuple[NcclValue, str, str, int | str]] = []
         # Every echo is held to the end (its rank is known then): its texts are shared with the
@@ -156,16 +158,25 @@ class Parser:
             threads = thread_rank.get((host, pid))
             rank = threads.get(tid) if threads else None
             if rank is None:
-                ids.append(-1 - len(self.unsettled))
+                i = -1 - len(self.unsettled)
                 self.unsettled.append(entry)
             else:
                 value.rank = rank
                 key = (value.key, value.value, value.kind, value.source, value.logfile, value.process, rank, host, pid)
-                i = identities.get(key)
-                if i is None:
-                    i = identities[key] = len(identities)
+                held = identities.get(key)
+                if held is None:
+                    held = identities[key] = len(identities)
+                i = held
+            try:
                 ids.append(i)
-            lines.append(value.line)
+            except OverflowError:  # 2**31 identities or unsettled echoes: 64 bits from here on
+                self.echo_ids = ids = array("q", ids)
+                ids.append(i)
+            try:
+                lines.append(value.line)
+            except OverflowError:  # a line past 2**31: 64 bits from here on
+                self.echo_lines = lines = array("q", lines)
+                lines.append(value.line)
         self.pending.clear()  # in place: the scanner appends to this list
 
     def finish(self) -> None:
@@ -190,7 +201,7 @@ class Parser:
             for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()):
                 if rank != mine:
                     r.nccl.append(NcclValue(key, text, kind, line, source, rank, logfile, process))
-        self.echo_lines, self.echo_ids, self.identities, self.unsettled = array("q"), array("q"), {}, []
+        self.echo_lines, self.echo_ids, self.identities, self.unsettled = array("i"), array("i"), {}, []
         if self.nranks:
             r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
         if self.nnodes:
