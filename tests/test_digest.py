@@ -576,6 +576,12 @@ def test_the_nccl_fold_keeps_lines_past_32_bits():
     assert fold._lines.typecode == "q" and list(fold._lines) == [3, 9, 2**31 + 7]
     # the last value of each identity, in the order they came: c, then a again at its far line
     assert fold.values(ParseResult()) == [c, b]
+    # a line past 32 bits inside a batch: the lines before it in the batch kept once, in order
+    fold = NcclFold()
+    fold.add([a])
+    fold.add([c, b, replace(c, line=11)])
+    assert fold._lines.typecode == "q" and list(fold._lines) == [3, 9, 2**31 + 7, 11]
+    assert list(fold._which) == [0, 1, 0, 1]
 
 
 def _every_last(values: list, starts: dict, by_line: bool) -> list:

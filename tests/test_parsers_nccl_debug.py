@@ -59,6 +59,26 @@ def test_one_process_with_several_gpus_gives_its_echo_to_every_rank_it_drives():
     assert {v.line for v in r.nccl} == {1}
 
 
+def test_echo_lines_past_32_bits_are_kept_and_copied_to_each_rank_at_their_lines():
+    # echo_lines holds 4 bytes a line while they fit, then 8: a line past 2**31 keeps its number
+    from ingest.parsers.records import ParseResult
+
+    r = ParseResult()
+    p = nccl_debug.Parser(r)
+    far = 2**31 + 5
+    p.feed(1, "vm:1377:1388 [0] NCCL INFO ncclCommInitRankConfig comm 0x5 rank 0 nranks 2 cudaDev 0 - Init START")
+    p.feed(2, "vm:1377:1389 [1] NCCL INFO ncclCommInitRankConfig comm 0x6 rank 1 nranks 2 cudaDev 1 - Init START")
+    p.feed(3, "vm:1377:1389 [1] NCCL INFO NCCL_PROTO set by environment to LL")
+    p.settle()
+    p.feed(far, "vm:1377:1389 [1] NCCL INFO NCCL_ALGO set by environment to Ring")
+    p.feed(far + 1, "vm:1377:1390 [1] NCCL INFO NCCL_DEBUG set by environment to INFO")  # a thread of no rank
+    p.finish()
+    assert p.echo_lines.typecode == "i"  # (emptied by finish)
+    assert sorted((v.key, v.rank, v.line) for v in r.nccl) == [
+        ("NCCL_ALGO", "0", far), ("NCCL_ALGO", "1", far), ("NCCL_DEBUG", "0", far + 1), ("NCCL_DEBUG", "1", far + 1),
+        ("NCCL_PROTO", "0", 3), ("NCCL_PROTO", "1", 3)]
+
+
 def test_processes_of_one_gpu_each_keep_their_own_echoes():
     r = parse_lines(formats=["nccl_debug"], lines=[
         "vm:10:10 [0] NCCL INFO NCCL_PROTO set by environment to LL",

@@ -757,3 +757,71 @@ def test_many_heads_taken_in_turn_read_as_the_lines_engine_reads_them():
     data = ("\n".join(body + body[::-1] + body[::7] + body) + "\n").encode()
     _same(data, 1 << 16, 1 << 16)
     assert _fed_by_python(data) < 100
+
+
+# ---- a start-up printed again in the same order: each line compared with the one that came after its
+# predecessor last time (nccl_repeat), read as nothing where that one was idle ----
+
+_CYCLE = [line for line in REAL if _HEAD.match(line)][:400]
+
+
+def test_a_start_up_printed_again_in_its_order_is_read_in_c_as_the_lines_engine_reads_it():
+    """A start-up's lines printed six times in one order, with every kind of line in it (echoes,
+    versions, rank and connection lines, rings, WARNs, NCCL_ words): the repeats are read in C and
+    every line that acts each time (an echo's record, a version's use) still acts."""
+    assert any("set by environment" in line for line in _CYCLE) and any("NCCL version" in line for line in _CYCLE)
+    once = ("\n".join(_CYCLE) + "\n").encode()
+    data = ("\n".join(_CYCLE * 6) + "\n").encode()
+    for batch in (1 << 21, 4096, 173):
+        _same(data, batch, batch)
+    acting = sum(1 for line in _CYCLE if "CCL version" in line or " NCCL WARN " in line or "NCCL_" in line
+                 or "Func/Proto/Algo" in line)
+    assert _fed_by_python(data) - _fed_by_python(once) <= 5 * acting
+
+
+@pytest.mark.parametrize("change", ["swap", "drop", "thread", "matrix"])
+def test_a_repeat_out_of_its_order_or_changed_reads_as_the_lines_engine_reads_it(change):
+    """The third of five printings differs: two lines swapped, one dropped, a new thread's copy of
+    the lines (its first rank and connection to set), a table header with its rows; each line after
+    it compared with what came after the line before it last time, and found or not."""
+    third = list(_CYCLE)
+    if change == "swap":
+        third[10], third[11] = third[11], third[10]
+    elif change == "drop":
+        del third[20]
+    elif change == "thread":
+        third = copy(third, 3)
+    else:
+        third[30:30] = [third[29].split(" NCCL INFO ")[0] + " NCCL INFO Enabled NCCL Func/Proto/Algo Matrix:",
+                        "     Function |       LL     LL128    Simple   |          Tree           Ring",
+                        "    AllReduce |        1         1         1   |             1              1", ""]
+    data = ("\n".join(_CYCLE * 2 + third + _CYCLE * 2) + "\n").encode()
+    for batch in (1 << 21, 2048, 97):
+        _same(data, batch, batch)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(_CYCLE[:40] + [COMM, CONN, RING]), min_size=1, max_size=300), st.integers(1, 4000))
+def test_real_lines_repeated_in_any_order_read_as_the_lines_engine_reads_them(lines, batch):
+    # Repeats that follow and break the order the lines came in before: predictions kept and missed.
+    _same(("\n".join(lines * 3) + "\n").encode(), batch, batch)
+
+
+@pytest.mark.parametrize("batch", [1 << 21, 61])
+def test_threads_are_keyed_alike_in_both_engines_ints_where_their_text_is_an_ints_own(batch):
+    """A thread id keys the rank dicts as an int (half a text's memory) where its digits are one's own
+    form; `0123` and `123` stay two threads, and a tid past 18 digits stays text (nccl_tid, thread_key)."""
+    long = "1" * 25
+    heads = ["vm:1467:123 [0]", "vm:1467:0123 [0]", f"vm:1467:{long} [1]", "vm:1467:0 [1]", "vm:1468:00 [0]"]
+    lines = []
+    for k, h in enumerate(heads):
+        lines += [f"{h} NCCL INFO NCCL_PROTO set by environment to LL",
+                  f"{h} NCCL INFO Channel 00/0 : {k % 2}[0] -> {1 - k % 2}[1] via P2P/CUMEM"]
+    for k, h in enumerate(heads[:3]):
+        lines.append(f"{h} NCCL INFO comm 0x{k + 1:x} rank {k} nRanks 4 nNodes 1 localRanks 2 localRank 0 MNNVL 0")
+    data = ("\n".join(lines * 3) + "\n").encode()
+    _same(data, batch, batch)
+    assert {nccl_debug.thread_key(t) for t in ("123", "0123", long, "0", "00")} == {123, "0123", long, 0, "00"}
+    result = parse_stream(io.BytesIO(data), engine="native")
+    ranks = {(v.key, v.rank) for v in result.nccl}
+    assert ("NCCL_PROTO", "0") in ranks and ("NCCL_PROTO", "1") in ranks and ("NCCL_PROTO", "2") in ranks

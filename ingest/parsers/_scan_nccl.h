@@ -64,13 +64,45 @@ typedef struct {
     char text[NCCL_HEAD_MAX];
     unsigned flags;
     PyObject *tag;  /* "pid N", the Tagger's tag of the line */
+    int proc;  /* the f->procs entry its process was put in (compared before use), -1 none */
 } nccl_head_seen;
+
+/* A process's part of what nccl_head_flags reads, by its `host:pid` (a renumbered log has a new
+ * thread every few lines, of a few hundred processes): the flags of the process found set
+ * (NP_TAG, NP_RANK, NP_PR, NP_PP: they stay set, Python only adds), its tag, and the dicts of its
+ * threads and devices (nccl_debug's thread_rank[(host, pid)], thread_peer_rank[...],
+ * device_ranks[...]: made once, never replaced; NULL where absent when read, looked up again). A
+ * new thread of it then costs its tid's and dev's lookups alone. */
+#define NCCL_PROCS 256
+#define NCCL_PROC_FLAGS (NP_TAG | NP_RANK | NP_PR | NP_PP)
+typedef struct {
+    Py_ssize_t len;  /* 0: an empty entry */
+    uint64_t hash;
+    char text[NCCL_HEAD_MAX];
+    unsigned flags;
+    PyObject *name, *t2, *threads, *peers, *devs;  /* held */
+    /* its host and pid as nccl_share gave them where an echo or a rank first shared them, and their
+     * (host, pid): what nccl_keys and nccl_echo would decode and share again (NULL: not yet) */
+    PyObject *host, *pid, *keys;
+} nccl_proc_seen;
 
 typedef struct {
     uint64_t hash;
     Py_ssize_t len;
     char *text;
     unsigned in;  /* 1: in nccl_lines, 2: in channel_lines */
+    /* f->epoch when nccl_info last read this text and its end found it idle (see nccl_repeat), else 0 */
+    unsigned idle;
+    /* The slot of the line kept after this one last time, -1 none, with what nccl_repeat reads of
+     * it (its text, its length, its idle mark) and the text of the line after it: a start-up log
+     * prints its lines in the same order each time (99% of a bench start-up's INFO lines follow the
+     * one they followed before), so the next line is compared with that one first. Held here, with
+     * the slot nccl_repeat read last, nothing it reads waits on memory: the next line's text was
+     * asked for a line ahead, the next slot and the text after it two lines ahead. */
+    int next;
+    unsigned next_idle;
+    Py_ssize_t next_len;
+    const char *next_text, *after_text;
 } nccl_mirror_slot;
 
 struct nccl_fast {
@@ -99,8 +131,10 @@ struct nccl_fast {
     int has_network, has_channels;  /* result.settings holds nccl.network; nccl.coll_ and p2p_channels */
     int has_version, has_cuda;  /* ... nccl.version and nccl.library; nccl.cuda_version */
     int nheads, last_head;  /* entries filled (0: none to clear); the entry of the line's head */
+    int last_proc;  /* the f->procs entry of the line's process (nccl_head_flags), -1 none */
     PyObject *heads_of[7];  /* the dicts the heads were read from: another of them, and all are read again */
     nccl_head_seen heads[NCCL_HEADS];
+    nccl_proc_seen procs[NCCL_PROCS];
     int nnames;
     struct { Py_ssize_t len; char text[NCCL_NAME_MAX]; } names[NCCL_NAMES];
     /* the line after the one read (set by the scan loops): in a list, or in a text up to text_end */
@@ -111,6 +145,10 @@ struct nccl_fast {
     PyObject *of_lines, *of_channels;
     nccl_mirror_slot *mirror;
     Py_ssize_t mirrored;
+    int mirror_last, mirror_before;  /* the slots of the lines last kept or found idle, -1 none */
+    /* Bumped when the heads are cleared (the readers' dicts are others): a slot's idle mark, made
+     * of what the dicts held, holds for this epoch only. Never 0. */
+    unsigned epoch;
     context_fast *ctx;  /* the scanner's Watcher binding (_scan_context.h, env_bind()) */
     struct env_fast *env;  /* env dumps, launch commands and other NCCL-named lines (_scan_env.h) */
 };
@@ -126,6 +164,14 @@ static void nccl_heads_clear(struct nccl_fast *f) {
         }
     f->nheads = 0, f->last_head = 0;
     f->nnames = 0;
+    for (int i = 0; i < NCCL_PROCS; i++) {
+        nccl_proc_seen *q = &f->procs[i];
+        Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->threads); Py_CLEAR(q->peers); Py_CLEAR(q->devs);
+        Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
+        q->len = 0;
+    }
+    f->last_proc = -1;
+    if (++f->epoch == 0) f->epoch = 1;
 }
 
 static void nccl_mirror_clear(struct nccl_fast *f) {
@@ -135,6 +181,7 @@ static void nccl_mirror_clear(struct nccl_fast *f) {
         f->mirror = NULL;
     }
     f->mirrored = 0;
+    f->mirror_last = f->mirror_before = -1;
     Py_CLEAR(f->of_lines);
     Py_CLEAR(f->of_channels);
 }
@@ -264,6 +311,7 @@ static PyObject *Scanner_nccl_bind(Scanner *self, PyObject *args) {
     if (!f) return PyErr_NoMemory();
     self->nccl = f;
     f->ctx = &self->ctx;
+    f->mirror_last = f->mirror_before = -1, f->epoch = 1;
     f->record_plain = plain;
     memcpy(f->record_at, record_at, sizeof(record_at));
     f->k_pid = PyUnicode_InternFromString("pid");
@@ -497,6 +545,17 @@ static int nccl_launch_idle(const char *s, Py_ssize_t n, unsigned rd, unsigned b
 
 static uint64_t nccl_hash(const char *s, Py_ssize_t n);
 
+/* A head's thread as nccl_debug.thread_key() keys it: an int where its digits are one's own form
+ * (no leading zero, up to NCCL_INT_DIGITS), else its text. A new reference, NULL on an error. */
+static PyObject *nccl_tid(const char *s, const nccl_line_head *h) {
+    const char *t = s + h->tid_at;
+    Py_ssize_t n = h->tid_end - h->tid_at;
+    if (n > NCCL_INT_DIGITS || (n > 1 && t[0] == '0')) return PyUnicode_DecodeASCII(t, n, NULL);
+    long long v = 0;
+    for (Py_ssize_t k = 0; k < n; k++) v = v * 10 + (t[k] - '0');
+    return PyLong_FromLongLong(v);
+}
+
 /* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. The
  * heads are held by their hash, one to a slot: a renumbered log has a new thread every few lines,
  * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse). */
@@ -518,58 +577,87 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
             nccl_head_seen t = *e;
             *e = *w, *w = t;
         }
-        f->last_head = at;
+        f->last_head = at, f->last_proc = e->proc;
         *flags = e->flags, *tag = e->tag;
         return OK;
     }
-    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    /* the process's part: held (nccl_proc_seen) where its flags that matter here are all set */
+    Py_ssize_t plen = h->pid_end;
+    uint64_t phash = nccl_hash(s, plen);
+    nccl_proc_seen *q = &f->procs[phash & (NCCL_PROCS - 1)];
+    unsigned full = NP_TAG | NP_RANK | NP_PR;
+    int held_proc = q->len == plen && q->hash == phash && memeq(q->text, s, (size_t)plen) && (q->flags & full) == full;
+    PyObject *host = NULL, *pid = NULL, *t2 = NULL, *name = NULL, *p = NULL;
+    PyObject *tid = nccl_tid(s, h);
     PyObject *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
-    PyObject *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
-    PyObject *name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
     int status = ERROR;
     unsigned fl = 0;
-    if (!dev || !tid || !t2 || !name) goto done;
-    PyObject *p = PyDict_GetItemWithError(f->processes, name);
-    if (!p && PyErr_Occurred()) goto done;
-    if (!p) fl |= NP_NEW;
-    if (p && PyDict_CheckExact(p)) {
-        PyObject *v = PyDict_GetItemWithError(p, f->k_pid);
-        PyObject *ho = v ? PyDict_GetItemWithError(p, f->k_host) : NULL;
-        PyObject *r = ho ? PyDict_GetItemWithError(p, f->k_rank) : NULL;
-        if (PyErr_Occurred()) goto done;
-        int named = ho && PyUnicode_CheckExact(ho) && PyUnicode_GET_LENGTH(ho) > 0;
-        if (r && PyLong_CheckExact(v) && (named || ho == Py_None)) {
-            int overflow;
-            long long held = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (!dev || !tid) goto done;
+    if (held_proc) {
+        fl = q->flags;
+        name = Py_NewRef(q->name), t2 = Py_NewRef(q->t2);
+        p = Py_None;  /* (the process exists: the dicts below are read) */
+    } else {
+        host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+        pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+        t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
+        name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
+        if (!t2 || !name) goto done;
+        p = PyDict_GetItemWithError(f->processes, name);
+        if (!p && PyErr_Occurred()) goto done;
+        if (!p) fl |= NP_NEW;
+        if (p && PyDict_CheckExact(p)) {
+            PyObject *v = PyDict_GetItemWithError(p, f->k_pid);
+            PyObject *ho = v ? PyDict_GetItemWithError(p, f->k_host) : NULL;
+            PyObject *r = ho ? PyDict_GetItemWithError(p, f->k_rank) : NULL;
             if (PyErr_Occurred()) goto done;
-            if (!overflow && held == h->pid) fl |= (named ? NP_TAG : NP_HOSTLESS) | (r != Py_None ? NP_RANK : 0);
+            int named = ho && PyUnicode_CheckExact(ho) && PyUnicode_GET_LENGTH(ho) > 0;
+            if (r && PyLong_CheckExact(v) && (named || ho == Py_None)) {
+                int overflow;
+                long long pid_held = PyLong_AsLongLongAndOverflow(v, &overflow);
+                if (PyErr_Occurred()) goto done;
+                if (!overflow && pid_held == h->pid)
+                    fl |= (named ? NP_TAG : NP_HOSTLESS) | (r != Py_None ? NP_RANK : 0);
+            }
+        }
+        /* (host, pid) in the process dicts. No process, no key of it in nccl_debug's dicts (_tag
+         * makes it before _debug reads its line); were one there, the flag left unset only makes
+         * its setdefault() run again. */
+        struct { PyObject *dict; unsigned bit; } has[] = {{f->process_rank, NP_PR}, {f->process_peer, NP_PP}};
+        for (size_t k = 0; p && k < sizeof(has) / sizeof(*has); k++) {
+            PyObject *held = PyDict_GetItemWithError(has[k].dict, t2);
+            if (!held && PyErr_Occurred()) goto done;
+            if (held) fl |= has[k].bit;
+        }
+        if (p && plen <= NCCL_HEAD_MAX) {  /* held for its next thread (its dicts read below) */
+            Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->threads); Py_CLEAR(q->peers); Py_CLEAR(q->devs);
+            Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
+            q->len = plen, q->hash = phash;
+            memcpy(q->text, s, (size_t)plen);
+            q->flags = fl & NCCL_PROC_FLAGS;
+            q->name = Py_NewRef(name), q->t2 = Py_NewRef(t2);
+        } else {
+            q = NULL;
         }
     }
-    /* (host, pid) in each dict, and tid in the thread dicts' dict of the process */
-    struct { PyObject *dict; unsigned bit, thread_bit; } has[] = {
-        {f->thread_rank, 0, NP_TR}, {f->process_rank, NP_PR, 0}, {f->thread_peer, 0, NP_TP},
-        {f->process_peer, NP_PP, 0},
+    /* tid in the thread dicts of the process, dev in its device dict (each read once it exists) */
+    struct { PyObject **held; PyObject *by_process; PyObject *key; unsigned bit; } in_of[] = {
+        {q ? &q->threads : NULL, f->thread_rank, tid, NP_TR}, {q ? &q->peers : NULL, f->thread_peer, tid, NP_TP},
+        {q ? &q->devs : NULL, f->device_ranks, dev, NP_DR},
     };
-    /* No process, no key of it in nccl_debug's dicts (_tag makes it before _debug reads its line);
-     * were one there, the flag left unset only makes its setdefault() run again. */
-    for (size_t k = 0; p && k < sizeof(has) / sizeof(*has); k++) {
-        PyObject *held = PyDict_GetItemWithError(has[k].dict, t2);
-        if (!held && PyErr_Occurred()) goto done;
-        int in = held ? 1 : 0;
-        if (held && has[k].thread_bit) in = PyDict_CheckExact(held) ? PyDict_Contains(held, tid) : 0;
+    for (size_t k = 0; p && k < sizeof(in_of) / sizeof(*in_of); k++) {
+        if (in_of[k].bit == NP_TP && fl & NP_PR) continue;  /* (set below: no peer rank is kept) */
+        PyObject *d = in_of[k].held ? *in_of[k].held : NULL;
+        if (!d) {
+            d = PyDict_GetItemWithError(in_of[k].by_process, t2);
+            if (!d && PyErr_Occurred()) goto done;
+            if (d && in_of[k].held) *in_of[k].held = Py_NewRef(d);
+        }
+        int in = d && PyDict_CheckExact(d) ? PyDict_Contains(d, in_of[k].key) : 0;
         if (in < 0) goto done;
-        if (in) fl |= has[k].bit | has[k].thread_bit;
+        if (in) fl |= in_of[k].bit;
     }
     if (fl & NP_PR) fl |= NP_TP | NP_PP;  /* _channel keeps no peer rank for a process with a rank */
-    PyObject *devs = p ? PyDict_GetItemWithError(f->device_ranks, t2) : NULL;
-    if (!devs && PyErr_Occurred()) goto done;
-    if (devs && PyDict_CheckExact(devs)) {
-        int in = PyDict_Contains(devs, dev);
-        if (in < 0) goto done;
-        if (in) fl |= NP_DR;
-    }
     /* Into the set's first slot: the head's own entry moved there, or the first's head moved to the
      * second slot, whose head, if any, goes (read again when it comes back). */
     if (same == 1 || same < 0) {
@@ -586,7 +674,8 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     e->len = len, e->hash = hash;
     memcpy(e->text, s, (size_t)len);
     e->flags = fl;
-    f->last_head = at;
+    e->proc = q ? (int)(q - f->procs) : -1;
+    f->last_head = at, f->last_proc = e->proc;
     *flags = fl, *tag = e->tag;
     status = OK;
 done:
@@ -808,12 +897,34 @@ static uint64_t nccl_hash(const char *s, Py_ssize_t n) {
     return h ^ (h >> 29);
 }
 
+/* The line just read took mirror slot k: the slots before it learn it comes next (nccl_repeat). */
+static inline void nccl_mirror_follow(struct nccl_fast *f, int k) {
+    nccl_mirror_slot *e = &f->mirror[k];
+    if (f->mirror_last >= 0) {
+        nccl_mirror_slot *prev = &f->mirror[f->mirror_last];
+        prev->next = k, prev->next_idle = e->idle, prev->next_len = e->len, prev->next_text = e->text;
+        prev->after_text = e->next >= 0 ? e->next_text : NULL;
+        if (f->mirror_before >= 0) f->mirror[f->mirror_before].after_text = e->text;
+    }
+    f->mirror_before = f->mirror_last, f->mirror_last = k;
+    if (e->next >= 0) __builtin_prefetch(e->next_text);  /* the line after, as nccl_repeat */
+}
+
+/* A slot's idle mark set: where it is taken off (never, as yet: whether a line is idle follows from
+ * its text), the copies held in the slots before it (next_idle) are made void with every other. */
+static inline void nccl_mirror_idle(struct nccl_fast *f, nccl_mirror_slot *e, int idle) {
+    if (!idle && e->idle == f->epoch && ++f->epoch == 0) f->epoch = 1;
+    e->idle = idle ? f->epoch : 0;
+}
+
 /* What the Tagger and nccl_debug do with a line they read and act on no further: keep its text
  * in nccl_lines (with its tag) and, a Channel line, in channel_lines, while each holds fewer
  * than REPEATS. The lines known to be in them are mirrored here: no str made for a line again.
- * `hashed`: nccl_hash of the line where known (nccl_info asked for its slot early: nccl_mirror_ahead). */
+ * `hashed`: nccl_hash of the line where known (nccl_info asked for its slot early: nccl_mirror_ahead).
+ * `idle`: nccl_info read the line to its end and a repeat of its text would change nothing either
+ * (nccl_repeat): marked so on its slot. */
 static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, const uint64_t *hashed, PyObject *line,
-                     PyObject *tag, PyObject *nccl_lines, PyObject *channel_lines, int channel) {
+                     PyObject *tag, PyObject *nccl_lines, PyObject *channel_lines, int channel, int idle) {
     unsigned want = (PyDict_GET_SIZE(nccl_lines) < f->tag_repeats ? 1u : 0u)
         | (channel && PySet_GET_SIZE(channel_lines) < f->channel_repeats ? 2u : 0u);
     if (!want) return OK;
@@ -823,7 +934,10 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, const uin
         Py_INCREF(channel_lines);
         f->of_lines = nccl_lines, f->of_channels = channel_lines;
     }
-    if (!f->mirror) f->mirror = calloc(NCCL_MIRROR_SLOTS, sizeof(nccl_mirror_slot));
+    if (!f->mirror) {
+        f->mirror = calloc(NCCL_MIRROR_SLOTS, sizeof(nccl_mirror_slot));
+        for (Py_ssize_t k = 0; f->mirror && k < NCCL_MIRROR_SLOTS; k++) f->mirror[k].next = -1;
+    }
     uint64_t h = hashed ? *hashed : nccl_hash(s, n);
     nccl_mirror_slot *slot = NULL;
     if (f->mirror) {
@@ -834,6 +948,8 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, const uin
                 break;
             }
             if (e->hash == h && e->len == n && memeq(e->text, s, (size_t)n)) {
+                nccl_mirror_idle(f, e, idle);
+                nccl_mirror_follow(f, (int)k);
                 if ((e->in & want) == want) return OK;
                 slot = e;
                 break;
@@ -853,11 +969,38 @@ static int nccl_keep(struct nccl_fast *f, const char *s, Py_ssize_t n, const uin
             if (!copy) return OK;  /* not mirrored: looked up again next time */
             memcpy(copy, s, (size_t)n);
             slot->text = copy, slot->len = n, slot->hash = h, slot->in = 0;
+            nccl_mirror_idle(f, slot, idle);
             f->mirrored++;
+            nccl_mirror_follow(f, (int)(slot - f->mirror));
         }
         slot->in |= want;
     }
     return OK;
+}
+
+/* Whether the line repeats the text that came after the last line kept, last time, where that
+ * text was marked idle: nccl_info read it to its end and found nothing a repeat would do -- no
+ * echo, version or table (they act each time), no offer() (launch_env's literal), and every change
+ * it made (a thread's first rank, a first connection, a transport, a process or its host) made
+ * already, in dicts that only grow, so that the same text would find it made: the readers would
+ * only find it in nccl_lines and channel_lines, where it is. Then nothing is left to do, and none
+ * of nccl_info's reading is (its head, its message's searches, its head's flags, its hash). The
+ * prediction is only a shortcut: a mismatch is read as any line. The next slot is fetched from
+ * memory now, for the line after. */
+static inline int nccl_repeat(struct nccl_fast *f, const char *s, Py_ssize_t n, PyObject *nccl_lines,
+                              PyObject *channel_lines) {
+    if (f->mirror_last < 0 || f->of_lines != nccl_lines || f->of_channels != channel_lines) return 0;
+    const nccl_mirror_slot *prev = &f->mirror[f->mirror_last];
+    if (prev->next < 0 || prev->next_idle != f->epoch || prev->next_len != n || !memeq(prev->next_text, s, (size_t)n))
+        return 0;
+    if (f->fetched == 0 && !nccl_fetch(f)) return 0;
+    if (f->fetched < 0) return 0;
+    /* (nccl_keep found or put the text in each collection that held fewer than REPEATS: one that
+     * lacks it was full then, and is still) */
+    f->mirror_before = f->mirror_last, f->mirror_last = prev->next;
+    __builtin_prefetch(&f->mirror[prev->next]);
+    if (prev->after_text) __builtin_prefetch(prev->after_text);
+    return 1;
 }
 
 /* `*text` replaced by its equal held in f->shared, or held there while it holds fewer than
@@ -878,6 +1021,9 @@ static int nccl_share(struct nccl_fast *f, PyObject **text) {
  * Tagger.stamp() would, and its pending entry for the rank finish() gives it), then the line
  * offered to the context watcher (result.offer, called: a candidate line). PYTHON, untouched,
  * for any other shape. */
+static int nccl_host_pid(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **host, PyObject **pid,
+                         PyObject **t2);
+
 static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const nccl_line_head *h, PyObject *line,
                      PyObject *tag, int64_t lineno) {
     const char *m = s + h->msg;
@@ -902,14 +1048,14 @@ static int nccl_echo(struct nccl_fast *f, const char *s, Py_ssize_t n, const ncc
     PyObject *key = PyUnicode_DecodeASCII(m, k, NULL);
     PyObject *value = PyUnicode_DecodeASCII(m + a, b - a, NULL);
     PyObject *at = PyLong_FromLongLong((long long)lineno);
-    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-    PyObject *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *host = NULL, *pid = NULL;
+    PyObject *tid = nccl_tid(s, h);
     PyObject *rec = NULL, *entry = NULL;
     int status = ERROR;
-    if (!key || !value || !at || !host || !pid || !tid) goto done;
-    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)
-        goto done;  /* (not the thread: see _effective) */
+    if (!key || !value || !at || !tid) goto done;
+    /* shared in _effective's order: key, value, host, pid (not the thread: see _effective) */
+    if (nccl_share(f, &key) < 0 || nccl_share(f, &value) < 0 || !nccl_host_pid(f, s, h, &host, &pid, NULL))
+        goto done;
     PyObject *argv[NCCL_VALUE_FIELDS] = {key, value, f->k_effective, at, f->source, f->k_empty, Py_None, tag};
     rec = nccl_value(f, argv);
     if (!rec || PyList_Append(f->nccl, rec) < 0) goto done;
@@ -992,16 +1138,44 @@ static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, co
 /* (host, pid, tid), (host, pid) and dev of a line head, as nccl_debug keys its dicts: 0 on error. */
 static int nccl_share(struct nccl_fast *f, PyObject **text);
 
-/* The host and pid shared (nccl_share), as _rank and _channel key what they keep. */
+/* The line's host and pid shared (nccl_share), as _effective, _rank and _channel share them, and
+ * their (host, pid) (NULL where not asked): new references, 0 on an error. Held for the line's
+ * process (nccl_proc_seen) once shared: a shared text stays shared (`shared` only grows), and one
+ * that did not fit stays out (it is full), so sharing them again would give the same. */
+static int nccl_host_pid(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **host, PyObject **pid,
+                         PyObject **t2) {
+    nccl_proc_seen *q = f->last_proc >= 0 ? &f->procs[f->last_proc] : NULL;
+    if (q && !(q->len == h->pid_end && memeq(q->text, s, (size_t)q->len))) q = NULL;  /* another's since */
+    if (q && q->keys) {
+        *host = Py_NewRef(q->host), *pid = Py_NewRef(q->pid);
+        if (t2) *t2 = Py_NewRef(q->keys);
+        return 1;
+    }
+    *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+    *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+    PyObject *keys = NULL;
+    if (*host && *pid && nccl_share(f, host) == 0 && nccl_share(f, pid) == 0)
+        keys = PyTuple_Pack(2, *host, *pid);
+    if (!keys) {
+        Py_CLEAR(*host); Py_CLEAR(*pid);
+        return 0;
+    }
+    if (q) q->host = Py_NewRef(*host), q->pid = Py_NewRef(*pid), q->keys = Py_NewRef(keys);
+    if (t2) *t2 = keys;
+    else Py_DECREF(keys);
+    return 1;
+}
+
+/* (host, pid) shared (nccl_host_pid), tid and dev of a line head, as _rank and _channel key what
+ * they keep: 0 on an error. */
 static int nccl_keys(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **tid, PyObject **t2,
                      PyObject **dev) {
-    PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-    *tid = PyUnicode_DecodeASCII(s + h->tid_at, h->tid_end - h->tid_at, NULL);
+    PyObject *host, *pid;
+    *t2 = NULL;
+    int ok = nccl_host_pid(f, s, h, &host, &pid, t2);
+    if (ok) Py_DECREF(host), Py_DECREF(pid);
+    *tid = nccl_tid(s, h);
     *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
-    if (host && pid && (nccl_share(f, &host) < 0 || nccl_share(f, &pid) < 0)) Py_CLEAR(host);
-    *t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
-    Py_XDECREF(host); Py_XDECREF(pid);
     if (*dev && *tid && *t2) return 1;
     Py_CLEAR(*dev); Py_CLEAR(*tid); Py_CLEAR(*t2);
     return 0;
@@ -1261,7 +1435,9 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
                      PyObject *nccl_lines, PyObject *channel_lines) {
     struct nccl_fast *f = self->nccl;
     nccl_line_head h;
-    if (!f || f->fetched < 0 || !nccl_head_of(s, n, &h)) return PYTHON;
+    if (!f || f->fetched < 0) return PYTHON;
+    if (nccl_repeat(f, s, n, nccl_lines, channel_lines)) return OK;
+    if (!nccl_head_of(s, n, &h)) return PYTHON;
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
     /* (once both sets are full, nccl_keep does nothing: no hash) */
@@ -1374,6 +1550,9 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (by_literal & BIT(R_LAUNCH_ENV) && !rccl && context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0)
         return ERROR;
     /* feed() keeps every INFO "Channel ..." line, the rank ones too */
+    /* (a version, an RCCL version, a table header and an offered line act each time: no repeat of
+     * them is idle, nccl_repeat) */
+    int idle = !version && !rccl && !matrix && !(by_literal & BIT(R_LAUNCH_ENV));
     return nccl_keep(f, s, n, keeps ? &hash : NULL, line, tag, nccl_lines, channel_lines,
-                     starts_len(m, mn, "Channel ", 8));
+                     starts_len(m, mn, "Channel ", 8), idle);
 }

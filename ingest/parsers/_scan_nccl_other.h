@@ -74,7 +74,7 @@ static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *
         if ((status = nccl_new_process(f, s, n, &h, line, tag, nccl_lines, lineno)) != OK) return status;
         f->heads[f->last_head].flags = (fl & ~NP_NEW) | NP_TAG;
     }
-    status = nccl_keep(f, s, n, NULL, line, tag, nccl_lines, channel_lines, 0);  /* _tag keeps the line */
+    status = nccl_keep(f, s, n, NULL, line, tag, nccl_lines, channel_lines, 0, 0);  /* _tag keeps the line */
     /* then offer(): a context word (`environment is not MSCCL compatible`) in a WARN line _SKIP skips */
     if (status == OK && context_offer(f->ctx, f->offer, s, n, line, lineno, 1) < 0) return ERROR;
     return status;

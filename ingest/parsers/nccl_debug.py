@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from array import array
 
-from .records import Issue, NcclValue, ParseResult
+from .records import MAX_INT_DIGITS, Issue, NcclValue, ParseResult
 
 NAME = "nccl_debug"
 SOURCE = "nccl echo"
@@ -66,6 +66,16 @@ def transport(via: str) -> str | None:
     return None
 
 
+def thread_key(tid: str) -> int | str:
+    """A thread's key in the rank dicts and the pending echoes: its id as an int where the text is
+    one's own form (no leading zero, up to MAX_INT_DIGITS digits), else the text itself (no two
+    threads share a key). A log of many communicators holds hundreds of thousands of threads to
+    its end: an int is half a text's memory (_scan_nccl.h's nccl_tid keys them alike)."""
+    if len(tid) <= MAX_INT_DIGITS and tid.isascii() and tid.isdigit() and (tid[0] != "0" or len(tid) == 1):
+        return int(tid)
+    return tid
+
+
 class Parser:
     name = NAME
     # The lines feed() acts on while not busy() (the engine hands it only these, see records.Parser).
@@ -75,26 +85,28 @@ class Parser:
 
     def __init__(self, result: ParseResult) -> None:
         self.result = result
-        self.pending: list[tuple[NcclValue, str, str, str]] = []  # (value, host, pid, tid)
+        self.pending: list[tuple[NcclValue, str, str, int | str]] = []  # (value, host, pid, thread_key(tid))
         # Every echo in its order, for the copies finish() makes: its line and its identity (settle():
         # key, value, kind, source, logfile, process, rank, host, pid), or -1 - its place in `unsettled`
         # (its rank still open: held as the object finish() sets it on).
-        self.echo_lines = array("q")
-        self.echo_ids = array("q")
+        # (4 bytes each while they fit, as runs.digest.NcclFold's lines: a log of many communicators
+        # holds a million echoes to its end; 8 past 2**31, _wide)
+        self.echo_lines = array("i")
+        self.echo_ids = array("i")
         self.identities: dict[tuple, int] = {}
-        self.unsettled: list[tuple[NcclValue, str, str, str]] = []
+        self.unsettled: list[tuple[NcclValue, str, str, int | str]] = []
         # Every echo is held to the end (its rank is known then): its texts are shared with the
         # echoes that repeat them (a log of many restarts echoes the same variables each time; five
         # strings an echo were ~280 bytes of it). Read by the native scanner too (_scan_nccl.h).
         self.shared: dict[str, str] = {}
         # A thread's first rank, by process: (host, pid) -> {tid: rank}. A log of many communicators
         # has hundreds of thousands of threads: one dict a process holds them in less than a key each.
-        self.thread_rank: dict[tuple[str, str], dict[str, str]] = {}
+        self.thread_rank: dict[tuple[str, str], dict[int | str, str]] = {}  # tids as thread_key() keys them
         self.process_rank: dict[tuple[str, str], str] = {}
         # The rank each CUDA device of a process has: nccl-tests `-g 2` drives two GPUs (two ranks)
         # from one process, which echoes each variable once (NCCL reads its environment once).
         self.device_ranks: dict[tuple[str, str], dict[str, str]] = {}
-        self.thread_peer_rank: dict[tuple[str, str], dict[str, str]] = {}  # from connection lines, as thread_rank
+        self.thread_peer_rank: dict[tuple[str, str], dict[int | str, str]] = {}  # from connection lines, as thread_rank
         self.process_peer_rank: dict[tuple[str, str], str] = {}
         self.nranks: tuple[int, int] | None = None  # (largest nranks seen, its line)
         self.nnodes: tuple[int, int] | None = None
@@ -146,16 +158,25 @@ class Parser:
             threads = thread_rank.get((host, pid))
             rank = threads.get(tid) if threads else None
             if rank is None:
-                ids.append(-1 - len(self.unsettled))
+                i = -1 - len(self.unsettled)
                 self.unsettled.append(entry)
             else:
                 value.rank = rank
                 key = (value.key, value.value, value.kind, value.source, value.logfile, value.process, rank, host, pid)
-                i = identities.get(key)
-                if i is None:
-                    i = identities[key] = len(identities)
+                held = identities.get(key)
+                if held is None:
+                    held = identities[key] = len(identities)
+                i = held
+            try:
                 ids.append(i)
-            lines.append(value.line)
+            except OverflowError:  # 2**31 identities or unsettled echoes: 64 bits from here on
+                self.echo_ids = ids = array("q", ids)
+                ids.append(i)
+            try:
+                lines.append(value.line)
+            except OverflowError:  # a line past 2**31: 64 bits from here on
+                self.echo_lines = lines = array("q", lines)
+                lines.append(value.line)
         self.pending.clear()  # in place: the scanner appends to this list
 
     def finish(self) -> None:
@@ -180,7 +201,7 @@ class Parser:
             for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()):
                 if rank != mine:
                     r.nccl.append(NcclValue(key, text, kind, line, source, rank, logfile, process))
-        self.echo_lines, self.echo_ids, self.identities, self.unsettled = array("q"), array("q"), {}, []
+        self.echo_lines, self.echo_ids, self.identities, self.unsettled = array("i"), array("i"), {}, []
         if self.nranks:
             r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
         if self.nnodes:
@@ -260,7 +281,7 @@ class Parser:
         self.result.nccl.append(v)
         # (not the thread: a log of many communicators has a new one every few lines, which would
         # fill `shared` and leave the texts that do repeat, hosts and pids, unshared)
-        self.pending.append((v, share(host), share(pid), tid))
+        self.pending.append((v, share(host), share(pid), thread_key(tid)))
 
     def _shared(self, text: str) -> str:
         """`text`'s equal held in `shared`, or `text` (held there while it holds fewer than SHARED)."""
@@ -280,7 +301,7 @@ class Parser:
         threads = self.thread_rank.get((host, pid))
         if threads is None:
             threads = self.thread_rank[(host, pid)] = {}
-        threads.setdefault(tid, rank)
+        threads.setdefault(thread_key(tid), rank)
         self.process_rank.setdefault((host, pid), rank)
         self.device_ranks.setdefault((host, pid), {}).setdefault(dev, rank)
         if nranks is not None and (self.nranks is None or nranks > self.nranks[0]):
@@ -301,7 +322,7 @@ class Parser:
                 threads = self.thread_peer_rank.get((host, pid))
                 if threads is None:
                     threads = self.thread_peer_rank[(host, pid)] = {}
-                threads.setdefault(tid, local)
+                threads.setdefault(thread_key(tid), local)
                 self.process_peer_rank.setdefault((host, pid), local)
             via = _VIA.search(msg, c.end())
             name = transport(via.group(1)) if via else None
