@@ -26,6 +26,10 @@
  * do nothing with it when it names none of nccl_tests._comment's words and no row is held (bench_hash_idle).
  */
 
+#define BENCH_POS_KEPT 64  /* acceptance_pos_{i} names kept made; past them each is made again */
+#define BENCH_KEYED 256
+enum { MK_NONE, MK_THROUGHPUT, MK_TOKENS, MK_RATE, MK_POSITION };  /* a row key's metric (bench_metric_name) */
+
 /* The attributes read here, their names made once (bench_emit) */
 enum { A_VALUE, A_KEY, A_LINE, A_PROCESSES, A_BENCH_BLOCKS, A_BLOCK, A_SETTINGS, A_TOOL, A_FORMATS, A_CLIENT,
        A_COUNT };
@@ -44,6 +48,12 @@ typedef struct bench_emit {
     Py_ssize_t kept, recent_max;  /* serving.BLOCKS_KEPT, processes.RECENT */
     int s_src[2], s_bench;  /* "sglang_bench"/"vllm_bench", processes.BENCH_TAG */
     int s_throughput, s_tokens, s_rate;  /* metric names */
+    int s_pos[BENCH_POS_KEPT];  /* "acceptance_pos_{i + 1}", or -1 not made yet */
+    /* What a row key writes, by the key object (held: its address is not reused while here): its
+     * "serving." setting key and its metric kind for each owner (BENCH_KEYS_MAX slots, a few probes;
+     * full, the first slot is reused). The keys come from the scanner's table of labels, the same
+     * objects block after block. */
+    struct { PyObject *key, *skey; signed char kind[2]; } keyed[BENCH_KEYED];
 } BenchEmit;
 
 #define BENCH_SKEYS_MAX 4096
@@ -56,6 +66,7 @@ static void bench_emit_release(struct bench_emit *E) {
                          &E->fmt[0], &E->fmt[1], &E->tool[0], &E->tool[1], &E->skeys};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
     for (int i = 0; i < A_COUNT; i++) Py_CLEAR(E->attr[i]);
+    for (int i = 0; i < BENCH_KEYED; i++) { Py_CLEAR(E->keyed[i].key); Py_CLEAR(E->keyed[i].skey); }
     free(E);
 }
 
@@ -88,6 +99,7 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
                           &E->k_blocks, &E->k_omitted};
     for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++) Py_INCREF(objs[i]), *slots[i] = objs[i];
     E->kept = kept, E->recent_max = recent_max;
+    for (int i = 0; i < BENCH_POS_KEPT; i++) E->s_pos[i] = -1;
     int bad = !(E->k_count = PyUnicode_InternFromString("count"))
         || !(E->k_engine = PyUnicode_InternFromString("engine"))
         || !(E->k_steps = PyUnicode_InternFromString("spec.steps"))
@@ -109,21 +121,69 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* "serving." + key (a new reference), made anew (bench_keyed keeps it). */
+static PyObject *bench_skey_made(BenchEmit *E, PyObject *key) {
+    PyObject *got = PyDict_GetItemWithError(E->skeys, key);
+    if (got) return Py_NewRef(got);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *s = PyUnicode_FromFormat("serving.%U", key);
+    if (s && PyDict_GET_SIZE(E->skeys) < BENCH_SKEYS_MAX && PyDict_SetItem(E->skeys, key, s) < 0) Py_CLEAR(s);
+    return s;
+}
+
+/* A row key's metric kind for an owner (0 SGLang, 1 vLLM), as _bench_emit names the metric. -1 on error. */
+static int bench_key_kind(PyObject *key, int owner) {
+    const char *k = PyUnicode_AsUTF8(key);
+    if (!k) return -1;
+    if (strcmp(k, "output_throughput_tok_s") == 0) return MK_THROUGHPUT;
+    if (owner == 0 ? strcmp(k, "accept_length") == 0 : strcmp(k, "acceptance_length") == 0) return MK_TOKENS;
+    if (owner == 1 && strcmp(k, "acceptance_rate_pct") == 0) return MK_RATE;
+    if (owner == 1 && strncmp(k, "acceptance_position_", 20) == 0) return MK_POSITION;
+    return MK_NONE;
+}
+
+/* The slot of bench_keyed holding `key` (made where none does), or -1 on error. */
+static int bench_keyed(BenchEmit *E, PyObject *key) {
+    unsigned home = (unsigned)(((uintptr_t)key >> 4) * 2654435761u >> 8) & (BENCH_KEYED - 1), slot = home;
+    for (int probe = 0; probe < 8; probe++, slot = (slot + 1) & (BENCH_KEYED - 1)) {
+        if (E->keyed[slot].key == key) return (int)slot;
+        if (!E->keyed[slot].key) break;
+    }
+    if (E->keyed[slot].key) slot = home;  /* (every probe taken) */
+    int kinds[2] = {bench_key_kind(key, 0), bench_key_kind(key, 1)};
+    PyObject *skey = kinds[0] < 0 || kinds[1] < 0 ? NULL : bench_skey_made(E, key);
+    if (!skey) return -1;
+    Py_INCREF(key);
+    Py_XSETREF(E->keyed[slot].key, key);
+    Py_XSETREF(E->keyed[slot].skey, skey);
+    E->keyed[slot].kind[0] = (signed char)kinds[0], E->keyed[slot].kind[1] = (signed char)kinds[1];
+    return (int)slot;
+}
+
 /* The metric a numeric row of the owner's block writes (_bench_emit), by its key: *name (-1 none) and
  * *scale. `positions` counts vLLM's `Position i` rows (acceptance_pos_{i}). 0, or -1 on error. */
 static int bench_metric_name(Scanner *self, BenchEmit *E, int owner, PyObject *key, int *positions, int *name,
                              double *scale) {
     *name = -1, *scale = 1;
-    const char *k = PyUnicode_AsUTF8(key);
-    if (!k) return -1;
-    if (strcmp(k, "output_throughput_tok_s") == 0) *name = E->s_throughput;
-    else if (owner == 0 ? strcmp(k, "accept_length") == 0 : strcmp(k, "acceptance_length") == 0) *name = E->s_tokens;
-    else if (owner == 1 && strcmp(k, "acceptance_rate_pct") == 0) *name = E->s_rate, *scale = 100;
-    else if (owner == 1 && strncmp(k, "acceptance_position_", 20) == 0) {
-        char buf[32];
-        int len = snprintf(buf, sizeof(buf), "acceptance_pos_%d", ++*positions);
-        if ((*name = intern_str(self, buf, len)) < 0) return -1;
+    int slot = bench_keyed(E, key);
+    if (slot < 0) return -1;
+    switch (E->keyed[slot].kind[owner]) {
+    case MK_THROUGHPUT: *name = E->s_throughput; break;
+    case MK_TOKENS: *name = E->s_tokens; break;
+    case MK_RATE: *name = E->s_rate, *scale = 100; break;
+    case MK_POSITION: {
+        int i = ++*positions;
+        if (i <= BENCH_POS_KEPT && E->s_pos[i - 1] >= 0) *name = E->s_pos[i - 1];
+        else {
+            char buf[32];
+            int len = snprintf(buf, sizeof(buf), "acceptance_pos_%d", i);
+            if ((*name = intern_str(self, buf, len)) < 0) return -1;
+            if (i <= BENCH_POS_KEPT) E->s_pos[i - 1] = *name;
+        }
         *scale = 100;
+        break;
+    }
+    default: break;
     }
     return 0;
 }
@@ -186,12 +246,8 @@ static int bench_backend(PyObject *key, PyObject *value, int *engine) {
 
 /* "serving." + key, kept for the keys that repeat block after block (a new reference). */
 static PyObject *bench_skey(BenchEmit *E, PyObject *key) {
-    PyObject *got = PyDict_GetItemWithError(E->skeys, key);
-    if (got) return Py_NewRef(got);
-    if (PyErr_Occurred()) return NULL;
-    PyObject *s = PyUnicode_FromFormat("serving.%U", key);
-    if (s && PyDict_GET_SIZE(E->skeys) < BENCH_SKEYS_MAX && PyDict_SetItem(E->skeys, key, s) < 0) Py_CLEAR(s);
-    return s;
+    int slot = bench_keyed(E, key);
+    return slot < 0 ? NULL : Py_NewRef(E->keyed[slot].skey);
 }
 
 /* settings[key] (borrowed) or NULL, -1 in *bad on error. */

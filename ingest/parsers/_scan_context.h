@@ -304,7 +304,7 @@ static int context_offer(context_fast *c, PyObject *offer, const char *s, Py_ssi
     if (held < 0 || dumped < 0) status = -1;
     else if (!held && !dumped) {
         if (PySet_GET_SIZE(c->candidates) < c->max) status = PySet_Add(c->candidates, at);
-        else status = PyObject_SetAttrString(c->watcher, "truncated", Py_True);
+        else status = SET_ATTR(c->watcher, "truncated", Py_True);  /* (its name made once: a full set sees many) */
     }
     Py_DECREF(at);
     return status < 0 ? -1 : 0;

@@ -90,7 +90,8 @@ typedef struct {
 
 #define F_BENCH 4096  /* native.F_BENCH: both bench readers' blocks are open and handed over (bench()) */
 
-#define BENCH_LABELS 64
+#define BENCH_LABELS 256  /* a quarter full at most on real logs (56 labels): few probes, no evictions */
+#define BENCH_PROBES 8
 #define BENCH_LABEL_MAX 64
 
 /* A row read here, kept as plain values while nothing but the scanner looks at its block: a serving.Row
@@ -293,7 +294,7 @@ static void bench_tables(struct vllm_state *v, PyObject *row_type, PyObject *key
 /* bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool[, Block]]]): the two BlockReaders
  * whose blocks bench_title opens (as their open_title()) and the call that reads a line closing them
  * (bench_close, or None: such lines are Python's), serving._row_tool (None: note_row is called) and
- * serving.Block (None: open_title is called); or bench_readers(None), which lets them go (`close` holds the
+ * serving.Block, made here as its generated __init__ makes it (native._block_plain; None: open_title is called); or bench_readers(None), which lets them go (`close` holds the
  * parse, which holds the scanner: the cycle is broken here). */
 static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     if (not_ready(self)) return NULL;
@@ -303,7 +304,8 @@ static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
                           &block_type))
         return NULL;
     if ((a != Py_None && (b == Py_None || !row_type || !keys)) || (close != Py_None && !PyCallable_Check(close))
-        || (row_tool != Py_None && !PyCallable_Check(row_tool)) || (block_type != Py_None && !PyType_Check(block_type))) {
+        || (row_tool != Py_None && !PyCallable_Check(row_tool)) || (block_type != Py_None && !PyType_Check(block_type))
+        || (block_type != Py_None && ((PyTypeObject *)block_type)->tp_new != PyBaseObject_Type.tp_new)) {
         PyErr_SetString(PyExc_TypeError, "bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool[, "
                                          "Block]]]) or bench_readers(None)");
         return NULL;
@@ -444,16 +446,22 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
 /* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. `sub`: the
  * key of a `Position i` row under a subsection, f"acceptance_{key}_pct" (BlockReader._row). */
 static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int sub, PyObject **label, PyObject **key) {
-    unsigned slot = fnv1a(s, n) & (BENCH_LABELS - 1);
-    if (v->seen[slot].label && v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
-        *label = v->seen[slot].label, *key = v->seen[slot].key;
-        if (sub) {
-            if (!v->seen[slot].pkey && !(v->seen[slot].pkey = PyUnicode_FromFormat("acceptance_%U_pct", *key)))
-                return -1;
-            *key = v->seen[slot].pkey;
+    /* open addressing over a few slots (a direct-mapped table of 64 had a third of a log's labels
+     * evicting each other, each miss a str made and a dict lookup); all full: the first slot is reused */
+    unsigned home = fnv1a(s, n) & (BENCH_LABELS - 1), slot = home;
+    for (int probe = 0; probe < BENCH_PROBES; probe++, slot = (slot + 1) & (BENCH_LABELS - 1)) {
+        if (!v->seen[slot].label) break;
+        if (v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
+            *label = v->seen[slot].label, *key = v->seen[slot].key;
+            if (sub) {
+                if (!v->seen[slot].pkey && !(v->seen[slot].pkey = PyUnicode_FromFormat("acceptance_%U_pct", *key)))
+                    return -1;
+                *key = v->seen[slot].pkey;
+            }
+            return 1;
         }
-        return 1;
     }
+    if (v->seen[slot].label) slot = home;  /* (every probe taken) */
     PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
     if (!u) return -1;
     PyObject *k = PyDict_GetItemWithError(v->keys, u);
@@ -890,20 +898,34 @@ static PyObject *block_list(PyObject *block, const char *name) {
     return x;
 }
 
-/* BlockReader.open_title(lineno, line) of a reader, its Block made with serving.Block itself (its __init__ and
- * defaults): `_open` (a Block of the reader's client, the reader's client and subsection new) then `titled`
- * and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). The block (a new reference), or NULL. */
+/* serving.Block(lineno, titled=True, prefix=mark, client=client) made as its dataclass __init__ makes it (native.py
+ * hands Block over only when that __init__ is the generated one over BLOCK_FIELDS with their defaults, no
+ * __post_init__: _block_plain): object.__new__, then each field stored in order, no Python frame a title
+ * (a sweep's thousands of titles each made two). The block (a new reference), or NULL. */
+static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, PyObject *mark, PyObject *client) {
+    PyTypeObject *t = (PyTypeObject *)v->block_type;
+    PyObject *none = PyTuple_New(0);
+    PyObject *block = none ? PyBaseObject_Type.tp_new(t, none, NULL) : NULL;
+    Py_XDECREF(none);
+    if (!block) return NULL;
+    PyObject *rows = PyList_New(0), *sections = PyList_New(0), *prefix = mark;
+    int bad = !rows || !sections || SET_ATTR(block, "first_line", ln) < 0 || SET_ATTR(block, "titled", Py_True) < 0
+        || SET_ATTR(block, "tool", Py_None) < 0 || SET_ATTR(block, "rows", rows) < 0
+        || SET_ATTR(block, "sections", sections) < 0 || SET_ATTR(block, "prefix", prefix) < 0
+        || SET_ATTR(block, "client", client) < 0;
+    Py_XDECREF(rows);
+    Py_XDECREF(sections);
+    if (bad) Py_CLEAR(block);
+    return block;
+}
+
+/* BlockReader.open_title(lineno, line) of a reader, its Block made as serving.Block's __init__ makes it
+ * (bench_block_new): `_open` (a Block of the reader's client, the reader's client and subsection new) then
+ * `titled` and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). The block (a new reference),
+ * or NULL. */
 static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark) {
     PyObject *client = GET_ATTR(reader, "client");
-    PyObject *kw = client ? PyTuple_New(3) : NULL;
-    PyObject *names[3] = {NAME("titled"), NAME("prefix"), NAME("client")};
-    PyObject *block = NULL;
-    if (kw && names[0] && names[1] && names[2]) {
-        for (int k = 0; k < 3; k++) PyTuple_SET_ITEM(kw, k, Py_NewRef(names[k]));
-        PyObject *argv[4] = {ln, Py_True, mark, client};  /* Block(lineno, titled=True, prefix=..., client=...) */
-        block = PyObject_Vectorcall(v->block_type, argv, 1, kw);
-    }
-    Py_XDECREF(kw);
+    PyObject *block = client ? bench_block_new(v, ln, mark, client) : NULL;
     Py_XDECREF(client);
     PyObject *fresh = block ? PyDict_New() : NULL;
     PyObject *empty = fresh ? PyUnicode_FromStringAndSize("", 0) : NULL;
