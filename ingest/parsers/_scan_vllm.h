@@ -661,25 +661,34 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
     return bad ? ERROR : OK;
 }
 
-/* A section title, serving._SECTION: `^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$`
- * (BlockReader._section; note_section does nothing with the tool known, the subsection is ""). */
-static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
-    struct vllm_state *v = self->vllm;
+/* serving._SECTION, `^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$`, on s[0:n]: 1 with the header
+ * s[*h0:*h1], or 0 (no match, or one Python's regex should say). */
+static int section_match(const char *s, Py_ssize_t n, Py_ssize_t *h0, Py_ssize_t *h1) {
     Py_ssize_t a = 0, e = n;
     while (a < n && is_space(s[a])) a++;
     Py_ssize_t d = a;
     while (d < n && s[d] == '-') d++;
-    if (d - a < 3) return PYTHON;
+    if (d - a < 3) return 0;
     while (d < n && is_space(s[d])) d++;
-    if (d >= n || !is_alpha(s[d])) return PYTHON;
+    if (d >= n || !is_alpha(s[d])) return 0;
     while (e > d && is_space(s[e - 1])) e--;
     Py_ssize_t t = e;
     while (t > d && s[t - 1] == '-') t--;
-    if (e - t < 3) return PYTHON;
-    Py_ssize_t h1 = t;
-    while (h1 > d && is_space(s[h1 - 1])) h1--;
-    for (Py_ssize_t k = d; k < h1; k++)  /* a `-` in the header is followed by a letter */
-        if (s[k] == '-' && (k + 1 >= h1 || !is_alpha(s[k + 1]))) return PYTHON;
+    if (e - t < 3) return 0;
+    Py_ssize_t h = t;
+    while (h > d && is_space(s[h - 1])) h--;
+    for (Py_ssize_t k = d; k < h; k++)  /* a `-` in the header is followed by a letter */
+        if (s[k] == '-' && (k + 1 >= h || !is_alpha(s[k + 1]))) return 0;
+    *h0 = d, *h1 = h;
+    return 1;
+}
+
+/* A section title, serving._SECTION (section_match) (BlockReader._section; note_section does nothing with
+ * the tool known, the subsection is ""). */
+static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
+    struct vllm_state *v = self->vllm;
+    Py_ssize_t d, h1;
+    if (!section_match(s, n, &d, &h1)) return PYTHON;
     if (v->subsection && !v->readers[0]) return PYTHON;  /* a section closes the subsection */
     PyObject *header = PyUnicode_DecodeASCII(s + d, h1 - d, NULL);
     if (!header) return ERROR;
@@ -898,18 +907,18 @@ static PyObject *block_list(PyObject *block, const char *name) {
     return x;
 }
 
-/* serving.Block(lineno, titled=True, prefix=mark, client=client) made as its dataclass __init__ makes it (native.py
+/* serving.Block(lineno, titled=titled, prefix=mark, client=client) made as its dataclass __init__ makes it (native.py
  * hands Block over only when that __init__ is the generated one over BLOCK_FIELDS with their defaults, no
  * __post_init__: _block_plain): object.__new__, then each field stored in order, no Python frame a title
  * (a sweep's thousands of titles each made two). The block (a new reference), or NULL. */
-static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, PyObject *mark, PyObject *client) {
+static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled, PyObject *mark, PyObject *client) {
     PyTypeObject *t = (PyTypeObject *)v->block_type;
     PyObject *none = PyTuple_New(0);
     PyObject *block = none ? PyBaseObject_Type.tp_new(t, none, NULL) : NULL;
     Py_XDECREF(none);
     if (!block) return NULL;
     PyObject *rows = PyList_New(0), *sections = PyList_New(0), *prefix = mark;
-    int bad = !rows || !sections || SET_ATTR(block, "first_line", ln) < 0 || SET_ATTR(block, "titled", Py_True) < 0
+    int bad = !rows || !sections || SET_ATTR(block, "first_line", ln) < 0 || SET_ATTR(block, "titled", titled ? Py_True : Py_False) < 0
         || SET_ATTR(block, "tool", Py_None) < 0 || SET_ATTR(block, "rows", rows) < 0
         || SET_ATTR(block, "sections", sections) < 0 || SET_ATTR(block, "prefix", prefix) < 0
         || SET_ATTR(block, "client", client) < 0;
@@ -921,16 +930,26 @@ static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, PyObject *m
 
 /* BlockReader.open_title(lineno, line) of a reader, its Block made as serving.Block's __init__ makes it
  * (bench_block_new): `_open` (a Block of the reader's client, the reader's client and subsection new) then
- * `titled` and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). The block (a new reference),
- * or NULL. */
-static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark) {
+ * `titled` and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). Or, `header` not NULL,
+ * BlockReader.open_section at a section title: `_open` (untitled, no prefix: `mark` "") then `_section` (the
+ * header joins the sections, note_section, the subsection ""). The block (a new reference), or NULL. */
+static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark,
+                                  PyObject *header) {
     PyObject *client = GET_ATTR(reader, "client");
-    PyObject *block = client ? bench_block_new(v, ln, mark, client) : NULL;
+    PyObject *block = client ? bench_block_new(v, ln, header == NULL, mark, client) : NULL;
     Py_XDECREF(client);
     PyObject *fresh = block ? PyDict_New() : NULL;
     PyObject *empty = fresh ? PyUnicode_FromStringAndSize("", 0) : NULL;
     int bad = !empty || SET_ATTR(reader, "block", block) < 0 || SET_ATTR(reader, "client", fresh) < 0
         || SET_ATTR(reader, "subsection", empty) < 0;
+    if (!bad && header) {
+        PyObject *sections = GET_ATTR(block, "sections");
+        PyObject *got = sections && PyList_Append(sections, header) == 0
+            ? PyObject_CallMethodOneArg(block, NAME("note_section"), header) : NULL;
+        bad = !got || SET_ATTR(reader, "subsection", empty) < 0;
+        Py_XDECREF(got);
+        Py_XDECREF(sections);
+    }
     Py_XDECREF(fresh);
     Py_XDECREF(empty);
     if (bad) Py_CLEAR(block);
@@ -954,16 +973,20 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         plen = n > 1 && (s[1] == ' ' || s[1] == '\t') ? 2 : 1;
         if (plen >= n || s[plen] != '=') plen = 0;
     }
-    int here = title && v->block_type;  /* open_title's work done here (bench_open_title) */
+    /* open_title's or open_section's work done here (bench_open_title), a section's where its title is plain
+     * (an odd one, or none: open_section says) */
+    Py_ssize_t h0 = 0, h1 = 0;
+    int here = v->block_type && (title || section_match(s, n, &h0, &h1));
+    PyObject *header = here && !title ? PyUnicode_DecodeASCII(s + h0, h1 - h0, NULL) : NULL;
     PyObject *text = here ? NULL : line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-    PyObject *ln = text || here ? PyLong_FromLongLong(lineno) : NULL;
+    PyObject *ln = text || (here && (title || header)) ? PyLong_FromLongLong(lineno) : NULL;
     PyObject *name = ln ? name_str(title ? "open_title" : "open_section") : NULL;  /* (borrowed) */
-    PyObject *mark = name && here ? PyUnicode_DecodeASCII(s, plen, NULL) : NULL;
+    PyObject *mark = name && here ? PyUnicode_DecodeASCII(s, title ? plen : 0, NULL) : NULL;
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
     int bad = !name || (here && !mark), opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
         PyObject *argv[3] = {v->openers[i], ln, text};
-        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark)
+        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark, header)
                          : PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (!blocks[i]) { bad = 1; break; }
         if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
@@ -976,6 +999,7 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     Py_XDECREF(ln);
     Py_XDECREF(text);
     Py_XDECREF(mark);
+    Py_XDECREF(header);
     if (!bad && (opened == 1 || opened == 2 || known == 1 || known == 2)) {  /* the same line, the same outcome */
         PyErr_SetString(PyExc_RuntimeError, "the bench readers opened different blocks at one line");
         bad = 1;
