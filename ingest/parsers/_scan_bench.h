@@ -53,7 +53,10 @@ typedef struct bench_emit {
      * "serving." setting key and its metric kind for each owner (BENCH_KEYS_MAX slots, a few probes;
      * full, the first slot is reused). The keys come from the scanner's table of labels, the same
      * objects block after block. */
-    struct { PyObject *key, *skey; signed char kind[2]; } keyed[BENCH_KEYED];
+    struct { PyObject *key, *skey; signed char kind[2], set; } keyed[BENCH_KEYED];
+    /* `set`: the result's settings hold skey (known from this dict: the result's, never replaced, and a
+     * setting never removed), so a block's row sets nothing (ParseResult.set: the first source wins) */
+    PyObject *settings_of;  /* (borrowed: only compared) */
 } BenchEmit;
 
 #define BENCH_SKEYS_MAX 4096
@@ -157,6 +160,7 @@ static int bench_keyed(BenchEmit *E, PyObject *key) {
     Py_XSETREF(E->keyed[slot].key, key);
     Py_XSETREF(E->keyed[slot].skey, skey);
     E->keyed[slot].kind[0] = (signed char)kinds[0], E->keyed[slot].kind[1] = (signed char)kinds[1];
+    E->keyed[slot].set = 0;
     return (int)slot;
 }
 
@@ -244,10 +248,28 @@ static int bench_backend(PyObject *key, PyObject *value, int *engine) {
     return 0;
 }
 
-/* "serving." + key, kept for the keys that repeat block after block (a new reference). */
-static PyObject *bench_skey(BenchEmit *E, PyObject *key) {
+/* Whether the result's `settings` hold "serving." + key: 1 (the slot's `set`, no lookup once known), 0 with
+ * *skey (a new reference) to set it by, -1 on error. */
+static int bench_skey_set(BenchEmit *E, PyObject *settings, PyObject *key, PyObject **skey) {
+    *skey = NULL;
+    if (E->settings_of != settings) {  /* (another dict: what was known is not) */
+        for (int i = 0; i < BENCH_KEYED; i++) E->keyed[i].set = 0;
+        E->settings_of = settings;
+    }
     int slot = bench_keyed(E, key);
-    return slot < 0 ? NULL : Py_NewRef(E->keyed[slot].skey);
+    if (slot < 0) return -1;
+    if (E->keyed[slot].set) return 1;
+    int set = PyDict_Contains(settings, E->keyed[slot].skey);
+    if (set > 0) E->keyed[slot].set = 1;
+    if (set == 0) *skey = Py_NewRef(E->keyed[slot].skey);
+    return set;
+}
+
+/* The slot's `set` after a Setting was made for key. */
+static void bench_skey_made_set(BenchEmit *E, PyObject *key) {
+    int slot = bench_keyed(E, key);  /* (found: bench_skey_set made it) */
+    if (slot >= 0) E->keyed[slot].set = 1;
+    else PyErr_Clear();
 }
 
 /* settings[key] (borrowed) or NULL, -1 in *bad on error. */
@@ -370,13 +392,14 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
         PyObject *line = key ? PyObject_GetAttr(row, E->attr[A_LINE]) : NULL;
         bad = !line;
         if (!bad && value != Py_None) {
-            PyObject *skey = bench_skey(E, key);
-            int set = skey ? PyDict_Contains(settings, skey) : -1;
+            PyObject *skey;
+            int set = bench_skey_set(E, settings, key, &skey);
             if (set == 0) {  /* ParseResult.set: the first source wins */
                 PyObject *argv[4] = {skey, value, line, E->fmt[owner]};
                 PyObject *made = PyObject_Vectorcall(E->setting_type, argv, 4, NULL);
                 set = made ? PyDict_SetItem(settings, skey, made) : -1;
                 Py_XDECREF(made);
+                if (set == 0) bench_skey_made_set(E, key);
             }
             Py_XDECREF(skey);
             int name;
@@ -397,8 +420,8 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
     for (Py_ssize_t i = 0; i < v->npend && !bad; i++) {  /* the rows read here, after those (as they came) */
         const BenchRow *r = &v->pend[i];
         if (r->kind == ROW_NONE) continue;
-        PyObject *skey = bench_skey(E, r->key);
-        int set = skey ? PyDict_Contains(settings, skey) : -1;
+        PyObject *skey;
+        int set = bench_skey_set(E, settings, r->key, &skey);
         if (set == 0) {  /* ParseResult.set: the first source wins */
             PyObject *value = bench_row_value(r), *ln = value ? PyLong_FromLongLong(r->line) : NULL, *made = NULL;
             if (ln) {
@@ -409,6 +432,7 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
             Py_XDECREF(value);
             Py_XDECREF(ln);
             Py_XDECREF(made);
+            if (set == 0) bench_skey_made_set(E, r->key);
         }
         Py_XDECREF(skey);
         int name;
