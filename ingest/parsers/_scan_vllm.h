@@ -65,6 +65,7 @@
 #define BENCH_CLOSED 3  /* bench_line closed the blocks at a line it leaves to read_line (closes_before) */
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
+#define TAG_KEPT 16
 
 enum { NAME_OTHER, NAME_LAUNCHER, NAME_WORKER };
 
@@ -86,6 +87,9 @@ typedef struct {
     /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
     char tag_text[TAG_MAX]; Py_ssize_t tag_len;
     PyObject *tag; int tag_idx, tag_kind, tag_ranked; long long tag_pid;
+    /* the last tags read, as those fields (a log's processes interleave their lines: one missed most) */
+    struct { char text[TAG_MAX]; Py_ssize_t len; PyObject *tag; int idx, kind, ranked; long long pid; } tags[TAG_KEPT];
+    int tag_next;  /* the slot the next tag made takes */
 } VllmLines;
 
 #define F_BENCH 4096  /* native.F_BENCH: both bench readers' blocks are open and handed over (bench()) */
@@ -195,7 +199,8 @@ static void vllm_lines_release(VllmLines *l) {
     PyObject **refs[] = {&l->parser, &l->windows, &l->launch_lines, &l->processes, &l->launchers, &l->workers, &l->k_label,
                          &l->k_rank, &l->k_hints, &l->k_pid, &l->hint[0], &l->hint[1], &l->hint[2], &l->tag};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
-    l->armed = 0, l->tag_len = 0;
+    for (int i = 0; i < TAG_KEPT; i++) { Py_CLEAR(l->tags[i].tag); l->tags[i].len = 0; }
+    l->armed = 0, l->tag_len = 0, l->tag_next = 0;
 }
 
 /* The rows kept (BenchRow) let go, made no Row of. */
@@ -1288,6 +1293,16 @@ static int vllm_known(Scanner *self, VllmLines *l, const char *s, Py_ssize_t end
         Py_CLEAR(l->tag);
         l->tag_len = 0;
         if (end > TAG_MAX) return 0;
+        for (int i = 0; i < TAG_KEPT && !l->tag; i++)
+            if (l->tags[i].tag && l->tags[i].len == end && memeq(l->tags[i].text, s, (size_t)end)) {
+                l->tag = Py_NewRef(l->tags[i].tag);
+                l->tag_idx = l->tags[i].idx, l->tag_kind = l->tags[i].kind, l->tag_ranked = l->tags[i].ranked;
+                l->tag_pid = l->tags[i].pid;
+                memcpy(l->tag_text, s, (size_t)end);
+                l->tag_len = end;
+            }
+    }
+    if (!l->tag) {
         char buf[TAG_MAX + 8];
         int k = snprintf(buf, sizeof(buf), "pid %.*s", (int)(pid1 - pid0), s + pid0);
         if (k < 0 || k >= (int)sizeof(buf)) return 0;
@@ -1306,6 +1321,12 @@ static int vllm_known(Scanner *self, VllmLines *l, const char *s, Py_ssize_t end
         l->tag_ranked = ranked;
         memcpy(l->tag_text, s, (size_t)end);
         l->tag_len = end;
+        int slot = l->tag_next;  /* kept, the oldest let go */
+        l->tag_next = (slot + 1) % TAG_KEPT;
+        Py_XSETREF(l->tags[slot].tag, Py_NewRef(l->tag));
+        memcpy(l->tags[slot].text, s, (size_t)end);
+        l->tags[slot].len = end, l->tags[slot].idx = l->tag_idx, l->tags[slot].kind = l->tag_kind;
+        l->tags[slot].ranked = l->tag_ranked, l->tags[slot].pid = l->tag_pid;
     }
     PyObject *p = PyDict_GetItemWithError(l->processes, l->tag);
     if (!p) return PyErr_Occurred() ? -1 : 0;
