@@ -321,7 +321,7 @@ def test_blocks_of_more_labels_than_the_scanner_keeps_give_the_records_lines_giv
     """Blocks of 400 labels each (the scanner keeps 256 labels' keys, by open addressing: past them labels
     evict each other): their rows are read in the scanner as lines read them."""
     title = "============ Serving Benchmark Result ============"
-    rows = [f"{'Mean L%d value (ms):' % i:<40} {i}.5" for i in range(400)]
+    rows = [f"{f'Mean L{i} value (ms):':<40} {i}.5" for i in range(400)]
     block = "\n".join([title, "Successful requests:                     16", *rows, "=" * 50])
     data = ((block + "\n") * 6).encode()
     fed, _closed = _fed(data)
