@@ -90,6 +90,7 @@ typedef struct {
     /* the last tags read, as those fields (a log's processes interleave their lines: one missed most) */
     struct { char text[TAG_MAX]; Py_ssize_t len; PyObject *tag; int idx, kind, ranked; long long pid; } tags[TAG_KEPT];
     int tag_next;  /* the slot the next tag made takes */
+    long long rank_dp; int rank_idx;  /* the last engine line's DP rank (-1 none) and its string, rank_idx -1: none yet */
 } VllmLines;
 
 #define F_BENCH 4096  /* native.F_BENCH: both bench readers' blocks are open and handed over (bench()) */
@@ -172,6 +173,7 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (!v) { PyErr_NoMemory(); return NULL; }
     v->ctx = &self->ctx;
     v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = v->lines.lit_stage = -1;
+    v->lines.rank_idx = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
             v->dash_lits |= 1ull << k;
@@ -200,7 +202,7 @@ static void vllm_lines_release(VllmLines *l) {
                          &l->k_rank, &l->k_hints, &l->k_pid, &l->hint[0], &l->hint[1], &l->hint[2], &l->tag};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
     for (int i = 0; i < TAG_KEPT; i++) { Py_CLEAR(l->tags[i].tag); l->tags[i].len = 0; }
-    l->armed = 0, l->tag_len = 0, l->tag_next = 0;
+    l->armed = 0, l->tag_len = 0, l->tag_next = 0, l->rank_idx = -1;
 }
 
 /* The rows kept (BenchRow) let go, made no Row of. */
@@ -1968,10 +1970,13 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             if (add_metric(self, metric[i], value[i], window, lineno, l->s_spec, self->s_empty, process) < 0)
                 return ERROR;
     } else if (count) {
-        char rank[32];
-        int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
-        int rank_idx = intern_str(self, rank, rl);
-        if (rank_idx < 0) return ERROR;
+        int rank_idx = l->rank_idx;
+        if (rank_idx < 0 || l->rank_dp != dp) {  /* (a log's engine lines are of one rank, or a few by turns) */
+            char rank[32];
+            int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
+            if ((rank_idx = intern_str(self, rank, rl)) < 0) return ERROR;
+            l->rank_dp = dp, l->rank_idx = rank_idx;
+        }
         PyObject *rank_str = str_obj(self, rank_idx);
         long window = engine_window(l, rank_str);
         if (window < 0) return ERROR;
