@@ -129,21 +129,54 @@ def timed_page(stack: Stack, path: str, a) -> tuple[list[float], int]:
     return timed(get, a.reps, a.budget), max(sizes)
 
 
+# A command's own peak RSS, free of this process's: Linux records the peak of the memory a child ran in
+# before its exec as the child's (exec_mmap's setmax_mm_hiwater_rss), and Popen's vfork runs it in this
+# process's memory, so wait4 said every parse peaked at least where the bench itself had (296 MB on the
+# cliff mixes, whose 256 MB inputs the bench writes, where /usr/bin/time said 138-166 MB). A small Python
+# forks the command instead: its peak is the floor then (~10 MB); it writes the command's wait4 figures
+# (peak RSS in KiB, wait status) to the descriptor its first argument names, and exits as the command did.
+PEAK_LAUNCHER = """import os, sys
+fd = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, b"%d %d" % (usage.ru_maxrss, status))
+os._exit(os.waitstatus_to_exitcode(status) & 255 if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+"""
+
+
 def wall(argv: list[str], env: dict[str, str] | None = None, timeout: float | None = None,
-         out: list[bytes] | None = None) -> tuple[float, int]:
-    """Run a command to the end: (seconds, its own peak RSS in bytes, from wait4).
+         out: list[bytes] | None = None, peak: bool = False) -> tuple[float, int]:
+    """Run a command to the end: (seconds, its own peak RSS in bytes with `peak`, else 0).
 
     Its output goes to a pipe that is read and dropped, not to /dev/null: GNU grep stops at the
     first match when it sees its output is /dev/null, even with -c. Past `timeout` seconds the
-    command is killed and its seconds are given as infinite (a parse that did not finish)."""
+    command is killed and its seconds are given as infinite (a parse that did not finish). With
+    `peak` it runs under PEAK_LAUNCHER (a few ms more start-up: the references go without)."""
     with tempfile.TemporaryFile() as err:
+        report_r = report_w = -1
+        command = argv
+        if peak:
+            report_r, report_w = os.pipe()
+            argv = [PY, "-I", "-S", "-c", PEAK_LAUNCHER, str(report_w), *argv]
         start = time.perf_counter()
-        p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+        try:
+            # The launcher and its command in a session of their own: a timeout kills both.
+            p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err,
+                                 start_new_session=peak, pass_fds=(report_w,) if peak else ())
+        finally:
+            if peak:
+                os.close(report_w)
         timer = None
         if timeout is not None:
             import threading
 
-            timer = threading.Timer(timeout, p.kill)
+            timer = threading.Timer(timeout, _kill, (p, peak))
             timer.daemon = True  # never keeps the bench alive after its end
             timer.start()
         try:
@@ -152,24 +185,42 @@ def wall(argv: list[str], env: dict[str, str] | None = None, timeout: float | No
                 if out is not None:
                     out.append(block)
             _, status, usage = os.wait4(p.pid, 0)
+            rss = 0
+            if peak:
+                with os.fdopen(report_r, "rb") as r:
+                    report_r = -1
+                    said = r.read().split()
+                if len(said) == 2:  # the command's own (the launcher killed: none)
+                    rss, status = int(said[0]) * 1024, int(said[1])
             if timer is not None:
                 timer.cancel()
                 if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
                     p.stdout.close()
-                    return math.inf, usage.ru_maxrss * 1024
+                    return math.inf, rss
         except BaseException:  # Ctrl-C: the child goes too
             if timer is not None:
                 timer.cancel()
-            p.kill()
+            _kill(p, peak)
             p.wait()
             raise
+        finally:
+            if report_r >= 0:
+                os.close(report_r)
         seconds = time.perf_counter() - start
         p.stdout.close()
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode not in (0, 1):  # grep -c exits 1 when it counts nothing
             err.seek(0)
-            raise RuntimeError(f"{argv[:3]} exited {p.returncode}: {err.read().decode(errors='replace')[-1500:]}")
-    return seconds, usage.ru_maxrss * 1024
+            raise RuntimeError(f"{command[:3]} exited {p.returncode}: {err.read().decode(errors='replace')[-1500:]}")
+    return seconds, rss
+
+
+def _kill(p: subprocess.Popen, group: bool) -> None:
+    """SIGKILL to the command (and, under the launcher, to its session: the command with it)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL) if group else p.kill()
+    except ProcessLookupError:
+        pass
 
 
 # -- sections --------------------------------------------------------------------------------------
@@ -178,7 +229,7 @@ def wall(argv: list[str], env: dict[str, str] | None = None, timeout: float | No
 def startup_seconds(env) -> float:
     # The best of several runs: a start-up measured once on this VM varied 1.5-15 s (page cache
     # reclaim), and one slow start-up subtracted from a parse would overstate its rate.
-    return min(wall([PY, "manage.py", "parselog", "--json", str(HEAD_SAMPLE)], env)[0] for _ in range(3))
+    return min(wall([PY, "manage.py", "parselog", "--json", str(HEAD_SAMPLE)], env, peak=True)[0] for _ in range(3))
 
 
 # Real lines made unique (bench/nccl_unique.py): the NCCL start-up lines with new thread ids,
@@ -195,7 +246,7 @@ def parse_one(log: Path, env, timeout: float) -> tuple[float, float, int]:
     seconds, peak RSS). Start-up is not in the time (on this loaded VM it varied 1.5-15 s, more than
     a parse)."""
     out: list[bytes] = []
-    seconds, rss = wall([PY, str(ROOT / "bench" / "parse_one.py"), str(log)], env, timeout=timeout, out=out)
+    seconds, rss = wall([PY, str(ROOT / "bench" / "parse_one.py"), str(log)], env, timeout=timeout, out=out, peak=True)
     if math.isinf(seconds):
         return seconds, seconds, rss
     took, cpu = b"".join(out).split()[-2:]
@@ -248,7 +299,7 @@ def section_parse(a, rows, refs, env) -> None:
     loop = wall([PY, "-c", "import sys\nfor _ in open(sys.argv[1], 'rb'): pass", str(log)])[0]
     startup = startup_seconds(env)
     say(f"parselog on {size / report.MB:.0f} MB (grep -c {grep:.2f} s, Python line loop {loop:.1f} s) ...")
-    runs = [wall([PY, "manage.py", "parselog", "--json", str(log)], env) for _ in range(2)]
+    runs = [wall([PY, "manage.py", "parselog", "--json", str(log)], env, peak=True) for _ in range(2)]
     seconds, rss = min(r[0] for r in runs), max(r[1] for r in runs)
     report.judge_parse(rows["parse_rate"], rows["parse_rss"], size=size, seconds=seconds, startup=startup, rss=rss,
                        grep_seconds=grep, loop_seconds=loop)
@@ -433,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = [
         "MB = 2^20 bytes. Times of pages and API calls are request to last byte over localhost.",
         "parselog MB/s excludes manage.py start-up (timed on a 14 KB log) when the parse takes over twice as "
-        "long; its peak RSS comes from wait4().",
+        "long; its peak RSS comes from wait4() in a small launcher (bench/run.py PEAK_LAUNCHER).",
         f"gunicorn as scripts/run.sh runs it (2 workers x 4 threads) with --timeout {a.timeout}; the API "
         "rate limit is lifted (RUNLENS_API_RATE) because one client sends thousands of requests.",
     ]

@@ -459,18 +459,43 @@ def _delete_rows(lf: LogFile) -> None:
 
 # Columns written per row, in the order _insert_rows builds them (field names; COPY uses their columns).
 COLLECTIVE_FIELDS = ("run", "logfile", "line", "process", "op", "size_bytes", "count", "dtype", "redop", "root",
-                     "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place")
+                     "time_us", "algbw_gbs", "busbw_gbs", "wrong", "ip_time_us", "ip_algbw_gbs", "ip_busbw_gbs",
+                     "ip_wrong", "sides")
 ISLAND_FIELDS = ("run", "logfile", "process", "first_line", "last_line", "rows", "peak_busbw_gbs")
 NCCL_FIELDS = ("run", "logfile", "line", "process", "key", "value", "kind", "rank", "source", "role")
 
 
+# What a table line's two sides share: a row a side (COLLECTIVE_SCHEMA) next to another with all
+# of these equal, out-of-place then in-place, is that line's other side.
+LINE_FIELDS = ("line", "process", "op", "size_bytes", "count", "dtype", "redop", "root")
+
+
+def paired_sides(frame: pl.DataFrame) -> pl.DataFrame:
+    """Collectives a row a side (COLLECTIVE_SCHEMA, in the parser's order) as CollectiveResult
+    stores them: a row a line, its out-of-place side then its in-place one (`sides` says which it
+    holds; the side it lacks is null). A side without its other one next to it (a batch cut
+    between them, a line of one side) is a row alone: readers see the same rows either way."""
+    inside = pl.col("in_place")
+    same = [pl.col(f).eq_missing(pl.col(f).shift(-1)) for f in LINE_FIELDS]
+    first = (~inside & inside.shift(-1).fill_null(False)).and_(*same)
+    paired = frame.with_columns(first=first).with_columns(second=pl.col("first").shift(1).fill_null(False))
+    side_fields = CollectiveResult.SIDE_FIELDS
+    return paired.with_columns(
+        sides=pl.when("first").then(CollectiveResult.OUT_OF_PLACE | CollectiveResult.IN_PLACE)
+        .when(inside).then(CollectiveResult.IN_PLACE).otherwise(CollectiveResult.OUT_OF_PLACE).cast(pl.Int16),
+        **{ip: pl.when("first").then(pl.col(out).shift(-1)).when(inside).then(out) for out, ip in side_fields},
+    ).with_columns(
+        **{out: pl.when(inside).then(None).otherwise(out) for out, _ in side_fields},
+    ).filter(~pl.col("second")).drop("first", "second", "in_place")
+
+
 def _insert_collectives(lf: LogFile, frame: pl.DataFrame) -> None:
-    """Insert one spooled batch of collectives, cut to the columns' sizes: on PostgreSQL as CSV
-    written by polars (COPY), on SQLite as instances."""
-    rows = frame.select(
+    """Insert one spooled batch of collectives, a row a line (paired_sides), cut to the columns'
+    sizes: on PostgreSQL as CSV written by polars (COPY), on SQLite as instances."""
+    rows = paired_sides(frame).select(
         pl.lit(lf.run_id, pl.Int64).alias("run"), pl.lit(lf.id, pl.Int64).alias("logfile"), "line",
         pl.col("process").str.slice(0, 64), "op", "size_bytes", "count", pl.col("dtype").str.slice(0, 16),
-        pl.col("redop").str.slice(0, 16), "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place")
+        pl.col("redop").str.slice(0, 16), "root", *COLLECTIVE_FIELDS[10:])
     if connection.vendor != "postgresql":
         _bulk_create(CollectiveResult, COLLECTIVE_FIELDS, rows.iter_rows())
         return

@@ -18,9 +18,10 @@ untagged stream's (`main`, benchmark blocks) through the launch its line falls i
 from __future__ import annotations
 
 import heapq
+import operator
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import islice
 from typing import Any
 
 LAUNCHER, WORKER, BENCH, NCCL_TESTS, UNKNOWN = (
@@ -136,21 +137,30 @@ def layout(files: dict[int | None, dict]) -> Layout:
         current: Launch | None = None
         has_worker = False
         # Every APIServer line of a vLLM log is a launch line (hundreds of thousands in a large log): they come
-        # ascending and are merged in as they are read, not made a tuple each and sorted with the rest (the
-        # same order as sorted() of all of them, in a fraction of its memory).
+        # ascending (checked at C speed: a generator's comparisons cost more than the rest of the layout) and
+        # are merged in by bisection, in the order heapq.merge of (line, 0, "") tuples and the sorted events
+        # gave: those at or before an event's line first. Of the launch lines between two events only the
+        # first can act: it opens a launch or not, and either way the next sees no worker since.
         launch_lines = info.get("launch_lines") or []
-        if any(a > b for a, b in pairwise(launch_lines)):
+        if not all(map(operator.le, launch_lines, islice(launch_lines, 1, None))):
             launch_lines = sorted(launch_lines)
-        for line, kind, pid in heapq.merge(((line, 0, "") for line in launch_lines), sorted(events)):
-            if kind == 0 and (current is None or has_worker):
+        at = 0  # the first launch line not merged yet
+        for line, kind, pid in [*sorted(events), (None, 0, "")]:
+            upto = len(launch_lines) if line is None else bisect_right(launch_lines, line, at)
+            if upto > at:
+                if current is None or has_worker:
+                    current = Launch(len(launches) + 1, starts={logfile: launch_lines[at]})
+                    launches.append(current)
+                    segments.setdefault(logfile, []).append((launch_lines[at], len(launches) - 1))
+                    has_worker = False
+                at = upto
+            if line is None:
+                break
+            if kind == 0 and (current is None or has_worker) or kind == 1 and current is None:
                 current = Launch(len(launches) + 1, starts={logfile: line})
                 launches.append(current)
                 segments.setdefault(logfile, []).append((line, len(launches) - 1))
-                has_worker = False
-            elif kind == 1 and current is None:
-                current = Launch(len(launches) + 1, starts={logfile: line})
-                launches.append(current)
-                segments.setdefault(logfile, []).append((line, len(launches) - 1))
+                has_worker = False  # (it was, where no launch was open)
             if pid and current is not None:
                 current.processes.append(pid)
                 launch_of[pid] = len(launches) - 1

@@ -6,6 +6,7 @@ figures so lists sort and filter without joins; only ingest.services writes them
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -278,17 +279,45 @@ class CollectiveResult(_Parsed):
     dtype = models.CharField(max_length=16)
     redop = models.CharField(max_length=16)
     root = models.IntegerField()
-    time_us = models.FloatField(null=True)
+    # One row a table line, both its sides (nccl-tests prints the out-of-place and the in-place
+    # results of one collective on one line): half the rows of a row a side, whose COPY was most
+    # of PostgreSQL's time storing 512 MB of nccl-tests outputs (2.35M rows: 10.4 s of its CPU,
+    # 5.9 s as 1.18M rows a line). `sides` says which sides the row holds (OUT_OF_PLACE,
+    # IN_PLACE, a bit each); a side it lacks has nulls. Readers see a row a side (collective_values).
+    time_us = models.FloatField(null=True)  # the out-of-place side
     algbw_gbs = models.FloatField(null=True)
     busbw_gbs = models.FloatField(null=True)
     wrong = models.BigIntegerField(null=True)
-    in_place = models.BooleanField()
+    ip_time_us = models.FloatField(null=True)  # the in-place side
+    ip_algbw_gbs = models.FloatField(null=True)
+    ip_busbw_gbs = models.FloatField(null=True)
+    ip_wrong = models.BigIntegerField(null=True)
+    sides = models.PositiveSmallIntegerField()
+
+    OUT_OF_PLACE, IN_PLACE = 1, 2
+    # A side's own columns, as (out-of-place, in-place) column names.
+    SIDE_FIELDS = (("time_us", "ip_time_us"), ("algbw_gbs", "ip_algbw_gbs"), ("busbw_gbs", "ip_busbw_gbs"),
+                   ("wrong", "ip_wrong"))
 
     class Meta:
         # What every read asks: a run's rows (or several runs'), by file and line. Rows are written
         # in that order, each at the index's end; an index on (run, op, size) (a text compared by
         # the database's collation, sizes out of order) cost a COPY over twice this one's upkeep.
         indexes = [models.Index(fields=["run", "logfile", "line"], name="collective_run_line")]
+
+
+def collective_values(found: Any, *fields: str) -> Iterator[dict[str, Any]]:
+    """`found` (a query of CollectiveResult) as a row a side, as the parser gave them: the
+    out-of-place side first, then the in-place one; each a dict of `fields` in their order, a
+    side's columns by their out-of-place names and `in_place` for the side."""
+    side = dict(CollectiveResult.SIDE_FIELDS)
+    stored = [f for f in fields if f != "in_place"]
+    inner = [side[f] for f in stored if f in side]
+    for row in found.values(*stored, *inner, "sides").iterator(chunk_size=10_000):
+        if row["sides"] & CollectiveResult.OUT_OF_PLACE:
+            yield {f: False if f == "in_place" else row[f] for f in fields}
+        if row["sides"] & CollectiveResult.IN_PLACE:
+            yield {f: True if f == "in_place" else row[side[f]] if f in side else row[f] for f in fields}
 
 
 class CollectiveIsland(models.Model):

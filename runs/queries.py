@@ -28,6 +28,7 @@ from runs.models import (
     Run,
     RunEdit,
     Status,
+    collective_values,
     visible_runs,
 )
 from runs.schemas import RunFilters
@@ -273,8 +274,8 @@ def chart_phase_rows(run: Run, zoom: tuple[int, int] | None = None) -> tuple[lis
 
 def collective_rows(run: Run) -> list[dict[str, Any]]:
     # dict(): the stubs type .values() rows as TypedDicts, which are not plain dicts to mypy.
-    return [dict(row) for row in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line").values(
-        "op", "size_bytes", "busbw_gbs", "in_place")]
+    return list(collective_values(CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "id"),
+                                  "op", "size_bytes", "busbw_gbs", "in_place"))
 
 
 def baseline_choices(user, run: Run) -> QuerySet[Run]:
@@ -459,10 +460,8 @@ def comparison_inputs(user, ids: list[int], points: bool = True,
         for key, value in nccl.get("effective", {}).items():
             cfg[f"{key} (effective)"] = _sourced(value, first_rank.get(key), "workers")
     _stored_series(inputs, points, zoom)
-    for c in CollectiveResult.objects.filter(run_id__in=ids).order_by("logfile_id", "line").values(
-        "run_id", "op", "size_bytes", "busbw_gbs", "algbw_gbs", "time_us", "in_place", "line"
-    ):
-        row: dict[str, Any] = dict(c)  # a plain dict: the TypedDict the stubs give cannot drop a key
+    for row in collective_values(CollectiveResult.objects.filter(run_id__in=ids).order_by("logfile_id", "line", "id"),
+                                 "run_id", "op", "size_bytes", "busbw_gbs", "algbw_gbs", "time_us", "in_place", "line"):
         inputs[row.pop("run_id")].collectives.append(row)
     return [inputs[i] for i in ids]
 

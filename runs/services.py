@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from itertools import islice
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from ingest.parsers import parse_lines
@@ -34,6 +35,7 @@ from runs.models import (
     RunEdit,
     Status,
     Tag,
+    collective_values,
 )
 from runs.nccl import NCCL_KEY, PERSON, is_documented
 from runs.permissions import Role, has_role, require_role
@@ -455,6 +457,11 @@ def _add_nccl(run: Run, result: rec.ParseResult) -> None:
                                          one(process, process) if logfile_id else PERSON))
 
 
+# A collective record's fields (rec.Collective's, the log file's id for its logfile).
+RECORD_FIELDS = ("op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
+                 "in_place", "line", "process", "logfile_id")
+
+
 def run_result(run: Run) -> rec.ParseResult:
     """Rebuild one ParseResult from all of a run's stored rows (windows of later files follow on).
 
@@ -477,11 +484,11 @@ def run_result(run: Run) -> rec.ParseResult:
             last = max(last, window + offset)
         offset = last
     _add_nccl(run, result)
-    for c in CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "in_place"):
+    for c in collective_values(CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "id"),
+                               *RECORD_FIELDS):
         result.collectives.append(rec.Collective(
-            c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs,
-            c.wrong, c.in_place, c.line or 0, c.process, c.logfile_id,
-        ))
+            c["op"], c["size_bytes"], c["count"], c["dtype"], c["redop"], c["root"], c["time_us"], c["algbw_gbs"],
+            c["busbw_gbs"], c["wrong"], c["in_place"], c["line"] or 0, c["process"], c["logfile_id"]))
     return result
 
 
@@ -494,10 +501,12 @@ def run_rows(run: Run, files: list[LogFile]) -> digest.Rows:
     spool.mkdir(parents=True, exist_ok=True)
     rows = columns.summary_rows(files, digest.Spill(spool))
     collectives = CollectiveResult.objects.filter(run=run)
-    rows.collectives = [
-        digest.collective_dict(*c) for c in collectives.order_by("logfile_id", "line", "in_place").values_list(
-            "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place")[:digest.COLLECTIVES_KEPT]]
-    rows.collectives_total = collectives.count()
+    # A stored row holds up to two sides: the first COLLECTIVES_KEPT rows hold the sides kept.
+    kept = collectives.order_by("logfile_id", "line", "id")[:digest.COLLECTIVES_KEPT]
+    rows.collectives = [digest.collective_dict(*c.values()) for c in islice(collective_values(
+        kept, "op", "size_bytes", "time_us", "algbw_gbs", "busbw_gbs", "in_place"), digest.COLLECTIVES_KEPT)]
+    rows.collectives_total = collectives.aggregate(
+        n=Count("id") + Count("id", filter=Q(sides=CollectiveResult.OUT_OF_PLACE | CollectiveResult.IN_PLACE)))["n"]
     # Busbw keeps runs of adjacent lines, not a line (millions in a long run): the worker found
     # them as it stored the rows (CollectiveIsland), a row a run. Processes in bytewise order, as
     # SQL found them before: any order does (Busbw keeps each apart), and PostgreSQL's sort by

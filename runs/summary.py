@@ -6,6 +6,7 @@ the first tiny `gen throughput` after idle) and would drag a mean.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -203,21 +204,32 @@ def _middle(data: Sequence[float] | memoryview) -> float:
     return data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
 
 
-def _sorted(values: Sequence[float], at: list[int] | None = None) -> Sequence[float] | memoryview:
+def _sorted(values: Sequence[float], at: list[int] | None = None, start: int = 0) -> Sequence[float] | memoryview:
     """`values` in the order sorted() gives, or with `at` (positions in it) values whose items at
     those positions are that order's. An array of floats is sorted by numpy (8 bytes a value;
     sorted() makes a float object of each, 32), seen through a memoryview (its items are Python
     floats, as sorted()'s are): the same order, but where a NaN or a negative zero is (sorted()
     leaves those where its comparisons put them), and for a few values. Not polars: a Series' sort
     costs ~0.7 ms of its thread pool a call, most of a decode log's figures. Positions `at` are put
-    in place by numpy's partition, a third of its sort's time (a decode log's figures: 45 ms)."""
-    if isinstance(values, array) and values.typecode == "d" and len(values) > 1000:
-        column = np.frombuffer(values, dtype=np.float64)  # a view of the array, no copy
-        if not (np.isnan(column).any() or ((column == 0) & np.signbit(column)).any()):
-            if at is not None:
-                return np.partition(column, sorted({k for k in at if 0 <= k < len(column)})).data
+    in place by numpy's partition, a third of its sort's time (a decode log's figures: 45 ms).
+    `start`: of values[start:], without the copy that slice is (a figure's values can be 40 MB)."""
+    if isinstance(values, array) and values.typecode == "d" and len(values) - start > 1000:
+        column = np.frombuffer(values, dtype=np.float64)[start:]  # a view of the array, no copy
+        if at is not None:
+            # One pass for the NaNs (their sum is NaN; so is that of an inf and a -inf, which only
+            # sends such a column the long way), and the zeros looked at only where one is read: a
+            # partition's zeros may be in another order than sorted()'s (-0.0 == 0.0). Six passes
+            # of whole-column checks were a third of a decode log's figures.
+            with np.errstate(invalid="ignore", over="ignore"):  # (an inf and a -inf; a sum past the floats)
+                total = column.sum()
+            if not math.isnan(total):
+                kth = sorted({k for k in at if 0 <= k < len(column)})
+                placed = np.partition(column, kth)
+                if not (placed[kth] == 0).any() or not ((column == 0) & np.signbit(column)).any():
+                    return placed.data
+        elif not (np.isnan(column).any() or ((column == 0) & np.signbit(column)).any()):
             return np.sort(column).data
-    return sorted(values)
+    return sorted(values[start:] if start else values)
 
 
 THROUGHPUT_NAMES = ("throughput_tok_s", "gen_throughput_tok_s")
@@ -235,7 +247,7 @@ def throughput_values(metrics: list[Group], exclude: tuple[str, ...] = ()) -> Se
     # too, averages real generation.
     rest = len(values) - 1
     if (_throughput_source(metrics, exclude) == "sglang_decode" and rest >= 1
-            and values[0] < 0.25 * _middle(_sorted(values[1:], [rest // 2 - 1, rest // 2]))):
+            and values[0] < 0.25 * _middle(_sorted(values, [rest // 2 - 1, rest // 2], start=1))):
         values = values[1:]
     return values
 

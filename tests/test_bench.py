@@ -211,3 +211,49 @@ def test_a_mix_of_real_lines_made_unique_says_so_in_the_table():
                            wc_seconds=0.03, loop_seconds=0.2, timeout=600, cpu_seconds=2.0)
     assert row["renumbered"] and row["mb_per_s"] == 16.0
     assert report.mix_table([row]).splitlines()[2].startswith("| nccl_unique | real, renumbered (3 files) | 32 MB |")
+
+
+# A process that peaked at this much before it ran a command (bench/run.py spawns every parse of its mixes
+# after writing their inputs): wait4 on a child Popen started says the child peaked there too.
+_PEAKED = """import os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from bench import run
+held = bytearray(256 << 20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+del held
+plain = subprocess.Popen(["true"])
+_, _, usage = os.wait4(plain.pid, 0)
+print(usage.ru_maxrss << 10, run.wall(["true"], peak=True)[1],
+      run.wall([sys.executable, "-c", "x = bytearray(96 << 20)\\nfor i in range(0, len(x), 4096): x[i] = 1"], peak=True)[1])
+"""
+
+
+def test_a_commands_peak_rss_is_its_own_not_the_benchs_that_started_it():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    plain, true, grown = map(int, subprocess.run([sys.executable, "-c", _PEAKED, str(root)], check=True,
+                                                 capture_output=True, text=True).stdout.split())
+    assert plain >= 256 * report.MB  # why: Popen's child inherits the peak of the memory it was spawned in
+    assert true < 64 * report.MB  # the launcher's few MB, not the bench's 256
+    assert 96 * report.MB <= grown < 160 * report.MB  # a command's own growth is seen
+
+
+def test_a_command_past_its_timeout_is_killed_with_its_launcher():
+    import time
+
+    from bench import run
+
+    start = time.perf_counter()
+    seconds, rss = run.wall(["sleep", "30"], timeout=0.5, peak=True)
+    assert seconds == float("inf") and time.perf_counter() - start < 10
+    assert run.wall(["sh", "-c", "exit 1"], peak=True)[1] > 0  # grep -c's "none counted" is no failure
+    try:
+        run.wall(["sh", "-c", "exit 3"], peak=True)
+    except RuntimeError as e:
+        assert "['sh', '-c', 'exit 3'] exited 3" in str(e)
+    else:
+        raise AssertionError("a command that failed passed")

@@ -310,3 +310,23 @@ def test_what_the_watcher_wants_is_what_one_pattern_of_the_readers_wanted():
         differ = [line for line in lines if got(line) != want(line)]
         assert not differ, (names, differ[:5])
     assert sum(map(_wanted(tuple(PARSERS)), lines)) > 1000  # the lines it wants are many, not none
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(1, 60), max_size=8), st.lists(st.integers(1, 60), max_size=8),
+                          st.lists(st.integers(1, 60), max_size=8)), max_size=8))
+def test_harvest_strikes_what_it_would_from_a_fresh_look_at_the_candidates(steps):
+    """The open candidates harvest() keeps between calls (made again only when candidates grew) strike
+    off what candidates - used, made afresh each call, would: every marked or recorded candidate line."""
+    from types import SimpleNamespace
+
+    from ingest.parsers.records import ParseResult
+
+    watcher, want = context.Watcher(), set()
+    for offered, marked, recorded in steps:
+        watcher.candidates.update(offered)  # (as the scanner adds them, straight into the set)
+        result = ParseResult()
+        result.used.update(marked)
+        result.nccl = [SimpleNamespace(line=n) for n in recorded]
+        watcher.harvest(result)
+        want |= (set(marked) | set(recorded)) & watcher.candidates
+        assert watcher.used == want and not result.used

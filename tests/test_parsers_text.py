@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+from unittest import mock
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ingest.parsers import parse_stream, text
 from ingest.parsers.text import MAX_LINE_BYTES, read_lines
@@ -97,6 +101,28 @@ def test_the_ascii_image_is_the_encoded_text_and_the_lines_holding_other_charact
     assert _scan.ascii_image("") == ("", 1, []) and _scan.ascii_image("ascii\nonly") == ("ascii\nonly", 2, [])
 
 
+# Pieces whose mix makes strs of 1, 2 and 4 bytes a character, with runs of ASCII past the vector
+# path's 32 characters a step and other characters at any place in a step.
+_PIECES = st.sampled_from(["a", "\n", "\r", "é", "ÿ", "\x80", "█", "日", "\U0001f600", "x" * 31, "INFO plain " * 3])
+
+
+@given(st.lists(_PIECES, max_size=60))
+def test_the_vector_ascii_image_is_the_character_at_a_time_one(pieces):
+    """ascii_image with AVX2 (where the CPU has it) and without: one answer, str.encode's."""
+    from ingest.parsers import _scan
+
+    decoded = "".join(pieces)
+    was = _scan.vector()
+    try:
+        answers = []
+        for on in (True, False):
+            _scan.vector(on and was)
+            answers.append(_scan.ascii_image(decoded))
+    finally:
+        _scan.vector(was)
+    assert answers[0] == answers[1] == _image_by_python(decoded)
+
+
 def test_a_text_is_kept_while_its_lines_to_clean_and_non_ascii_lines_together_are_within_the_share():
     lines = [f"INFO 09-01 10:00:{i % 60:02d} plain line {i}" for i in range(100)]  # 5% of 100: 5 lines
     for i in (3, 40, 41, 77, 99):
@@ -164,3 +190,41 @@ def test_the_scanners_clean_is_clean_on_real_dirty_lines_and_generated_ones():
     # a line of other characters that clean() leaves as it is (a progress bar copied with its block) is kept
     bar = "# 100%|\u2588\u2588\u2588| 32/32 [02:30<00:00, 4.71s/it]"
     assert _scan.clean_line(bar) == text.clean(bar) == bar
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=12), st.integers(0, 5), st.integers(5, 30))
+def test_long_line_finds_a_line_over_the_limit_by_its_probes_as_a_full_measure_would(lengths, lead, limit):
+    """_long_line measures only the lines at every MAX_LINE_BYTES-th byte: never a different answer."""
+    block = b"\n".join(b"x" * n for n in lengths)
+    buf = bytearray(b"y\n" * lead + block + b"\nzz")
+    with mock.patch.object(text, "MAX_LINE_BYTES", limit):
+        assert text._long_line(buf, 2 * lead, 2 * lead + len(block)) == (max(lengths) > limit)
+
+
+class _ReadOnly(io.RawIOBase):
+    """A stream without readinto (read_chunks reads it by read())."""
+
+    def __init__(self, data: bytes) -> None:
+        self.f = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.f.read(min(size, 7) if size > 0 else size)
+
+    def __getattribute__(self, name: str):
+        if name == "readinto":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_read_chunks_gives_the_same_lines_from_a_stream_without_readinto():
+    # (NULs past the sniffed head only, where they are dropped)
+    data = b"".join(b"line %d \x1b[1mbold\x1b[0m%s \xe2\x82\xac\n" % (i, b"\x00" * (i > 1000)) for i in range(3000))
+    data = data[:5000] + b"long" * 50 + data[5000:] + b"cut"  # a line cut at MAX_LINE_BYTES
+    with mock.patch.object(text, "BATCH", 100), mock.patch.object(text, "MAX_LINE_BYTES", 60):
+        want: list = []
+        got: list = []
+        chunks = [line for _, chunk in text.read_chunks(io.BytesIO(data), want) for line in chunk]
+        slow = [line for _, chunk in text.read_chunks(_ReadOnly(data), got) for line in chunk]
+        lines = [line for _, line in text.read_lines(io.BytesIO(data))]
+    assert chunks == slow == lines and len(lines) == 3000 and len(want) == 2
+    assert [w.message for w in got] == [w.message for w in want] and want

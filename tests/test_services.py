@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from ingest import registration, services
 from runs import columns
-from runs.models import CollectiveResult, LogFile, Project, Run, Status
+from runs.models import CollectiveResult, LogFile, Project, Run, Status, collective_values
 from runs.permissions import RoleRequired
 from runs.services import ServiceError
 from tests.samples import upload_bytes
@@ -234,7 +234,8 @@ def test_nccl_tests_rows_named_only_after_their_table_are_stored_with_their_op(a
     run = upload_bytes(alice, "late-op.log", log.encode())
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
     stored = CollectiveResult.objects.filter(run=run)
-    assert stored.count() == 40
+    assert stored.count() == 20  # a row a line, both its sides
+    assert len(list(collective_values(stored, "op"))) == 40
     assert set(stored.values_list("op", flat=True)) == {"all_gather"}
 
 
@@ -563,9 +564,9 @@ def test_stored_collectives_are_the_parsed_rows_exactly(alice, monkeypatch, name
     run = upload_bytes(alice, "tests.log", data)
     assert services.parse_logfile(run.logfiles.get().id) == Status.READY
     parsed = parse_stream(io.BytesIO(data), engine="lines").collectives
-    stored = CollectiveResult.objects.filter(run=run).order_by("id").values_list(
-        "op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
-        "in_place", "line", "process")
+    stored = [tuple(c.values()) for c in collective_values(
+        CollectiveResult.objects.filter(run=run).order_by("id"), "op", "size_bytes", "count", "dtype", "redop", "root",
+        "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place", "line", "process")]
     assert len(parsed) > 20
     assert list(stored) == [(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
                              c.busbw_gbs, c.wrong, c.in_place, c.line, c.process) for c in parsed]
@@ -579,8 +580,40 @@ def test_a_collective_whose_texts_read_as_null_or_empty_is_stored_as_it_is(alice
     odd = [Collective("all_reduce", 8, 2, "float", "", -1, None, 1.5, 1e-7, None, True, 3, "\\N"),
            Collective('a"b,c', 2**62, 2, "float", "sum", 0, 12.25, float("inf"), 0.1 + 0.2, 0, False, 4, "")]
     services._insert_collectives(lf, collectives_frame(odd))
-    stored = CollectiveResult.objects.filter(logfile=lf).order_by("id").values_list(
-        "op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
-        "in_place", "line", "process")
+    stored = [tuple(c.values()) for c in collective_values(
+        CollectiveResult.objects.filter(logfile=lf).order_by("id"), "op", "size_bytes", "count", "dtype", "redop", "root",
+        "time_us", "algbw_gbs", "busbw_gbs", "wrong", "in_place", "line", "process")]
     assert list(stored) == [(c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs,
                              c.busbw_gbs, c.wrong, c.in_place, c.line, c.process) for c in odd]
+
+
+def test_a_lines_two_sides_are_one_stored_row_and_a_side_alone_a_row_of_its_own(alice):
+    """A nccl-tests line's out-of-place and in-place results are stored as one row; a side with no
+    other side next to it (a batch cut between them, another process's or collective's line, a
+    line of one side) is a row alone. Readers see a row a side, in the parser's order, either way."""
+    from ingest.parsers.records import Collective, collectives_frame
+
+    run = upload_bytes(alice, "x.log", b"x\n")
+    lf = run.logfiles.get()
+
+    def side(line: int, in_place: bool, process: str = "p", size: int = 8, busbw: float | None = 1.0) -> Collective:
+        return Collective("all_reduce", size, size // 4, "float", "sum", -1, 2.0 + in_place, 1.5, busbw,
+                          None if in_place else 0, in_place, line, process)
+
+    batches = [[side(1, False), side(1, True),  # a line: one row
+                side(2, True),  # in-place alone
+                side(3, False), side(3, True, "q"),  # two processes' sides
+                side(4, False), side(4, True, size=16),  # two collectives
+                side(5, False, busbw=None), side(5, True),
+                side(6, False)],  # the batch ends between a line's sides
+               [side(6, True), side(7, False), side(7, True)]]
+    for batch in batches:
+        services._insert_collectives(lf, collectives_frame(batch))
+    stored = CollectiveResult.objects.filter(logfile=lf).order_by("logfile_id", "line", "id")
+    fields = ("op", "size_bytes", "count", "dtype", "redop", "root", "time_us", "algbw_gbs", "busbw_gbs", "wrong",
+              "in_place", "line", "process")
+    assert [tuple(c.values()) for c in collective_values(stored, *fields)] == [
+        (c.op, c.size_bytes, c.count, c.dtype, c.redop, c.root, c.time_us, c.algbw_gbs, c.busbw_gbs, c.wrong,
+         c.in_place, c.line, c.process) for batch in batches for c in batch]
+    assert list(stored.values_list("line", "sides")) == [(1, 3), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2), (5, 3),
+                                                         (6, 1), (6, 2), (7, 3)]

@@ -172,22 +172,30 @@ def _nccl_tests_run(user):
     return run
 
 
+def _sides_per_line(run) -> dict:
+    """(logfile, process, line) -> (the line's sides with a bus bandwidth, their highest), of
+    the run's stored collectives a side at a time (as every reader sees them)."""
+    from runs.models import CollectiveResult, collective_values
+
+    lines: dict = {}
+    for c in collective_values(CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "id"),
+                               "logfile_id", "process", "line", "busbw_gbs"):
+        if c["busbw_gbs"] is not None:
+            n, peak = lines.get((c["logfile_id"], c["process"], c["line"] or 0), (0, c["busbw_gbs"]))
+            lines[(c["logfile_id"], c["process"], c["line"] or 0)] = (n + 1, max(peak, c["busbw_gbs"]))
+    return lines
+
+
 def test_bus_bandwidth_runs_read_in_sql_are_those_of_every_stored_line(alice):
     """run_rows reads each file's and process's runs of adjacent nccl-tests row lines (stored by
     the worker, CollectiveIsland): the same runs, rows and peaks as every stored line fed to Busbw
     in line order (two files, an MPI-tagged output)."""
-    from django.db.models import Count, Max
-
     from runs.digest import Busbw
-    from runs.models import CollectiveResult
 
     run = _nccl_tests_run(alice)
     every = Busbw()
-    for lf_id, process, line, n, peak in (
-            CollectiveResult.objects.filter(run=run, busbw_gbs__isnull=False).values("logfile_id", "process", "line")
-            .annotate(n=Count("id"), peak=Max("busbw_gbs")).order_by("logfile_id", "process", "line")
-            .values_list("logfile_id", "process", "line", "n", "peak")):
-        every.add(lf_id, process, line or 0, n, peak)
+    for (lf_id, process, line), (n, peak) in sorted(_sides_per_line(run).items()):
+        every.add(lf_id, process, line, n, peak)
     read = services.run_rows(run, services._ready_files(run)).busbw
 
     def listed(busbw: Busbw) -> list:
@@ -206,25 +214,22 @@ def _islands(run) -> list:
         "logfile_id", "process", "first_line", "last_line", "rows", "peak_busbw_gbs"))
 
 
-def test_the_islands_stored_by_the_worker_are_those_the_migration_finds_among_the_rows(alice):
-    """Migration 0022 finds the islands of runs stored before them with the query refresh_run ran
-    (in SQL, over the rows); the worker's (runs.digest.BusbwIslands) are the same. A re-parse
-    replaces them, a deleted run takes them along."""
-    import importlib
-
-    from django.apps import apps
-    from django.db import connection
-
+def test_the_islands_stored_by_the_worker_are_those_of_the_stored_sides(alice):
+    """The worker's islands (runs.digest.BusbwIslands) are the runs of adjacent lines of the
+    stored sides with a bus bandwidth (as migration 0022 found them in SQL when a row was a side).
+    A re-parse replaces them, a deleted run takes them along."""
     from runs.models import CollectiveIsland, Run
 
     run = _nccl_tests_run(alice)
     stored = _islands(run)
     assert len({lf for lf, *_ in stored}) == 2 and len(stored) == 3
-    CollectiveIsland.objects.all().delete()
-    migration = importlib.import_module("runs.migrations.0022_collective_islands")
-    with connection.schema_editor() as editor:
-        migration.islands_of_stored_rows(apps, editor)
-    assert _islands(run) == stored
+    found: list = []
+    for (lf, process, line), (n, peak) in sorted(_sides_per_line(run).items()):
+        if found and found[-1][:2] == [lf, process] and found[-1][3] == line - 1:
+            found[-1][3:] = [line, found[-1][4] + n, max(found[-1][5], peak)]
+        else:
+            found.append([lf, process, line, line, n, peak])
+    assert sorted(stored, key=lambda i: (i[0], i[1], i[2])) == [tuple(i) for i in found]
 
     ingest.requeue_run(Run.objects.get(id=run.id))
     for lf in run.logfiles.all():
@@ -232,3 +237,48 @@ def test_the_islands_stored_by_the_worker_are_those_the_migration_finds_among_th
     assert _islands(run) == stored  # replaced, not doubled
     registration.delete_run(alice, Run.objects.get(id=run.id))
     assert not CollectiveIsland.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_pairs_stored_sides_into_a_row_a_line_and_back(alice):
+    """Migration 0023: rows stored a side each (before it) become a row a line, both sides in it,
+    as the worker stores them now; every reader sees the same sides in the same order, the run's
+    summary is the same. Reversed, the rows are a side each again."""
+    from django.db import connection, transaction
+    from django.db.migrations.executor import MigrationExecutor
+
+    from runs.models import CollectiveResult, Run, collective_values
+
+    fields = ("logfile_id", "line", "process", "op", "size_bytes", "count", "dtype", "redop", "root", "time_us",
+              "algbw_gbs", "busbw_gbs", "wrong", "in_place")
+    run = _nccl_tests_run(alice)
+    stored = CollectiveResult.objects.filter(run=run).order_by("logfile_id", "line", "id")
+    sides = list(collective_values(stored, *fields))
+    lines = stored.count()
+    # Both sides of each table line in one row (the outputs have no line of one side).
+    assert len(sides) == 2 * lines and {c["in_place"] for c in sides} == {False, True}
+    parsed = Run.objects.get(id=run.id).parsed
+    before, after = [("runs", "0022_collective_islands")], [("runs", "0023_collective_sides")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        Old = executor.loader.project_state(before).apps.get_model("runs", "CollectiveResult")
+        old = Old.objects.filter(run_id=run.id).order_by("logfile_id", "line", "in_place")
+        assert list(old.values(*fields)) == sides
+        # A side alone (a line of one side, a batch cut between a line's sides) stays a row of its own.
+        lone = old.filter(in_place=True).order_by("id").first()
+        Old.objects.create(run_id=run.id, **{f: getattr(lone, f) for f in fields if f != "in_place"},
+                           in_place=True)
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        assert CollectiveResult.objects.filter(run=run).count() == lines + 1
+        paired = list(collective_values(stored, *fields))
+        assert [c for c in paired if c not in sides] == [] and len(paired) == len(sides) + 1
+        assert [c for i, c in enumerate(paired) if i == 0 or c != paired[i - 1]] == sides
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    CollectiveResult.objects.filter(run=run, sides=CollectiveResult.IN_PLACE).delete()
+    assert list(collective_values(stored, *fields)) == sides
+    with transaction.atomic():
+        services.refresh_run(run.id)
+    assert Run.objects.get(id=run.id).parsed == parsed

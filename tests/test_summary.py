@@ -384,3 +384,37 @@ def test_a_large_log_drops_its_first_decode_line_by_the_median_of_the_others(res
     for first, dropped in ((f"{quarter - 0.005:.2f}", True), (f"{quarter + 0.005:.2f}", False)):
         lines = [_decode(f"{k % 60:02d}", tput) for k, tput in enumerate([first, *(f"{v:.2f}" for v in others)])]
         assert _parse(lines)["summary"]["windows"] == rest + (not dropped)
+
+
+@pytest.mark.parametrize("zeros", [[0.0], [-0.0], [0.0, -0.0], [-0.0, 0.0]])
+@pytest.mark.parametrize("infs", [[], [math.inf], [math.inf, -math.inf]])
+def test_describe_of_a_large_array_whose_median_and_quartiles_are_zeros_of_either_sign(zeros, infs):
+    """A partition may put -0.0 and 0.0 in another order than sorted() (equal to it): where a read
+    position holds a zero, the zeros' signs decide; an inf and a -inf sum to NaN as a NaN does."""
+    from array import array
+
+    rng = random.Random(len(zeros) * 10 + len(infs))
+    values = [rng.choice([*zeros, rng.random() - 2, rng.random() + 1]) for _ in range(4001)]
+    values[::97] = [rng.choice(zeros) for _ in values[::97]]
+    values[5:5 + len(infs)] = infs
+    values[1000:3000] = [rng.choice(zeros) for _ in range(2000)]  # the median and both quartiles among them
+    got, want = describe(array("d", values)), reference(values)
+    assert [str(x) for x in (got.median, got.spread, got.count)] == [str(x) for x in want]
+
+
+@pytest.mark.parametrize("special", [None, math.nan, -0.0])
+def test_sorted_from_a_start_reads_the_slice_without_copying_it(special):
+    """_sorted(values, at, start) is _sorted(values[start:], at): the SGLang first-window check reads
+    the rest of a figure's values so, not through a copy of them."""
+    from array import array
+
+    from runs.summary import _middle, _sorted
+
+    rng = random.Random(5)
+    values = array("d", [rng.choice([0.0, 2.0, rng.random()]) for _ in range(3001)])
+    if special is not None:
+        values[1500:1600] = array("d", [special] * 100)
+    rest = len(values) - 1
+    at = [rest // 2 - 1, rest // 2]
+    got, want = _sorted(values, at, start=1), _sorted(values[1:], at)
+    assert len(got) == len(want) == rest and str(_middle(got)) == str(_middle(want)) == str(median(values[1:]))

@@ -2760,10 +2760,12 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
 /* ascii_image(text: str) -> (its ASCII image: each character past U+007F a "?", its number of lines,
  * the indices of the lines holding such a character, ascending): for text._ascii_image, one pass in
  * place of str.encode(errors="replace") and a regex search for the lines. */
+/* The image of s[from:n] a character at a time, on from line *line (the last line found wide: *last). */
 #define ASCII_IMAGE(NAME, T)                                                                             \
-    static int NAME(const T *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *lines, PyObject *wide) {      \
-        Py_ssize_t line = 0, last = -1;                                                                 \
-        for (Py_ssize_t i = 0; i < n; i++) {                                                            \
+    static int NAME(const T *s, Py_ssize_t from, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *line_io,     \
+                    Py_ssize_t *last_io, PyObject *wide) {                                              \
+        Py_ssize_t line = *line_io, last = *last_io;                                                    \
+        for (Py_ssize_t i = from; i < n; i++) {                                                         \
             T c = s[i];                                                                                 \
             if (c < 0x80) {                                                                             \
                 image[i] = (Py_UCS1)c;                                                                  \
@@ -2778,13 +2780,55 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
                 last = line;                                                                            \
             }                                                                                           \
         }                                                                                               \
-        *lines = line + 1;                                                                              \
+        *line_io = line, *last_io = last;                                                               \
         return 0;                                                                                       \
     }
 ASCII_IMAGE(ascii_image_1, Py_UCS1)
 ASCII_IMAGE(ascii_image_2, Py_UCS2)
 ASCII_IMAGE(ascii_image_4, Py_UCS4)
 #undef ASCII_IMAGE
+
+#ifdef HAVE_AVX2_PATH
+/* ascii_image_1/_2 of a whole text 32 characters a step: a step of ASCII characters only (nearly all of
+ * a log with a progress bar's blocks in it) is copied (narrowed) and its newlines counted at once; a
+ * step holding another character goes a character at a time (the same answers: tests hold both). */
+__attribute__((target("avx2")))
+static int ascii_image_1v(const Py_UCS1 *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *line, Py_ssize_t *last,
+                          PyObject *wide) {
+    const __m256i nl = _mm256_set1_epi8('\n');
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
+        if (_mm256_movemask_epi8(v)) {  /* a byte past 0x7f */
+            if (ascii_image_1(s, i, i + 32, image, line, last, wide) < 0) return -1;
+            continue;
+        }
+        _mm256_storeu_si256((__m256i *)(image + i), v);
+        *line += __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl)));
+    }
+    return ascii_image_1(s, i, n, image, line, last, wide);
+}
+
+__attribute__((target("avx2")))
+static int ascii_image_2v(const Py_UCS2 *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *line, Py_ssize_t *last,
+                          PyObject *wide) {
+    const __m256i nl = _mm256_set1_epi8('\n'), high = _mm256_set1_epi16((short)0xff80);
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 16));
+        if (!_mm256_testz_si256(_mm256_or_si256(a, b), high)) {  /* a character past U+007F */
+            if (ascii_image_2(s, i, i + 32, image, line, last, wide) < 0) return -1;
+            continue;
+        }
+        /* Narrowed (each lane packs its halves of a and b: the 64-bit quarters put back in order). */
+        __m256i v = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xd8);
+        _mm256_storeu_si256((__m256i *)(image + i), v);
+        *line += __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl)));
+    }
+    return ascii_image_2(s, i, n, image, line, last, wide);
+}
+#endif
 
 static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
     if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
@@ -2795,11 +2839,22 @@ static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
     if (!bad) {
         Py_UCS1 *out = PyUnicode_1BYTE_DATA(image);
         const void *data = PyUnicode_DATA(arg);
-        switch (PyUnicode_KIND(arg)) {
-        case PyUnicode_1BYTE_KIND: bad = ascii_image_1(data, n, out, &lines, wide) < 0; break;
-        case PyUnicode_2BYTE_KIND: bad = ascii_image_2(data, n, out, &lines, wide) < 0; break;
-        default: bad = ascii_image_4(data, n, out, &lines, wide) < 0; break;
+        Py_ssize_t line = 0, last = -1;
+        int kind = PyUnicode_KIND(arg);
+#ifdef HAVE_AVX2_PATH
+        if (avx2_ok && kind != PyUnicode_4BYTE_KIND) {
+            bad = (kind == PyUnicode_1BYTE_KIND ? ascii_image_1v(data, n, out, &line, &last, wide)
+                                                : ascii_image_2v(data, n, out, &line, &last, wide)) < 0;
+            kind = 0;
         }
+#endif
+        switch (kind) {
+        case 0: break;
+        case PyUnicode_1BYTE_KIND: bad = ascii_image_1(data, 0, n, out, &line, &last, wide) < 0; break;
+        case PyUnicode_2BYTE_KIND: bad = ascii_image_2(data, 0, n, out, &line, &last, wide) < 0; break;
+        default: bad = ascii_image_4(data, 0, n, out, &line, &last, wide) < 0; break;
+        }
+        lines = line + 1;
     }
     if (bad) {
         Py_XDECREF(image);

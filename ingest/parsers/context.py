@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from operator import attrgetter
 
 import numpy as np
 
@@ -99,6 +100,12 @@ class Watcher:
         self.candidates: set[int] = set()  # the first MAX_CANDIDATES lines holding WORDS
         self.truncated = False
         self.used: set[int] = set()
+        # The candidates as an array for harvest()'s lookups, made again only when `candidates` has grown
+        # (the sets only grow: a size says which set it is), the used ones in it too (striking one again
+        # changes nothing): a log past MAX_CANDIDATES made the open ones afresh at each sink call (~5 ms
+        # of set difference and array), never again once candidates stop coming.
+        self._lines = np.zeros(0, dtype=np.int64)
+        self._lines_at = 0  # len(candidates) it was made at
         self.topo_columns: list[str] | None = None
         self.topo_line = 0
         self.topo_rows: dict[str, list[str]] = {}
@@ -251,16 +258,16 @@ class Watcher:
         # A line's mark (result.used) strikes it off only if it is a candidate, which it is by now or
         # never (the engines offer a line before a sink is called): only those marks are kept. A log
         # of many NCCL start-ups marks every version line, a set that grew with the file.
+        candidates = self.candidates
         if result.used:
-            self.used.update(result.used & self.candidates)
+            self.used.update(result.used & candidates)
             result.used.clear()
-        open_ = self.candidates - self.used
-        if not open_:
+        if len(self.used) == len(candidates):  # (used holds candidates only, until finish())
             return
+        line = attrgetter("line")
         for records in (result.phases, result.metrics, result.nccl, result.collectives):
-            for rec in records:
-                if rec.line in open_:
-                    self.used.add(rec.line)
+            if records:
+                self.used.update(candidates.intersection(map(line, records)))
         # Columns are looked up in bulk (numpy): a batch holds a spill's worth of records, and a
         # Python loop over them took a third of a serving log's parse once a candidate stayed open.
         # Every batch's line column joined and looked up once: a bench log's batches hold hundreds
@@ -274,18 +281,20 @@ class Watcher:
                     columns.append(batch.get_column("line").to_numpy())
         columns.extend(frame.get_column("line").to_numpy() for frame in result.collective_frames if frame.height)
         if columns:
-            self._strike(np.concatenate(columns), np.fromiter(open_, dtype=np.int64, count=len(open_)))
+            if self._lines_at != len(candidates):
+                self._lines = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
+                self._lines_at = len(candidates)
+            self._strike(np.concatenate(columns), self._lines)
 
     def _strike(self, lines: np.ndarray, wanted: np.ndarray) -> None:
-        """Mark used the candidate lines (`wanted`) that `lines` holds. The candidates still open are
+        """Mark used the candidate lines (`wanted`: all of them, used or not) that `lines` holds. They are
         mostly lines before the batch's: those in its range are looked up in a table of the range."""
         if not len(lines):
             return
         low, high = lines.min(), lines.max()
         wanted = wanted[(wanted >= low) & (wanted <= high)]
         if len(wanted):
-            hit = wanted[np.isin(wanted, lines, kind="table")]
-            self.used.update(hit.tolist())
+            self.used.update(wanted[np.isin(wanted, lines, kind="table")].tolist())
 
     def finish(self, result: ParseResult) -> None:
         """Topology, versions, unread lines and, for a file of no log format, its context."""

@@ -174,59 +174,89 @@ def read_chunks(stream: BinaryIO, warnings: list | None = None,
     The same lines, numbers and warnings as read_lines, a chunk at a time. A line over
     MAX_LINE_BYTES is yielded alone, its warning added just before it, as read_lines does.
     """
-    data = _head(stream)
+    head = _head(stream)
+    # One buffer for the whole file, read into (BATCH bytes after what is left of the last read's cut line,
+    # which is at most MAX_LINE_BYTES): each read's lines are decoded from it in place. A bytes object a
+    # read, joined to the rest and cut in two after, copied the file three times more (~7% of a parse).
+    buf = bytearray(max(len(head), MAX_LINE_BYTES) + BATCH)
+    buf[:len(head)] = head
+    filled = len(head)  # the bytes of buf read and not handed out yet begin at 0 and end here
+    readinto = getattr(stream, "readinto", None)
     lineno = 0
     skipping = False  # inside the rest of a line that was cut: drop bytes up to its newline
     # The first reads are small: the parsers set a file's formats and settings line by line on
     # its first records, before the native scanner can take over.
     size = min(FIRST_BATCH, BATCH)
     while True:
-        more = stream.read(size)
+        if readinto is not None:
+            more = readinto(memoryview(buf)[filled:filled + size])
+        else:
+            piece = stream.read(size)
+            more = len(piece)
+            buf[filled:filled + more] = piece
+        filled += more
         size = min(size * 4, BATCH)
-        data += more
+        start = 0  # the first byte not handed out
         if skipping:
-            nl = data.find(b"\n")
+            nl = buf.find(b"\n", 0, filled)
             if nl < 0:
                 if not more:
                     return
-                data = b""
+                filled = 0
                 continue
-            data = data[nl + 1:]
-            skipping = False
-        end = data.rfind(b"\n")
+            start, skipping = nl + 1, False
+        end = buf.rfind(b"\n", start, filled)
         if end >= 0:
-            block, data = data[:end], data[end + 1:]
-            parts = [block]
-            if len(block) > MAX_LINE_BYTES and _longest_line(block) > MAX_LINE_BYTES:
-                parts = block.split(b"\n")
-            # Runs of ordinary lines are decoded together; an over-long line goes alone.
-            run: list[bytes] = []
-            for part in parts:
-                if len(part) > MAX_LINE_BYTES and b"\n" not in part:  # one over-long line
-                    if run:
-                        lines = _decode_block(b"\n".join(run), texts)
-                        yield lineno + 1, lines
-                        lineno += len(lines)
-                        run = []
-                    lineno += 1
-                    _cut(lineno, warnings)
-                    yield lineno, _lines([_decode(part[:MAX_LINE_BYTES], lineno, warnings)], [0])
-                else:
-                    run.append(part)
-            if run:
-                lines = _decode_block(run[0] if len(run) == 1 else b"\n".join(run), texts)
+            if end - start > MAX_LINE_BYTES and _long_line(buf, start, end):
+                # Runs of ordinary lines are decoded together; an over-long line goes alone.
+                run: list[bytes] = []
+                for part in bytes(memoryview(buf)[start:end]).split(b"\n"):
+                    if len(part) > MAX_LINE_BYTES:  # one over-long line
+                        if run:
+                            lines = _decode_block(b"\n".join(run), texts)
+                            yield lineno + 1, lines
+                            lineno += len(lines)
+                            run = []
+                        lineno += 1
+                        _cut(lineno, warnings)
+                        yield lineno, _lines([_decode(part[:MAX_LINE_BYTES], lineno, warnings)], [0])
+                    else:
+                        run.append(part)
+                if run:
+                    lines = _decode_block(b"\n".join(run), texts)
+                    yield lineno + 1, lines
+                    lineno += len(lines)
+            else:
+                # Decoded where it lies (no NUL in it, else as bytes, which _decode_block takes them out of).
+                block = memoryview(buf)[start:end] if buf.find(b"\0", start, end) < 0 else bytes(buf[start:end])
+                lines = _decode_block(block, texts)
+                del block  # (the buffer is written again below: no view of it outlives its use)
                 yield lineno + 1, lines
                 lineno += len(lines)
-        if len(data) > MAX_LINE_BYTES:
+            start = end + 1
+        if filled - start > MAX_LINE_BYTES:
             # Keep the first MiB of the monster line, drop the rest up to its end.
             lineno += 1
             _cut(lineno, warnings)
-            yield lineno, _lines([_decode(data[:MAX_LINE_BYTES], lineno, warnings)], [0])
-            data, skipping = b"", True
+            yield lineno, _lines([_decode(bytes(buf[start:start + MAX_LINE_BYTES]), lineno, warnings)], [0])
+            start, skipping = filled, True
         if not more:
-            if data.strip():
+            if buf[start:filled].strip():
                 _mid_line(lineno + 1, warnings)
             return
+        # The cut line left over goes to the front, the next read after it.
+        buf[:filled - start] = buf[start:filled]
+        filled -= start
+
+
+def _long_line(buf: bytearray, start: int, end: int) -> bool:
+    """Whether a line of buf[start:end] is longer than MAX_LINE_BYTES. Such a line holds one of the
+    bytes start + k * MAX_LINE_BYTES (k >= 1): only the lines there are measured, not the whole block."""
+    for at in range(start + MAX_LINE_BYTES, end, MAX_LINE_BYTES):
+        after = buf.find(b"\n", at, end)
+        if (end if after < 0 else after) - max(buf.rfind(b"\n", start, at) + 1, start) > MAX_LINE_BYTES:
+            return True
+    return False
 
 
 class Lines(list):
@@ -270,15 +300,16 @@ class Text:
 TEXT_DIRTY_SHARE = 0.05
 
 
-def _decode_block(block: bytes, texts: bool = False) -> Lines | Text:
-    """Lines of newline-separated bytes, decoded and cleaned as _decode does one line.
+def _decode_block(block: bytes | memoryview, texts: bool = False) -> Lines | Text:
+    """Lines of newline-separated bytes (a memoryview: without NULs), decoded and cleaned as _decode
+    does one line.
 
     One decode and split in C: UTF-8 never takes a newline into a multi-byte sequence, so it
     yields the lines _decode would. clean() runs only on lines holding one of its triggers.
     """
-    if b"\x00" in block:
+    if isinstance(block, bytes) and b"\x00" in block:
         block = block.replace(b"\x00", b"")
-    text = block.decode("utf-8", errors="replace")
+    text = str(block, "utf-8", errors="replace")
     counted = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
     marked = None if counted is None else sorted(counted[1] + counted[2]) if counted[2] else counted[1]
     if texts and counted is not None and len(counted[1]) <= TEXT_DIRTY_SHARE * counted[0]:
