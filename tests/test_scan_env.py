@@ -333,3 +333,20 @@ def test_hostile_quoting_reads_as_the_lines_engine_reads_it(lines, spec):
     data = _log(head, lines, lines, lines)
     _same(data, 61, 61, spill_at=1)
     _same(data)
+
+
+def test_records_of_many_keys_and_values_and_of_many_launch_flags_read_as_the_lines_engine_reads_them():
+    """A record's key and value strs are kept by their text (256 of them, up to 64 characters): more
+    distinct ones than that, values past 64 characters and texts that share their first and last
+    bytes give the values the line engine gives; a launch line's first 64 flags are taken from the
+    check before its moves, the rest found again."""
+    flags = " ".join(f"-x NCCL_K{k}_{'Y' * (k % 7)}=v{k}{'z' * (k % 70)}x" for k in range(90))  # (< 8192 bytes)
+    lines = [f"$ mpirun {flags} python3 run.py", f"$ mpirun {flags} -x NCCL_LAST='a b' python3 run.py"]
+    for k in range(300):  # dumps of distinct values: the kept strs replaced, and found again below
+        pairs = " ".join(f"NCCL_A{j}=aaaaaaaa{k * 7 + j}bbbbbbbb" for j in range(4))
+        lines.append(f"[TP0] pid=1561 environ NCCL_*: {pairs}")
+    data = _log(SPEC, lines, lines[:50], SPEC)
+    _same(data)
+    _same(data, 333, 333, spill_at=7)
+    fed = _python_lines(_log(SPEC, lines, lines))
+    assert fed.count(lines[0]) <= 1 and fed.count(lines[-1]) <= 1

@@ -658,3 +658,53 @@ def test_a_rule_of_dashes_without_a_letter_is_read_in_c_without_the_bench_reader
 @given(logs_with(OUTPUTS, MCA_LINES))
 def test_rules_and_environ_lines_anywhere_give_the_records_lines_give(case):
     _same(*case, case[1])
+
+
+# Spacing that crosses the 64-byte words of a row's space mask (_scan_tests.h, tests_split): runs of
+# spaces 1 to 70 long, tabs and other whitespace between cells, rows past the 504 bytes split by their
+# mask (split a byte at a time there), a cell ending at a word's edge.
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(ROWS), st.lists(st.integers(1, 70), min_size=1, max_size=16),
+                          st.sampled_from([b"", b" ", b"\t", b"\x0b", b"\x1f", b" " * 63, b" " * 64])),
+                min_size=1, max_size=12),
+       st.sampled_from([1 << 8, 1 << 21]))
+def test_rows_spaced_across_the_words_of_their_space_mask_give_the_records_lines_give(rows, batch):
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    out = [NAMED.rstrip(b"\n"), header]
+    for row, gaps, odd in rows:
+        cells = _cells(row)
+        line = odd
+        for k, cell in enumerate(cells):
+            line += cell + (b" " * gaps[k % len(gaps)] if k % 5 else odd or b" ")
+        out.append(line)
+    _same(b"\n".join(out) + b"\n", batch, batch)
+
+
+def test_rows_at_the_edges_of_the_space_mask_are_read_in_c_and_give_the_records_lines_give():
+    """Rows whose cells end at 63, 64 and 65 bytes and rows 500 to 520 bytes long (past 504: split a
+    byte at a time); the ones of plain spaces are read in C."""
+    header = next(h for h in HEADERS if h.startswith(b"#") and len(h.split()) == 14)
+    row = next(r for r in ROWS if len(r.split()) == 13 and b"N/A" not in r)
+    cells = _cells(row)
+    lines = []
+    for width in range(1, 60):  # the first cell right-aligned in `width` places: every edge crossed
+        lines.append(b" ".join([cells[0].rjust(width + len(cells[0]))] + cells[1:]))
+    for length in range(500, 521):
+        line = b" ".join(cells)
+        lines.append(b" " * (length - len(line)) + line)
+    data = NAMED + header + b"\n" + b"\n".join(lines) + b"\n# Avg bus bandwidth    : 1.5 \n"
+    _same(data, 1 << 21, 1 << 21)
+    _same(data, 1 << 8, 1 << 8)
+    assert _lines_fed_by_python(data * 3, lambda line: line.lstrip()[:1].isdigit()) == 0
+
+
+def test_comment_lines_past_the_ones_a_scan_keeps_give_the_records_lines_give():
+    """A scan keeps 128 `#` lines that changed nothing; more distinct ones (device rows of many ranks,
+    titles) are read each time, and a line kept in one scan is read again in the next."""
+    output = next(o for o in OUTPUTS if b"Group" in o and b"Pid   1377" in o)
+    row = next(r for r in output.split(b"\n") if b"Pid   1377" in r and b"Rank  0" in r)
+    extra = [row.replace(b"Rank  0", b"Rank %2d" % (k % 2)) for k in range(2)]
+    extra += [b"# title %d of a long run" % k for k in range(300)]
+    data = output + b"\n" + b"\n".join(extra * 3) + b"\n" + output
+    for batch in (1 << 9, 1 << 14, 1 << 21):
+        _same(data, batch, batch)

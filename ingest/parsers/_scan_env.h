@@ -34,6 +34,9 @@
  * goes to Python (DECLINE: read_line goes on with it as before).
  */
 
+#define ENV_STRS 256  /* the record strings kept (env_str): direct-mapped by their hash */
+#define ENV_STR_MAX 64  /* a longer key or value is decoded each time */
+
 struct env_fast {
     PyObject *launch_lines, *declared_by;  /* the Tagger's */
     PyObject *hint_launcher, *hint_worker, *main;  /* processes.LAUNCHER, WORKER, MAIN */
@@ -48,6 +51,9 @@ struct env_fast {
     int has_format;  /* launch_env.NAME is among the formats: add_format() adds nothing */
     int has_sglang_launch;  /* and "sglang_launch" */
     struct env_cmd *cmd;  /* env_command's words, made at the first use */
+    /* The str of a record's key or value, by its text (env_str): a start-up names the same few
+     * keys and values in every dump and launch line, each decoded once, not twice a record. */
+    struct { uint64_t hash; Py_ssize_t len; PyObject *str; } strs[ENV_STRS];
 };
 
 static void env_free(struct nccl_fast *f) {
@@ -60,6 +66,7 @@ static void env_free(struct nccl_fast *f) {
                          &v->resolved, &v->nccl,
                          &v->settings, &v->processes, &v->offer};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
+    for (int i = 0; i < ENV_STRS; i++) Py_CLEAR(v->strs[i].str);
     free(v->cmd);
     free(v);
     f->env = NULL;
@@ -412,6 +419,7 @@ static int env_public_upper(const char *k, Py_ssize_t n) {
 }
 
 enum { CMD_NOTHING, CMD_PAIRS, CMD_PYTHON };
+#define ENV_FLAGS 64  /* launch flags a line's moves take from its check; past them the line is searched again */
 
 typedef struct env_cmd {
     env_words_t w;
@@ -419,6 +427,10 @@ typedef struct env_cmd {
     int pairs;  /* how many words from `first` are assignments */
     int source;  /* 0 launch prefix, 1 export, 2 env dump */
     char value[ENV_TEXT_MAX];  /* a launch flag's value, _shell_value's */
+    /* the line's launch flags found by the check before the moves (their first ENV_FLAGS): the
+     * name's and the value's spans, whether the value is quoted */
+    Py_ssize_t flag[ENV_FLAGS][4];
+    int flag_quoted[ENV_FLAGS];
     env_words_t launch;  /* an SGLang launch command's words */
 } env_cmd;
 
@@ -524,10 +536,39 @@ static int env_command(const char *s, Py_ssize_t n, int has_nccl_, env_cmd *c) {
 
 /* ---- the moves ---------------------------------------------------------------------------- */
 
+/* A hash of s[0:n] (n > 0) for env_str: its first and last 8 bytes (or each byte of a shorter one)
+ * and its length, mixed by multiplying. */
+static inline uint64_t env_str_hash(const char *s, Py_ssize_t n) {
+    uint64_t a = 0, b = 0;
+    if (n >= 8) {
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) a = a << 8 | (unsigned char)s[i];
+    }
+    uint64_t h = (a ^ (uint64_t)n) * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full;
+    return h ^ h >> 29;
+}
+
+/* The str of ASCII s[0:n], a new reference: the one kept for that text (the same text, compared
+ * whole), else decoded and kept in its slot. */
+static PyObject *env_str(struct env_fast *v, const char *s, Py_ssize_t n) {
+    if (n == 0 || n > ENV_STR_MAX) return PyUnicode_DecodeASCII(s, n, NULL);
+    uint64_t h = env_str_hash(s, n);
+    __typeof__(v->strs[0]) *slot = &v->strs[h & (ENV_STRS - 1)];
+    if (slot->str && slot->hash == h && slot->len == n && memeq(PyUnicode_1BYTE_DATA(slot->str), s, (size_t)n))
+        return Py_NewRef(slot->str);
+    PyObject *str = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!str) return NULL;
+    Py_XSETREF(slot->str, Py_NewRef(str));
+    slot->hash = h, slot->len = n;
+    return str;
+}
+
 /* record(key, value, kind, line, source, rank, None, process) appended to result.nccl: 0, -1 on error. */
 static int env_record(struct nccl_fast *f, struct env_fast *v, const char *key, Py_ssize_t kn, const char *value,
                       Py_ssize_t vn, PyObject *kind, PyObject *at, PyObject *source, PyObject *rank, PyObject *process) {
-    PyObject *k = PyUnicode_DecodeASCII(key, kn, NULL), *val = k ? PyUnicode_DecodeASCII(value, vn, NULL) : NULL;
+    PyObject *k = env_str(v, key, kn), *val = k ? env_str(v, value, vn) : NULL;
     PyObject *rec = NULL;
     if (val) {
         PyObject *argv[NCCL_VALUE_FIELDS] = {k, val, kind, at, source, rank, Py_None, process};
@@ -881,8 +922,16 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
     Py_ssize_t fi = 0, key_at, key_end, value_at, value_end;
     int quoted;
     if (flagged && n > ENV_TEXT_MAX) return DECLINE;  /* (cmd->value holds a value) */
-    while (flagged && env_next_flag(s, n, &fi, &key_at, &key_end, &value_at, &value_end, &quoted))
+    int nflags = 0;
+    while (flagged && env_next_flag(s, n, &fi, &key_at, &key_end, &value_at, &value_end, &quoted)) {
         records += value_end - value_at > 2 * quoted;  /* _declared: an empty value is unset */
+        if (nflags < ENV_FLAGS) {
+            Py_ssize_t *at = cmd->flag[nflags];
+            at[0] = key_at, at[1] = key_end, at[2] = value_at, at[3] = value_end;
+            cmd->flag_quoted[nflags] = quoted;
+        }
+        nflags++;
+    }
     int what = launch ? env_command(s, n, has_nccl_, cmd) : CMD_NOTHING;
     int status = DECLINE, version = 0;
     PyObject *lineobj = NULL, *key = NULL, *op = NULL;
@@ -937,7 +986,15 @@ static int env_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, 
         goto done;
     if (version && PySet_Add(f->used, lineobj) < 0) goto done;
     if (op && PyObject_SetAttr(self->tests->parser, v->k_op_command, op) < 0) goto done;
-    for (fi = 0; flagged && env_next_flag(s, n, &fi, &key_at, &key_end, &value_at, &value_end, &quoted);) {
+    fi = 0;
+    for (int k = 0; flagged && k < nflags; k++) {
+        if (k < ENV_FLAGS) {  /* (found above) */
+            const Py_ssize_t *at = cmd->flag[k];
+            key_at = at[0], key_end = at[1], value_at = at[2], value_end = at[3], quoted = cmd->flag_quoted[k];
+            fi = value_end;  /* (env_next_flag's place after it) */
+        } else if (!env_next_flag(s, n, &fi, &key_at, &key_end, &value_at, &value_end, &quoted)) {
+            break;
+        }
         Py_ssize_t len = env_flag_value(s + value_at, value_end - value_at, quoted, cmd->value);
         if (len && env_record(f, v, s + key_at, key_end - key_at, cmd->value, len, v->k_declared, lineobj,
                               v->src_flag, f->k_empty, v->main) < 0)

@@ -39,6 +39,11 @@ static int str_index(Scanner *self, PyObject *o);
 #define TESTS_LAYOUTS 8  /* Tables whose layout is kept: a file's tests alternate between a few headers */
 #define TESTS_FIELD_LINES 8  /* run settings lines known to set nothing new (tests_run_fields): one a run */
 #define TESTS_FIELD_LINE_MAX 256
+#define TESTS_NAME_KEPT 32  /* a type or op name kept for the next row (tests_name): longer ones are looked up */
+#define TESTS_HEADERS 8  /* header lines whose Table is kept (tests_header_of): a file prints a few */
+#define TESTS_HEADER_MAX 256  /* a longer header line is looked up in the dict each time */
+#define TESTS_IDLE 128  /* `#` lines kept as changing nothing this scan (tests_idle_comment): past them, read each time */
+#define TESTS_IDLE_MAX 192  /* a longer one is read each time */
 #define TESTS_PIDS 64  /* slots of the pids whose device rows change nothing this scan (3/4 used at most) */
 
 /* Where a Table's values sit (Table.lead and Table.sides); -1: no such column. */
@@ -65,6 +70,14 @@ typedef struct tests_state {
     Py_ssize_t device_pid_len[TESTS_PIDS];
     unsigned device_slot_stamp[TESTS_PIDS], device_stamp;
     int device_pids;
+    /* `#` lines read this scan that changed nothing (a device row of a known process, a title,
+     * units or version line, `#`: tests_idle_comment), by their text, in slots stamped
+     * device_stamp: what they depend on (the reader's ranks and settings, the Tagger's processes as
+     * tests_device reads them, the flags tests_in reads) stays as it is till Python runs. A file
+     * prints them test after test, the device rows one a rank. */
+    char idle_text[TESTS_IDLE][TESTS_IDLE_MAX];  /* idle_used of them this scan */
+    int idle_used;
+    struct { unsigned stamp; uint32_t hash; int len, at; } idle_slot[2 * TESTS_IDLE];  /* (at most half full) */
     /* Run settings lines whose every setting the result's `settings` (field_settings, a strong
      * reference) held: a setting is never taken away, so such a line sets nothing there again. */
     PyObject *field_settings;
@@ -80,8 +93,16 @@ typedef struct tests_state {
     int op_known;  /* the table being read has its op: a `concluded` line renames none of its rows */
     long long test;  /* the parser's test number (the window of a footer's metric) */
     int ended;  /* its test_ended: a footer was read, the next table opens test + 1 */
+    int seen_header;  /* its seen_header (never set back: a footer read here leaves it) */
     Py_ssize_t pending;  /* the result's collectives (Python's rows) at the scan's start */
     PyObject *headers;  /* its headers dict (header line -> Table or None), a strong reference */
+    /* Header lines found in that dict (header_dict, a strong reference) and their values (strong
+     * references): the dict only gains keys, and a key's value is never changed (_comment), so a
+     * line found there stays found while the dict is the same object. */
+    PyObject *header_dict, *header_value[TESTS_HEADERS];
+    char header_text[TESTS_HEADERS][TESTS_HEADER_MAX];
+    Py_ssize_t header_len[TESTS_HEADERS];
+    int next_header;
     int s_oob, s_avg, s_source;  /* "out_of_bounds_values", "avg_busbw_gbs", "nccl_tests" (interned) */
     /* Where a digit-led line that is no row changes nothing (tests_idle): 0 no, 1 no table and a
      * header seen (feed() reads no row), 2 no header yet (_row's classic 9 or 13 cells), 3 a table
@@ -91,6 +112,10 @@ typedef struct tests_state {
     char *word[TESTS_MAX_WORDS];
     Py_ssize_t word_len[TESTS_MAX_WORDS];
     int nwords;
+    /* the last type and op names a row held, and their strings (tests_name; a length 0: none yet) */
+    char last_dtype[TESTS_NAME_KEPT], last_redop[TESTS_NAME_KEPT];
+    Py_ssize_t last_dtype_len, last_redop_len;
+    int last_dtype_str, last_redop_str;
     /* the columns: records.Collective's fields (wrong_valid: 0 where wrong is None) */
     ibuf c_op, c_size, c_count, c_dtype, c_redop, c_root, c_wrong, c_wrong_valid, c_in_place, c_line, c_process;
     dbuf c_time, c_algbw, c_busbw;
@@ -104,6 +129,8 @@ static void tests_free(Tests *t) {
     Py_XDECREF(t->headers);
     for (int i = 0; i < TESTS_LAYOUTS; i++) Py_XDECREF(t->layout_table[i]);
     Py_XDECREF(t->field_settings);
+    Py_XDECREF(t->header_dict);
+    for (int i = 0; i < TESTS_HEADERS; i++) Py_XDECREF(t->header_value[i]);
     for (int i = 0; i < t->nwords; i++) free(t->word[i]);
     ibuf *ib[] = {&t->c_op, &t->c_size, &t->c_count, &t->c_dtype, &t->c_redop, &t->c_root, &t->c_wrong,
                   &t->c_wrong_valid, &t->c_in_place, &t->c_line, &t->c_process};
@@ -217,9 +244,10 @@ static int tests_table_in(Scanner *self);
 
 /* No pid's device row known to change nothing (every slot's stamp an old one). */
 static void tests_forget_pids(Tests *t) {
-    t->device_pids = 0;
+    t->device_pids = t->idle_used = 0;
     if (++t->device_stamp == 0) {  /* (wrapped: a slot's old stamp could be the new one) */
         memset(t->device_slot_stamp, 0, sizeof(t->device_slot_stamp));
+        for (int i = 0; i < 2 * TESTS_IDLE; i++) t->idle_slot[i].stamp = 0;
         t->device_stamp = 1;
     }
 }
@@ -282,10 +310,12 @@ static int tests_in(Scanner *self) {
     return tests_table_in(self);
 }
 
-/* What the parser's test, table and op let this scan read: tests_in's reading again after a line
- * read here moved them (tests_move). The rest it read stays: only Python changes the parser's
- * held rows, headers and ranks, and the result's rows; the settings and formats only grow, where
- * flags read before say less than they might. */
+static int tests_table_set(Scanner *self, PyObject *op, PyObject *table, int warned, int seen);
+
+/* What the parser's test, table and op let this scan read (tests_in's reading). The rest it read
+ * stays: only Python changes the parser's held rows, headers and ranks, and the result's rows; the
+ * settings and formats only grow, where flags read before say less than they might. A line read
+ * here that moves them (tests_move) sets the state from what it set (tests_table_set). */
 static int tests_table_in(Scanner *self) {
     Tests *t = self->tests;
     t->rows_ok = t->idle_mode = 0;
@@ -299,39 +329,41 @@ static int tests_table_in(Scanner *self) {
     if (overflow || t->test < 0) t->test = -1;  /* (then every footer is Python's) */
     PyObject *op = tests_attr(t->parser, "op");
     if (!op) return -1;
-    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && t->format_set;
     PyObject *table = tests_attr(t->parser, "table");
     if (!table) { Py_DECREF(op); return -1; }
-    PyObject *warned = table == Py_None ? NULL : tests_attr(t->parser, "wrong_warned");
-    int status = 0;
-    if (table == Py_None) {
-        PyObject *seen = tests_attr(t->parser, "seen_header");
-        int header = seen ? PyObject_IsTrue(seen) : -1;
-        Py_XDECREF(seen);
-        if (header < 0) { status = -1; goto done; }
-        t->idle_mode = header ? 1 : 2;
-        goto done;
-    }
-    if (!warned) { status = -1; goto done; }
-    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
-    if (t->lay.layout_ok) t->idle_mode = 3;
-    if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); status = -1; goto done; }
-    int warned_now = PyObject_IsTrue(warned);
-    if (warned_now < 0) { status = -1; goto done; }
-    /* An op named after the table renames its rows (held or not): only rows of a named op here. */
-    if (t->ended || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) goto done;
-    if (t->pending) goto done;
-    if (table != t->table && tests_layout(t, table) < 0) { status = -1; goto done; }
-    Py_ssize_t len;
-    const char *text = PyUnicode_AsUTF8AndSize(op, &len);
-    if (!text || (t->op = intern_str(self, text, len)) < 0) { status = -1; goto done; }
-    t->wrong_warned = warned_now;
-    t->rows_ok = t->lay.layout_ok;
-done:
+    /* wrong_warned where a table is; seen_header where none is (a table is opened by a header) */
+    PyObject *flag = tests_attr(t->parser, table == Py_None ? "seen_header" : "wrong_warned");
+    int set = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    int status = set < 0 ? -1 : table == Py_None ? tests_table_set(self, op, table, 0, set) : tests_table_set(self, op, table, set, 1);
     Py_DECREF(table);
     Py_DECREF(op);
-    Py_XDECREF(warned);
     return status;
+}
+
+/* tests_table_in's state from the parser's op, table, wrong_warned (where a table is) and
+ * seen_header (t->test and t->ended set already). */
+static int tests_table_set(Scanner *self, PyObject *op, PyObject *table, int warned, int seen) {
+    Tests *t = self->tests;
+    t->rows_ok = t->idle_mode = 0;
+    t->seen_header = seen;
+    t->op_known = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, "unknown") != 0 && t->format_set;
+    if (table == Py_None) {
+        t->idle_mode = seen ? 1 : 2;
+        return 0;
+    }
+    if (table != t->table && tests_layout(t, table) < 0) return -1;
+    if (t->lay.layout_ok) t->idle_mode = 3;
+    if (!PyUnicode_Check(op)) { PyErr_SetString(PyExc_TypeError, "nccl_tests.Parser.op is a str"); return -1; }
+    /* An op named after the table renames its rows (held or not): only rows of a named op here. */
+    if (t->ended || PyUnicode_CompareWithASCIIString(op, "unknown") == 0) return 0;
+    if (t->pending) return 0;
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(op, &len);
+    if (!text || (t->op = intern_str(self, text, len)) < 0) return -1;
+    t->wrong_warned = warned;
+    t->rows_ok = t->lay.layout_ok;
+    return 0;
 }
 
 enum { TK_INT, TK_DEC, TK_NONE };  /* a cell: an integer, a plain decimal, or what float() refuses (None) */
@@ -356,67 +388,187 @@ static inline Py_ssize_t tests_blanks(const char *s, Py_ssize_t n, Py_ssize_t i)
     }
 }
 
-/* The kind of a row's token, -1 when Python must read it. */
-static int tests_token(const Tests *t, const char *s, Py_ssize_t n) {
-    Py_ssize_t i = s[0] == '-' ? 1 : 0, d = i;
-    while (d < n && is_digit(s[d])) d++;
-    if (d > i && d == n) return n <= TESTS_INT_DIGITS ? TK_INT : -1;
+/* A row's cell, read in one pass: its kind (TK_*, -1 when Python must read the row) and, for a
+ * number, its digits as to_double reads them (m, the significant digits, the digits after the
+ * dot), so that its int (_int) and its float (_float) need no second pass. */
+typedef struct {
+    Py_ssize_t at, len;
+    uint64_t m;  /* the digits (exact while digits <= 15 or the cell is an int of TESTS_INT_DIGITS at most) */
+    int kind, neg, digits, frac;
+} tests_cell;
+
+/* The kind of s[0:n] (n > 0) into *c (c->kind), its number's parts where it is one. */
+static inline int tests_cell_read(const Tests *t, const char *s, Py_ssize_t n, tests_cell *c) {
+    Py_ssize_t i = s[0] == '-', d = i;
+    uint64_t m = 0;
+    int digits = 0, frac = 0;
+    unsigned v;
+    for (; d < n && (v = (unsigned char)s[d] - '0') <= 9; d++) {  /* (as to_double counts them) */
+        m = m * 10 + v;
+        digits += m != 0;
+    }
+    c->neg = (int)i, c->m = m, c->digits = digits, c->frac = 0;
+    if (d > i && d == n) return c->kind = n <= TESTS_INT_DIGITS ? TK_INT : -1;
     if (d > i && s[d] == '.' && d + 1 < n) {
         Py_ssize_t f = d + 1;
-        while (f < n && is_digit(s[f])) f++;
-        return f == n ? TK_DEC : -1;
+        for (; f < n && (v = (unsigned char)s[f] - '0') <= 9; f++) {
+            m = m * 10 + v;
+            digits += m != 0;
+            frac++;
+        }
+        c->m = m, c->digits = digits, c->frac = frac;
+        return c->kind = f == n ? TK_DEC : -1;
     }
-    if (n == 3 && memeq(s, "N/A", 3)) return TK_NONE;
+    if (n == 3 && memeq(s, "N/A", 3)) return c->kind = TK_NONE;
     for (int w = 0; w < t->nwords; w++)
-        if (t->word_len[w] == n && memeq(t->word[w], s, (size_t)n)) return TK_NONE;  /* a name: no number */
-    return -1;
+        if (t->word_len[w] == n && memeq(t->word[w], s, (size_t)n)) return c->kind = TK_NONE;  /* a name: no number */
+    return c->kind = -1;
 }
 
-/* nccl_tests._int of a token: OK with *v (or *none), PYTHON for a decimal (float() then int()). */
-static int tests_int(const char *s, Py_ssize_t n, int kind, int64_t *v, int *none) {
-    *none = kind == TK_NONE;
-    if (kind == TK_DEC) return PYTHON;
-    if (kind == TK_INT) {
-        int neg = s[0] == '-';
-        int64_t x = 0;
-        for (Py_ssize_t i = neg; i < n; i++) x = x * 10 + (s[i] - '0');  /* at most 18 digits: no overflow */
-        *v = neg ? -x : x;
+/* _float of a cell: NaN (None) for N/A or a name; to_double's value, its fast path taken here from
+ * the digits read (at most 15 significant ones, 22 after the dot: one exact division), else
+ * to_double itself. */
+static inline double tests_cell_double(const char *s, const tests_cell *c) {
+    if (c->kind == TK_NONE) return NAN;
+    if (c->digits <= 15 && c->frac <= 22) {
+        double v = (double)c->m / POW10[c->frac];
+        return c->neg ? -v : v;
     }
+    return to_double(s + c->at, c->len);
+}
+
+/* nccl_tests._int of a cell: OK with *v (or *none), PYTHON for a decimal (float() then int()). */
+static inline int tests_cell_int(const tests_cell *c, int64_t *v, int *none) {
+    *none = c->kind == TK_NONE;
+    if (c->kind == TK_DEC) return PYTHON;
+    if (c->kind == TK_INT) *v = c->neg ? -(int64_t)c->m : (int64_t)c->m;  /* at most 18 digits: exact */
     return OK;
+}
+
+#define TESTS_ROW_WORDS 8  /* a row of at most 512 bytes is split by its space mask; a longer one byte by byte */
+
+/* The bits of the spaces among 8 bytes (bit k: byte k, little-endian; SWAR: a space's byte is zero
+ * once xored with spaces, its high bit found exactly, then the 8 packed). */
+static inline uint64_t tests_spaces8(uint64_t x) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    uint64_t y = x ^ 0x2020202020202020ull;
+    uint64_t z = ~(((y & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | y) & 0x8080808080808080ull;
+    return ((z >> 7) * 0x0102040810204080ull) >> 56;  /* byte k's bit to bit k */
+}
+
+/* Bit i of mask[i / 64]: s[i] is a space (every place past n one too; n <= 504). Bytes past s[n]
+ * are never read: the last 8 are read ending at s[n] and shifted. */
+static inline void tests_space_mask(const char *s, Py_ssize_t n, uint64_t *mask) {
+    for (int w = 0; w < TESTS_ROW_WORDS; w++) mask[w] = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        mask[i >> 6] |= tests_spaces8(x) << (i & 63);
+    }
+    Py_ssize_t r = n - i;  /* 0 to 7 bytes left, at s[i] (i a multiple of 8: their 8 bits in one word) */
+    uint64_t tail = 0xffull << r;  /* (the places past n) */
+    if (r && n >= 8) {
+        uint64_t x;
+        memcpy(&x, s + n - 8, 8);
+        tail |= tests_spaces8(x) >> (8 - r);
+    } else {
+        for (Py_ssize_t k = 0; k < r; k++) tail |= (uint64_t)(s[i + k] == ' ') << k;
+    }
+    mask[i >> 6] |= (tail & 0xff) << (i & 63);
+    Py_ssize_t past = i + 8;  /* every place from here on: a space */
+    if (past & 63) mask[past >> 6] |= ~0ull << (past & 63);
+    for (Py_ssize_t w = (past + 63) >> 6; w < TESTS_ROW_WORDS; w++) mask[w] = ~0ull;
+}
+
+/* str.split() of a row into cells, each read (tests_cell_read): their count, -1 where Python
+ * must read the row (a cell of no kind here, too many), -2 where the spaces alone do not split it
+ * as str.split() does (another whitespace byte in it, or a row past 512 bytes: tests_split_bytes).
+ * A cell starts at a non-space after a space (or the line's start) and ends at a space after a
+ * non-space: both found from the mask a word at a time. */
+static int tests_split(const Tests *t, const char *s, Py_ssize_t n, tests_cell *cells) {
+    if (n > TESTS_ROW_WORDS * 64 - 8) return -2;
+    uint64_t mask[TESTS_ROW_WORDS];
+    tests_space_mask(s, n, mask);
+    int nt = 0, ne = 0;
+    uint64_t carry = 1;  /* the bit of the place before: a space (the line's start) */
+    for (int w = 0; w < TESTS_ROW_WORDS && (Py_ssize_t)w * 64 <= n; w++) {
+        uint64_t m = mask[w], before = m << 1 | carry;
+        uint64_t starts = ~m & before, ends = m & ~before;
+        carry = m >> 63;
+        for (; starts; starts &= starts - 1) {
+            if (nt == TESTS_MAX_TOKENS) return -1;
+            cells[nt++].at = (Py_ssize_t)w * 64 + __builtin_ctzll(starts);
+        }
+        for (; ends; ends &= ends - 1) {
+            tests_cell *c = &cells[ne++];
+            Py_ssize_t e = (Py_ssize_t)w * 64 + __builtin_ctzll(ends);
+            c->len = e - c->at;
+            if (tests_cell_read(t, s + c->at, c->len, c) < 0) {
+                for (Py_ssize_t k = c->at; k < e; k++)
+                    if (is_space(s[k])) return -2;  /* a tab, say: split byte by byte */
+                return -1;
+            }
+        }
+    }
+    return ne == nt ? nt : -2;  /* (every cell ends: the places past n are spaces) */
+}
+
+/* tests_split on every whitespace byte (is_space, as str.split() on ASCII), a byte at a time. */
+static int tests_split_bytes(const Tests *t, const char *s, Py_ssize_t n, tests_cell *cells) {
+    int nt = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        while (i < n && is_space(s[i])) i++;
+        if (i >= n) break;
+        Py_ssize_t start = i;
+        while (i < n && !is_space(s[i])) i++;
+        if (nt == TESTS_MAX_TOKENS) return -1;
+        tests_cell *c = &cells[nt++];
+        c->at = start, c->len = i - start;
+        if (tests_cell_read(t, s + start, i - start, c) < 0) return -1;
+    }
+    return nt;
+}
+
+/* The scanner's string of a row's type or op name, the last one kept (a table's rows name the same). */
+static inline int tests_name(Scanner *self, const char *s, Py_ssize_t n, char *last, Py_ssize_t *last_len, int *last_str) {
+    if (*last_len == n && memeq(last, s, (size_t)n)) return *last_str;  /* (n > 0: a cell) */
+    int k = intern_str(self, s, n);
+    if (k >= 0 && n <= TESTS_NAME_KEPT) {
+        memcpy(last, s, (size_t)n);
+        *last_len = n, *last_str = k;
+    }
+    return k;
 }
 
 /* A data row (nccl_tests.Parser._row with the parser's table). */
 static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno) {
     Tests *t = self->tests;
     if (!t->rows_ok) return PYTHON;
-    Py_ssize_t at[TESTS_MAX_TOKENS], len[TESTS_MAX_TOKENS];
-    int kind[TESTS_MAX_TOKENS], nt = 0;
-    for (Py_ssize_t i = 0; i < n;) {  /* str.split() */
-        i = tests_blanks(s, n, i);
-        if (i >= n) break;
-        if (nt == TESTS_MAX_TOKENS) return PYTHON;
-        Py_ssize_t start = i;
-        while (i < n && !is_space(s[i])) i++;
-        at[nt] = start, len[nt] = i - start;
-        /* Every token, used or not: one the context watcher could take for a format's words is Python's. */
-        if ((kind[nt] = tests_token(t, s + start, i - start)) < 0) return PYTHON;
-        nt++;
-    }
+    tests_cell cell[TESTS_MAX_TOKENS];
+    /* Every cell, used or not: one the context watcher could take for a format's words is Python's. */
+    int nt = tests_split(t, s, n, cell);
+    if (nt == -2) nt = tests_split_bytes(t, s, n, cell);
+    if (nt < 0) return PYTHON;
 #define HAS(idx) ((idx) >= 0 && (idx) < nt)
-#define TOK(idx) s + at[idx], len[idx], kind[idx]
     int64_t size = 0, count = 0, root = -1;
     int none = 1, count_none = 1, root_none = 0;
-    if (!HAS(t->lay.lead_size) || tests_int(TOK(t->lay.lead_size), &size, &none) != OK) return HAS(t->lay.lead_size) ? PYTHON : OK;
+    if (!HAS(t->lay.lead_size) || tests_cell_int(&cell[t->lay.lead_size], &size, &none) != OK)
+        return HAS(t->lay.lead_size) ? PYTHON : OK;
     if (none) return OK;
-    if (HAS(t->lay.lead_count) && tests_int(TOK(t->lay.lead_count), &count, &count_none) != OK) return PYTHON;
-    if (HAS(t->lay.lead_root) && tests_int(TOK(t->lay.lead_root), &root, &root_none) != OK) return PYTHON;
-    /* dtype.isidentifier(): of the tokens read here only the names are identifiers */
-    int dtype_ok = HAS(t->lay.lead_type) && kind[t->lay.lead_type] == TK_NONE && !(len[t->lay.lead_type] == 3
-                   && memeq(s + at[t->lay.lead_type], "N/A", 3));
+    if (HAS(t->lay.lead_count) && tests_cell_int(&cell[t->lay.lead_count], &count, &count_none) != OK) return PYTHON;
+    if (HAS(t->lay.lead_root) && tests_cell_int(&cell[t->lay.lead_root], &root, &root_none) != OK) return PYTHON;
+    /* dtype.isidentifier(): of the cells read here only the names are identifiers */
+    const tests_cell *type = HAS(t->lay.lead_type) ? &cell[t->lay.lead_type] : NULL;
+    int dtype_ok = type && type->kind == TK_NONE && !(type->len == 3 && memeq(s + type->at, "N/A", 3));
     if (count_none || root_none || !dtype_ok) return OK;
-    int dtype = intern_str(self, s + at[t->lay.lead_type], len[t->lay.lead_type]);
-    int redop = HAS(t->lay.lead_redop) ? intern_str(self, s + at[t->lay.lead_redop], len[t->lay.lead_redop])
-                                   : intern_str(self, "", 0);
+    int dtype = tests_name(self, s + type->at, type->len, t->last_dtype, &t->last_dtype_len, &t->last_dtype_str);
+    int redop = HAS(t->lay.lead_redop)
+        ? tests_name(self, s + cell[t->lay.lead_redop].at, cell[t->lay.lead_redop].len, t->last_redop,
+                     &t->last_redop_len, &t->last_redop_str)
+        : intern_str(self, "", 0);
     if (dtype < 0 || redop < 0) return ERROR;
     double time[TESTS_MAX_SIDES], algbw[TESTS_MAX_SIDES], busbw[TESTS_MAX_SIDES];
     int64_t wrong[TESTS_MAX_SIDES];
@@ -426,18 +578,18 @@ static int tests_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno)
         int idx[3] = {t->lay.side_time[k], t->lay.side_algbw[k], t->lay.side_busbw[k]};
         double v[3];
         for (int j = 0; j < 3; j++)  /* _float: None (NaN here) for N/A, a name or no cell */
-            v[j] = HAS(idx[j]) && kind[idx[j]] != TK_NONE ? to_double(s + at[idx[j]], len[idx[j]]) : NAN;
+            v[j] = HAS(idx[j]) ? tests_cell_double(s, &cell[idx[j]]) : NAN;
         if (isnan(v[0]) && isnan(v[1]) && isnan(v[2])) continue;
         int wrong_none = 1;
         wrong[rows] = 0;
-        if (HAS(t->lay.side_wrong[k]) && tests_int(TOK(t->lay.side_wrong[k]), &wrong[rows], &wrong_none) != OK) return PYTHON;
+        if (HAS(t->lay.side_wrong[k]) && tests_cell_int(&cell[t->lay.side_wrong[k]], &wrong[rows], &wrong_none) != OK)
+            return PYTHON;
         /* The first wrong count of a table is warned about (the parser's one warning): Python's. */
         if (!wrong_none && wrong[rows] != 0 && !t->wrong_warned) return PYTHON;
         time[rows] = v[0], algbw[rows] = v[1], busbw[rows] = v[2], wrong_valid[rows] = !wrong_none, side[rows] = k;
         rows++;
     }
 #undef HAS
-#undef TOK
     for (int r = 0; r < rows; r++) {
         if (ipush(&t->c_op, t->op) < 0 || ipush(&t->c_size, size) < 0 || ipush(&t->c_count, count) < 0
             || ipush(&t->c_dtype, dtype) < 0 || ipush(&t->c_redop, redop) < 0 || ipush(&t->c_root, root) < 0
@@ -701,7 +853,8 @@ static int tests_run_fields(Scanner *self, const char *s, Py_ssize_t n) {
 }
 
 /* Set the parser's attributes (names: string literals; values: new references, NULL for an error
- * made before), then read its state again: what a line read here changed, as _comment would. */
+ * made before) as _comment would: the caller then sets the state they make (tests_table_set, or a
+ * footer's own), as tests_table_in would read it back. */
 static int tests_move(Scanner *self, int k, const char **names, PyObject **values) {
     int bad = 0;
     for (int i = 0; i < k; i++) {
@@ -710,19 +863,52 @@ static int tests_move(Scanner *self, int k, const char **names, PyObject **value
         Py_XDECREF(key);
         Py_XDECREF(values[i]);
     }
-    return bad || tests_table_in(self) < 0 ? ERROR : OK;
+    return bad ? ERROR : OK;
+}
+
+/* The state after a footer read here: no table (the test ended where `ended`), what
+ * tests_table_set makes of a None table. */
+static int tests_footer_state(Tests *t, int ended) {
+    if (ended) t->ended = 1;
+    t->rows_ok = 0;
+    t->idle_mode = t->seen_header ? 1 : 2;
+    return OK;
 }
 
 /* A table header (a `#` line holding `busbw`) whose Table the parser made before (Parser.headers),
  * or a `busbw` line it found no header (None there: _comment returns). _comment with that Table:
  * the next test opened after a footer, the table, its op from the names read before it. */
+/* Parser.headers[line] (borrowed), NULL where the line is not there (or an error is set): a line
+ * found before, compared whole, without a str made and hashed. */
+static PyObject *tests_header_of(Tests *t, const char *s, Py_ssize_t n) {
+    if (t->header_dict != t->headers) {  /* (another dict: nothing found in the last one holds) */
+        for (int i = 0; i < TESTS_HEADERS; i++) {
+            Py_CLEAR(t->header_value[i]);
+            t->header_len[i] = 0;
+        }
+        Py_XSETREF(t->header_dict, Py_NewRef(t->headers));
+    }
+    for (int i = 0; i < TESTS_HEADERS; i++)
+        if (t->header_value[i] && t->header_len[i] == n && memeq(t->header_text[i], s, (size_t)n))
+            return t->header_value[i];
+    PyObject *key = PyUnicode_DecodeASCII(s, n, NULL);
+    if (!key) return NULL;
+    PyObject *value = PyDict_GetItemWithError(t->headers, key);
+    Py_DECREF(key);
+    if (value && n <= TESTS_HEADER_MAX) {
+        int slot = t->next_header;
+        t->next_header = (slot + 1) % TESTS_HEADERS;
+        Py_XSETREF(t->header_value[slot], Py_NewRef(value));
+        memcpy(t->header_text[slot], s, (size_t)n);
+        t->header_len[slot] = n;
+    }
+    return value;
+}
+
 static int tests_header(Scanner *self, const char *s, Py_ssize_t n, unsigned marks) {
     Tests *t = self->tests;
     if (s[0] != '#' || !t->headers || marks & TM_WORDY) return PYTHON;
-    PyObject *key = PyUnicode_DecodeASCII(s, n, NULL);
-    if (!key) return ERROR;
-    PyObject *table = PyDict_GetItemWithError(t->headers, key);
-    Py_DECREF(key);
+    PyObject *table = tests_header_of(t, s, n);
     if (!table) return PyErr_Occurred() ? ERROR : PYTHON;
     if (table == Py_None) return OK;
     if (!t->format_set || t->test < 0) return PYTHON;  /* (the format is added by the line) */
@@ -748,9 +934,19 @@ static int tests_header(Scanner *self, const char *s, Py_ssize_t n, unsigned mar
     Py_DECREF(tables);
     const char *names[] = {"test", "test_ended", "table", "seen_header", "tables", "rows", "wrong_warned", "op"};
     Py_INCREF(table);
+    Py_INCREF(table);  /* (kept, with op, for the state after the move) */
+    Py_XINCREF(op);
     PyObject *values[] = {PyLong_FromLongLong(t->test + t->ended), Py_NewRef(Py_False), table, Py_NewRef(Py_True),
                           more, PyList_New(0), Py_NewRef(Py_False), op};
-    return tests_move(self, 8, names, values);
+    int status = tests_move(self, 8, names, values);
+    if (status == OK) {  /* test + 1 after a footer, not ended; the table, warned of nothing, its op */
+        t->test += t->ended;
+        t->ended = 0;
+        status = tests_table_set(self, op, table, 0, 1) < 0 ? ERROR : OK;
+    }
+    Py_DECREF(table);
+    Py_XDECREF(op);
+    return status;
 }
 
 /* The text after `#\s*` `what` `\s*:\s*` (the footers' regexes), or -1 where it is not there. */
@@ -783,12 +979,12 @@ static int tests_out_of_bounds(Scanner *self, const char *s, Py_ssize_t n, int64
     while (i >= 0 && d < n && is_digit(s[d])) d++;
     if (i < 0 || d == i) {  /* _OUT_OF_BOUNDS does not match */
         PyObject *values[] = {Py_NewRef(Py_None)};
-        return tests_move(self, 1, names, values);
+        return tests_move(self, 1, names, values) == OK ? tests_footer_state(t, 0) : ERROR;
     }
     if (d - i > TESTS_INT_DIGITS || tests_value(s + i, d - i) != 0 || tests_failed(s, n, d)) return PYTHON;
     if (add_metric(self, t->s_oob, 0.0, t->test, lineno, t->s_source, self->s_empty, self->s_main) < 0) return ERROR;
     PyObject *values[] = {Py_NewRef(Py_None), Py_NewRef(Py_True)};
-    return tests_move(self, 2, names, values);
+    return tests_move(self, 2, names, values) == OK ? tests_footer_state(t, 1) : ERROR;
 }
 
 /* The footer offered to the context watcher (offer_line, _scan_vllm.h: the line is wanted, nccl_tests'
@@ -816,14 +1012,16 @@ static int tests_avg_busbw(Scanner *self, const char *s, Py_ssize_t n, int64_t l
     const char *names[] = {"test_ended", "table"};
     PyObject *values[] = {Py_NewRef(Py_True), Py_NewRef(Py_None)};
     if (tests_move(self, 2, names, values) != OK) return ERROR;
+    tests_footer_state(t, 1);
     return tests_offer_footer(self, s, n, lineno) < 0 ? ERROR : OK;
 }
 
 /* A `#` line as nccl_tests.Parser._comment reads it, where it changes nothing
  * but the op a `Collective test` line names: the table's title and units lines, `# Using devices`,
- * a version line whose settings are set, any other comment. */
+ * a version line whose settings are set, any other comment (*idle set where `idle` is given and
+ * the line changed nothing, by what stays so till Python runs). */
 static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, unsigned by_literal,
-                         unsigned marks) {
+                         unsigned marks, int *idle) {
     Tests *t = self->tests;
     if (!t->comments_ok) return PYTHON;
     /* _comment's order: a header, the footers, then the rest */
@@ -834,8 +1032,9 @@ static int tests_comment(Scanner *self, const char *s, Py_ssize_t n, int64_t lin
     if (marks & TM_COLL) return tests_collective(self, s, n, find(s, n, "Collective test", 15));
     if (by_literal) return PYTHON;  /* `_perf` elsewhere: (a comment still, but rare) */
     if (marks & TM_NTHREAD) return tests_run_fields(self, s, n);  /* the run's settings */
-    if (marks & TM_VERSION) return t->versions_set ? OK : PYTHON;
-    if ((marks & (TM_RANK | TM_PID)) == (TM_RANK | TM_PID)) return PYTHON;  /* an indented device row */
+    if (marks & TM_VERSION && !t->versions_set) return PYTHON;
+    if (!(marks & TM_VERSION) && (marks & (TM_RANK | TM_PID)) == (TM_RANK | TM_PID)) return PYTHON;  /* an indented device row */
+    if (idle) *idle = 1;  /* (what this depends on stays till Python runs: tests_idle_comment) */
     return OK;
 }
 
@@ -938,6 +1137,45 @@ done:
     return status;
 }
 
+/* The hash of a `#` line's text (idle_slot): its bytes at the start, at 8 (a device row's rank),
+ * in the middle and at the end, and its length, mixed. */
+static inline uint32_t tests_idle_hash(const char *s, Py_ssize_t n) {
+    uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ull;
+    if (n >= 16) {
+        uint64_t a, b, c, d;
+        memcpy(&a, s, 8), memcpy(&b, s + 8, 8), memcpy(&c, s + n / 2 - 4, 8), memcpy(&d, s + n - 8, 8);
+        h ^= (a + b * 0xc2b2ae3d27d4eb4full) * 0x9e3779b97f4a7c15ull ^ (c + d * 0x165667b19e3779f9ull) * 0xc2b2ae3d27d4eb4full;
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    }
+    h ^= h >> 32;
+    return (uint32_t)(h ^ h >> 15);
+}
+
+/* Whether s[0:n] was read this scan as a `#` line that changed nothing: its slot (open addressing,
+ * slots of another scan empty), *free the empty slot where it would go (-1: not kept, too long). */
+static inline int tests_idle_comment(const Tests *t, const char *s, Py_ssize_t n, uint32_t *hash, int *free) {
+    *free = -1;
+    if (n > TESTS_IDLE_MAX) return 0;
+    uint32_t h = *hash = tests_idle_hash(s, n), mask = 2 * TESTS_IDLE - 1;
+    for (uint32_t slot = h & mask;; slot = (slot + 1) & mask) {  /* (at most half full: an empty slot ends it) */
+        const __typeof__(t->idle_slot[0]) *e = &t->idle_slot[slot];
+        if (e->stamp != t->device_stamp) {
+            *free = (int)slot;
+            return 0;
+        }
+        if (e->hash == h && e->len == n && memeq(t->idle_text[e->at], s, (size_t)n)) return 1;
+    }
+}
+
+/* s[0:n] kept as a `#` line that changed nothing this scan, in slot `free` (tests_idle_comment's). */
+static void tests_idle_keep(Tests *t, const char *s, Py_ssize_t n, uint32_t hash, int free) {
+    if (free < 0 || t->idle_used == TESTS_IDLE) return;
+    memcpy(t->idle_text[t->idle_used], s, (size_t)n);
+    __typeof__(t->idle_slot[0]) *e = &t->idle_slot[free];
+    e->stamp = t->device_stamp, e->hash = hash, e->len = (int)n, e->at = t->idle_used++;
+}
+
 /* A line whose readers are the Tagger and nccl_tests (its STARTS) alone. */
 static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno, Eagle *e, PyObject *labels,
                       int flags, unsigned rd, unsigned by_literal) {
@@ -946,8 +1184,22 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
         return PYTHON;
     unsigned marks = 0;
     if (s[0] == '#') {
+        Tests *t = self->tests;
+        int keep = flags & F_MAIN && !by_literal && t->comments_ok, free = -1;
+        uint32_t hash = 0;
+        if (keep && tests_idle_comment(t, s, n, &hash, &free)) return OK;  /* (read so before this scan) */
         marks = tests_marks(s, n);
-        if (marks & TM_PID) return flags & F_MAIN && !by_literal ? tests_device(self, s, n, marks) : PYTHON;
+        if (marks & TM_PID) {
+            if (!keep) return PYTHON;
+            int status = tests_device(self, s, n, marks);
+            if (status == OK) tests_idle_keep(t, s, n, hash, free);
+            return status;
+        }
+        if (keep) {
+            int idle = 0, status = tests_comment(self, s, n, lineno, by_literal, marks, &idle);
+            if (status == OK && idle) tests_idle_keep(t, s, n, hash, free);
+            return status;
+        }
         /* (tagger_tag's "main": a `#` line without "Pid") */
     } else {
         int label;
@@ -959,7 +1211,7 @@ static int tests_line(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno
     if (s[0] == ' ' || s[0] == '\t')  /* feed()'s lstrip */
         while (i < n && is_space(s[i])) i++;
     if (i < n && s[i] == '#')
-        return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n));
+        return tests_comment(self, s, n, lineno, by_literal, s[0] == '#' ? marks : tests_marks(s, n), NULL);
     if (i < n && is_digit(s[i]) && !by_literal) {
         int row = tests_row(self, s, n, lineno);
         /* No row at all (its size is no number): read here where the context watcher takes nothing */
