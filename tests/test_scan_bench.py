@@ -315,3 +315,16 @@ def test_a_blocks_tool_is_named_as_note_row_names_it_first_row_or_not():
         _same(data)
         _same(data, 1 << 10, 1 << 10)
         _same(b"INFO 05-06 vLLM API server version 0.9.1\n" + data, vector=False)
+
+
+def test_blocks_of_more_labels_than_the_scanner_keeps_give_the_records_lines_give():
+    """Blocks of 400 labels each (the scanner keeps 256 labels' keys, by open addressing: past them labels
+    evict each other): their rows are read in the scanner as lines read them."""
+    title = "============ Serving Benchmark Result ============"
+    rows = [f"{f'Mean L{i} value (ms):':<40} {i}.5" for i in range(400)]
+    block = "\n".join([title, "Successful requests:                     16", *rows, "=" * 50])
+    data = ((block + "\n") * 6).encode()
+    fed, _closed = _fed(data)
+    assert len([line for line in fed if line.startswith("Mean L")]) < 3 * 400
+    _same(data, 1 << 12, 1 << 12)
+    _same(data, vector=False)

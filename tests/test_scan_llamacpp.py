@@ -220,3 +220,20 @@ def test_the_scanner_reads_statistics_lines_itself():
     assert len(fed) <= len(plain) + 2, fed[-5:]
     _same(data, 1 << 12, 1 << 12)
     _same(data)
+
+
+def test_a_types_table_row_made_again_where_lines_read_by_python_replaced_its_stats():
+    """Three draft types printed in turn, one of them now and then with a mean (Python's line): the
+    scanner gives an unchanged type its last table row again, and a type whose stats Python replaced
+    a row made anew; the table and windows equal the line engine's at every cut."""
+    plain = [line for line in STATS if line.startswith("[53409] ") and "#mean" not in line]
+    assert len({re.search(r"statistics +(\S+):", line).group(1) for line in plain}) >= 2
+    lines = []
+    for i in range(40):
+        for line in plain:
+            line = _scaled(line, r"(= *)(\d+)", 1 + i)
+            lines.append(line + (", #mean acc len = 2.5" if i % 7 == 3 and "mod" in line else ""))
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(_python_lines(data)) < len(lines) // 2  # the scanner read most of them itself
+    _same(data)
+    _same(data, 1 << 11, 1 << 11)

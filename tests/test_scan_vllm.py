@@ -694,3 +694,46 @@ def test_the_scanners_round6_is_pythons_round_to_six_places():
         got, want = round6(x), round(x, 6)
         assert (got == want and math.copysign(1, got) == math.copysign(1, want)) or (got != got and want != want), x
     assert round6(math.nan) != round6(math.nan)
+
+
+def test_lines_of_more_processes_than_the_scanner_keeps_tags_of_give_the_records_lines_give():
+    """Engine and spec lines of 24 processes by turns (the scanner keeps the last 16 tags read): each
+    tag read anew or kept, the lines are read as lines read them, and past the first round in the
+    scanner."""
+    picked = [line for line in VLLM if line.startswith("(APIServer pid=1) INFO 05-06")]
+    lines = [line.replace("pid=1)", f"pid={1 + i % 24})", 1) for i, line in enumerate(picked * 6)]
+    data = ("\n".join(lines) + "\n").encode()
+    fed = _python_lines(data * 4)
+    assert len(fed) <= 24 + len(picked), fed[-5:]  # (a process's first line is Python's: the Tagger learns it)
+    _same(data * 4, 1 << 12, 1 << 12)
+    _same(data, vector=False)
+
+
+def test_the_scanner_makes_a_titles_block_only_of_blocks_dataclass_init():
+    """native._block_plain hands serving.Block over (the scanner then makes a title's block as its
+    generated __init__ does) only while Block is the dataclass of those fields and defaults."""
+    import dataclasses
+
+    assert native._block_plain(serving.Block) is serving.Block
+    fields = {f.name: (f.type, f) for f in dataclasses.fields(serving.Block)}
+    assert list(fields) == [name for name, _, _ in native._BLOCK_FIELDS]
+    made = serving.BlockReader().open_title(3, "# ==== Serving Benchmark Result ====")
+    assert vars(made) == {"first_line": 3, "titled": True, "tool": None, "rows": [], "sections": [],
+                          "prefix": "# ", "client": {}}
+
+    @dataclasses.dataclass
+    class Later(serving.Block):
+        extra: int = 0
+
+    @dataclasses.dataclass
+    class Checked(serving.Block):
+        def __post_init__(self) -> None:
+            pass
+
+    class Plain:
+        def __init__(self, first_line):
+            self.first_line = first_line
+
+    assert native._block_plain(Later) is None
+    assert native._block_plain(Checked) is None
+    assert native._block_plain(Plain) is None

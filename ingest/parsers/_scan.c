@@ -120,6 +120,7 @@ typedef struct {
     PyObject *candidates, *dump_lines;  /* its sets (fetched each scan call) */
     Py_ssize_t max;                  /* context.MAX_CANDIDATES */
     int fetched;                     /* 0 not yet this call, 1 read, -1 unreadable (offer() is called) */
+    int truncated;                   /* its `truncated` is known True (read at the fetch, or set since) */
 } context_fast;
 
 typedef struct {

@@ -26,6 +26,10 @@
  * do nothing with it when it names none of nccl_tests._comment's words and no row is held (bench_hash_idle).
  */
 
+#define BENCH_POS_KEPT 64  /* acceptance_pos_{i} names kept made; past them each is made again */
+#define BENCH_KEYED 256
+enum { MK_NONE, MK_THROUGHPUT, MK_TOKENS, MK_RATE, MK_POSITION };  /* a row key's metric (bench_metric_name) */
+
 /* The attributes read here, their names made once (bench_emit) */
 enum { A_VALUE, A_KEY, A_LINE, A_PROCESSES, A_BENCH_BLOCKS, A_BLOCK, A_SETTINGS, A_TOOL, A_FORMATS, A_CLIENT,
        A_COUNT };
@@ -44,6 +48,15 @@ typedef struct bench_emit {
     Py_ssize_t kept, recent_max;  /* serving.BLOCKS_KEPT, processes.RECENT */
     int s_src[2], s_bench;  /* "sglang_bench"/"vllm_bench", processes.BENCH_TAG */
     int s_throughput, s_tokens, s_rate;  /* metric names */
+    int s_pos[BENCH_POS_KEPT];  /* "acceptance_pos_{i + 1}", or -1 not made yet */
+    /* What a row key writes, by the key object (held: its address is not reused while here): its
+     * "serving." setting key and its metric kind for each owner (BENCH_KEYS_MAX slots, a few probes;
+     * full, the first slot is reused). The keys come from the scanner's table of labels, the same
+     * objects block after block. */
+    struct { PyObject *key, *skey; signed char kind[2], set; } keyed[BENCH_KEYED];
+    /* `set`: the result's settings hold skey (known from this dict: the result's, never replaced, and a
+     * setting never removed), so a block's row sets nothing (ParseResult.set: the first source wins) */
+    PyObject *settings_of;  /* (borrowed: only compared) */
 } BenchEmit;
 
 #define BENCH_SKEYS_MAX 4096
@@ -56,6 +69,7 @@ static void bench_emit_release(struct bench_emit *E) {
                          &E->fmt[0], &E->fmt[1], &E->tool[0], &E->tool[1], &E->skeys};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
     for (int i = 0; i < A_COUNT; i++) Py_CLEAR(E->attr[i]);
+    for (int i = 0; i < BENCH_KEYED; i++) { Py_CLEAR(E->keyed[i].key); Py_CLEAR(E->keyed[i].skey); }
     free(E);
 }
 
@@ -88,6 +102,7 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
                           &E->k_blocks, &E->k_omitted};
     for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++) Py_INCREF(objs[i]), *slots[i] = objs[i];
     E->kept = kept, E->recent_max = recent_max;
+    for (int i = 0; i < BENCH_POS_KEPT; i++) E->s_pos[i] = -1;
     int bad = !(E->k_count = PyUnicode_InternFromString("count"))
         || !(E->k_engine = PyUnicode_InternFromString("engine"))
         || !(E->k_steps = PyUnicode_InternFromString("spec.steps"))
@@ -109,21 +124,70 @@ static PyObject *Scanner_bench_emit(Scanner *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* "serving." + key (a new reference), made anew (bench_keyed keeps it). */
+static PyObject *bench_skey_made(BenchEmit *E, PyObject *key) {
+    PyObject *got = PyDict_GetItemWithError(E->skeys, key);
+    if (got) return Py_NewRef(got);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *s = PyUnicode_FromFormat("serving.%U", key);
+    if (s && PyDict_GET_SIZE(E->skeys) < BENCH_SKEYS_MAX && PyDict_SetItem(E->skeys, key, s) < 0) Py_CLEAR(s);
+    return s;
+}
+
+/* A row key's metric kind for an owner (0 SGLang, 1 vLLM), as _bench_emit names the metric. -1 on error. */
+static int bench_key_kind(PyObject *key, int owner) {
+    const char *k = PyUnicode_AsUTF8(key);
+    if (!k) return -1;
+    if (strcmp(k, "output_throughput_tok_s") == 0) return MK_THROUGHPUT;
+    if (owner == 0 ? strcmp(k, "accept_length") == 0 : strcmp(k, "acceptance_length") == 0) return MK_TOKENS;
+    if (owner == 1 && strcmp(k, "acceptance_rate_pct") == 0) return MK_RATE;
+    if (owner == 1 && strncmp(k, "acceptance_position_", 20) == 0) return MK_POSITION;
+    return MK_NONE;
+}
+
+/* The slot of bench_keyed holding `key` (made where none does), or -1 on error. */
+static int bench_keyed(BenchEmit *E, PyObject *key) {
+    unsigned home = (unsigned)(((uintptr_t)key >> 4) * 2654435761u >> 8) & (BENCH_KEYED - 1), slot = home;
+    for (int probe = 0; probe < 8; probe++, slot = (slot + 1) & (BENCH_KEYED - 1)) {
+        if (E->keyed[slot].key == key) return (int)slot;
+        if (!E->keyed[slot].key) break;
+    }
+    if (E->keyed[slot].key) slot = home;  /* (every probe taken) */
+    int kinds[2] = {bench_key_kind(key, 0), bench_key_kind(key, 1)};
+    PyObject *skey = kinds[0] < 0 || kinds[1] < 0 ? NULL : bench_skey_made(E, key);
+    if (!skey) return -1;
+    Py_INCREF(key);
+    Py_XSETREF(E->keyed[slot].key, key);
+    Py_XSETREF(E->keyed[slot].skey, skey);
+    E->keyed[slot].kind[0] = (signed char)kinds[0], E->keyed[slot].kind[1] = (signed char)kinds[1];
+    E->keyed[slot].set = 0;
+    return (int)slot;
+}
+
 /* The metric a numeric row of the owner's block writes (_bench_emit), by its key: *name (-1 none) and
  * *scale. `positions` counts vLLM's `Position i` rows (acceptance_pos_{i}). 0, or -1 on error. */
 static int bench_metric_name(Scanner *self, BenchEmit *E, int owner, PyObject *key, int *positions, int *name,
                              double *scale) {
     *name = -1, *scale = 1;
-    const char *k = PyUnicode_AsUTF8(key);
-    if (!k) return -1;
-    if (strcmp(k, "output_throughput_tok_s") == 0) *name = E->s_throughput;
-    else if (owner == 0 ? strcmp(k, "accept_length") == 0 : strcmp(k, "acceptance_length") == 0) *name = E->s_tokens;
-    else if (owner == 1 && strcmp(k, "acceptance_rate_pct") == 0) *name = E->s_rate, *scale = 100;
-    else if (owner == 1 && strncmp(k, "acceptance_position_", 20) == 0) {
-        char buf[32];
-        int len = snprintf(buf, sizeof(buf), "acceptance_pos_%d", ++*positions);
-        if ((*name = intern_str(self, buf, len)) < 0) return -1;
+    int slot = bench_keyed(E, key);
+    if (slot < 0) return -1;
+    switch (E->keyed[slot].kind[owner]) {
+    case MK_THROUGHPUT: *name = E->s_throughput; break;
+    case MK_TOKENS: *name = E->s_tokens; break;
+    case MK_RATE: *name = E->s_rate, *scale = 100; break;
+    case MK_POSITION: {
+        int i = ++*positions;
+        if (i <= BENCH_POS_KEPT && E->s_pos[i - 1] >= 0) *name = E->s_pos[i - 1];
+        else {
+            char buf[32];
+            int len = snprintf(buf, sizeof(buf), "acceptance_pos_%d", i);
+            if ((*name = intern_str(self, buf, len)) < 0) return -1;
+            if (i <= BENCH_POS_KEPT) E->s_pos[i - 1] = *name;
+        }
         *scale = 100;
+        break;
+    }
+    default: break;
     }
     return 0;
 }
@@ -184,14 +248,28 @@ static int bench_backend(PyObject *key, PyObject *value, int *engine) {
     return 0;
 }
 
-/* "serving." + key, kept for the keys that repeat block after block (a new reference). */
-static PyObject *bench_skey(BenchEmit *E, PyObject *key) {
-    PyObject *got = PyDict_GetItemWithError(E->skeys, key);
-    if (got) return Py_NewRef(got);
-    if (PyErr_Occurred()) return NULL;
-    PyObject *s = PyUnicode_FromFormat("serving.%U", key);
-    if (s && PyDict_GET_SIZE(E->skeys) < BENCH_SKEYS_MAX && PyDict_SetItem(E->skeys, key, s) < 0) Py_CLEAR(s);
-    return s;
+/* Whether the result's `settings` hold "serving." + key: 1 (the slot's `set`, no lookup once known), 0 with
+ * *skey (a new reference) to set it by, -1 on error. */
+static int bench_skey_set(BenchEmit *E, PyObject *settings, PyObject *key, PyObject **skey) {
+    *skey = NULL;
+    if (E->settings_of != settings) {  /* (another dict: what was known is not) */
+        for (int i = 0; i < BENCH_KEYED; i++) E->keyed[i].set = 0;
+        E->settings_of = settings;
+    }
+    int slot = bench_keyed(E, key);
+    if (slot < 0) return -1;
+    if (E->keyed[slot].set) return 1;
+    int set = PyDict_Contains(settings, E->keyed[slot].skey);
+    if (set > 0) E->keyed[slot].set = 1;
+    if (set == 0) *skey = Py_NewRef(E->keyed[slot].skey);
+    return set;
+}
+
+/* The slot's `set` after a Setting was made for key. */
+static void bench_skey_made_set(BenchEmit *E, PyObject *key) {
+    int slot = bench_keyed(E, key);  /* (found: bench_skey_set made it) */
+    if (slot >= 0) E->keyed[slot].set = 1;
+    else PyErr_Clear();
 }
 
 /* settings[key] (borrowed) or NULL, -1 in *bad on error. */
@@ -314,13 +392,14 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
         PyObject *line = key ? PyObject_GetAttr(row, E->attr[A_LINE]) : NULL;
         bad = !line;
         if (!bad && value != Py_None) {
-            PyObject *skey = bench_skey(E, key);
-            int set = skey ? PyDict_Contains(settings, skey) : -1;
+            PyObject *skey;
+            int set = bench_skey_set(E, settings, key, &skey);
             if (set == 0) {  /* ParseResult.set: the first source wins */
                 PyObject *argv[4] = {skey, value, line, E->fmt[owner]};
                 PyObject *made = PyObject_Vectorcall(E->setting_type, argv, 4, NULL);
                 set = made ? PyDict_SetItem(settings, skey, made) : -1;
                 Py_XDECREF(made);
+                if (set == 0) bench_skey_made_set(E, key);
             }
             Py_XDECREF(skey);
             int name;
@@ -341,8 +420,8 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
     for (Py_ssize_t i = 0; i < v->npend && !bad; i++) {  /* the rows read here, after those (as they came) */
         const BenchRow *r = &v->pend[i];
         if (r->kind == ROW_NONE) continue;
-        PyObject *skey = bench_skey(E, r->key);
-        int set = skey ? PyDict_Contains(settings, skey) : -1;
+        PyObject *skey;
+        int set = bench_skey_set(E, settings, r->key, &skey);
         if (set == 0) {  /* ParseResult.set: the first source wins */
             PyObject *value = bench_row_value(r), *ln = value ? PyLong_FromLongLong(r->line) : NULL, *made = NULL;
             if (ln) {
@@ -353,6 +432,7 @@ static int bench_emit_rows(Scanner *self, BenchEmit *E, int owner, PyObject *blo
             Py_XDECREF(value);
             Py_XDECREF(ln);
             Py_XDECREF(made);
+            if (set == 0) bench_skey_made_set(E, r->key);
         }
         Py_XDECREF(skey);
         int name;

@@ -277,6 +277,10 @@ static int context_fetch(context_fast *c) {
         PyErr_Clear();
         return 0;
     }
+    PyObject *truncated = GET_ATTR(c->watcher, "truncated");
+    c->truncated = truncated ? PyObject_IsTrue(truncated) > 0 : 0;
+    Py_XDECREF(truncated);
+    PyErr_Clear();
     c->fetched = 1;
     return 1;
 }
@@ -286,7 +290,11 @@ static int context_fetch(context_fast *c) {
  * bound, else `offer` (result.offer, or None) is called. 0, or -1 on error. */
 static int context_offer(context_fast *c, PyObject *offer, const char *s, Py_ssize_t n, PyObject *line,
                          int64_t lineno, int wanted) {
-    if (!offer || offer == Py_None || !context_words(s, n)) return 0;  /* (no WORDS: offer() returns at once) */
+    if (!offer || offer == Py_None) return 0;
+    /* offer()'s first test: full and the count said so, no line changes anything (the sets only grow, and
+     * truncated is only ever set True) */
+    if (c->fetched > 0 && c->truncated && PySet_GET_SIZE(c->candidates) >= c->max) return 0;
+    if (!context_words(s, n)) return 0;  /* (no WORDS: offer() returns at once) */
     if (c->fetched == 0) context_fetch(c);
     if (c->fetched < 0) {
         PyObject *text = line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
@@ -304,7 +312,7 @@ static int context_offer(context_fast *c, PyObject *offer, const char *s, Py_ssi
     if (held < 0 || dumped < 0) status = -1;
     else if (!held && !dumped) {
         if (PySet_GET_SIZE(c->candidates) < c->max) status = PySet_Add(c->candidates, at);
-        else status = PyObject_SetAttrString(c->watcher, "truncated", Py_True);
+        else if ((status = SET_ATTR(c->watcher, "truncated", Py_True)) == 0) c->truncated = 1;
     }
     Py_DECREF(at);
     return status < 0 ? -1 : 0;

@@ -16,8 +16,15 @@
  *     every number in the plain grammar (counts of at most 18 digits, a double's exact integers).
  * Anything else is declined (read_line goes on as before: Python's). */
 
+#define STAT_TYPES 64  /* draft types a parse holds at most, read here (more: Python's) */
+
 struct llama_state {
     int armed;
+    /* the rows of the draft-type table last published here and the stats dict each was made of: a type
+     * whose stats are the same object (stats dicts are never changed once stored) gets its row again
+     * rather than a copy, as equal as _publish's fresh one (strong references: identities stay unique) */
+    int nrows;
+    PyObject *row_stats[STAT_TYPES], *rows[STAT_TYPES];
     PyObject *parser, *k_formats, *k_result, *name;  /* the llamacpp.Parser, "formats", "result", "llamacpp" */
     int lit_eval, lit_slot, lit_stat;  /* its literals `eval time`, `draft acceptance`, `statistics` (-1: none) */
     int s_source, s_slot, s_prompt, s_throughput, s_ms, s_accepted, s_drafted, s_rate;
@@ -30,6 +37,10 @@ static void llama_release(struct llama_state *ls) {
     Py_CLEAR(ls->k_formats);
     Py_CLEAR(ls->k_result);
     Py_CLEAR(ls->name);
+    for (int i = 0; i < ls->nrows; i++) {
+        Py_CLEAR(ls->row_stats[i]);
+        Py_CLEAR(ls->rows[i]);
+    }
     free(ls);
 }
 
@@ -252,7 +263,6 @@ static int llamacpp_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *l
  * type's stats in types and base, the TYPES_KEY table rebuilt, `spec.algorithm` where llamacpp set it,
  * and _window's records. A line without counts changes nothing (read). */
 
-#define STAT_TYPES 64  /* draft types a parse holds at most, read here (more: Python's) */
 
 static const char *STAT_COUNTS[] = {"gen_drafts", "acc_drafts", "gen_tokens", "acc_tokens"};
 static const char *STAT_LABELS[] = {"#gen drafts", "#acc drafts", "#gen tokens", "#acc tokens"};
@@ -466,14 +476,36 @@ static int stat_write(Scanner *self, struct llama_state *ls, const struct stat_l
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     static const char *DUR_KEYS[] = {"dur_begin_ms", "dur_generate_ms", "dur_accept_ms"};
+    PyObject *row_stats[STAT_TYPES], *rows[STAT_TYPES];  /* this table's, for the next line's */
+    int nrows = 0;
     while (!bad && PyDict_Next(types, &pos, &key, &value)) {
-        PyObject *c, *d, *row = PyDict_New();
-        bad = !row || !stat_shape(value, &c, &d) || DICT_SET(row, "type", key) < 0 || PyDict_Update(row, c) < 0;
-        for (int k = 0; !bad && d && k < 3; k++) bad = dict_set_named(row, DUR_KEYS[k], PyTuple_GET_ITEM(d, k)) < 0;
-        bad = bad || PyDict_SetItem(table, key, row) < 0;
-        Py_XDECREF(row);
+        PyObject *c, *d, *row = NULL;
+        for (int i = 0; i < ls->nrows && !row; i++)  /* the same stats under the same type: its last row */
+            if (ls->row_stats[i] == value && DICT_GET(ls->rows[i], "type") == key) row = ls->rows[i];
+        if (row) {
+            Py_INCREF(row);
+        } else {
+            row = PyDict_New();
+            bad = !row || !stat_shape(value, &c, &d) || DICT_SET(row, "type", key) < 0 || PyDict_Update(row, c) < 0;
+            for (int k = 0; !bad && d && k < 3; k++)
+                bad = dict_set_named(row, DUR_KEYS[k], PyTuple_GET_ITEM(d, k)) < 0;
+        }
+        bad = bad || nrows >= STAT_TYPES || PyDict_SetItem(table, key, row) < 0;
+        if (!bad) {
+            Py_INCREF(value);
+            row_stats[nrows] = value, rows[nrows++] = row;
+        } else {
+            Py_XDECREF(row);
+        }
         if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a draft type's stats changed shape");
     }
+    for (int i = 0; i < ls->nrows; i++) {  /* the last table's dropped, this one's kept (even on error: owned) */
+        Py_DECREF(ls->row_stats[i]);
+        Py_DECREF(ls->rows[i]);
+    }
+    memcpy(ls->row_stats, row_stats, sizeof(row_stats[0]) * (size_t)nrows);
+    memcpy(ls->rows, rows, sizeof(rows[0]) * (size_t)nrows);
+    ls->nrows = nrows;
     bad = bad || SET_ATTR(table_setting, "value", table) < 0
         || SET_ATTR(table_setting, "line", ln) < 0;
     if (!bad && algorithm) {  /* a new Setting, as result.set(..., overwrite=True) makes */

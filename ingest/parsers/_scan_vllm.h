@@ -65,6 +65,7 @@
 #define BENCH_CLOSED 3  /* bench_line closed the blocks at a line it leaves to read_line (closes_before) */
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
+#define TAG_KEPT 16
 
 enum { NAME_OTHER, NAME_LAUNCHER, NAME_WORKER };
 
@@ -86,11 +87,16 @@ typedef struct {
     /* the last tag read: its text up to `)`, the process's tag (`pid N`), the name's kind */
     char tag_text[TAG_MAX]; Py_ssize_t tag_len;
     PyObject *tag; int tag_idx, tag_kind, tag_ranked; long long tag_pid;
+    /* the last tags read, as those fields (a log's processes interleave their lines: one missed most) */
+    struct { char text[TAG_MAX]; Py_ssize_t len; PyObject *tag; int idx, kind, ranked; long long pid; } tags[TAG_KEPT];
+    int tag_next;  /* the slot the next tag made takes */
+    long long rank_dp; int rank_idx;  /* the last engine line's DP rank (-1 none) and its string, rank_idx -1: none yet */
 } VllmLines;
 
 #define F_BENCH 4096  /* native.F_BENCH: both bench readers' blocks are open and handed over (bench()) */
 
-#define BENCH_LABELS 64
+#define BENCH_LABELS 256  /* a quarter full at most on real logs (56 labels): few probes, no evictions */
+#define BENCH_PROBES 8
 #define BENCH_LABEL_MAX 64
 
 /* A row read here, kept as plain values while nothing but the scanner looks at its block: a serving.Row
@@ -167,6 +173,7 @@ static struct vllm_state *vllm_state_of(Scanner *self) {
     if (!v) { PyErr_NoMemory(); return NULL; }
     v->ctx = &self->ctx;
     v->lines.lit_throughput = v->lines.lit_metrics = v->lines.lit_llm = v->lines.lit_stage = -1;
+    v->lines.rank_idx = -1;
     for (int k = 0; k < self->nlit; k++) {
         if ((self->lit_len[k] == 3 && memeq(self->lit[k], "---", 3)) || self->lit_reader[k] < 0)
             v->dash_lits |= 1ull << k;
@@ -194,7 +201,8 @@ static void vllm_lines_release(VllmLines *l) {
     PyObject **refs[] = {&l->parser, &l->windows, &l->launch_lines, &l->processes, &l->launchers, &l->workers, &l->k_label,
                          &l->k_rank, &l->k_hints, &l->k_pid, &l->hint[0], &l->hint[1], &l->hint[2], &l->tag};
     for (size_t i = 0; i < sizeof(refs) / sizeof(*refs); i++) Py_CLEAR(*refs[i]);
-    l->armed = 0, l->tag_len = 0;
+    for (int i = 0; i < TAG_KEPT; i++) { Py_CLEAR(l->tags[i].tag); l->tags[i].len = 0; }
+    l->armed = 0, l->tag_len = 0, l->tag_next = 0, l->rank_idx = -1;
 }
 
 /* The rows kept (BenchRow) let go, made no Row of. */
@@ -293,7 +301,7 @@ static void bench_tables(struct vllm_state *v, PyObject *row_type, PyObject *key
 /* bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool[, Block]]]): the two BlockReaders
  * whose blocks bench_title opens (as their open_title()) and the call that reads a line closing them
  * (bench_close, or None: such lines are Python's), serving._row_tool (None: note_row is called) and
- * serving.Block (None: open_title is called); or bench_readers(None), which lets them go (`close` holds the
+ * serving.Block, made here as its generated __init__ makes it (native._block_plain; None: open_title is called); or bench_readers(None), which lets them go (`close` holds the
  * parse, which holds the scanner: the cycle is broken here). */
 static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
     if (not_ready(self)) return NULL;
@@ -303,7 +311,8 @@ static PyObject *Scanner_bench_readers(Scanner *self, PyObject *args) {
                           &block_type))
         return NULL;
     if ((a != Py_None && (b == Py_None || !row_type || !keys)) || (close != Py_None && !PyCallable_Check(close))
-        || (row_tool != Py_None && !PyCallable_Check(row_tool)) || (block_type != Py_None && !PyType_Check(block_type))) {
+        || (row_tool != Py_None && !PyCallable_Check(row_tool)) || (block_type != Py_None && !PyType_Check(block_type))
+        || (block_type != Py_None && ((PyTypeObject *)block_type)->tp_new != PyBaseObject_Type.tp_new)) {
         PyErr_SetString(PyExc_TypeError, "bench_readers(sglang_reader, vllm_reader, Row, keys[, close[, row_tool[, "
                                          "Block]]]) or bench_readers(None)");
         return NULL;
@@ -444,16 +453,22 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
 /* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. `sub`: the
  * key of a `Position i` row under a subsection, f"acceptance_{key}_pct" (BlockReader._row). */
 static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int sub, PyObject **label, PyObject **key) {
-    unsigned slot = fnv1a(s, n) & (BENCH_LABELS - 1);
-    if (v->seen[slot].label && v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
-        *label = v->seen[slot].label, *key = v->seen[slot].key;
-        if (sub) {
-            if (!v->seen[slot].pkey && !(v->seen[slot].pkey = PyUnicode_FromFormat("acceptance_%U_pct", *key)))
-                return -1;
-            *key = v->seen[slot].pkey;
+    /* open addressing over a few slots (a direct-mapped table of 64 had a third of a log's labels
+     * evicting each other, each miss a str made and a dict lookup); all full: the first slot is reused */
+    unsigned home = fnv1a(s, n) & (BENCH_LABELS - 1), slot = home;
+    for (int probe = 0; probe < BENCH_PROBES; probe++, slot = (slot + 1) & (BENCH_LABELS - 1)) {
+        if (!v->seen[slot].label) break;
+        if (v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
+            *label = v->seen[slot].label, *key = v->seen[slot].key;
+            if (sub) {
+                if (!v->seen[slot].pkey && !(v->seen[slot].pkey = PyUnicode_FromFormat("acceptance_%U_pct", *key)))
+                    return -1;
+                *key = v->seen[slot].pkey;
+            }
+            return 1;
         }
-        return 1;
     }
+    if (v->seen[slot].label) slot = home;  /* (every probe taken) */
     PyObject *u = PyUnicode_DecodeASCII(s, n, NULL);
     if (!u) return -1;
     PyObject *k = PyDict_GetItemWithError(v->keys, u);
@@ -653,25 +668,34 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
     return bad ? ERROR : OK;
 }
 
-/* A section title, serving._SECTION: `^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$`
- * (BlockReader._section; note_section does nothing with the tool known, the subsection is ""). */
-static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
-    struct vllm_state *v = self->vllm;
+/* serving._SECTION, `^\s*-{3,}\s*([A-Za-z][^-]*(?:-[A-Za-z][^-]*)*?)\s*-{3,}\s*$`, on s[0:n]: 1 with the header
+ * s[*h0:*h1], or 0 (no match, or one Python's regex should say). */
+static int section_match(const char *s, Py_ssize_t n, Py_ssize_t *h0, Py_ssize_t *h1) {
     Py_ssize_t a = 0, e = n;
     while (a < n && is_space(s[a])) a++;
     Py_ssize_t d = a;
     while (d < n && s[d] == '-') d++;
-    if (d - a < 3) return PYTHON;
+    if (d - a < 3) return 0;
     while (d < n && is_space(s[d])) d++;
-    if (d >= n || !is_alpha(s[d])) return PYTHON;
+    if (d >= n || !is_alpha(s[d])) return 0;
     while (e > d && is_space(s[e - 1])) e--;
     Py_ssize_t t = e;
     while (t > d && s[t - 1] == '-') t--;
-    if (e - t < 3) return PYTHON;
-    Py_ssize_t h1 = t;
-    while (h1 > d && is_space(s[h1 - 1])) h1--;
-    for (Py_ssize_t k = d; k < h1; k++)  /* a `-` in the header is followed by a letter */
-        if (s[k] == '-' && (k + 1 >= h1 || !is_alpha(s[k + 1]))) return PYTHON;
+    if (e - t < 3) return 0;
+    Py_ssize_t h = t;
+    while (h > d && is_space(s[h - 1])) h--;
+    for (Py_ssize_t k = d; k < h; k++)  /* a `-` in the header is followed by a letter */
+        if (s[k] == '-' && (k + 1 >= h || !is_alpha(s[k + 1]))) return 0;
+    *h0 = d, *h1 = h;
+    return 1;
+}
+
+/* A section title, serving._SECTION (section_match) (BlockReader._section; note_section does nothing with
+ * the tool known, the subsection is ""). */
+static int bench_section(Scanner *self, const char *s, Py_ssize_t n) {
+    struct vllm_state *v = self->vllm;
+    Py_ssize_t d, h1;
+    if (!section_match(s, n, &d, &h1)) return PYTHON;
     if (v->subsection && !v->readers[0]) return PYTHON;  /* a section closes the subsection */
     PyObject *header = PyUnicode_DecodeASCII(s + d, h1 - d, NULL);
     if (!header) return ERROR;
@@ -890,25 +914,49 @@ static PyObject *block_list(PyObject *block, const char *name) {
     return x;
 }
 
-/* BlockReader.open_title(lineno, line) of a reader, its Block made with serving.Block itself (its __init__ and
- * defaults): `_open` (a Block of the reader's client, the reader's client and subsection new) then `titled`
- * and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). The block (a new reference), or NULL. */
-static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark) {
+/* serving.Block(lineno, titled=titled, prefix=mark, client=client) made as its dataclass __init__ makes it (native.py
+ * hands Block over only when that __init__ is the generated one over BLOCK_FIELDS with their defaults, no
+ * __post_init__: _block_plain): object.__new__, then each field stored in order, no Python frame a title
+ * (a sweep's thousands of titles each made two). The block (a new reference), or NULL. */
+static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled, PyObject *mark, PyObject *client) {
+    PyTypeObject *t = (PyTypeObject *)v->block_type;
+    PyObject *none = PyTuple_New(0);
+    PyObject *block = none ? PyBaseObject_Type.tp_new(t, none, NULL) : NULL;
+    Py_XDECREF(none);
+    if (!block) return NULL;
+    PyObject *rows = PyList_New(0), *sections = PyList_New(0), *prefix = mark;
+    int bad = !rows || !sections || SET_ATTR(block, "first_line", ln) < 0 || SET_ATTR(block, "titled", titled ? Py_True : Py_False) < 0
+        || SET_ATTR(block, "tool", Py_None) < 0 || SET_ATTR(block, "rows", rows) < 0
+        || SET_ATTR(block, "sections", sections) < 0 || SET_ATTR(block, "prefix", prefix) < 0
+        || SET_ATTR(block, "client", client) < 0;
+    Py_XDECREF(rows);
+    Py_XDECREF(sections);
+    if (bad) Py_CLEAR(block);
+    return block;
+}
+
+/* BlockReader.open_title(lineno, line) of a reader, its Block made as serving.Block's __init__ makes it
+ * (bench_block_new): `_open` (a Block of the reader's client, the reader's client and subsection new) then
+ * `titled` and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). Or, `header` not NULL,
+ * BlockReader.open_section at a section title: `_open` (untitled, no prefix: `mark` "") then `_section` (the
+ * header joins the sections, note_section, the subsection ""). The block (a new reference), or NULL. */
+static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark,
+                                  PyObject *header) {
     PyObject *client = GET_ATTR(reader, "client");
-    PyObject *kw = client ? PyTuple_New(3) : NULL;
-    PyObject *names[3] = {NAME("titled"), NAME("prefix"), NAME("client")};
-    PyObject *block = NULL;
-    if (kw && names[0] && names[1] && names[2]) {
-        for (int k = 0; k < 3; k++) PyTuple_SET_ITEM(kw, k, Py_NewRef(names[k]));
-        PyObject *argv[4] = {ln, Py_True, mark, client};  /* Block(lineno, titled=True, prefix=..., client=...) */
-        block = PyObject_Vectorcall(v->block_type, argv, 1, kw);
-    }
-    Py_XDECREF(kw);
+    PyObject *block = client ? bench_block_new(v, ln, header == NULL, mark, client) : NULL;
     Py_XDECREF(client);
     PyObject *fresh = block ? PyDict_New() : NULL;
     PyObject *empty = fresh ? PyUnicode_FromStringAndSize("", 0) : NULL;
     int bad = !empty || SET_ATTR(reader, "block", block) < 0 || SET_ATTR(reader, "client", fresh) < 0
         || SET_ATTR(reader, "subsection", empty) < 0;
+    if (!bad && header) {
+        PyObject *sections = GET_ATTR(block, "sections");
+        PyObject *got = sections && PyList_Append(sections, header) == 0
+            ? PyObject_CallMethodOneArg(block, NAME("note_section"), header) : NULL;
+        bad = !got || SET_ATTR(reader, "subsection", empty) < 0;
+        Py_XDECREF(got);
+        Py_XDECREF(sections);
+    }
     Py_XDECREF(fresh);
     Py_XDECREF(empty);
     if (bad) Py_CLEAR(block);
@@ -932,16 +980,20 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
         plen = n > 1 && (s[1] == ' ' || s[1] == '\t') ? 2 : 1;
         if (plen >= n || s[plen] != '=') plen = 0;
     }
-    int here = title && v->block_type;  /* open_title's work done here (bench_open_title) */
+    /* open_title's or open_section's work done here (bench_open_title), a section's where its title is plain
+     * (an odd one, or none: open_section says) */
+    Py_ssize_t h0 = 0, h1 = 0;
+    int here = v->block_type && (title || section_match(s, n, &h0, &h1));
+    PyObject *header = here && !title ? PyUnicode_DecodeASCII(s + h0, h1 - h0, NULL) : NULL;
     PyObject *text = here ? NULL : line ? (Py_INCREF(line), line) : PyUnicode_DecodeASCII(s, n, NULL);
-    PyObject *ln = text || here ? PyLong_FromLongLong(lineno) : NULL;
+    PyObject *ln = text || (here && (title || header)) ? PyLong_FromLongLong(lineno) : NULL;
     PyObject *name = ln ? name_str(title ? "open_title" : "open_section") : NULL;  /* (borrowed) */
-    PyObject *mark = name && here ? PyUnicode_DecodeASCII(s, plen, NULL) : NULL;
+    PyObject *mark = name && here ? PyUnicode_DecodeASCII(s, title ? plen : 0, NULL) : NULL;
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
     int bad = !name || (here && !mark), opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
         PyObject *argv[3] = {v->openers[i], ln, text};
-        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark)
+        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark, header)
                          : PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (!blocks[i]) { bad = 1; break; }
         if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
@@ -954,6 +1006,7 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     Py_XDECREF(ln);
     Py_XDECREF(text);
     Py_XDECREF(mark);
+    Py_XDECREF(header);
     if (!bad && (opened == 1 || opened == 2 || known == 1 || known == 2)) {  /* the same line, the same outcome */
         PyErr_SetString(PyExc_RuntimeError, "the bench readers opened different blocks at one line");
         bad = 1;
@@ -1242,6 +1295,16 @@ static int vllm_known(Scanner *self, VllmLines *l, const char *s, Py_ssize_t end
         Py_CLEAR(l->tag);
         l->tag_len = 0;
         if (end > TAG_MAX) return 0;
+        for (int i = 0; i < TAG_KEPT && !l->tag; i++)
+            if (l->tags[i].tag && l->tags[i].len == end && memeq(l->tags[i].text, s, (size_t)end)) {
+                l->tag = Py_NewRef(l->tags[i].tag);
+                l->tag_idx = l->tags[i].idx, l->tag_kind = l->tags[i].kind, l->tag_ranked = l->tags[i].ranked;
+                l->tag_pid = l->tags[i].pid;
+                memcpy(l->tag_text, s, (size_t)end);
+                l->tag_len = end;
+            }
+    }
+    if (!l->tag) {
         char buf[TAG_MAX + 8];
         int k = snprintf(buf, sizeof(buf), "pid %.*s", (int)(pid1 - pid0), s + pid0);
         if (k < 0 || k >= (int)sizeof(buf)) return 0;
@@ -1260,6 +1323,12 @@ static int vllm_known(Scanner *self, VllmLines *l, const char *s, Py_ssize_t end
         l->tag_ranked = ranked;
         memcpy(l->tag_text, s, (size_t)end);
         l->tag_len = end;
+        int slot = l->tag_next;  /* kept, the oldest let go */
+        l->tag_next = (slot + 1) % TAG_KEPT;
+        Py_XSETREF(l->tags[slot].tag, Py_NewRef(l->tag));
+        memcpy(l->tags[slot].text, s, (size_t)end);
+        l->tags[slot].len = end, l->tags[slot].idx = l->tag_idx, l->tags[slot].kind = l->tag_kind;
+        l->tags[slot].ranked = l->tag_ranked, l->tags[slot].pid = l->tag_pid;
     }
     PyObject *p = PyDict_GetItemWithError(l->processes, l->tag);
     if (!p) return PyErr_Occurred() ? -1 : 0;
@@ -1901,10 +1970,13 @@ static int vllm_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
             if (add_metric(self, metric[i], value[i], window, lineno, l->s_spec, self->s_empty, process) < 0)
                 return ERROR;
     } else if (count) {
-        char rank[32];
-        int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
-        int rank_idx = intern_str(self, rank, rl);
-        if (rank_idx < 0) return ERROR;
+        int rank_idx = l->rank_idx;
+        if (rank_idx < 0 || l->rank_dp != dp) {  /* (a log's engine lines are of one rank, or a few by turns) */
+            char rank[32];
+            int rl = dp >= 0 ? snprintf(rank, sizeof(rank), "DP%lld", dp) : 0;
+            if ((rank_idx = intern_str(self, rank, rl)) < 0) return ERROR;
+            l->rank_dp = dp, l->rank_idx = rank_idx;
+        }
         PyObject *rank_str = str_obj(self, rank_idx);
         long window = engine_window(l, rank_str);
         if (window < 0) return ERROR;

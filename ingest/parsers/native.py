@@ -20,7 +20,7 @@ import dis
 import inspect
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any
 
 import polars as pl
@@ -152,6 +152,25 @@ def _plain_init(cls: type) -> tuple[str, ...] | None:
                                                                 [("RETURN_CONST", None)]):
         return None
     return tuple(args)
+
+
+# serving.Block's fields as the scanner makes a title's block (bench_block_new in _scan_vllm.h): name, default,
+# default factory.
+_BLOCK_FIELDS = (("first_line", MISSING, MISSING), ("titled", False, MISSING), ("tool", None, MISSING),
+                 ("rows", MISSING, list), ("sections", MISSING, list), ("prefix", "", MISSING),
+                 ("client", MISSING, dict))
+
+
+def _block_plain(cls: type) -> type | None:
+    """cls where its __init__ is the one @dataclass wrote over _BLOCK_FIELDS (it stores each field in
+    order and does nothing more: no __post_init__, no __new__ of its own): the scanner then makes a title's
+    block as object.__new__ and that __init__ would. None: open_title is called."""
+    init = cls.__dict__.get("__init__")
+    if not is_dataclass(cls) or hasattr(cls, "__post_init__") or cls.__new__ is not object.__new__ \
+            or getattr(getattr(init, "__code__", None), "co_filename", None) != "<string>":
+        return None
+    got = tuple((f.name, f.default, f.default_factory) for f in fields(cls))
+    return cls if got == _BLOCK_FIELDS else None
 
 
 def _flags(result: ParseResult) -> int:
@@ -419,7 +438,7 @@ def parse_chunks(chunks: Iterator[tuple[int, list[str] | text.Text]], parsers: d
     # scanner keeps its answer per label) and the Block a title opens (made as open_title makes it); let
     # go at the end (the parse holds the scanner).
     scan.bench_readers(parse.sglang.bench, parse.vllm.bench, serving.Row, serving.KEYS, parse.bench_close,
-                       serving._row_tool, serving.Block)
+                       serving._row_tool, _block_plain(serving.Block))
     # What a block the scanner closes itself writes its records with (_scan_bench.h): the owner's
     # _bench_emit where nothing it does can change the scan's flags, else bench_close does it in Python.
     scan.bench_emit(parse.sglang, parse.vllm, result, tagger.recent, records.Setting, serving.add_block,
