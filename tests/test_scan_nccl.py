@@ -726,6 +726,22 @@ def test_mpi_tagged_nccl_lines_read_as_the_lines_engine_reads_them(data, batch):
     _same(data, batch, batch)
 
 
+@pytest.mark.parametrize("lines", [
+    # Found by the random Hypothesis pass: once the version is held, the scanner read the second line
+    # as a bare version, which _tag reads as an env dump's process ("pid 3", a serving worker).
+    ["NCCL version 2.12.7+cuda11.4", "NCCL version 2.12.7+cuda11.4 pid=3 environ"],
+    ["NCCL version 2.12.7+cuda11.4", "NCCL version 2.12.7+cuda11.4 server_args=ServerArgs("],  # a launch line
+    ["node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567",
+     "node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567 pid=3 environ"],
+    ["node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567",
+     "node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567 server_args=ServerArgs("],
+])
+def test_a_version_line_holding_another_tagger_word_reads_as_the_lines_engine(lines):
+    data = "".join(line + "\n" for line in lines * 3).encode()
+    for batch in (1 << 16, 1):
+        _same(data, batch, batch)
+
+
 @pytest.mark.parametrize("first", [
     ["[1,0]<stdout>:hello"],  # the rank's process made with no pid and no host: _mpi sets them
     ["test-efa-0:21:21 [0] NCCL INFO Using network AWS Libfabric", "[1,0]<stdout>:hello"],  # no alias yet

@@ -1333,7 +1333,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (by_literal && dash_rule(self, s, n, lits, by_literal, by_start))  /* the Tagger's "main" */
         return !(flags & F_MAIN) ? PYTHON : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     if (by_literal & BIT(R_NCCL_DEBUG) && n > 13 && s[0] == 'N' && starts_len(s, n, "NCCL version ", 13)) {
-        int bare = nccl_bare_version(self, s, n, line, lineno, *mask, by_literal, flags);  /* _scan_nccl_other.h */
+        int bare = nccl_bare_version(self, s, n, line, lineno, *mask, by_literal, lits, flags);  /* _scan_nccl_other.h */
         if (bare != PYTHON) return bare == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
     }
     unsigned rd = *mask;
@@ -1379,7 +1379,7 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         if (by_literal & BIT(R_LAUNCH_ENV)) return PYTHON;
         if (nccl_known(self, s, n, channel_lines, nccl_lines)) return e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         int warn = nccl_warn_line(self, s, n, line, lineno, rd, nccl_lines, channel_lines);  /* _scan_nccl_other.h */
-        if (warn == PYTHON) warn = nccl_headless_rccl(self, s, n, line, lineno, rd, flags);
+        if (warn == PYTHON) warn = nccl_headless_rccl(self, s, n, line, lineno, rd, lits, flags);
         if (warn != PYTHON) return warn == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         PyObject *text = line ? line : PyUnicode_DecodeASCII(s, n, NULL);
         if (!text) return ERROR;

@@ -1373,16 +1373,23 @@ static inline void nccl_mirror_text(const nccl_mirror_slot *slot, uint64_t h) {
     if (slot && slot->hash == h && slot->text) __builtin_prefetch(slot->text);
 }
 
+/* Whether the line holds none of the Tagger's literals but "NCCL" (its TRIGGERS: "environ" and
+ * "server_args=ServerArgs(" are what make _tag read an env dump's process or note a launch line,
+ * even on a line no NCCL head is found in). */
+static int tagger_nccl_only(const Scanner *self, uint64_t lits) {
+    for (int k = 0; k < self->nlit; k++)
+        if (lits >> k & 1 && self->lit_reader[k] == R_TAGGER && !(self->lit_len[k] == 4 && memeq(self->lit[k], "NCCL", 4)))
+            return 0;
+    return 1;
+}
+
 /* An MPI-tagged line (`[1,0]<stdout>:...`, s[0:n] after the tag) that the Tagger's "NCCL" names and
  * that mpi_line may read on as it reads a line tagged "main" (its Tagger literals are "NCCL" only,
  * no other reader's literal: no launch_env `NCCL_`, so no echo): the bare `NCCL version` (no
  * " NCCL ": _tag finds no head and tags it "main", no nccl_lines key lacks " NCCL ") or an INFO
  * head's line (_tag tags it `pid N`, which nccl_info reads as any). 1 for either, else 0. */
 static int nccl_mpi_shape(const Scanner *self, const char *s, Py_ssize_t n, uint64_t lits, unsigned by_literal) {
-    if (by_literal & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG))) return 0;
-    for (int k = 0; k < self->nlit; k++)
-        if (lits >> k & 1 && self->lit_reader[k] == R_TAGGER && !(self->lit_len[k] == 4 && memeq(self->lit[k], "NCCL", 4)))
-            return 0;
+    if (by_literal & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG)) || !tagger_nccl_only(self, lits)) return 0;
     if (starts_len(s, n, "NCCL version ", 13)) return find(s, n, " NCCL ", 6) == NULL;
     nccl_line_head h;
     return nccl_head_of(s, n, &h) && !starts_len(s + h.msg, n - h.msg, "NCCL_", 5);

@@ -82,12 +82,14 @@ static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *
 
 /* The bare `NCCL version 2.9.6+cuda11.2` (see the top): OK, PYTHON, or ERROR. */
 static int nccl_bare_version(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned rd,
-                             unsigned by_literal, int flags) {
+                             unsigned by_literal, uint64_t lits, int flags) {
     struct nccl_fast *f = self->nccl;
     /* _BARE_VERSION with no process tag. launch_env (its STARTS: a capital, "cl version") reads a
      * command there: "NCCL" then a space is no `NAME=` (_START), and no prompt. No " NCCL ": the
-     * Tagger's and _LINE's searches find no head; the Tagger tags it "main". */
+     * Tagger's and _LINE's searches find no head; the Tagger tags it "main" unless another of its
+     * literals is there (`NCCL version 2.12.7 pid=3 environ` is an env dump's process to _tag). */
     if (!f || f->fetched < 0 || !(flags & F_MAIN) || rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))
+        || !tagger_nccl_only(self, lits)
         || by_literal & BIT(R_LAUNCH_ENV) || n < 14 || !starts_len(s, n, "NCCL version ", 13) || !is_digit(s[13])
         || find(s, n, " NCCL ", 6))
         return PYTHON;
@@ -102,11 +104,12 @@ static int nccl_bare_version(Scanner *self, const char *s, Py_ssize_t n, PyObjec
  * follows a word with no ':' (both need `host:pid:tid [dev] `), so the Tagger tags it "main" and
  * nccl_debug.feed reads it by its words ("RCCL version" and " NCCL INFO "): _rccl_version of the
  * line, as nccl_rccl_version reads it (the version held). No other reader's (rd), "main" made
- * (F_MAIN), no env dump's `environ`: OK, PYTHON, or ERROR. */
+ * (F_MAIN), no other Tagger literal, no env dump's `environ`: OK, PYTHON, or ERROR. */
 static int nccl_headless_rccl(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned rd,
-                              int flags) {
+                              uint64_t lits, int flags) {
     struct nccl_fast *f = self->nccl;
     if (!f || f->fetched < 0 || !(flags & F_MAIN) || rd & ~(BIT(R_TAGGER) | BIT(R_NCCL_DEBUG)) || n == 0
+        || !tagger_nccl_only(self, lits)  /* _tag's launch line (`server_args=ServerArgs(`) or env dump */
         || s[0] == '(' || s[0] == '[' || s[0] == '#' || s[0] == '$' || s[0] == '+')
         return PYTHON;
     Py_ssize_t i = 0;
