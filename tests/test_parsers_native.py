@@ -578,18 +578,27 @@ def test_scan_arguments_outside_the_chunk_are_refused():
         with pytest.raises(IndexError):
             scan.scan_text(text_, 0, index, count, 1, *state, stop_at)
     assert scan.scan_text(text_, 0, 0, 3, 1, *state, -1) == (3, len(text_), len(text_), 0)
-    # A text's dirty lines: its decoded text of the same length, a place in the list, a callable clean.
-    for raw, d, clean in (("short", 0, text.clean), (text_, 2, text.clean), (text_, -1, text.clean), (text_, 0, None)):
-        with pytest.raises(ValueError, match="raw is the text's own"):
-            scan.scan_text(text_, 0, 0, 3, 1, *state, 1, raw, [1], d, clean)
+    # A text's dirty lines: a place in the list, a callable clean, its decoded wide lines strs.
+    for d, clean in ((2, text.clean), (-1, text.clean), (0, None)):
+        with pytest.raises(ValueError, match="d is one of dirty's places"):
+            scan.scan_text(text_, 0, 0, 3, 1, *state, 1, {}, [1], d, clean)
+    with pytest.raises(TypeError):
+        scan.scan_text(text_, 0, 0, 3, 1, *state, 1, "not a dict", [1], 0, text.clean)
+    with pytest.raises(TypeError, match="a wide line is a str"):
+        scan.scan_text(text_, 0, 0, 3, 1, *state, 1, {1: b"another"}, [1], 0, text.clean)
     cleaned: list[str] = []
-    assert scan.scan_text(text_, 0, 0, 3, 1, *state, 1, text_, [1], 0,
+    assert scan.scan_text(text_, 0, 0, 3, 1, *state, 1, {}, [1], 0,
                           lambda line: cleaned.append(line) or line) == (3, len(text_), len(text_), 0)
     assert cleaned == []  # the dirty line, cut out, cleaned as clean() cleans it (_scan_clean.h) and read
     quoted = "plain line\n> another\n"  # one the scanner leaves to clean(): a markdown quote
-    assert scan.scan_text(quoted, 0, 0, 3, 1, *state, 1, quoted, [1], 0,
+    assert scan.scan_text(quoted, 0, 0, 3, 1, *state, 1, {}, [1], 0,
                           lambda line: cleaned.append(line) or line) == (3, len(quoted), len(quoted), 0)
     assert cleaned == ["> another"]
+    # A non-ASCII dirty line is cleaned from its decoded text, not the image's, and left to Python
+    imaged = "plain line\n> ?nother\n"
+    assert scan.scan_text(imaged, 0, 0, 3, 1, *state, 1, {1: "> ánother"}, [1], 0,
+                          lambda line: cleaned.append(line) or line) == (1, 11, 20, 0xffffffff)
+    assert cleaned == ["> another", "> ánother"]
 
 
 def test_only_readers_whose_busy_is_return_false_are_left_unasked():

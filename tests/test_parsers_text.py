@@ -71,69 +71,87 @@ def test_a_chunk_with_many_non_ascii_lines_is_cut_into_lines():
     assert not isinstance(chunk, text.Text) and chunk == lines
 
 
-def _image_by_python(decoded: str) -> tuple[str, int, list[int]]:
-    """What _scan.ascii_image stands in for: str.encode's "?" a character, and the lines holding one."""
+def _image_by_python(data: bytes, share: float = 1.0) -> tuple[str, int, dict[int, str]] | None:
+    """What _scan.utf8_image stands in for: the decoded text, str.encode's "?" a character, and its lines
+    holding one, decoded; None where those are more than `share` of the lines."""
+    decoded = str(data, "utf-8", errors="replace")
     lines = decoded.split("\n")
-    return (decoded.encode("ascii", errors="replace").decode("ascii"), len(lines),
-            [i for i, line in enumerate(lines) if not line.isascii()])
+    wide = {i: line for i, line in enumerate(lines) if not line.isascii()}
+    if len(wide) > share * len(lines):
+        return None
+    return decoded.encode("ascii", errors="replace").decode("ascii"), len(lines), wide
 
 
-def test_the_ascii_image_is_the_encoded_text_and_the_lines_holding_other_characters():
-    """Real non-ASCII lines (a progress bar's blocks, a `×` of a README: a str of 2 and of 1 byte a
-    character), with an emoji (4 bytes), broken bytes (U+FFFD), CJK, CRLF ends, cut sequences and
-    such characters first, last and alone on a line, among ASCII lines."""
+def _both_images(data: bytes, share: float = 1.0) -> list:
+    """utf8_image with AVX2 (where the CPU has it) and without."""
     from ingest.parsers import _scan
 
-    corpus = PROJECT_ROOT / "tests" / "corpus" / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh"
-    real = [line for line in corpus.read_text(encoding="utf-8").splitlines() if not line.isascii()]
-    real += [line for line in (PROJECT_ROOT / "samples" / "README.md").read_text().splitlines() if not line.isascii()]
-    assert any("█" in line for line in real) and any("×" in line for line in real)
-    odd = ["é", "x\U0001f600", "\U0001f600", "日本語のログ\r", "", "\x7f\x80", "tail é\r", "broken \xff\xfe byte".encode(
-        "latin-1").decode("utf-8", "replace"), "cut \xe2\x96".encode("latin-1").decode("utf-8", "replace")]
-    plain = ["INFO 09-01 10:00:00 plain line", "", "\r"]
-    for extra in ([], odd[:1], odd[1:2], odd[3:4]):  # each width of str: 1, 4, 2 bytes a character
-        lines = plain + real + plain + extra + plain
-        for decoded in ("\n".join(lines), "\n".join(lines) + "\n", "\n" + "\n".join(lines)):
-            assert _scan.ascii_image(decoded) == _image_by_python(decoded)
-    for line in odd:
-        for decoded in (line, line + "\n", "\n" + line, "\n".join([line] * 3)):
-            assert _scan.ascii_image(decoded) == _image_by_python(decoded)
-    assert _scan.ascii_image("") == ("", 1, []) and _scan.ascii_image("ascii\nonly") == ("ascii\nonly", 2, [])
-
-
-# Pieces whose mix makes strs of 1, 2 and 4 bytes a character, with runs of ASCII past the vector
-# path's 32 characters a step and other characters at any place in a step.
-_PIECES = st.sampled_from(["a", "\n", "\r", "é", "ÿ", "\x80", "█", "日", "\U0001f600", "x" * 31, "INFO plain " * 3])
-
-
-@given(st.lists(_PIECES, max_size=60))
-def test_the_vector_ascii_image_is_the_character_at_a_time_one(pieces):
-    """ascii_image with AVX2 (where the CPU has it) and without: one answer, str.encode's."""
-    from ingest.parsers import _scan
-
-    decoded = "".join(pieces)
     was = _scan.vector()
     try:
         answers = []
         for on in (True, False):
             _scan.vector(on and was)
-            answers.append(_scan.ascii_image(decoded))
+            answers.append(_scan.utf8_image(data, share))
     finally:
         _scan.vector(was)
-    assert answers[0] == answers[1] == _image_by_python(decoded)
+    return answers
+
+
+def test_the_utf8_image_is_the_decoded_texts_image_and_its_non_ascii_lines_decoded():
+    """Real non-ASCII lines (a progress bar's blocks, a `×` of a README), with an emoji (4 bytes), broken
+    bytes (U+FFFD a maximal invalid part, as CPython's decoder replaces them), CJK, CRLF ends, sequences cut
+    by a newline or the end, NULs, and such characters first, last and alone on a line, among ASCII lines:
+    what the line engine decodes, with and without AVX2, from bytes and from a memoryview."""
+    corpus = PROJECT_ROOT / "tests" / "corpus" / "serving" / "vllm_bench_serve_two_runs_commented_vllm_fork.sh"
+    real = [line for line in corpus.read_bytes().split(b"\n") if not line.isascii()]
+    real += [line for line in (PROJECT_ROOT / "samples" / "README.md").read_bytes().split(b"\n") if not line.isascii()]
+    assert any("█".encode() in line for line in real) and any("×".encode() in line for line in real)
+    odd = ["é".encode(), "x\U0001f600".encode(), "日本語のログ\r".encode(), b"", b"\x7f\x80", b"tail \xc3\xa9\r",
+           b"broken \xff\xfe byte", b"cut \xe2\x96", b"\xe2\x96\n\x88", b"\xf0\x9f\x98", b"\xed\xa0\x80 surrogate",
+           b"\xe0\x80\xaf overlong", b"\xc0\xaf", b"\xf4\x90\x80\x80 past", b"\xf5", b"\x00\xc3\x00\xa9", b"\x1b[32m\xe2\x9c\x93\x1b[0m"]
+    plain = [b"INFO 09-01 10:00:00 plain line", b"", b"\r", b"x" * 70]
+    for extra in ([], odd[:1], odd[1:2], odd[2:3]):
+        lines = plain + real + plain + extra + plain
+        for data in (b"\n".join(lines), b"\n".join(lines) + b"\n", b"\n" + b"\n".join(lines)):
+            assert _both_images(data) == [_image_by_python(data)] * 2
+            assert _both_images(memoryview(data)) == [_image_by_python(data)] * 2
+    for line in odd:
+        for data in (line, line + b"\n", b"\n" + line, b"\n".join([line] * 3), b"x" * 31 + line, b"x" * 33 + line):
+            assert _both_images(data) == [_image_by_python(data)] * 2
+    assert _both_images(b"") == [("", 1, {})] * 2 and _both_images(b"ascii\nonly") == [("ascii\nonly", 2, {})] * 2
+
+
+# Pieces of UTF-8, whole, cut and broken (lone continuation bytes, overlong forms, surrogates, past U+10FFFF),
+# with runs of ASCII past the vector path's 32 bytes a step and other bytes at any place in a step.
+_PIECES = st.sampled_from([b"a", b"\n", b"\r", b"\x00", "é".encode(), b"\xc3", b"\xa9", b"\xff", "█".encode(), b"\xe2\x96",
+                           "日".encode(), "\U0001f600".encode(), b"\xf0\x9f", b"\xf0\x9f\x98", b"\x80", b"\xbf", b"\xc0\xaf",
+                           b"\xe0\x80", b"\xe0\xa0", b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xf4\x8f\xbf\xbf", b"\xf4\x90",
+                           b"\xf5\x80", b"x" * 31, b"INFO plain " * 3])
+
+
+@given(st.lists(_PIECES, max_size=60), st.sampled_from([0.0, 0.05, 0.2, 1.0]))
+def test_the_vector_utf8_image_is_the_byte_at_a_time_one_and_the_decoders(pieces, share):
+    """utf8_image with AVX2 and without: one answer, what str(..., "utf-8", errors="replace") decodes, None
+    where more than `share` of the lines are not ASCII."""
+    data = b"".join(pieces)
+    assert _both_images(data, share) == [_image_by_python(data, share)] * 2
 
 
 def test_a_text_is_kept_while_its_lines_to_clean_and_non_ascii_lines_together_are_within_the_share():
     lines = [f"INFO 09-01 10:00:{i % 60:02d} plain line {i}" for i in range(100)]  # 5% of 100: 5 lines
     for i in (3, 40, 41, 77, 99):
         lines[i] += " ✓"
-    assert text._ascii_image("\n".join(lines)).dirty == [3, 40, 41, 77, 99]
+
+    def chunk(lines: list[str]) -> text.Text | text.Lines:
+        return text._decode_block("\n".join(lines).encode(), texts=True)
+
+    assert chunk(lines).dirty == [3, 40, 41, 77, 99]
     coloured = list(lines)
     coloured[3] = "\x1b[32m" + coloured[3]  # a coloured line already non-ASCII: still 5
-    assert text._ascii_image("\n".join(coloured)).dirty == [3, 40, 41, 77, 99]
+    assert chunk(coloured).dirty == [3, 40, 41, 77, 99]
     coloured[4] = "\x1b[32m" + coloured[4]  # a sixth line: over the share
-    assert text._ascii_image("\n".join(coloured)) is None
-    assert text._ascii_image("\n".join([*lines[:99], lines[99] + " ✓", "é"])) is None
+    assert not isinstance(chunk(coloured), text.Text)
+    assert not isinstance(chunk([*lines[:99], lines[99] + " ✓", "é"]), text.Text)
 
 
 # Pieces of the dirty lines clean() meets, whole and broken: escapes of every spelling, colour codes without

@@ -1643,13 +1643,26 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
 
 #include "_scan_clean.h"
 
-/* A dirty line of a text chunk (text.Text), raw[pos:end], cleaned by `clean` (clean_line) and read as scan() reads a
- * line of a list: OK, or PYTHON (with its mask, ~0 for a line that is not an ASCII str), or ERROR.
+/* A dirty line of a text chunk (text.Text), line `index` (text[pos:end] in its image, wide[index] decoded
+ * where it is not ASCII), cleaned by `clean` (clean_line) and read as scan() reads a line of a list: OK, or
+ * PYTHON (with its mask, ~0 for a line that is not an ASCII str), or ERROR.
  * The line after it is not looked at (NULL: a dirty line's neighbours are read as at a stop). */
-static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t end, PyObject *clean, long long lineno,
-                        State *st, PyObject *labels, PyObject *nccl_lines, PyObject *channel_lines, int flags,
-                        unsigned *mask) {
-    PyObject *piece = PyUnicode_Substring(raw, pos, end);
+static int scan_cleaned(Scanner *self, PyObject *text, PyObject *wide, Py_ssize_t index, Py_ssize_t pos,
+                        Py_ssize_t end, PyObject *clean, long long lineno, State *st, PyObject *labels, PyObject *nccl_lines,
+                        PyObject *channel_lines, int flags, unsigned *mask) {
+    PyObject *found = NULL, *piece;
+    if (PyDict_GET_SIZE(wide)) {
+        PyObject *key = PyLong_FromSsize_t(index);
+        if (!key) return ERROR;
+        found = PyDict_GetItemWithError(wide, key);  /* (borrowed: the dict keeps it) */
+        Py_DECREF(key);
+        if (!found && PyErr_Occurred()) return ERROR;
+        if (found && !PyUnicode_Check(found)) {
+            PyErr_SetString(PyExc_TypeError, "a wide line is a str");
+            return ERROR;
+        }
+    }
+    piece = found ? Py_NewRef(found) : PyUnicode_Substring(text, pos, end);
     PyObject *line = piece ? clean_line(piece, clean) : NULL;
     Py_XDECREF(piece);
     if (!line) return ERROR;
@@ -1680,19 +1693,19 @@ static int scan_cleaned(Scanner *self, PyObject *raw, Py_ssize_t pos, Py_ssize_t
  * in place from `pos` (line `index` of `count`), no str made a line. It stops at the first line
  * Python must feed, or at line `stop_at` (one clean() may change; -1: none): that line's index,
  * where it starts and ends in the text, and the readers it concerns; (count, len, len, 0) at
- * the end. With `raw, dirty, d, clean` (text.Text's decoded text, its dirty lines, the one
- * `stop_at` is, and text.clean), a dirty line is cut from `raw`, cleaned (clean_line, _scan_clean.h: as
+ * the end. With `wide, dirty, d, clean` (text.Text's decoded non-ASCII lines, its dirty lines, the one
+ * `stop_at` is, and text.clean), a dirty line is cut (scan_cleaned), cleaned (clean_line, _scan_clean.h: as
  * text.clean cleans it, `clean` called for what it leaves) and, when that gives an ASCII
  * str, read like the others: the scan stops there only when Python must feed the cleaned line
  * (which the caller cleans again) or it is not ASCII (mask ~0). */
 static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
-    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines, *raw = NULL, *dirty = NULL, *clean = NULL;
+    PyObject *text, *eagle, *sglang, *labels, *nccl_lines, *channel_lines, *wide = NULL, *dirty = NULL, *clean = NULL;
     Py_ssize_t pos, index, count, stop_at, d = 0;
     long long first;
     int flags;
-    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in|UO!nO", &text, &pos, &index, &count, &first, &eagle, &sglang,
+    if (!PyArg_ParseTuple(args, "UnnnLOOO!O!O!in|O!O!nO", &text, &pos, &index, &count, &first, &eagle, &sglang,
                           &PySet_Type, &labels, &PyDict_Type, &nccl_lines, &PySet_Type, &channel_lines, &flags,
-                          &stop_at, &raw, &PyList_Type, &dirty, &d, &clean))
+                          &stop_at, &PyDict_Type, &wide, &PyList_Type, &dirty, &d, &clean))
         return NULL;
     if (not_ready(self)) return NULL;
     if (!PyUnicode_IS_ASCII(text)) { PyErr_SetString(PyExc_ValueError, "scan_text reads ASCII text"); return NULL; }
@@ -1703,8 +1716,8 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "index, count or stop_at outside the text's lines");
         return NULL;
     }
-    if (clean && (PyUnicode_GET_LENGTH(raw) != len || d < 0 || d > PyList_GET_SIZE(dirty) || !PyCallable_Check(clean))) {
-        PyErr_SetString(PyExc_ValueError, "raw is the text's own, d one of dirty's places and clean callable");
+    if (clean && (d < 0 || d > PyList_GET_SIZE(dirty) || !PyCallable_Check(clean))) {
+        PyErr_SetString(PyExc_ValueError, "d is one of dirty's places and clean callable");
         return NULL;
     }
     State st;
@@ -1741,7 +1754,7 @@ static PyObject *Scanner_scan_text(Scanner *self, PyObject *args) {
         }
         if (index == stop_at) {
             mask = ~0u;
-            status = clean ? scan_cleaned(self, raw, pos, end, clean, first + index, &st, labels, nccl_lines,
+            status = clean ? scan_cleaned(self, text, wide, index, pos, end, clean, first + index, &st, labels, nccl_lines,
                                           channel_lines, flags, &mask)
                            : PYTHON;
             if (status != OK) break;
@@ -2757,111 +2770,172 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
     return Py_BuildValue("nNN", lines, out, mpi);
 }
 
-/* ascii_image(text: str) -> (its ASCII image: each character past U+007F a "?", its number of lines,
- * the indices of the lines holding such a character, ascending): for text._ascii_image, one pass in
- * place of str.encode(errors="replace") and a regex search for the lines. */
-/* The image of s[from:n] a character at a time, on from line *line (the last line found wide: *last). */
-#define ASCII_IMAGE(NAME, T)                                                                             \
-    static int NAME(const T *s, Py_ssize_t from, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *line_io,     \
-                    Py_ssize_t *last_io, PyObject *wide) {                                              \
-        Py_ssize_t line = *line_io, last = *last_io;                                                    \
-        for (Py_ssize_t i = from; i < n; i++) {                                                         \
-            T c = s[i];                                                                                 \
-            if (c < 0x80) {                                                                             \
-                image[i] = (Py_UCS1)c;                                                                  \
-                line += c == '\n';                                                                      \
-                continue;                                                                               \
-            }                                                                                           \
-            image[i] = '?';                                                                             \
-            if (line != last) {                                                                         \
-                PyObject *v = PyLong_FromSsize_t(line);                                                 \
-                if (!v || PyList_Append(wide, v) < 0) { Py_XDECREF(v); return -1; }                     \
-                Py_DECREF(v);                                                                           \
-                last = line;                                                                            \
-            }                                                                                           \
-        }                                                                                               \
-        *line_io = line, *last_io = last;                                                               \
-        return 0;                                                                                       \
+/* utf8_image(block: bytes-like, share: float) -> (image, lines, wide) or None: text.Text's parts made
+ * from a chunk's UTF-8 bytes in one pass, for text._decode_block, no str of the whole decoded text
+ * made (a UCS-2 str of 2 MB and its ASCII image were 10% of a vLLM log with progress bars in it).
+ * `image` is the ASCII image of what str(block, "utf-8", errors="replace") decodes: each character
+ * past U+007F a "?" (so every line starts where it does in the decoded text), a U+FFFD of a broken
+ * sequence too; `wide` maps each line holding such a character to that line decoded (as the whole
+ * would decode it: a newline never belongs to a UTF-8 sequence, so lines decode alone). None where
+ * more than `share` of the lines are wide (the caller decodes and cuts such a chunk into lines). */
+
+/* The bytes of one character of s[0:n) (n >= 1, s[0] past 0x7f) as CPython's UTF-8 decoder takes them:
+ * a valid sequence, or the maximal part of one that begins it (a lead byte and the continuation bytes
+ * it allows), which errors="replace" makes one U+FFFD. Never a newline: it is no continuation byte. */
+static Py_ssize_t utf8_char(const unsigned char *s, Py_ssize_t n) {
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    Py_ssize_t need;
+    if (c < 0xc2 || c > 0xf4) return 1;  /* a continuation byte, an overlong lead, or past U+10FFFF */
+    if (c < 0xe0) {
+        need = 1;
+    } else if (c < 0xf0) {
+        need = 2;
+        if (c == 0xe0) lo = 0xa0;       /* (overlong) */
+        else if (c == 0xed) hi = 0x9f;  /* (a surrogate) */
+    } else {
+        need = 3;
+        if (c == 0xf0) lo = 0x90;       /* (overlong) */
+        else if (c == 0xf4) hi = 0x8f;  /* (past U+10FFFF) */
     }
-ASCII_IMAGE(ascii_image_1, Py_UCS1)
-ASCII_IMAGE(ascii_image_2, Py_UCS2)
-ASCII_IMAGE(ascii_image_4, Py_UCS4)
-#undef ASCII_IMAGE
+    Py_ssize_t k = 1;
+    for (; k <= need; k++) {
+        if (k >= n || s[k] < lo || s[k] > hi) return k;
+        lo = 0x80, hi = 0xbf;
+    }
+    return k;
+}
+
+typedef struct {
+    const unsigned char *s;
+    Py_ssize_t n, i;       /* the bytes, the first not read */
+    Py_UCS1 *image;
+    Py_ssize_t j;          /* the image's characters written */
+    Py_ssize_t line;       /* the line s[i] is on */
+    Py_ssize_t floor;      /* no line of the bytes still to read starts before this */
+    Py_ssize_t lines;      /* the bytes' lines, -1 until counted (utf8_wide_line) */
+    double share;
+    Py_ssize_t *wide;      /* (line, first byte, end) of each wide line */
+    Py_ssize_t nwide, cap;
+} Utf8Walk;
+
+static Py_ssize_t count_newlines(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t count = 0;
+    for (const unsigned char *p = s, *end = s + n; (p = memchr(p, '\n', (size_t)(end - p))); p++) count++;
+    return count;
+}
+
+/* The rest of the line from s[i] (a byte past 0x7f) into the image, one "?" a character, the line kept
+ * as wide: 0, 1 where more than `share` of the lines are wide (no more to read), -1 on an error. */
+static int utf8_wide_line(Utf8Walk *w) {
+    const unsigned char *s = w->s;
+    Py_ssize_t start = w->i, i = w->i, j = w->j;
+    while (start > w->floor && s[start - 1] != '\n') start--;  /* (ASCII bytes: the line's first wide one is at i) */
+    while (i < w->n && s[i] != '\n') {
+        if (s[i] < 0x80) {
+            w->image[j++] = s[i++];
+        } else {
+            w->image[j++] = '?';
+            i += utf8_char(s + i, w->n - i);
+        }
+    }
+    if (w->nwide == w->cap) {
+        Py_ssize_t cap = w->cap ? 2 * w->cap : 64;
+        Py_ssize_t *more = PyMem_Realloc(w->wide, (size_t)cap * 3 * sizeof(Py_ssize_t));
+        if (!more) { PyErr_NoMemory(); return -1; }
+        w->wide = more, w->cap = cap;
+    }
+    Py_ssize_t *at = w->wide + 3 * w->nwide++;
+    at[0] = w->line, at[1] = start, at[2] = i;
+    w->i = w->floor = i, w->j = j;
+    /* Over the share of the lines read so far: the whole text's lines counted (once) to know. */
+    if ((double)w->nwide > w->share * (double)(w->line + 1)) {
+        if (w->lines < 0) w->lines = w->line + 1 + count_newlines(s + i, w->n - i);
+        if ((double)w->nwide > w->share * (double)w->lines) return 1;
+    }
+    return 0;
+}
+
+/* The image of s[i:n) a byte at a time (what is left after the vector path, or all of it). */
+static int utf8_image_bytes(Utf8Walk *w) {
+    while (w->i < w->n) {
+        unsigned char c = w->s[w->i];
+        if (c >= 0x80) {
+            int r = utf8_wide_line(w);
+            if (r) return r;
+            continue;
+        }
+        w->image[w->j++] = c;
+        w->i++;
+        w->line += c == '\n';
+    }
+    return 0;
+}
 
 #ifdef HAVE_AVX2_PATH
-/* ascii_image_1/_2 of a whole text 32 characters a step: a step of ASCII characters only (nearly all of
- * a log with a progress bar's blocks in it) is copied (narrowed) and its newlines counted at once; a
- * step holding another character goes a character at a time (the same answers: tests hold both). */
+/* utf8_image_bytes 32 bytes a step: a step of ASCII bytes only (nearly all of a log) is copied and its
+ * newlines counted at once; from a step's first byte past 0x7f, that line goes a byte at a time (the
+ * same answers: tests hold both). The stores stay inside the image: it has a character a byte, j <= i. */
 __attribute__((target("avx2")))
-static int ascii_image_1v(const Py_UCS1 *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *line, Py_ssize_t *last,
-                          PyObject *wide) {
+static int utf8_image_avx2(Utf8Walk *w) {
     const __m256i nl = _mm256_set1_epi8('\n');
-    Py_ssize_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
-        if (_mm256_movemask_epi8(v)) {  /* a byte past 0x7f */
-            if (ascii_image_1(s, i, i + 32, image, line, last, wide) < 0) return -1;
+    while (w->i + 32 <= w->n) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(w->s + w->i));
+        uint32_t high = (uint32_t)_mm256_movemask_epi8(v);
+        uint32_t newlines = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl));
+        _mm256_storeu_si256((__m256i *)(w->image + w->j), v);
+        if (!high) {
+            w->line += __builtin_popcount(newlines);
+            w->i += 32, w->j += 32;
             continue;
         }
-        _mm256_storeu_si256((__m256i *)(image + i), v);
-        *line += __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl)));
+        int k = __builtin_ctz(high);  /* the bytes before it are the image's */
+        w->line += __builtin_popcount(newlines & ((1u << k) - 1));
+        w->i += k, w->j += k;
+        int r = utf8_wide_line(w);
+        if (r) return r;
     }
-    return ascii_image_1(s, i, n, image, line, last, wide);
-}
-
-__attribute__((target("avx2")))
-static int ascii_image_2v(const Py_UCS2 *s, Py_ssize_t n, Py_UCS1 *image, Py_ssize_t *line, Py_ssize_t *last,
-                          PyObject *wide) {
-    const __m256i nl = _mm256_set1_epi8('\n'), high = _mm256_set1_epi16((short)0xff80);
-    Py_ssize_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 16));
-        if (!_mm256_testz_si256(_mm256_or_si256(a, b), high)) {  /* a character past U+007F */
-            if (ascii_image_2(s, i, i + 32, image, line, last, wide) < 0) return -1;
-            continue;
-        }
-        /* Narrowed (each lane packs its halves of a and b: the 64-bit quarters put back in order). */
-        __m256i v = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xd8);
-        _mm256_storeu_si256((__m256i *)(image + i), v);
-        *line += __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl)));
-    }
-    return ascii_image_2(s, i, n, image, line, last, wide);
+    return utf8_image_bytes(w);
 }
 #endif
 
-static PyObject *ascii_image(PyObject *Py_UNUSED(mod), PyObject *arg) {
-    if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a str"); return NULL; }
-    if (PyUnicode_READY(arg) < 0) return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(arg), lines = 1;
-    PyObject *image = PyUnicode_New(n, 127), *wide = PyList_New(0);
-    int bad = !image || !wide;
-    if (!bad) {
-        Py_UCS1 *out = PyUnicode_1BYTE_DATA(image);
-        const void *data = PyUnicode_DATA(arg);
-        Py_ssize_t line = 0, last = -1;
-        int kind = PyUnicode_KIND(arg);
-#ifdef HAVE_AVX2_PATH
-        if (avx2_ok && kind != PyUnicode_4BYTE_KIND) {
-            bad = (kind == PyUnicode_1BYTE_KIND ? ascii_image_1v(data, n, out, &line, &last, wide)
-                                                : ascii_image_2v(data, n, out, &line, &last, wide)) < 0;
-            kind = 0;
-        }
-#endif
-        switch (kind) {
-        case 0: break;
-        case PyUnicode_1BYTE_KIND: bad = ascii_image_1(data, 0, n, out, &line, &last, wide) < 0; break;
-        case PyUnicode_2BYTE_KIND: bad = ascii_image_2(data, 0, n, out, &line, &last, wide) < 0; break;
-        default: bad = ascii_image_4(data, 0, n, out, &line, &last, wide) < 0; break;
-        }
-        lines = line + 1;
-    }
-    if (bad) {
-        Py_XDECREF(image);
-        Py_XDECREF(wide);
+static PyObject *utf8_image(PyObject *Py_UNUSED(mod), PyObject *args) {
+    Py_buffer b;
+    double share;
+    if (!PyArg_ParseTuple(args, "y*d", &b, &share)) return NULL;
+    if (!(share >= 0.0)) {  /* (NaN too) */
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_ValueError, "share is a number from 0");
         return NULL;
     }
-    return Py_BuildValue("NnN", image, lines, wide);
+    PyObject *image = PyUnicode_New(b.len, 127), *wide = NULL, *out = NULL;
+    Utf8Walk w = {.s = b.buf, .n = b.len, .lines = -1, .share = share};
+    int r = -1;
+    if (image) {
+        w.image = PyUnicode_1BYTE_DATA(image);
+#ifdef HAVE_AVX2_PATH
+        r = avx2_ok ? utf8_image_avx2(&w) : utf8_image_bytes(&w);
+#else
+        r = utf8_image_bytes(&w);
+#endif
+    }
+    if (r == 0 && (double)w.nwide > share * (double)(w.line + 1)) r = 1;
+    if (r == 0 && w.j < b.len && PyUnicode_Resize(&image, w.j) < 0) r = -1;
+    if (r == 0 && (wide = PyDict_New()) == NULL) r = -1;
+    for (Py_ssize_t k = 0; r == 0 && k < w.nwide; k++) {
+        const Py_ssize_t *at = w.wide + 3 * k;
+        PyObject *key = PyLong_FromSsize_t(at[0]);
+        PyObject *line = key ? PyUnicode_DecodeUTF8((const char *)w.s + at[1], at[2] - at[1], "replace") : NULL;
+        if (!line || PyDict_SetItem(wide, key, line) < 0) r = -1;
+        Py_XDECREF(key);
+        Py_XDECREF(line);
+    }
+    if (r == 0) out = Py_BuildValue("OnO", image, w.line + 1, wide);
+    else if (r == 1) out = Py_NewRef(Py_None);
+    PyMem_Free(w.wide);
+    Py_XDECREF(image);
+    Py_XDECREF(wide);
+    PyBuffer_Release(&b);
+    return out;
 }
 
 /* find(line, literal) -> where find() finds an ASCII literal in an ASCII line, -1 for nowhere (the vector
@@ -2942,8 +3016,9 @@ static PyMethodDef module_methods[] = {
     {"tests_marks", tests_marks_text, METH_O, "tests_marks(line) -> the marks _scan_tests.h finds in an ASCII line"},
     {"find", find_text, METH_VARARGS, "find(line, literal) -> where the scanner finds literal in line, or -1"},
     {"hints", context_hints, METH_O, "hints(line) -> whether an ASCII line holds a word of context._HINTS, case-blind"},
-    {"ascii_image", ascii_image, METH_O,
-     "ascii_image(text: str) -> (its ASCII image, its lines, the lines holding a non-ASCII character)"},
+    {"utf8_image", utf8_image, METH_VARARGS,
+     "utf8_image(block, share) -> (the decoded text's ASCII image, its lines, {line: decoded} of its non-ASCII "
+     "lines), None where over `share` of the lines are non-ASCII"},
     {"round6", py_round6, METH_O, "round6(x: float) -> round(x, 6) as the scanner computes it (for tests)"},
     {"dirty_lines", dirty_lines, METH_O,
      "dirty_lines(text: str) -> (lines, the lines clean() may change), None when not ASCII"},

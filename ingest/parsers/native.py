@@ -353,7 +353,7 @@ class _Parse:
     def text(self, chunk: text.Text, first: int) -> None:
         """A chunk kept as its text (text.Text): the scanner reads it in place; a line is cut out (and
         cleaned, if it is one of the chunk's dirty lines) only where Python feeds it."""
-        body, raw, dirty = chunk.text, chunk.raw, chunk.dirty
+        body, wide, dirty = chunk.text, chunk.wide, chunk.dirty
         i, n, pos, d = 0, len(chunk), 0, 0  # d: the first dirty line not behind line i
         while i < n:
             while d < len(dirty) and dirty[d] < i:  # past the dirty line fed last: the scan stops at the next
@@ -361,7 +361,7 @@ class _Parse:
             if mode := self.ready():
                 i, pos, end, mask = self.scan.scan_text(
                     body, pos, i, n, first, self.eagle, self.sglang, self.labels, self.nccl_lines,
-                    self.channel_lines, self.arm(mode), dirty[d] if d < len(dirty) else -1, raw, dirty, d, text.clean)
+                    self.channel_lines, self.arm(mode), dirty[d] if d < len(dirty) else -1, wide, dirty, d, text.clean)
                 if mode == 1 and self.sglang.bench.block is not None:
                     mode = F_BENCH  # the scanner opened both blocks at a title (bench_title): they are busy
                 if mode == F_BENCH:
@@ -375,9 +375,9 @@ class _Parse:
                 d += 1
             if d < len(dirty) and dirty[d] == i:
                 # Cleaned as the line engine cleans every line (the scanner cleaned it too, and read it
-                # if it could: its mask is the cleaned line's), cut from the text itself: a non-ASCII
-                # character is a "?" in the scanner's image.
-                line = text.clean(raw[pos:end])
+                # if it could: its mask is the cleaned line's), the decoded line where it is not ASCII: a
+                # non-ASCII character is a "?" in the scanner's image.
+                line = text.clean(wide[i] if i in wide else body[pos:end])
                 if mask < 0:
                     mask = ~0  # every reader, as the line engine feeds a cleaned line
             else:

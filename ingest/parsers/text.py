@@ -281,16 +281,27 @@ class Text:
 
     A chunk with a few non-ASCII lines (a progress bar's blocks, a name in another script) comes as
     its ASCII image, each other character a "?" (so every line starts at the same place in both),
-    those lines dirty; `raw` is the decoded text itself, which dirty lines are cut from."""
+    those lines dirty and `wide` holding each decoded by its index: a dirty line is cut from there
+    where it is one, else from the image (the same text)."""
 
-    __slots__ = ("count", "dirty", "raw", "text")
+    __slots__ = ("count", "dirty", "text", "wide")
 
-    def __init__(self, text: str, count: int, dirty: list[int], raw: str | None = None) -> None:
+    def __init__(self, text: str, count: int, dirty: list[int], wide: dict[int, str] | None = None) -> None:
         self.text, self.count, self.dirty = text, count, dirty
-        self.raw = text if raw is None else raw
+        self.wide = {} if wide is None else wide
 
     def __len__(self) -> int:
         return self.count
+
+    @property
+    def raw(self) -> str:
+        """The decoded text (made anew: the context watcher reads it for the file's head alone)."""
+        if not self.wide:
+            return self.text
+        lines = self.text.split("\n")
+        for i, line in self.wide.items():
+            lines[i] = line
+        return "\n".join(lines)
 
 
 # A chunk with more lines to clean than this share is cut into lines as ever. A dirty line of a text
@@ -309,13 +320,25 @@ def _decode_block(block: bytes | memoryview, texts: bool = False) -> Lines | Tex
     """
     if isinstance(block, bytes) and b"\x00" in block:
         block = block.replace(b"\x00", b"")
-    text = str(block, "utf-8", errors="replace")
+    # For a Text, the bytes' ASCII image and their non-ASCII lines decoded, in one C pass: no str of the
+    # whole decoded text (a chunk of 2 MB with a progress bar's blocks in it decoded to 4 MB of UCS-2).
+    imaged = _scan.utf8_image(block, TEXT_DIRTY_SHARE) if texts and _scan is not None else None
+    if imaged is not None and imaged[2]:
+        image, count, wide = imaged
+        counted = _scan.dirty_lines(image)
+        assert counted is not None  # an ASCII text
+        marked = counted[1]  # (its MPI-tagged lines, counted[2], the scanner reads)
+        # clean() runs on the non-ASCII lines as on every line of the line engine, which leaves such a
+        # line as it is unless it holds one of _DIRTY
+        dirty = sorted(set(marked).union(wide)) if marked else list(wide)
+        if len(dirty) <= TEXT_DIRTY_SHARE * count:
+            return Text(image, count, dirty, wide)
+        imaged = None
+    text = str(block, "utf-8", errors="replace") if imaged is None else imaged[0]
     counted = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
     marked = None if counted is None else sorted(counted[1] + counted[2]) if counted[2] else counted[1]
     if texts and counted is not None and len(counted[1]) <= TEXT_DIRTY_SHARE * counted[0]:
         return Text(text, counted[0], counted[1])
-    if texts and counted is None and _scan is not None and (chunk := _ascii_image(text)) is not None:
-        return chunk
     lines = text.split("\n")
     if marked is not None:
         for i in marked:
@@ -341,25 +364,6 @@ def _decode_block(block: bytes | memoryview, texts: bool = False) -> Lines | Tex
     for i in found:
         lines[i] = clean(lines[i])
     return _lines(lines, found)
-
-
-def _ascii_image(text: str) -> Text | None:
-    """A non-ASCII text as a Text (its ASCII image to scan, its lines holding other characters dirty:
-    clean() runs on them, as on every line of the line engine, which leaves such a line as it is unless
-    it holds one of _DIRTY), or None where more than TEXT_DIRTY_SHARE of its lines would be dirty."""
-    # One C pass: the image (one "?" a character, as text.encode("ascii", errors="replace") gives: every
-    # line starts at the same place in both) and the lines holding a character past U+007F.
-    image, count, wide = _scan.ascii_image(text)
-    limit = TEXT_DIRTY_SHARE * count
-    if len(wide) > limit:
-        return None
-    counted = _scan.dirty_lines(image)
-    assert counted is not None  # an ASCII text
-    marked = counted[1]  # (its MPI-tagged lines, counted[2], the scanner reads)
-    if len(marked) > limit:
-        return None
-    dirty = sorted(set(marked).union(wide)) if marked else wide
-    return None if len(dirty) > limit else Text(image, count, dirty, text)
 
 
 def _longest_line(block: bytes) -> int:
