@@ -325,14 +325,13 @@ def _decode_block(block: bytes | memoryview, texts: bool = False) -> Lines | Tex
     imaged = _scan.utf8_image(block, TEXT_DIRTY_SHARE) if texts and _scan is not None else None
     if imaged is not None and imaged[2]:
         image, count, wide = imaged
-        counted = _scan.dirty_lines(image)
-        assert counted is not None  # an ASCII text
-        marked = counted[1]  # (its MPI-tagged lines, counted[2], the scanner reads)
-        # clean() runs on the non-ASCII lines as on every line of the line engine, which leaves such a
-        # line as it is unless it holds one of _DIRTY
-        dirty = sorted(set(marked).union(wide)) if marked else list(wide)
-        if len(dirty) <= TEXT_DIRTY_SHARE * count:
-            return Text(image, count, dirty, wide)
+        in_image = _scan.dirty_lines(image)
+        assert in_image is not None  # an ASCII text
+        # (its MPI-tagged lines, in_image[2], the scanner reads) clean() runs on the non-ASCII lines as on
+        # every line of the line engine, which leaves such a line as it is unless it holds one of _DIRTY
+        to_clean = sorted(set(in_image[1]).union(wide)) if in_image[1] else list(wide)
+        if len(to_clean) <= TEXT_DIRTY_SHARE * count:
+            return Text(image, count, to_clean, wide)
         imaged = None
     text = str(block, "utf-8", errors="replace") if imaged is None else imaged[0]
     counted = None if _scan is None else _scan.dirty_lines(text)  # one C pass over an ASCII text
