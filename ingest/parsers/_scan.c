@@ -2878,22 +2878,27 @@ static int utf8_image_bytes(Utf8Walk *w) {
 __attribute__((target("avx2")))
 static int utf8_image_avx2(Utf8Walk *w) {
     const __m256i nl = _mm256_set1_epi8('\n');
-    while (w->i + 32 <= w->n) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(w->s + w->i));
+    const unsigned char *s = w->s;
+    Py_UCS1 *image = w->image;
+    Py_ssize_t i = w->i, j = w->j, line = w->line, n = w->n;  /* (locals: the stores alias none of them) */
+    while (i + 32 <= n) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
         uint32_t high = (uint32_t)_mm256_movemask_epi8(v);
         uint32_t newlines = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl));
-        _mm256_storeu_si256((__m256i *)(w->image + w->j), v);
+        _mm256_storeu_si256((__m256i *)(image + j), v);
         if (!high) {
-            w->line += __builtin_popcount(newlines);
-            w->i += 32, w->j += 32;
+            line += __builtin_popcount(newlines);
+            i += 32, j += 32;
             continue;
         }
         int k = __builtin_ctz(high);  /* the bytes before it are the image's */
-        w->line += __builtin_popcount(newlines & ((1u << k) - 1));
-        w->i += k, w->j += k;
+        w->line = line + __builtin_popcount(newlines & ((1u << k) - 1));
+        w->i = i + k, w->j = j + k;
         int r = utf8_wide_line(w);
         if (r) return r;
+        i = w->i, j = w->j, line = w->line;
     }
+    w->i = i, w->j = j, w->line = line;
     return utf8_image_bytes(w);
 }
 #endif
