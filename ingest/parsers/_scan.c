@@ -2654,30 +2654,52 @@ static int dirty_at(const char *text, Py_ssize_t len, Py_ssize_t p) {
     }
 }
 
+/* The byte pairs where a line may need cleaning, a bit each: a literal's first byte (or one of two) and
+ * the bytes that may follow it (NULL: any). Looked up by nibble (dirty_avx2): a bit's table holds
+ * every byte whose two nibbles are those of listed bytes, a few more than listed (\v, ^K), which
+ * dirty_at turns down. */
+static const char *const DIRTY_PAIRS[8][2] = {
+    {"\r\x1b", NULL}, {"^", "M["}, {"#", "0"}, {"]", "<"}, {"a", "c"}, {"P", "y"}, {"[", "0123456789"}, {"\n", ">"},
+};
+static uint8_t dirty_nibbles[4][32];  /* a first byte's low and high nibble, the next one's: each table twice */
+
+static void dirty_nibbles_init(void) {
+    for (int bit = 0; bit < 8; bit++) {
+        for (int k = 0; k < 2; k++) {
+            const char *bytes = DIRTY_PAIRS[bit][k];
+            for (int x = 0; x < 256; x++) {
+                if (bytes && !memchr(bytes, x, strlen(bytes))) continue;
+                for (int half = 0; half < 32; half += 16) {
+                    dirty_nibbles[2 * k][half + (x & 15)] |= (uint8_t)(1u << bit);
+                    dirty_nibbles[2 * k + 1][half + (x >> 4)] |= (uint8_t)(1u << bit);
+                }
+            }
+        }
+    }
+}
+
 /* dirty_lines' answer in one pass of 32 bytes a step: lines counted from the newlines' bit masks,
- * and the places where a line may need cleaning found by compares of each byte and the next
- * (\r, ESC, ^, #0, ]<, ac, Py, [ then a digit, a newline then >), each then read whole. */
+ * and the places where a line may need cleaning found by each byte and the next (DIRTY_PAIRS: a
+ * table lookup a nibble), each then read whole. */
 __attribute__((target("avx2")))
 static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, PyObject *out, Py_ssize_t last,
                       PyObject *mpi) {
     Py_ssize_t last_mpi = -1;  /* the line last found an MPI tag, while it is the last of `mpi` */
     char pad0[64], pad1[64];
     Py_ssize_t line = 0;
-#define EQ(v, c) _mm256_cmpeq_epi8((v), _mm256_set1_epi8(c))
+    const __m256i low = _mm256_set1_epi8(0x0f), nl = _mm256_set1_epi8('\n'), zero = _mm256_setzero_si256();
+    const __m256i lo0 = _mm256_loadu_si256((const __m256i *)dirty_nibbles[0]);
+    const __m256i hi0 = _mm256_loadu_si256((const __m256i *)dirty_nibbles[1]);
+    const __m256i lo1 = _mm256_loadu_si256((const __m256i *)dirty_nibbles[2]);
+    const __m256i hi1 = _mm256_loadu_si256((const __m256i *)dirty_nibbles[3]);
+#define NIBBLES(v, lo, hi) _mm256_and_si256(_mm256_shuffle_epi8((lo), _mm256_and_si256((v), low)), \
+                                            _mm256_shuffle_epi8((hi), _mm256_and_si256(_mm256_srli_epi16((v), 4), low)))
     for (Py_ssize_t i = 0; i < len; i += 32) {
         __m256i v0 = load_padded(text + i, len - i, 32, 0, pad0);
         __m256i v1 = load_padded(text + i + 1, len - i - 1, 32, 0, pad1);
-        uint32_t newlines = (uint32_t)_mm256_movemask_epi8(EQ(v0, '\n'));
-        __m256i digit = _mm256_and_si256(_mm256_cmpgt_epi8(v1, _mm256_set1_epi8('0' - 1)),
-                                         _mm256_cmpgt_epi8(_mm256_set1_epi8('9' + 1), v1));
-        __m256i any = _mm256_or_si256(_mm256_or_si256(EQ(v0, '\r'), EQ(v0, 0x1b)), EQ(v0, '^'));
-        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, '#'), EQ(v1, '0')));
-        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, ']'), EQ(v1, '<')));
-        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, 'a'), EQ(v1, 'c')));
-        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, 'P'), EQ(v1, 'y')));
-        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, '['), digit));
-        any = _mm256_or_si256(any, _mm256_and_si256(EQ(v0, '\n'), EQ(v1, '>')));
-        uint32_t found = (uint32_t)_mm256_movemask_epi8(any);
+        uint32_t newlines = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl));
+        __m256i pairs = _mm256_and_si256(NIBBLES(v0, lo0, hi0), NIBBLES(v1, lo1, hi1));
+        uint32_t found = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(pairs, zero));
         if (len - i < 32) found &= (1u << (len - i)) - 1, newlines &= (1u << (len - i)) - 1;
         for (; found; found &= found - 1) {
             int b = __builtin_ctz(found);
@@ -2707,7 +2729,7 @@ static int dirty_avx2(const char *text, Py_ssize_t len, Py_ssize_t *lines_out, P
         }
         line += __builtin_popcount(newlines);
     }
-#undef EQ
+#undef NIBBLES
     *lines_out = line + 1;
     return 0;
 }
@@ -3102,6 +3124,7 @@ PyMODINIT_FUNC PyInit__scan(void) {
 #ifdef HAVE_AVX2_PATH
     __builtin_cpu_init();
     avx2_ok = __builtin_cpu_supports("avx2");
+    dirty_nibbles_init();
 #endif
     context_hint_init();
     PyObject *m = PyModule_Create(&module);
