@@ -25,7 +25,7 @@ def _samples() -> list[bytes]:
 
 SAMPLES = _samples()
 LINES = [line for sample in SAMPLES for line in sample.split(b"\n")]
-# What copies of logs do to lines: colours, tqdm's \r, CRLF, NULs, MPI tags, quotes, relays.
+# What copies of logs do to lines: colours, tqdm's \r, CRLF, NULs, MPI tags, quotes, relays, broken UTF-8.
 DAMAGE = [
     lambda b: b"\x1b[1;36m" + b + b"\x1b[0m",
     lambda b: b"[1;36m" + b,
@@ -39,6 +39,8 @@ DAMAGE = [
     lambda b: b + b" [repeated 3x across cluster]",
     lambda b: b"[INFO ] PyProcess - W-210-model-stdout: " + b,
     lambda b: b + b"\xe2\x82",  # a multi-byte character cut before the newline
+    lambda b: b" 40%|\xe2\x96\x88\xe2\x96\x88 | " + b,  # a progress bar's blocks
+    lambda b: b + b" \xff\xc0\xaf\xed\xa0\x80\xf0\x9f",  # invalid UTF-8: a U+FFFD each maximal invalid part
     lambda b: b"#033[32m" + b,
     lambda b: b * 40,  # long enough to be cut under a small MAX_LINE_BYTES
 ]

@@ -137,6 +137,62 @@ def test_the_vector_utf8_image_is_the_byte_at_a_time_one_and_the_decoders(pieces
     assert _both_images(data, share) == [_image_by_python(data, share)] * 2
 
 
+def _chunk_lines(chunk: text.Text | text.Lines) -> list[str]:
+    """A chunk's lines as the native engine cuts a Text's (native._Parse.text): a dirty line cleaned from its
+    decoded text where it is not ASCII, from the image where it is; an MPI-tagged one cleaned; the rest as
+    they are in the image."""
+    if not isinstance(chunk, text.Text):
+        return list(chunk)
+    dirty = set(chunk.dirty)
+    out = []
+    for i, line in enumerate(chunk.text.split("\n")):
+        if i in dirty:
+            line = text.clean(chunk.wide[i] if i in chunk.wide else line)
+        elif line[:1] == "[" and "]<std" in line:
+            line = text.clean(line)
+        out.append(line)
+    assert len(out) == len(chunk)
+    return out
+
+
+# Lines of UTF-8 damaged as copies of logs are (broken and cut sequences, CRLF, tqdm's \r, NULs, colours, MPI
+# tags), a few of them among many ASCII ones, so that chunks are kept as Text, after a head of plain lines (a
+# NUL in the first 8 KiB makes a binary file).
+_WIDE_BITS = [b"\xe2\x96\x88", b"\xe2\x96", b"\xff", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"\xf0\x9f", b"\xed\xa0\x80",
+              b"\xc0\xaf", b"\x80", b"\r", b"\x00", b"\x1b[32m", b"[1;36m", b"[1,0]<stdout>:", b"> ", b"^M", b"|", b"text "]
+_PLAIN = [b"INFO 09-01 10:00:00 plain line", b"", b"x" * 70, b"(VllmWorker pid=1) INFO ready"]
+_HEAD = [b"INFO plain head line %d" % i + b"." * 60 for i in range(110)]
+
+
+@st.composite
+def _damaged_lines(draw) -> list[bytes]:
+    lines = draw(st.lists(st.sampled_from(_PLAIN), max_size=300))
+    for _ in range(draw(st.integers(0, 12))) if lines else ():
+        at = draw(st.integers(0, len(lines) - 1))
+        lines[at] = draw(st.lists(st.sampled_from([*_WIDE_BITS, *_PLAIN]), min_size=1, max_size=8).map(b"".join))
+    return _HEAD + lines
+
+
+@given(_damaged_lines(), st.integers(1, 3000), st.integers(30, 200), st.sampled_from([b"\n", b"", b"\r\n"]))
+def test_read_chunks_texts_give_the_line_engines_lines_on_broken_utf8(lines, batch, max_line, end):
+    """read_chunks(texts=True), each Text cut as the native engine cuts it, gives read_lines' lines (the
+    line engine: each line decoded alone, errors="replace"), and the same warnings: invalid UTF-8, \r,
+    NULs, colours, MPI tags and lines over MAX_LINE_BYTES, at any read size."""
+    data = b"\n".join(lines) + end
+    with mock.patch.object(text, "MAX_LINE_BYTES", max_line), mock.patch.object(text, "CHUNK", batch):
+        want = _read(data)
+        with mock.patch.object(text, "BATCH", batch), mock.patch.object(text, "FIRST_BATCH", batch):
+            warnings: list = []
+            got, texts = [], 0
+            for first, chunk in text.read_chunks(io.BytesIO(data), warnings, texts=True):
+                assert first == len(got) + 1
+                texts += isinstance(chunk, text.Text)
+                if isinstance(chunk, text.Text):
+                    assert chunk.raw == "\n".join(chunk.wide.get(i, line) for i, line in enumerate(chunk.text.split("\n")))
+                got.extend(_chunk_lines(chunk))
+    assert (list(enumerate(got, 1)), [w.message for w in warnings]) == want
+
+
 def test_a_text_is_kept_while_its_lines_to_clean_and_non_ascii_lines_together_are_within_the_share():
     lines = [f"INFO 09-01 10:00:{i % 60:02d} plain line {i}" for i in range(100)]  # 5% of 100: 5 lines
     for i in (3, 40, 41, 77, 99):
