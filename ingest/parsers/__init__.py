@@ -137,7 +137,7 @@ def _watched(chunks: Iterator[tuple[int, Any]], watcher: context.Watcher) -> Ite
     """The chunks, each shown to the context watcher before an engine reads it."""
     for first, chunk in chunks:
         if isinstance(chunk, Text):
-            if first <= context.HEAD_SCAN_LINES:  # (all text() reads: a non-ASCII chunk's raw is made anew)
+            if first <= context.HEAD_SCAN_LINES:  # (text() reads the head alone; raw is made anew)
                 watcher.text(first, chunk.raw, chunk.dirty, clean, len(chunk))
         else:
             watcher.chunk(first, chunk)

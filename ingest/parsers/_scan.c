@@ -2794,7 +2794,7 @@ static PyObject *dirty_lines(PyObject *Py_UNUSED(mod), PyObject *arg) {
 
 /* utf8_image(block: bytes-like, share: float) -> (image, lines, wide) or None: text.Text's parts made
  * from a chunk's UTF-8 bytes in one pass, for text._decode_block, no str of the whole decoded text
- * made (a UCS-2 str of 2 MB and its ASCII image were 10% of a vLLM log with progress bars in it).
+ * made (a few non-ASCII characters make a chunk's str UCS-2, twice its bytes, decoded a character at a time).
  * `image` is the ASCII image of what str(block, "utf-8", errors="replace") decodes: each character
  * past U+007F a "?" (so every line starts where it does in the decoded text), a U+FFFD of a broken
  * sequence too; `wide` maps each line holding such a character to that line decoded (as the whole

@@ -327,8 +327,9 @@ def _decode_block(block: bytes | memoryview, texts: bool = False) -> Lines | Tex
         image, count, wide = imaged
         in_image = _scan.dirty_lines(image)
         assert in_image is not None  # an ASCII text
-        # (its MPI-tagged lines, in_image[2], the scanner reads) clean() runs on the non-ASCII lines as on
-        # every line of the line engine, which leaves such a line as it is unless it holds one of _DIRTY
+        # Its non-ASCII lines are cleaned (clean() runs on every line of the line engine, and leaves such a
+        # line as it is unless it holds one of _DIRTY) with those the image shows dirty; the MPI-tagged
+        # ones, in_image[2], the scanner reads.
         to_clean = sorted(set(in_image[1]).union(wide)) if in_image[1] else list(wide)
         if len(to_clean) <= TEXT_DIRTY_SHARE * count:
             return Text(image, count, to_clean, wide)
