@@ -94,16 +94,36 @@ def direct_calls(rng: random.Random) -> int:
             scan.scan_text(text, *args)
         except (IndexError, ValueError):
             raised += 1
-        try:  # with its dirty lines cleaned in C (text.Text): any list, any place in it
+        try:  # with its dirty lines cleaned in C (text.Text): any list, any place in it, any wide lines
             dirty = sorted(rng.sample(range(-2, 8), rng.randint(0, 3)))
-            scan.scan_text(text, *args, text if rng.random() < 0.9 else text + "x", dirty,
-                           rng.randint(-1, len(dirty) + 1), clean)
-        except (IndexError, ValueError):
+            wide = {rng.randint(-2, 8): rng.choice(["wide é", "> x\u2588", "", b"not a str"])
+                    for _ in range(rng.randint(0, 3))}
+            scan.scan_text(text, *args, wide, dirty, rng.randint(-1, len(dirty) + 1), clean)
+        except (IndexError, ValueError, TypeError):
             raised += 1
         try:  # an MPI-tagged line comes cleaned, a text.MpiLine
             scan.scan([clean(line) for line in text.split("\n")], rng.randint(-3, 9), 1, *state,
                       rng.choice([0, native.F_MAIN]))
         except IndexError:
+            raised += 1
+    # A chunk's ASCII image made from its bytes: what the decoder makes of any bytes, and a share checked.
+    pieces = [b"a", b"\n", b"\r", b"\x00", b"\x80", b"\xc3", b"\xa9", b"\xe2\x96", b"\xf0\x9f\x98", b"\xed\xa0",
+              b"\xf4\x90", b"\xff", b"x" * 31, "\u2588".encode(), "\U0001f600".encode()]
+    for _ in range(2000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        data = data[rng.randint(0, 2):] if rng.random() < 0.3 else data
+        decoded = data.decode("utf-8", "replace")
+        lines = decoded.split("\n")
+        wide = {i: line for i, line in enumerate(lines) if not line.isascii()}
+        share = rng.choice([0.0, 0.05, 0.5, 1.0])
+        image = decoded.encode("ascii", "replace").decode()
+        want = None if len(wide) > share * len(lines) else (image, len(lines), wide)
+        if _scan.utf8_image(memoryview(data), share) != want:
+            raise AssertionError(f"utf8_image({data!r}, {share}) is not the decoder's")
+    for share in (-1.0, float("nan")):
+        try:
+            _scan.utf8_image(b"x", share)
+        except ValueError:
             raised += 1
     # The nccl-tests reader's state as the scanner reads it: wrong types and odd tables refused.
     tests = nccl_tests.Parser(ParseResult())
