@@ -1478,14 +1478,17 @@ static int nccl_mpi_idle(Scanner *self, const char *s, Py_ssize_t n, PyObject *n
 }
 
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
- * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
+ * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. `head`: the
+ * line's head as nccl_head_start read it, `head_end` its end (not 0). */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
-                     PyObject *nccl_lines, PyObject *channel_lines) {
+                     PyObject *nccl_lines, PyObject *channel_lines, const nccl_line_head *head, Py_ssize_t head_end) {
     struct nccl_fast *f = self->nccl;
-    nccl_line_head h;
     if (!f || f->fetched < 0) return PYTHON;
     if (nccl_repeat(f, s, n, nccl_lines, channel_lines)) return OK;
-    if (!nccl_head_of(s, n, &h)) return PYTHON;
+    /* nccl_head_of's NCCL INFO after the head */
+    if (!starts_len(s + head_end, n - head_end, "NCCL INFO ", 10)) return PYTHON;
+    nccl_line_head h = *head;
+    h.msg = head_end + 10;
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
     /* (once both sets are full, nccl_keep does nothing: no hash) */
