@@ -452,12 +452,19 @@ static int nccl_fetch(struct nccl_fast *f) {
  * match it there (their search's first match is this one when the line starts so). */
 typedef struct {
     Py_ssize_t host_end, pid_at, pid_end, tid_at, tid_end, dev_at, dev_end, msg;
-    long long pid;
 } nccl_line_head;
 
 static Py_ssize_t nccl_digits(const char *s, Py_ssize_t n, Py_ssize_t i) {
     while (i < n && is_digit(s[i])) i++;
     return i;
+}
+
+/* A head's pid (at most NCCL_INT_DIGITS digits: nccl_head_start saw to it), read where it is used:
+ * a head's own process is known for most lines. */
+static long long nccl_head_pid(const char *s, const nccl_line_head *h) {
+    long long pid = 0;
+    for (Py_ssize_t k = h->pid_at; k < h->pid_end; k++) pid = pid * 10 + (s[k] - '0');
+    return pid;
 }
 
 /* `host:pid:tid [dev] ` from the line's start into *h: the place after it, 0 when the line is not so
@@ -474,8 +481,6 @@ static Py_ssize_t nccl_head_start(const char *s, Py_ssize_t n, nccl_line_head *h
     i = nccl_digits(s, n, i);
     if (i == h->pid_at || i - h->pid_at > NCCL_INT_DIGITS || i >= n || s[i] != ':') return 0;
     h->pid_end = i;
-    h->pid = 0;
-    for (Py_ssize_t k = h->pid_at; k < h->pid_end; k++) h->pid = h->pid * 10 + (s[k] - '0');
     h->tid_at = ++i;
     i = nccl_digits(s, n, i);
     if (i == h->tid_at || i + 2 > n || s[i] != ' ' || s[i + 1] != '[') return 0;
@@ -664,7 +669,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
                 int overflow;
                 long long pid_held = PyLong_AsLongLongAndOverflow(v, &overflow);
                 if (PyErr_Occurred()) goto done;
-                if (!overflow && pid_held == h->pid)
+                if (!overflow && pid_held == nccl_head_pid(s, h))
                     fl |= (named ? NP_TAG : NP_HOSTLESS) | (r != Py_None ? NP_RANK : 0);
             }
         }
@@ -1152,7 +1157,7 @@ static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, co
     int held = PyDict_Contains(f->processes, tag);
     if (held) return held < 0 ? ERROR : PYTHON;
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = host ? PyLong_FromLongLong(h->pid) : NULL;
+    PyObject *pid = host ? PyLong_FromLongLong(nccl_head_pid(s, h)) : NULL;
     PyObject *first = pid ? PyLong_FromLongLong((long long)lineno) : NULL;
     PyObject *hints = first ? PyList_New(0) : NULL;
     PyObject *p = hints ? PyDict_New() : NULL;
