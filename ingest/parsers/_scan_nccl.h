@@ -613,14 +613,28 @@ static nccl_proc_seen *nccl_proc_add(struct nccl_fast *f, const char *s, Py_ssiz
     return q;
 }
 
+/* The hash of a line head (nccl_head_flags'), its set of f->heads asked of memory now: the line's
+ * message is read before its head's flags are, and a renumbered log's heads, each a set of its own
+ * in a 136 KB table, were a cache miss a line. */
+static uint64_t nccl_head_ahead(const struct nccl_fast *f, const char *s, const nccl_line_head *h) {
+    Py_ssize_t len = h->dev_end + 2;
+    if (len > NCCL_HEAD_MAX) return 0;  /* (nccl_head_flags does not read such a head) */
+    uint64_t hash = nccl_hash(s, len);
+    const char *set = (const char *)&f->heads[(hash & (NCCL_HEADS / 2 - 1)) * 2];
+    __builtin_prefetch(set);
+    __builtin_prefetch(set + 64);
+    __builtin_prefetch(set + sizeof(nccl_head_seen));
+    return hash;
+}
+
 /* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. The
  * heads are held by their hash, one to a slot: a renumbered log has a new thread every few lines,
- * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse). */
-static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_head *h, unsigned *flags,
-                           PyObject **tag) {
+ * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse).
+ * `hash`: nccl_head_ahead's. */
+static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_head *h, uint64_t hash,
+                           unsigned *flags, PyObject **tag) {
     Py_ssize_t len = h->dev_end + 2;
     if (len > NCCL_HEAD_MAX) return PYTHON;
-    uint64_t hash = nccl_hash(s, len);
     int at = (int)(hash & (NCCL_HEADS / 2 - 1)) * 2, same = -1;
     nccl_head_seen *e = &f->heads[at];
     for (int way = 0; way < 2; way++) {
@@ -651,11 +665,15 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
         fl = q->flags;
         name = Py_NewRef(q->name);
     } else {
-        host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-        pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-        t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
-        name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
-        if (!t2 || !name) goto done;
+        if (q) {  /* its flags read again (Python may have set them since), with its objects */
+            name = Py_NewRef(q->name), t2 = Py_NewRef(q->t2);
+        } else {
+            host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+            pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+            t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
+            name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
+            if (!t2 || !name) goto done;
+        }
         PyObject *p = PyDict_GetItemWithError(f->processes, name);
         if (!p && PyErr_Occurred()) goto done;
         if (!p) fl |= NP_NEW;
@@ -682,13 +700,12 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
             if (!held && PyErr_Occurred()) goto done;
             if (held) fl |= has[k].bit;
         }
-        if (p && !q) q = nccl_proc_add(f, s, plen, phash);  /* held for its next thread */
-        else if (!p) q = NULL;
-        if (q) {
-            Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
-            q->flags = fl & NCCL_PROC_FLAGS;
+        if (!p) {
+            q = NULL;  /* (none held: a process is never taken out of the table) */
+        } else if (!q && (q = nccl_proc_add(f, s, plen, phash))) {  /* held for its next thread */
             q->name = Py_NewRef(name), q->t2 = Py_NewRef(t2);
         }
+        if (q) q->flags = fl & NCCL_PROC_FLAGS;
     }
     if (fl & NP_PR) fl |= NP_TP | NP_PP;  /* _channel keeps no peer rank for a process with a rank */
     /* Into the set's first slot: the head's own entry moved there, or the first's head moved to the
@@ -935,8 +952,13 @@ static uint64_t nccl_hash(const char *s, Py_ssize_t n) {
         h = (h ^ w) * 0xff51afd7ed558ccdull;
         h ^= h >> 32;
     }
+    /* The bytes left: the text's last eight where it has eight (some hashed twice), else a byte at a
+     * time. A copy of a length only known here was a `rep movs`, tens of cycles a line head. */
     w = 0;
-    memcpy(&w, s + i, (size_t)(n - i));
+    if (i < n) {
+        if (n >= 8) memcpy(&w, s + n - 8, 8);
+        else for (Py_ssize_t k = 0; k < n; k++) w |= (uint64_t)(unsigned char)s[k] << (8 * k);
+    }
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
 }
@@ -1494,6 +1516,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (!starts_len(s + head_end, n - head_end, "NCCL INFO ", 10)) return PYTHON;
     nccl_line_head h = *head;
     h.msg = head_end + 10;
+    uint64_t head_hash = nccl_head_ahead(f, s, &h);
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
     /* (once both sets are full, nccl_keep does nothing: no hash) */
@@ -1516,7 +1539,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         unsigned fl;
         PyObject *tag;
         if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
-        int status = nccl_head_flags(f, s, &h, &fl, &tag);
+        int status = nccl_head_flags(f, s, &h, head_hash, &fl, &tag);
         if (status != OK) return status;
         if (fl & NP_HOSTLESS) {
             if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
@@ -1557,7 +1580,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rccl && (!f->has_version || !nccl_rccl_shape(m, mn))) return PYTHON;
     unsigned fl;
     PyObject *tag;
-    int status = nccl_head_flags(f, s, &h, &fl, &tag);
+    int status = nccl_head_flags(f, s, &h, head_hash, &fl, &tag);
     if (status != OK) return status;
     if (fl & NP_HOSTLESS) {
         if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
