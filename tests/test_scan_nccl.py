@@ -841,3 +841,34 @@ def test_threads_are_keyed_alike_in_both_engines_ints_where_their_text_is_an_int
     result = parse_stream(io.BytesIO(data), engine="native")
     ranks = {(v.key, v.rank) for v in result.nccl}
     assert ("NCCL_PROTO", "0") in ranks and ("NCCL_PROTO", "1") in ranks and ("NCCL_PROTO", "2") in ranks
+
+
+def test_more_processes_than_the_table_first_holds_read_as_the_lines_engine_reads_them():
+    """The processes of line heads in a table that grows (256 entries, then twice as many each time,
+    their places made again): 700 processes whose new threads come in turn, a third of them never
+    saying a rank (their flags read again at each new thread) and a third only from their third
+    thread on, read as the line engine reads them, and in C."""
+    body = []
+    for t in range(4):
+        for p in range(700):
+            head = f"h{p % 5}:{2000 + p}:{9000 + 1000 * t + p} [{t % 2}] NCCL INFO "
+            if p % 3 == 1 or (p % 3 == 2 and t >= 2):
+                body.append(head + f"comm 0x{p:x} rank {p % 8} nranks 8 cudaDev {t % 2} busId 1000 - Init START")
+            body += [head + "Connected all rings", head + f"Channel 00/0 : {p % 8}[0] -> {(p + 1) % 8}[1] via P2P/IPC"]
+    data = ("\n".join(body) + "\n").encode()
+    for batch in (1 << 21, 4096):
+        _same(data, batch, batch)
+    assert _fed_by_python(data) < 100
+
+
+@pytest.mark.parametrize("message", [
+    "r", "ra", "ran", "rank", "rank ", "rank 1", "rank 1 nRanks", "rank 1 nRanks ", "rank 1 nranks 2",
+    "x rank 1 nRanks 2 nNodes", "x rank 1 nRanks 2 nNodes 3", "arank 1 nranks 2", "rank rank 3 nranks 4 r",
+    "err rr rank 12 nranks 160 nNodes 20", "ranks 1 nranks 2 rank 3 nranks 4", "rank 1 nRanks 2r",
+])
+def test_a_rank_found_anywhere_in_a_message_or_at_its_end_reads_as_the_lines_engine(message):
+    # _RANK.search at each 'r' of the message, up to its last bytes: the thread's rank, the counts
+    head = "vm:1467:1600 [1] NCCL INFO "
+    data = _one_process(COMM, head + message, head + "Connected all rings", head + message)
+    for batch in (1 << 21, 61):
+        _same(data, batch, batch)

@@ -1351,7 +1351,11 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         int llama = llamacpp_line(self, s, n, line, lineno, e, labels, flags, lits, by_literal, by_start & rd);
         if (llama != DECLINE) return llama;
     }
-    if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV))) {  /* env dumps, launch commands, lines no reader acts on */
+    /* An NCCL line's head (`host:pid:tid [dev] `), read once: env_line declines such a line (its
+     * env_head_anywhere), nccl_info reads on from it. */
+    nccl_line_head head;
+    Py_ssize_t head_end = rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV)) ? nccl_head_start(s, n, &head) : 0;
+    if (rd & (BIT(R_NCCL_DEBUG) | BIT(R_LAUNCH_ENV)) && !head_end) {  /* env dumps, launch commands, lines no reader acts on */
         int env = env_line(self, s, n, line, lineno, e, flags, rd, lits, by_start);  /* _scan_env.h */
         if (env != DECLINE) return env;
     }
@@ -1373,7 +1377,8 @@ static int read_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rd & BIT(R_NCCL_DEBUG)) {
         /* A line both nccl_debug and the Tagger have read before: neither does anything with it. */
         if (rd & BIT(R_SGLANG) || s[0] == '(') return PYTHON;
-        int info = nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines);  /* a known process's */
+        int info = head_end ? nccl_info(self, s, n, line, lineno, by_literal, nccl_lines, channel_lines, &head, head_end)
+                            : PYTHON;  /* a known process's */
         if (info != PYTHON) return info == ERROR ? ERROR : e->in_block ? eagle_busy(self, e, s, n, lineno) : OK;
         /* "NCCL_" (launch_env's idle here) may be offer()'s word: only nccl_info offers such a line */
         if (by_literal & BIT(R_LAUNCH_ENV)) return PYTHON;

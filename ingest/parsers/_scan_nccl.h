@@ -69,18 +69,22 @@ typedef struct {
 
 /* A process's part of what nccl_head_flags reads, by its `host:pid` (a renumbered log has a new
  * thread every few lines, of a few hundred processes): the flags of the process found set
- * (NP_TAG, NP_RANK, NP_PR, NP_PP: they stay set, Python only adds), its tag, and the dicts of its
- * threads and devices (nccl_debug's thread_rank[(host, pid)], thread_peer_rank[...],
- * device_ranks[...]: made once, never replaced; NULL where absent when read, looked up again). A
- * new thread of it then costs its tid's and dev's lookups alone. */
-#define NCCL_PROCS 256
+ * (NP_TAG, NP_RANK, NP_PR, NP_PP: they stay set, Python only adds) and its tag. A new thread of a
+ * process held costs no lookup: its own flags (NP_TR, NP_DR, NP_TP) are left unset, read where a
+ * line acts on them (nccl_first_rank, nccl_first_connection: setdefault()s that find what is
+ * there) -- half a renumbered log's threads print no rank and no connection.
+ * Held in a table that grows (f->procs, its places found by f->proc_at, open addressing on the
+ * hash): a fixed table of 256 slots, one a hash, had 680 processes of a renumbered log take each
+ * other's slots, half of its 226K new threads reading their process afresh. An entry keeps its
+ * place in f->procs as the table grows (heads name it by it). */
+#define NCCL_PROCS_MAX (1 << 20)  /* processes held at most: past it a new one is read each time */
 #define NCCL_PROC_FLAGS (NP_TAG | NP_RANK | NP_PR | NP_PP)
 typedef struct {
-    Py_ssize_t len;  /* 0: an empty entry */
+    Py_ssize_t len;
     uint64_t hash;
     char text[NCCL_HEAD_MAX];
     unsigned flags;
-    PyObject *name, *t2, *threads, *peers, *devs;  /* held */
+    PyObject *name, *t2;  /* held */
     /* its host and pid as nccl_share gave them where an echo or a rank first shared them, and their
      * (host, pid): what nccl_keys and nccl_echo would decode and share again (NULL: not yet) */
     PyObject *host, *pid, *keys;
@@ -134,7 +138,10 @@ struct nccl_fast {
     int last_proc;  /* the f->procs entry of the line's process (nccl_head_flags), -1 none */
     PyObject *heads_of[7];  /* the dicts the heads were read from: another of them, and all are read again */
     nccl_head_seen heads[NCCL_HEADS];
-    nccl_proc_seen procs[NCCL_PROCS];
+    nccl_proc_seen *procs;  /* nprocs of cap_procs held (malloc'd; NULL: none yet) */
+    int nprocs, cap_procs;
+    int *proc_at;  /* nproc_at places (a power of two, at least twice nprocs): an index into procs, -1 empty */
+    int nproc_at;
     int nnames;
     struct { Py_ssize_t len; char text[NCCL_NAME_MAX]; } names[NCCL_NAMES];
     /* the line after the one read (set by the scan loops): in a list, or in a text up to text_end */
@@ -164,12 +171,13 @@ static void nccl_heads_clear(struct nccl_fast *f) {
         }
     f->nheads = 0, f->last_head = 0;
     f->nnames = 0;
-    for (int i = 0; i < NCCL_PROCS; i++) {
+    for (int i = 0; i < f->nprocs; i++) {
         nccl_proc_seen *q = &f->procs[i];
-        Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->threads); Py_CLEAR(q->peers); Py_CLEAR(q->devs);
-        Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
-        q->len = 0;
+        Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
     }
+    free(f->procs), free(f->proc_at);
+    f->procs = NULL, f->proc_at = NULL;
+    f->nprocs = f->cap_procs = f->nproc_at = 0;
     f->last_proc = -1;
     if (++f->epoch == 0) f->epoch = 1;
 }
@@ -444,12 +452,19 @@ static int nccl_fetch(struct nccl_fast *f) {
  * match it there (their search's first match is this one when the line starts so). */
 typedef struct {
     Py_ssize_t host_end, pid_at, pid_end, tid_at, tid_end, dev_at, dev_end, msg;
-    long long pid;
 } nccl_line_head;
 
 static Py_ssize_t nccl_digits(const char *s, Py_ssize_t n, Py_ssize_t i) {
     while (i < n && is_digit(s[i])) i++;
     return i;
+}
+
+/* A head's pid (at most NCCL_INT_DIGITS digits: nccl_head_start saw to it), read where it is used:
+ * a head's own process is known for most lines. */
+static long long nccl_head_pid(const char *s, const nccl_line_head *h) {
+    long long pid = 0;
+    for (Py_ssize_t k = h->pid_at; k < h->pid_end; k++) pid = pid * 10 + (s[k] - '0');
+    return pid;
 }
 
 /* `host:pid:tid [dev] ` from the line's start into *h: the place after it, 0 when the line is not so
@@ -466,8 +481,6 @@ static Py_ssize_t nccl_head_start(const char *s, Py_ssize_t n, nccl_line_head *h
     i = nccl_digits(s, n, i);
     if (i == h->pid_at || i - h->pid_at > NCCL_INT_DIGITS || i >= n || s[i] != ':') return 0;
     h->pid_end = i;
-    h->pid = 0;
-    for (Py_ssize_t k = h->pid_at; k < h->pid_end; k++) h->pid = h->pid * 10 + (s[k] - '0');
     h->tid_at = ++i;
     i = nccl_digits(s, n, i);
     if (i == h->tid_at || i + 2 > n || s[i] != ' ' || s[i + 1] != '[') return 0;
@@ -556,14 +569,72 @@ static PyObject *nccl_tid(const char *s, const nccl_line_head *h) {
     return PyLong_FromLongLong(v);
 }
 
+/* The place in f->proc_at of the process `host:pid` (s[0:len], its hash): where its index is,
+ * else the empty place where it would go; -1 without a table yet. */
+static int nccl_proc_place(const struct nccl_fast *f, const char *s, Py_ssize_t len, uint64_t hash) {
+    if (!f->proc_at) return -1;
+    unsigned mask = (unsigned)f->nproc_at - 1;
+    for (unsigned k = (unsigned)(hash >> 32) & mask;; k = (k + 1) & mask) {  /* (at most half full) */
+        int i = f->proc_at[k];
+        if (i < 0) return (int)k;
+        const nccl_proc_seen *q = &f->procs[i];
+        if (q->hash == hash && q->len == len && memeq(q->text, s, (size_t)len)) return (int)k;
+    }
+}
+
+/* A new entry for the process `host:pid` (s[0:len], its hash; not held), its objects NULL: NULL
+ * when the table cannot grow (no error set: the process is read afresh each time). */
+static nccl_proc_seen *nccl_proc_add(struct nccl_fast *f, const char *s, Py_ssize_t len, uint64_t hash) {
+    if (len > NCCL_HEAD_MAX || f->nprocs >= NCCL_PROCS_MAX) return NULL;
+    if (f->nprocs == f->cap_procs) {
+        int cap = f->cap_procs ? f->cap_procs * 2 : 256;
+        nccl_proc_seen *grown = realloc(f->procs, (size_t)cap * sizeof(*grown));
+        if (!grown) return NULL;
+        f->procs = grown, f->cap_procs = cap;
+    }
+    if (2 * (f->nprocs + 1) > f->nproc_at) {  /* kept at most half full: the places made again */
+        int places = f->nproc_at ? f->nproc_at * 2 : 512;
+        int *at = malloc((size_t)places * sizeof(*at));
+        if (!at) return NULL;
+        free(f->proc_at);
+        f->proc_at = at, f->nproc_at = places;
+        for (int k = 0; k < places; k++) at[k] = -1;
+        for (int i = 0; i < f->nprocs; i++) {
+            const nccl_proc_seen *q = &f->procs[i];
+            at[nccl_proc_place(f, q->text, q->len, q->hash)] = i;
+        }
+    }
+    int place = nccl_proc_place(f, s, len, hash);
+    nccl_proc_seen *q = &f->procs[f->nprocs];
+    memset(q, 0, sizeof(*q));
+    q->len = len, q->hash = hash;
+    memcpy(q->text, s, (size_t)len);
+    f->proc_at[place] = f->nprocs++;
+    return q;
+}
+
+/* The hash of a line head (nccl_head_flags'), its set of f->heads asked of memory now: the line's
+ * message is read before its head's flags are, and a renumbered log's heads, each a set of its own
+ * in a 136 KB table, were a cache miss a line. */
+static uint64_t nccl_head_ahead(const struct nccl_fast *f, const char *s, const nccl_line_head *h) {
+    Py_ssize_t len = h->dev_end + 2;
+    if (len > NCCL_HEAD_MAX) return 0;  /* (nccl_head_flags does not read such a head) */
+    uint64_t hash = nccl_hash(s, len);
+    const char *set = (const char *)&f->heads[(hash & (NCCL_HEADS / 2 - 1)) * 2];
+    __builtin_prefetch(set);
+    __builtin_prefetch(set + 64);
+    __builtin_prefetch(set + sizeof(nccl_head_seen));
+    return hash;
+}
+
 /* What the Tagger and nccl_debug hold for a line head (see NP_*), found once a scan call. The
  * heads are held by their hash, one to a slot: a renumbered log has a new thread every few lines,
- * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse). */
-static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_head *h, unsigned *flags,
-                           PyObject **tag) {
+ * and a list of them searched in turn cost a compare a head held (12% of a start-up's parse).
+ * `hash`: nccl_head_ahead's. */
+static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_head *h, uint64_t hash,
+                           unsigned *flags, PyObject **tag) {
     Py_ssize_t len = h->dev_end + 2;
     if (len > NCCL_HEAD_MAX) return PYTHON;
-    uint64_t hash = nccl_hash(s, len);
     int at = (int)(hash & (NCCL_HEADS / 2 - 1)) * 2, same = -1;
     nccl_head_seen *e = &f->heads[at];
     for (int way = 0; way < 2; way++) {
@@ -584,26 +655,26 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     /* the process's part: held (nccl_proc_seen) where its flags that matter here are all set */
     Py_ssize_t plen = h->pid_end;
     uint64_t phash = nccl_hash(s, plen);
-    nccl_proc_seen *q = &f->procs[phash & (NCCL_PROCS - 1)];
+    int place = nccl_proc_place(f, s, plen, phash);
+    nccl_proc_seen *q = place >= 0 && f->proc_at[place] >= 0 ? &f->procs[f->proc_at[place]] : NULL;
     unsigned full = NP_TAG | NP_RANK | NP_PR;
-    int held_proc = q->len == plen && q->hash == phash && memeq(q->text, s, (size_t)plen) && (q->flags & full) == full;
-    PyObject *host = NULL, *pid = NULL, *t2 = NULL, *name = NULL, *p = NULL;
-    PyObject *tid = nccl_tid(s, h);
-    PyObject *dev = PyUnicode_DecodeASCII(s + h->dev_at, h->dev_end - h->dev_at, NULL);
+    PyObject *host = NULL, *pid = NULL, *t2 = NULL, *name = NULL;
     int status = ERROR;
     unsigned fl = 0;
-    if (!dev || !tid) goto done;
-    if (held_proc) {
+    if (q && (q->flags & full) == full) {
         fl = q->flags;
-        name = Py_NewRef(q->name), t2 = Py_NewRef(q->t2);
-        p = Py_None;  /* (the process exists: the dicts below are read) */
+        name = Py_NewRef(q->name);
     } else {
-        host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-        pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
-        t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
-        name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
-        if (!t2 || !name) goto done;
-        p = PyDict_GetItemWithError(f->processes, name);
+        if (q) {  /* its flags read again (Python may have set them since), with its objects */
+            name = Py_NewRef(q->name), t2 = Py_NewRef(q->t2);
+        } else {
+            host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
+            pid = PyUnicode_DecodeASCII(s + h->pid_at, h->pid_end - h->pid_at, NULL);
+            t2 = host && pid ? PyTuple_Pack(2, host, pid) : NULL;
+            name = pid ? PyUnicode_FromFormat("pid %U", pid) : NULL;
+            if (!t2 || !name) goto done;
+        }
+        PyObject *p = PyDict_GetItemWithError(f->processes, name);
         if (!p && PyErr_Occurred()) goto done;
         if (!p) fl |= NP_NEW;
         if (p && PyDict_CheckExact(p)) {
@@ -616,7 +687,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
                 int overflow;
                 long long pid_held = PyLong_AsLongLongAndOverflow(v, &overflow);
                 if (PyErr_Occurred()) goto done;
-                if (!overflow && pid_held == h->pid)
+                if (!overflow && pid_held == nccl_head_pid(s, h))
                     fl |= (named ? NP_TAG : NP_HOSTLESS) | (r != Py_None ? NP_RANK : 0);
             }
         }
@@ -629,33 +700,12 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
             if (!held && PyErr_Occurred()) goto done;
             if (held) fl |= has[k].bit;
         }
-        if (p && plen <= NCCL_HEAD_MAX) {  /* held for its next thread (its dicts read below) */
-            Py_CLEAR(q->name); Py_CLEAR(q->t2); Py_CLEAR(q->threads); Py_CLEAR(q->peers); Py_CLEAR(q->devs);
-            Py_CLEAR(q->host); Py_CLEAR(q->pid); Py_CLEAR(q->keys);
-            q->len = plen, q->hash = phash;
-            memcpy(q->text, s, (size_t)plen);
-            q->flags = fl & NCCL_PROC_FLAGS;
+        if (!p) {
+            q = NULL;  /* (none held: a process is never taken out of the table) */
+        } else if (!q && (q = nccl_proc_add(f, s, plen, phash))) {  /* held for its next thread */
             q->name = Py_NewRef(name), q->t2 = Py_NewRef(t2);
-        } else {
-            q = NULL;
         }
-    }
-    /* tid in the thread dicts of the process, dev in its device dict (each read once it exists) */
-    struct { PyObject **held; PyObject *by_process; PyObject *key; unsigned bit; } in_of[] = {
-        {q ? &q->threads : NULL, f->thread_rank, tid, NP_TR}, {q ? &q->peers : NULL, f->thread_peer, tid, NP_TP},
-        {q ? &q->devs : NULL, f->device_ranks, dev, NP_DR},
-    };
-    for (size_t k = 0; p && k < sizeof(in_of) / sizeof(*in_of); k++) {
-        if (in_of[k].bit == NP_TP && fl & NP_PR) continue;  /* (set below: no peer rank is kept) */
-        PyObject *d = in_of[k].held ? *in_of[k].held : NULL;
-        if (!d) {
-            d = PyDict_GetItemWithError(in_of[k].by_process, t2);
-            if (!d && PyErr_Occurred()) goto done;
-            if (d && in_of[k].held) *in_of[k].held = Py_NewRef(d);
-        }
-        int in = d && PyDict_CheckExact(d) ? PyDict_Contains(d, in_of[k].key) : 0;
-        if (in < 0) goto done;
-        if (in) fl |= in_of[k].bit;
+        if (q) q->flags = fl & NCCL_PROC_FLAGS;
     }
     if (fl & NP_PR) fl |= NP_TP | NP_PP;  /* _channel keeps no peer rank for a process with a rank */
     /* Into the set's first slot: the head's own entry moved there, or the first's head moved to the
@@ -679,8 +729,7 @@ static int nccl_head_flags(struct nccl_fast *f, const char *s, const nccl_line_h
     *flags = fl, *tag = e->tag;
     status = OK;
 done:
-    Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(tid); Py_XDECREF(dev);
-    Py_XDECREF(t2); Py_XDECREF(name);
+    Py_XDECREF(host); Py_XDECREF(pid); Py_XDECREF(t2); Py_XDECREF(name);
     return status;
 }
 
@@ -689,10 +738,14 @@ done:
  * third), else 0. */
 static int nccl_rank_search(const char *m, Py_ssize_t n, Py_ssize_t *rank_at, Py_ssize_t *ranks_at,
                             Py_ssize_t *ranks_end, Py_ssize_t *nodes_at, Py_ssize_t *nodes_end) {
-    for (Py_ssize_t i = 0; i + 5 <= n; i++) {
-        if (m[i] != 'r' || (i > 0 && is_word(m[i - 1])) || !memeq(m + i, "rank ", 5)) continue;
+    /* each 'r' in turn by memchr (a byte a time, the 'r's of every message's words were a branch
+     * mispredicted each) */
+    if (n < 5) return 0;
+    for (const char *p = m, *end = m + n - 4; p < end && (p = memchr(p, 'r', (size_t)(end - p))); p++) {
+        Py_ssize_t i = p - m;
+        if (!memeq(p, "rank ", 5) || (i > 0 && is_word(m[i - 1]))) continue;
         Py_ssize_t j = nccl_digits(m, n, i + 5);
-        if (j == i + 5 || j + 7 > n || m[j] != ' ' || m[j + 1] != 'n' || (m[j + 2] != 'R' && m[j + 2] != 'r')
+        if (j == i + 5 || j + 8 > n || m[j] != ' ' || m[j + 1] != 'n' || (m[j + 2] != 'R' && m[j + 2] != 'r')
             || !memeq(m + j + 3, "anks ", 5)) continue;
         Py_ssize_t a = j + 8, b = nccl_digits(m, n, a);
         if (b == a) continue;
@@ -859,25 +912,33 @@ static int nccl_acted_on(const char *m, Py_ssize_t n) {
      * time (SSE2, every x86-64 has it), each string then compared there: a byte a time, the search
      * mispredicted a branch every few bytes. */
     Py_ssize_t i = 0;
+    enum { SHORTEST = 9 };  /* "nccl.conf": no string starts in the last 8 bytes */
 #ifdef __SSE2__
     const __m128i a0 = _mm_set1_epi8('s'), a1 = _mm_set1_epi8('e'), b0 = _mm_set1_epi8('C'), b1 = _mm_set1_epi8('C'),
                   c0 = _mm_set1_epi8('t'), c1 = _mm_set1_epi8('o'), d0 = _mm_set1_epi8('n'), d1 = _mm_set1_epi8('c'),
                   e0 = _mm_set1_epi8('N');
-    for (; i + 17 <= n; i += 16) {  /* both loads inside m[0:n] */
-        __m128i x = _mm_loadu_si128((const __m128i *)(m + i)), y = _mm_loadu_si128((const __m128i *)(m + i + 1));
+    /* The places from i on, 16 a step while both loads lie inside m[0:n]; then, where the step
+     * would pass the end, once more at n - 17 (the places before i masked off): its 16 places run to
+     * n - 2, past the last a string fits at. */
+    for (Py_ssize_t at = 0; i + SHORTEST <= n && n >= 17; i = at + 16) {
+        int last = i + 17 > n;
+        at = last ? n - 17 : i;
+        __m128i x = _mm_loadu_si128((const __m128i *)(m + at)), y = _mm_loadu_si128((const __m128i *)(m + at + 1));
         __m128i hit = _mm_or_si128(
             _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(x, a0), _mm_cmpeq_epi8(y, a1)),
                          _mm_and_si128(_mm_cmpeq_epi8(x, b0), _mm_cmpeq_epi8(y, b1))),
             _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(x, c0), _mm_cmpeq_epi8(y, c1)),
                          _mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(x, d0), _mm_cmpeq_epi8(x, e0)),
                                        _mm_or_si128(_mm_cmpeq_epi8(y, d1), _mm_cmpeq_epi8(y, b0)))));
-        for (unsigned bits = (unsigned)_mm_movemask_epi8(hit); bits; bits &= bits - 1) {
-            Py_ssize_t k = i + __builtin_ctz(bits);
+        unsigned bits = (unsigned)_mm_movemask_epi8(hit) & (0xFFFFu << (i - at));
+        for (; bits; bits &= bits - 1) {
+            Py_ssize_t k = at + __builtin_ctz(bits);
             if (nccl_acted_at(m + k, n - k)) return 1;
         }
+        if (last) return 0;
     }
 #endif
-    for (; i < n; i++)
+    for (; i + SHORTEST <= n; i++)
         if ((m[i] == 's' || m[i] == 'C' || m[i] == 't' || m[i] == 'n' || m[i] == 'N') && nccl_acted_at(m + i, n - i))
             return 1;
     return 0;
@@ -891,8 +952,13 @@ static uint64_t nccl_hash(const char *s, Py_ssize_t n) {
         h = (h ^ w) * 0xff51afd7ed558ccdull;
         h ^= h >> 32;
     }
+    /* The bytes left: the text's last eight where it has eight (some hashed twice), else a byte at a
+     * time. A copy of a length only known here was a `rep movs`, tens of cycles a line head. */
     w = 0;
-    memcpy(&w, s + i, (size_t)(n - i));
+    if (i < n) {
+        if (n >= 8) memcpy(&w, s + n - 8, 8);
+        else for (Py_ssize_t k = 0; k < n; k++) w |= (uint64_t)(unsigned char)s[k] << (8 * k);
+    }
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
 }
@@ -1113,7 +1179,7 @@ static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, co
     int held = PyDict_Contains(f->processes, tag);
     if (held) return held < 0 ? ERROR : PYTHON;
     PyObject *host = PyUnicode_DecodeASCII(s, h->host_end, NULL);
-    PyObject *pid = host ? PyLong_FromLongLong(h->pid) : NULL;
+    PyObject *pid = host ? PyLong_FromLongLong(nccl_head_pid(s, h)) : NULL;
     PyObject *first = pid ? PyLong_FromLongLong((long long)lineno) : NULL;
     PyObject *hints = first ? PyList_New(0) : NULL;
     PyObject *p = hints ? PyDict_New() : NULL;
@@ -1126,7 +1192,9 @@ static int nccl_new_process(struct nccl_fast *f, const char *s, Py_ssize_t n, co
     /* the other heads of the pid held this call (its other threads) said NP_NEW: read again */
     for (int i = 0; status == OK && i < NCCL_HEADS; i++) {
         nccl_head_seen *e = &f->heads[i];
-        if (i != f->last_head && e->len && e->tag && PyUnicode_Compare(e->tag, tag) == 0) {
+        if (i != f->last_head && e->len && e->tag
+            && (e->tag == tag || (PyUnicode_GET_LENGTH(e->tag) == PyUnicode_GET_LENGTH(tag)
+                                  && PyUnicode_Compare(e->tag, tag) == 0))) {
             Py_CLEAR(e->tag);
             e->len = 0;
         }
@@ -1144,7 +1212,7 @@ static int nccl_share(struct nccl_fast *f, PyObject **text);
  * that did not fit stays out (it is full), so sharing them again would give the same. */
 static int nccl_host_pid(struct nccl_fast *f, const char *s, const nccl_line_head *h, PyObject **host, PyObject **pid,
                          PyObject **t2) {
-    nccl_proc_seen *q = f->last_proc >= 0 ? &f->procs[f->last_proc] : NULL;
+    nccl_proc_seen *q = f->last_proc >= 0 && f->last_proc < f->nprocs ? &f->procs[f->last_proc] : NULL;
     if (q && !(q->len == h->pid_end && memeq(q->text, s, (size_t)q->len))) q = NULL;  /* another's since */
     if (q && q->keys) {
         *host = Py_NewRef(q->host), *pid = Py_NewRef(q->pid);
@@ -1437,14 +1505,18 @@ static int nccl_mpi_idle(Scanner *self, const char *s, Py_ssize_t n, PyObject *n
 }
 
 /* An NCCL INFO line of a process the readers know, read here when what it changes is one of the
- * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. */
+ * moves this file makes as they would (see the top): OK, PYTHON (untouched), or ERROR. `head`: the
+ * line's head as nccl_head_start read it, `head_end` its end (not 0). */
 static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, int64_t lineno, unsigned by_literal,
-                     PyObject *nccl_lines, PyObject *channel_lines) {
+                     PyObject *nccl_lines, PyObject *channel_lines, const nccl_line_head *head, Py_ssize_t head_end) {
     struct nccl_fast *f = self->nccl;
-    nccl_line_head h;
     if (!f || f->fetched < 0) return PYTHON;
     if (nccl_repeat(f, s, n, nccl_lines, channel_lines)) return OK;
-    if (!nccl_head_of(s, n, &h)) return PYTHON;
+    /* nccl_head_of's NCCL INFO after the head */
+    if (!starts_len(s + head_end, n - head_end, "NCCL INFO ", 10)) return PYTHON;
+    nccl_line_head h = *head;
+    h.msg = head_end + 10;
+    uint64_t head_hash = nccl_head_ahead(f, s, &h);
     const char *m = s + h.msg;
     Py_ssize_t mn = n - h.msg;
     /* (once both sets are full, nccl_keep does nothing: no hash) */
@@ -1467,7 +1539,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
         unsigned fl;
         PyObject *tag;
         if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
-        int status = nccl_head_flags(f, s, &h, &fl, &tag);
+        int status = nccl_head_flags(f, s, &h, head_hash, &fl, &tag);
         if (status != OK) return status;
         if (fl & NP_HOSTLESS) {
             if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;
@@ -1508,7 +1580,7 @@ static int nccl_info(Scanner *self, const char *s, Py_ssize_t n, PyObject *line,
     if (rccl && (!f->has_version || !nccl_rccl_shape(m, mn))) return PYTHON;
     unsigned fl;
     PyObject *tag;
-    int status = nccl_head_flags(f, s, &h, &fl, &tag);
+    int status = nccl_head_flags(f, s, &h, head_hash, &fl, &tag);
     if (status != OK) return status;
     if (fl & NP_HOSTLESS) {
         if ((status = nccl_set_host(f, s, n, &h, line, tag, nccl_lines)) != OK) return status;

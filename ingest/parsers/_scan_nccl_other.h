@@ -47,7 +47,7 @@ static int nccl_warn_line(Scanner *self, const char *s, Py_ssize_t n, PyObject *
     if (f->fetched == 0 && !nccl_fetch(f)) return PYTHON;
     unsigned fl;
     PyObject *tag;
-    int status = nccl_head_flags(f, s, &h, &fl, &tag);
+    int status = nccl_head_flags(f, s, &h, nccl_head_ahead(f, s, &h), &fl, &tag);
     if (status != OK) return status;
     /* _tag: the process as it would be made (or made here); a rank its message names is set where it has none */
     if (!(fl & (NP_TAG | NP_NEW)) || (!(fl & NP_RANK) && find(m, mn, "rank ", 5))) return PYTHON;

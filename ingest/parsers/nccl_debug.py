@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from array import array
 
+import numpy as np
+
 from .records import MAX_INT_DIGITS, Issue, NcclValue, ParseResult
 
 NAME = "nccl_debug"
@@ -182,8 +184,20 @@ class Parser:
     def finish(self) -> None:
         r = self.result
         self.settle()
+        # An echo is the process's, not its thread's: every rank the process drives had it. The
+        # other ranks of a settled echo follow from its identity: found once an identity (a log of
+        # many communicators settles hundreds of thousands of echoes, nearly all of a process that
+        # drives one device), and only the echoes that have some, or are unsettled, are gone over.
+        others = [self._other_ranks(host, pid, mine) for *_, mine, host, pid in self.identities]
+        ids = np.frombuffer(self.echo_ids, dtype=self.echo_ids.typecode)
+        if len(others):
+            copied = np.fromiter(map(bool, others), dtype=bool, count=len(others))
+            ids = np.flatnonzero((ids < 0) | copied[np.maximum(ids, 0)])
+        else:
+            ids = np.flatnonzero(ids < 0)
         by_id = list(self.identities)
-        for i, line in zip(self.echo_ids, self.echo_lines, strict=True):
+        for at in ids.tolist():
+            i, line = self.echo_ids[at], self.echo_lines[at]
             if i < 0:
                 value, host, pid, tid = self.unsettled[-1 - i]
                 value.rank = (
@@ -195,12 +209,12 @@ class Parser:
                 )
                 key, text, kind, source, logfile, process, mine = (value.key, value.value, value.kind, value.source,
                                                                    value.logfile, value.process, value.rank)
+                ranks = self._other_ranks(host, pid, mine)
             else:
-                key, text, kind, source, logfile, process, mine, host, pid = by_id[i]
-            # An echo is the process's, not its thread's: every rank the process drives had it.
-            for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()):
-                if rank != mine:
-                    r.nccl.append(NcclValue(key, text, kind, line, source, rank, logfile, process))
+                key, text, kind, source, logfile, process = by_id[i][:6]
+                ranks = others[i]
+            for rank in ranks:
+                r.nccl.append(NcclValue(key, text, kind, line, source, rank, logfile, process))
         self.echo_lines, self.echo_ids, self.identities, self.unsettled = array("i"), array("i"), {}, []
         if self.nranks:
             r.set("nccl.nranks", self.nranks[0], self.nranks[1], NAME)
@@ -211,6 +225,10 @@ class Parser:
         if self.transports:
             first = min(self.transports.values())
             r.set("nccl.transports", sorted(self.transports), first, NAME)
+
+    def _other_ranks(self, host: str, pid: str, mine: str) -> list[str]:
+        """The ranks of the process's devices (in their order, once each) but `mine`."""
+        return [rank for rank in dict.fromkeys(self.device_ranks.get((host, pid), {}).values()) if rank != mine]
 
     def _debug(self, lineno: int, m: re.Match) -> None:
         host, pid, tid, dev, where, level, msg = m.groups()
