@@ -408,10 +408,7 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
 }
 
 /* serving._ROW's label characters: [A-Za-z0-9 ()/%#.,\-] */
-static inline int label_char(char c) {
-    return (CLASS[(unsigned char)c] & C_WORD && c != '_') || c == ' ' || c == '(' || c == ')' || c == '/' || c == '%'
-        || c == '#' || c == '.' || c == ',' || c == '-';
-}
+static inline int label_char(char c) { return CLASS[(unsigned char)c] & C_LABEL; }
 
 static inline int is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
@@ -452,10 +449,28 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
 
 /* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. `sub`: the
  * key of a `Position i` row under a subsection, f"acceptance_{key}_pct" (BlockReader._row). */
+/* A label's slot hash, eight bytes a step (fnv1a's byte a step was a fifth of a row's reading). */
+static unsigned label_hash(const char *s, Py_ssize_t n) {
+    const uint64_t mul = 0x9E3779B97F4A7C15ull;
+    uint64_t h = (uint64_t)n * mul, w;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, s + i, (size_t)(n - i));
+        h = (h ^ w) * mul;
+    }
+    return (unsigned)(h >> 32);
+}
+
 static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int sub, PyObject **label, PyObject **key) {
     /* open addressing over a few slots (a direct-mapped table of 64 had a third of a log's labels
      * evicting each other, each miss a str made and a dict lookup); all full: the first slot is reused */
-    unsigned home = fnv1a(s, n) & (BENCH_LABELS - 1), slot = home;
+    unsigned home = label_hash(s, n) & (BENCH_LABELS - 1), slot = home;
     for (int probe = 0; probe < BENCH_PROBES; probe++, slot = (slot + 1) & (BENCH_LABELS - 1)) {
         if (!v->seen[slot].label) break;
         if (v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
@@ -731,11 +746,35 @@ static PyObject *call_line(PyObject *fn, const char *s, Py_ssize_t n, PyObject *
     return got;
 }
 
-/* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests). */
+/* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests): busbw,
+ * bandwidth, Out of, Collective, nThread, nccl-tests, Rank. One pass over the line, each place's byte
+ * naming the words that may start there (a copied bench block's `#` rows are many: seven searches
+ * of each were a line's dearest step). */
 static int nccl_words(const char *s, Py_ssize_t n) {
-    return find(s, n, "busbw", 5) || find(s, n, "bandwidth", 9) || find(s, n, "Out of", 6)
-        || find(s, n, "Collective", 10) || find(s, n, "nThread", 7) || find(s, n, "nccl-tests", 10)
-        || find(s, n, "Rank", 4);
+    for (Py_ssize_t i = 0; i + 4 <= n; i++) {
+        const char *t = s + i;
+        Py_ssize_t left = n - i;
+        switch (t[0]) {
+        case 'b':
+            if ((left >= 5 && memeq(t, "busbw", 5)) || (left >= 9 && memeq(t, "bandwidth", 9))) return 1;
+            break;
+        case 'O':
+            if (left >= 6 && memeq(t, "Out of", 6)) return 1;
+            break;
+        case 'C':
+            if (left >= 10 && memeq(t, "Collective", 10)) return 1;
+            break;
+        case 'n':
+            if ((left >= 7 && memeq(t, "nThread", 7)) || (left >= 10 && memeq(t, "nccl-tests", 10))) return 1;
+            break;
+        case 'R':
+            if (memeq(t, "Rank", 4)) return 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
 }
 
 /* Whether BlockReader.feed closes an open block at b[0:bn] (the line past the block's mark), and
