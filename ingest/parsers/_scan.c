@@ -184,9 +184,10 @@ static int not_ready(Scanner *self);
 /* ---- small string helpers ---------------------------------------------------------------- */
 
 /* Character classes by table (one load, not a chain of compares: they run on every byte read).
- * C_LABEL: a serving bench row's label character, serving._ROW's [A-Za-z0-9 ()/%#.,\-]. */
-enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8 };
-#define D_ (C_DIGIT | C_WORD | C_LABEL)
+ * C_LABEL: a serving bench row's label character, serving._ROW's [A-Za-z0-9 ()/%#.,\-]; C_TAIL: what
+ * may follow a number row's colon (_scan_vllm.h, row_head): a number's characters and blanks. */
+enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8, C_TAIL = 16 };
+#define D_ (C_DIGIT | C_WORD | C_LABEL | C_TAIL)
 #define L_ (C_WORD | C_LABEL)
 #define DIGITS_ ['0'] = D_, ['1'] = D_, ['2'] = D_, ['3'] = D_, ['4'] = D_, ['5'] = D_, ['6'] = D_, ['7'] = D_, \
     ['8'] = D_, ['9'] = D_
@@ -197,10 +198,10 @@ enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8 };
     ['i'] = L_, ['j'] = L_, ['k'] = L_, ['l'] = L_, ['m'] = L_, ['n'] = L_, ['o'] = L_, ['p'] = L_, ['q'] = L_, \
     ['r'] = L_, ['s'] = L_, ['t'] = L_, ['u'] = L_, ['v'] = L_, ['w'] = L_, ['x'] = L_, ['y'] = L_, ['z'] = L_
 /* Python's str.strip() and \s on ASCII: \t \n \v \f \r, \x1c-\x1f and the space (a label's too). */
-#define SPACES_ [' '] = C_SPACE | C_LABEL, ['\t'] = 4, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, ['\r'] = 4, [0x1c] = 4, \
-    [0x1d] = 4, [0x1e] = 4, [0x1f] = 4
-#define LABEL_ ['('] = C_LABEL, [')'] = C_LABEL, ['/'] = C_LABEL, ['%'] = C_LABEL, ['#'] = C_LABEL, ['.'] = C_LABEL, \
-    [','] = C_LABEL, ['-'] = C_LABEL
+#define SPACES_ [' '] = C_SPACE | C_LABEL | C_TAIL, ['\t'] = C_SPACE | C_TAIL, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, \
+    ['\r'] = C_SPACE | C_TAIL, [0x1c] = 4, [0x1d] = 4, [0x1e] = 4, [0x1f] = 4
+#define LABEL_ ['('] = C_LABEL, [')'] = C_LABEL, ['/'] = C_LABEL, ['%'] = C_LABEL, ['#'] = C_LABEL, \
+    ['.'] = C_LABEL | C_TAIL, [','] = C_LABEL, ['-'] = C_LABEL | C_TAIL, ['+'] = C_TAIL
 static const uint8_t CLASS[256] = {DIGITS_, UPPER_, LOWER_, SPACES_, LABEL_, ['_'] = C_WORD};
 #undef D_
 #undef L_

@@ -66,6 +66,8 @@
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
 #define TAG_KEPT 16
+#define SPEC_SEEN 64
+#define SPEC_LABEL_MAX 48
 
 enum { NAME_OTHER, NAME_LAUNCHER, NAME_WORKER };
 
@@ -79,6 +81,9 @@ typedef struct {
     long long stage_k;  /* the draft length a stage line read (launch_k_of), for vllm_stage */  /* "vllm_stage_times"; the phases of STAGE_KEYS, then "proposal per token" */
     struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
     int nspec_key;
+    /* spec labels met before as written (case, the `tokens tokens` typo) and their spec_key id (-1 none):
+     * a line's eight labels repeat line after line (spec_label_id) */
+    struct { char text[SPEC_LABEL_MAX]; Py_ssize_t len; int id; } spec_seen[SPEC_SEEN];
     int s_source, s_prompt;
     PyObject *parser;  /* the vllm.Parser: its spec_window */
     int s_spec, s_spec_names[9], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
@@ -98,6 +103,8 @@ typedef struct {
 #define BENCH_LABELS 256  /* a quarter full at most on real logs (56 labels): few probes, no evictions */
 #define BENCH_PROBES 8
 #define BENCH_LABEL_MAX 64
+#define ROW_HEADS 512  /* (direct-mapped: a log's few dozen labels, each with its own paddings and marks) */
+#define ROW_HEAD_MAX 96
 
 /* A row read here, kept as plain values while nothing but the scanner looks at its block: a serving.Row
  * is made of it only where Python may (bench_flush: the scan's end, a closer or note_row called, a block
@@ -142,6 +149,8 @@ struct vllm_state {
      * flags it gives the scan reads on with (`reflag`: not taken yet, bench_flags) */
     PyObject *closer;
     int reflag, next_flags;
+    /* the heads of number rows met before and what the line tests of bench_line_read gave on them (row_head) */
+    struct { char text[ROW_HEAD_MAX]; Py_ssize_t len; unsigned by_start; unsigned char words, eq; } heads[ROW_HEADS];
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     /* the open blocks' rows read here and not yet in their lists (both blocks', in order, after those) */
@@ -881,14 +890,60 @@ static int bench_close(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
     return OK;
 }
 
+/* What bench_line_read's tests of a whole line give: the readers' STARTS (starts_of), whether nccl_tests'
+ * words (nccl_words; read where its STARTS are on the line) or a `=` (launch_env's) are on it. */
+typedef struct { unsigned by_start; int words, eq; } RowHead;
+
+/* Whether c may follow a number row's `:` (blanks, a number's characters): no letter, `:`, `=`, `@`,
+ * bracket, `$`, `#` or newline. */
+static inline int row_tail_char(char c) { return CLASS[(unsigned char)c] & C_TAIL; }
+
+/* RowHead of a line, kept for a number row (`Label:   12.5`) by its head s[0:colon + 1] (its mark, label and the
+ * first `:`) where all after that colon is row_tail_char's: no pattern those tests look for holds a `:`, and
+ * each needs a letter or one of the characters that tail lacks, so a match lies in the head or nowhere, and the
+ * rows of a label, block after block, give the same (a `(`-led head whose tag runs on reaches the line's end
+ * whatever the tail: no `)`, `[` or newline in it). Others are tested whole. */
+static void row_head(struct vllm_state *v, const char *s, Py_ssize_t n, RowHead *h) {
+    const char *c = n ? memchr(s, ':', (size_t)n) : NULL;
+    Py_ssize_t head = c ? c - s + 1 : 0;
+    int keep = c && head <= ROW_HEAD_MAX;
+    Py_ssize_t k = head;
+    uint64_t w;
+    while (keep && k + 8 <= n && (memcpy(&w, s + k, 8), w == 0x2020202020202020ull)) k += 8;  /* padding, 8 a step */
+    for (; k < n && keep; k++) keep = row_tail_char(s[k]);
+    unsigned slot = 0;
+    if (keep) {
+        slot = label_hash(s, head) & (ROW_HEADS - 1);
+        if (v->heads[slot].len == head && memeq(v->heads[slot].text, s, (size_t)head)) {
+            h->by_start = v->heads[slot].by_start, h->words = v->heads[slot].words, h->eq = v->heads[slot].eq;
+            return;
+        }
+    }
+    h->by_start = starts_of(s, n);  /* (the other two are read only where these readers' STARTS are on it) */
+    h->words = h->by_start & BIT(R_NCCL_TESTS) ? nccl_words(s, n) : 0;
+    h->eq = h->by_start & BIT(R_LAUNCH_ENV) ? memchr(s, '=', (size_t)n) != NULL : 0;
+    if (keep) {
+        memcpy(v->heads[slot].text, s, (size_t)head);
+        v->heads[slot].len = head;
+        v->heads[slot].by_start = h->by_start, v->heads[slot].words = (unsigned char)h->words;
+        v->heads[slot].eq = (unsigned char)h->eq;
+    }
+}
+
 /* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
  * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
 static int bench_line_read(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
                            int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
     struct vllm_state *v = self->vllm;
-    unsigned by_start = starts_of(s, n);
+    if (!v) {
+        *mask = by_literal | starts_of(s, n);
+        return PYTHON;
+    }
+    RowHead head;
+    row_head(v, s, n, &head);
+    unsigned by_start = head.by_start;
     *mask = by_literal | by_start;
-    if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
+    if (!v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
     /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
     if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~(v->dash_lits | v->client_lits | v->sglang_lits
                                                                    | v->title_lits)))
@@ -902,11 +957,11 @@ static int bench_line_read(Scanner *self, const char *s, Py_ssize_t n, PyObject 
     if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
     if (!blank && !(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
     /* launch_env: an assignment needs a `=` */
-    if (by_start & BIT(R_LAUNCH_ENV) && memchr(s, '=', (size_t)n)) return PYTHON;
+    if (by_start & BIT(R_LAUNCH_ENV) && head.eq) return PYTHON;
     if (by_start & BIT(R_NCCL_TESTS)) {  /* only a `#` comment that names none of _comment's words */
         Py_ssize_t i = 0;
         while (i < n && is_blank(s[i])) i++;
-        if (!v->nccl_idle || i >= n || s[i] != '#' || nccl_words(s, n)) return PYTHON;
+        if (!v->nccl_idle || i >= n || s[i] != '#' || head.words) return PYTHON;
     }
     const char *b = s;
     Py_ssize_t bn = n;
@@ -1122,6 +1177,7 @@ static const char *SPEC_METRICS[] = {"draft_acceptance_rate", "accepted_tokens",
 /* vllm._SPEC_KEYS (label -> field) into the table, and the names of the records. */
 static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
     l->nspec_key = 0;
+    for (int i = 0; i < SPEC_SEEN; i++) l->spec_seen[i].len = 0;  /* (their ids were the old table's) */
     Py_ssize_t pos = 0;
     PyObject *key, *name;
     while (PyDict_Next(keys, &pos, &key, &name)) {
@@ -1573,6 +1629,34 @@ typedef struct {
     double pos[SPEC_POSITIONS];
 } SpecFields;
 
+/* The spec_key id of a stripped label (.lower().replace("tokens tokens", "tokens")), -1 when none, -2 for a
+ * label longer than any key (Python's, to be sure). */
+static int spec_label_id(VllmLines *l, const char *lab, Py_ssize_t ll) {
+    char low[64];
+    if (ll >= (Py_ssize_t)sizeof(low)) return -2;
+    unsigned slot = label_hash(lab, ll) & (SPEC_SEEN - 1);
+    if (l->spec_seen[slot].len == ll && ll > 0 && memeq(l->spec_seen[slot].text, lab, (size_t)ll))
+        return l->spec_seen[slot].id;
+    /* the V0.5 typo (`Number of draft tokens tokens:`): every occurrence from the left, none overlapping */
+    Py_ssize_t lw = 0;
+    for (Py_ssize_t q = 0; q < ll;) {
+        if (q + 13 <= ll) {
+            Py_ssize_t m = 0;
+            while (m < 13 && lower(lab[q + m]) == "tokens tokens"[m]) m++;
+            if (m == 13) { memcpy(low + lw, "tokens", 6); lw += 6, q += 13; continue; }
+        }
+        low[lw++] = lower(lab[q++]);
+    }
+    int id = -1;
+    for (int k = 0; k < l->nspec_key; k++)
+        if (l->spec_key[k].len == lw && memeq(l->spec_key[k].key, low, (size_t)lw)) { id = l->spec_key[k].id; break; }
+    if (ll > 0 && ll <= SPEC_LABEL_MAX) {
+        memcpy(l->spec_seen[slot].text, lab, (size_t)ll);
+        l->spec_seen[slot].len = ll, l->spec_seen[slot].id = id;
+    }
+    return id;
+}
+
 /* vllm.spec_fields(body): 1, or 2 for what Python reads (a label it rewrites, a number out of the
  * plain grammar, more positions than kept). */
 static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *f) {
@@ -1591,23 +1675,8 @@ static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *
         const char *lab = b + l0[i];
         Py_ssize_t ll = l1[i] - l0[i];
         strip(&lab, &ll);
-        char low[64];
-        if (ll >= (Py_ssize_t)sizeof(low)) return 2;  /* no key is so long; Python's, to be sure */
-        /* .lower().replace("tokens tokens", "tokens"): the V0.5 typo (`Number of draft tokens tokens:`),
-         * every occurrence from the left, none overlapping */
-        Py_ssize_t lw = 0;
-        for (Py_ssize_t q = 0; q < ll;) {
-            if (q + 13 <= ll) {
-                Py_ssize_t m = 0;
-                while (m < 13 && lower(lab[q + m]) == "tokens tokens"[m]) m++;
-                if (m == 13) { memcpy(low + lw, "tokens", 6); lw += 6, q += 13; continue; }
-            }
-            low[lw++] = lower(lab[q++]);
-        }
-        ll = lw;
-        int id = -1;
-        for (int k = 0; k < l->nspec_key; k++)
-            if (l->spec_key[k].len == ll && memeq(l->spec_key[k].key, low, (size_t)ll)) { id = l->spec_key[k].id; break; }
+        int id = spec_label_id(l, lab, ll);
+        if (id == -2) return 2;
         if (id < 0) continue;
         /* text = body[end:next].strip().rstrip(".,").strip() */
         const char *t = b + ends[i];
