@@ -185,10 +185,11 @@ static int not_ready(Scanner *self);
 
 /* Character classes by table (one load, not a chain of compares: they run on every byte read).
  * C_LABEL: a serving bench row's label character, serving._ROW's [A-Za-z0-9 ()/%#.,\-]; C_TAIL: what
- * may follow a number row's colon (_scan_vllm.h, row_head): a number's characters and blanks. */
-enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8, C_TAIL = 16 };
+ * may follow a number row's colon (_scan_vllm.h, row_head): a number's characters and blanks; C_KEY: a
+ * vLLM spec line's label character past its first, [A-Za-z -] (spec_key_at). */
+enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8, C_TAIL = 16, C_KEY = 32 };
 #define D_ (C_DIGIT | C_WORD | C_LABEL | C_TAIL)
-#define L_ (C_WORD | C_LABEL)
+#define L_ (C_WORD | C_LABEL | C_KEY)
 #define DIGITS_ ['0'] = D_, ['1'] = D_, ['2'] = D_, ['3'] = D_, ['4'] = D_, ['5'] = D_, ['6'] = D_, ['7'] = D_, \
     ['8'] = D_, ['9'] = D_
 #define UPPER_ ['A'] = L_, ['B'] = L_, ['C'] = L_, ['D'] = L_, ['E'] = L_, ['F'] = L_, ['G'] = L_, ['H'] = L_, \
@@ -198,10 +199,10 @@ enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8, C_TAIL = 16 };
     ['i'] = L_, ['j'] = L_, ['k'] = L_, ['l'] = L_, ['m'] = L_, ['n'] = L_, ['o'] = L_, ['p'] = L_, ['q'] = L_, \
     ['r'] = L_, ['s'] = L_, ['t'] = L_, ['u'] = L_, ['v'] = L_, ['w'] = L_, ['x'] = L_, ['y'] = L_, ['z'] = L_
 /* Python's str.strip() and \s on ASCII: \t \n \v \f \r, \x1c-\x1f and the space (a label's too). */
-#define SPACES_ [' '] = C_SPACE | C_LABEL | C_TAIL, ['\t'] = C_SPACE | C_TAIL, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, \
+#define SPACES_ [' '] = C_SPACE | C_LABEL | C_TAIL | C_KEY, ['\t'] = C_SPACE | C_TAIL, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, \
     ['\r'] = C_SPACE | C_TAIL, [0x1c] = 4, [0x1d] = 4, [0x1e] = 4, [0x1f] = 4
 #define LABEL_ ['('] = C_LABEL, [')'] = C_LABEL, ['/'] = C_LABEL, ['%'] = C_LABEL, ['#'] = C_LABEL, \
-    ['.'] = C_LABEL | C_TAIL, [','] = C_LABEL, ['-'] = C_LABEL | C_TAIL, ['+'] = C_TAIL
+    ['.'] = C_LABEL | C_TAIL, [','] = C_LABEL, ['-'] = C_LABEL | C_TAIL | C_KEY, ['+'] = C_TAIL
 static const uint8_t CLASS[256] = {DIGITS_, UPPER_, LOWER_, SPACES_, LABEL_, ['_'] = C_WORD};
 #undef D_
 #undef L_
@@ -215,6 +216,13 @@ static inline int is_digit(char c) { return CLASS[(unsigned char)c] & C_DIGIT; }
 static inline int is_word(char c) { return CLASS[(unsigned char)c] & C_WORD; }
 static inline int is_space(char c) { return CLASS[(unsigned char)c] & C_SPACE; }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+/* Past a run of spaces from s[i], eight a step (a bench row's padding is dozens): where it ends. */
+static inline Py_ssize_t skip_pad(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    uint64_t w;
+    while (i + 8 <= n && (memcpy(&w, s + i, 8), w == 0x2020202020202020ull)) i += 8;
+    while (i < n && s[i] == ' ') i++;
+    return i;
+}
 /* Whether a line is all whitespace (str.strip() empties it): the Tagger makes no process of it. */
 static int blank_line(const char *s, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)

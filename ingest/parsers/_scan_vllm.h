@@ -639,6 +639,7 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
     int position = le - i >= 9 && same_lower(s + i, 9, "position ");
     Py_ssize_t j = colon + 1;
     if (j < n && !is_space(s[j])) return PYTHON;  /* `:` glued to text */
+    j = skip_pad(s, n, j);
     while (j < n && is_space(s[j])) j++;
     Py_ssize_t v0 = j;
     while (j < n && !is_space(s[j])) j++;
@@ -907,10 +908,7 @@ static void row_head(struct vllm_state *v, const char *s, Py_ssize_t n, RowHead 
     const char *c = n ? memchr(s, ':', (size_t)n) : NULL;
     Py_ssize_t head = c ? c - s + 1 : 0;
     int keep = c && head <= ROW_HEAD_MAX;
-    Py_ssize_t k = head;
-    uint64_t w;
-    while (keep && k + 8 <= n && (memcpy(&w, s + k, 8), w == 0x2020202020202020ull)) k += 8;  /* padding, 8 a step */
-    for (; k < n && keep; k++) keep = row_tail_char(s[k]);
+    for (Py_ssize_t k = keep ? skip_pad(s, n, head) : n; k < n && keep; k++) keep = row_tail_char(s[k]);
     unsigned slot = 0;
     if (keep) {
         slot = label_hash(s, head) & (ROW_HEADS - 1);
@@ -1008,11 +1006,13 @@ static PyObject *block_list(PyObject *block, const char *name) {
     return x;
 }
 
-/* serving.Block(lineno, titled=titled, prefix=mark, client=client) made as its dataclass __init__ makes it (native.py
+/* serving.Block(lineno, titled=titled, prefix=mark, client=client) made as its dataclass __init__ makes it, its rows
+ * and sections lists also in lists[0..1] (new references) (native.py
  * hands Block over only when that __init__ is the generated one over BLOCK_FIELDS with their defaults, no
  * __post_init__: _block_plain): object.__new__, then each field stored in order, no Python frame a title
  * (a sweep's thousands of titles each made two). The block (a new reference), or NULL. */
-static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled, PyObject *mark, PyObject *client) {
+static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled, PyObject *mark, PyObject *client,
+                                 PyObject **lists) {
     PyTypeObject *t = (PyTypeObject *)v->block_type;
     PyObject *none = PyTuple_New(0);
     PyObject *block = none ? PyBaseObject_Type.tp_new(t, none, NULL) : NULL;
@@ -1023,21 +1023,25 @@ static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled,
         || SET_ATTR(block, "tool", Py_None) < 0 || SET_ATTR(block, "rows", rows) < 0
         || SET_ATTR(block, "sections", sections) < 0 || SET_ATTR(block, "prefix", prefix) < 0
         || SET_ATTR(block, "client", client) < 0;
-    Py_XDECREF(rows);
-    Py_XDECREF(sections);
-    if (bad) Py_CLEAR(block);
+    if (bad) {
+        Py_XDECREF(rows);
+        Py_XDECREF(sections);
+        Py_CLEAR(block);
+    } else {
+        lists[0] = rows, lists[1] = sections;
+    }
     return block;
 }
 
 /* BlockReader.open_title(lineno, line) of a reader, its Block made as serving.Block's __init__ makes it
- * (bench_block_new): `_open` (a Block of the reader's client, the reader's client and subsection new) then
+ * (bench_block_new; at a title its rows and sections lists in lists[0..1], new references, else NULL): `_open` (a Block of the reader's client, the reader's client and subsection new) then
  * `titled` and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). Or, `header` not NULL,
  * BlockReader.open_section at a section title: `_open` (untitled, no prefix: `mark` "") then `_section` (the
  * header joins the sections, note_section, the subsection ""). The block (a new reference), or NULL. */
 static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark,
-                                  PyObject *header) {
+                                  PyObject *header, PyObject **lists) {
     PyObject *client = GET_ATTR(reader, "client");
-    PyObject *block = client ? bench_block_new(v, ln, header == NULL, mark, client) : NULL;
+    PyObject *block = client ? bench_block_new(v, ln, header == NULL, mark, client, lists) : NULL;
     Py_XDECREF(client);
     PyObject *fresh = block ? PyDict_New() : NULL;
     PyObject *empty = fresh ? PyUnicode_FromStringAndSize("", 0) : NULL;
@@ -1054,6 +1058,14 @@ static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObje
     Py_XDECREF(fresh);
     Py_XDECREF(empty);
     if (bad) Py_CLEAR(block);
+    if (block && header) {  /* note_section ran: bench_open reads the block again */
+        Py_CLEAR(lists[0]);
+        Py_CLEAR(lists[1]);
+    }
+    if (!block && lists[0]) {  /* (made, then an error) */
+        Py_CLEAR(lists[0]);
+        Py_CLEAR(lists[1]);
+    }
     return block;
 }
 
@@ -1086,12 +1098,16 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
     int bad = !name || (here && !mark), opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
-        PyObject *argv[3] = {v->openers[i], ln, text};
-        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark, header)
+        PyObject *argv[3] = {v->openers[i], ln, text}, *lists[2] = {NULL, NULL};
+        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark, header, lists)
                          : PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (!blocks[i]) { bad = 1; break; }
         if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
         opened |= 1 << i;
+        if (lists[0]) {  /* a title's block made here, no Python run since: its tool None, its lists these */
+            rows[i] = lists[0], sections[i] = lists[1];
+            continue;
+        }
         PyObject *tool = GET_ATTR(blocks[i], "tool");  /* a section may name it (note_section) */
         known |= (tool && tool != Py_None) << i;
         bad = !tool || !(rows[i] = block_list(blocks[i], "rows")) || !(sections[i] = block_list(blocks[i], "sections"));
@@ -1612,7 +1628,7 @@ static Py_ssize_t spec_key_at(const char *b, Py_ssize_t n, Py_ssize_t pos, Py_ss
         }
         if (j >= n || !is_alpha(b[j])) continue;
         Py_ssize_t k = j + 1;
-        while (k < n && (is_alpha(b[k]) || b[k] == ' ' || b[k] == '-')) k++;
+        while (k < n && CLASS[(unsigned char)b[k]] & C_KEY) k++;  /* [A-Za-z -] */
         if (k >= n || b[k] != ':') continue;
         *k0 = j, *k1 = k;
         k++;
