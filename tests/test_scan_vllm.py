@@ -737,3 +737,28 @@ def test_the_scanner_makes_a_titles_block_only_of_blocks_dataclass_init():
     assert native._block_plain(Later) is None
     assert native._block_plain(Checked) is None
     assert native._block_plain(Plain) is None
+
+
+def test_the_scanner_keeps_a_titles_lists_only_of_a_block_with_objects_attribute_access():
+    """The scanner holds the rows and sections lists it stored in a title's block instead of reading
+    them back: _block_plain hands Block over only where reading and writing its attributes is object's."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Watched(serving.Block):
+        def __getattribute__(self, name):
+            return object.__getattribute__(self, name)
+
+    @dataclasses.dataclass
+    class Guarded(serving.Block):
+        def __setattr__(self, name, value):
+            object.__setattr__(self, name, value)
+
+    @dataclasses.dataclass
+    class Fallback(serving.Block):
+        def __getattr__(self, name):
+            raise AttributeError(name)
+
+    assert native._block_plain(Watched) is None
+    assert native._block_plain(Guarded) is None
+    assert native._block_plain(Fallback) is None

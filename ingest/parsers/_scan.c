@@ -139,7 +139,11 @@ typedef struct {
     /* Fingerprints of the literals' first three bytes for the vector search (scan_text): per byte
      * place, per nibble, the buckets (8) holding a literal with that nibble there. */
     uint8_t fp_lo[3][16], fp_hi[3][16];
-    uint64_t bucket_lits[8];
+    /* The literals by their first three bytes (TRI_SLOTS, open addressing, at most half full: 64
+     * literals): a place the fingerprints pass is looked up once, and only the literals that start so
+     * are compared (a bucket's literals each compared at every place its tables passed were half of
+     * line_avx2 on bench logs, a `-----Name-----` rule's every dash such a place). */
+    struct { uint32_t key; uint64_t lits; } tri[128];
     int fingerprinted;  /* every literal has 3 bytes at least: the vector search may run */
     keymap *decode; int ndecode;
     keymap *prefill; int nprefill;
@@ -179,29 +183,46 @@ static int not_ready(Scanner *self);
 
 /* ---- small string helpers ---------------------------------------------------------------- */
 
-/* Character classes by table (one load, not a chain of compares: they run on every byte read). */
-enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4 };
-#define DIGITS_ ['0'] = 3, ['1'] = 3, ['2'] = 3, ['3'] = 3, ['4'] = 3, ['5'] = 3, ['6'] = 3, ['7'] = 3, ['8'] = 3, \
-    ['9'] = 3
-#define UPPER_ ['A'] = 2, ['B'] = 2, ['C'] = 2, ['D'] = 2, ['E'] = 2, ['F'] = 2, ['G'] = 2, ['H'] = 2, ['I'] = 2, \
-    ['J'] = 2, ['K'] = 2, ['L'] = 2, ['M'] = 2, ['N'] = 2, ['O'] = 2, ['P'] = 2, ['Q'] = 2, ['R'] = 2, ['S'] = 2, \
-    ['T'] = 2, ['U'] = 2, ['V'] = 2, ['W'] = 2, ['X'] = 2, ['Y'] = 2, ['Z'] = 2
-#define LOWER_ ['a'] = 2, ['b'] = 2, ['c'] = 2, ['d'] = 2, ['e'] = 2, ['f'] = 2, ['g'] = 2, ['h'] = 2, ['i'] = 2, \
-    ['j'] = 2, ['k'] = 2, ['l'] = 2, ['m'] = 2, ['n'] = 2, ['o'] = 2, ['p'] = 2, ['q'] = 2, ['r'] = 2, ['s'] = 2, \
-    ['t'] = 2, ['u'] = 2, ['v'] = 2, ['w'] = 2, ['x'] = 2, ['y'] = 2, ['z'] = 2
-/* Python's str.strip() and \s on ASCII: \t \n \v \f \r, \x1c-\x1f and the space. */
-#define SPACES_ [' '] = 4, ['\t'] = 4, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, ['\r'] = 4, [0x1c] = 4, [0x1d] = 4, \
-    [0x1e] = 4, [0x1f] = 4
-static const uint8_t CLASS[256] = {DIGITS_, UPPER_, LOWER_, SPACES_, ['_'] = 2};
+/* Character classes by table (one load, not a chain of compares: they run on every byte read).
+ * C_LABEL: a serving bench row's label character, serving._ROW's [A-Za-z0-9 ()/%#.,\-]; C_TAIL: what
+ * may follow a number row's colon (_scan_vllm.h, row_head): a number's characters and blanks; C_KEY: a
+ * vLLM spec line's label character past its first, [A-Za-z -] (spec_key_at). */
+enum { C_DIGIT = 1, C_WORD = 2, C_SPACE = 4, C_LABEL = 8, C_TAIL = 16, C_KEY = 32 };
+#define D_ (C_DIGIT | C_WORD | C_LABEL | C_TAIL)
+#define L_ (C_WORD | C_LABEL | C_KEY)
+#define DIGITS_ ['0'] = D_, ['1'] = D_, ['2'] = D_, ['3'] = D_, ['4'] = D_, ['5'] = D_, ['6'] = D_, ['7'] = D_, \
+    ['8'] = D_, ['9'] = D_
+#define UPPER_ ['A'] = L_, ['B'] = L_, ['C'] = L_, ['D'] = L_, ['E'] = L_, ['F'] = L_, ['G'] = L_, ['H'] = L_, \
+    ['I'] = L_, ['J'] = L_, ['K'] = L_, ['L'] = L_, ['M'] = L_, ['N'] = L_, ['O'] = L_, ['P'] = L_, ['Q'] = L_, \
+    ['R'] = L_, ['S'] = L_, ['T'] = L_, ['U'] = L_, ['V'] = L_, ['W'] = L_, ['X'] = L_, ['Y'] = L_, ['Z'] = L_
+#define LOWER_ ['a'] = L_, ['b'] = L_, ['c'] = L_, ['d'] = L_, ['e'] = L_, ['f'] = L_, ['g'] = L_, ['h'] = L_, \
+    ['i'] = L_, ['j'] = L_, ['k'] = L_, ['l'] = L_, ['m'] = L_, ['n'] = L_, ['o'] = L_, ['p'] = L_, ['q'] = L_, \
+    ['r'] = L_, ['s'] = L_, ['t'] = L_, ['u'] = L_, ['v'] = L_, ['w'] = L_, ['x'] = L_, ['y'] = L_, ['z'] = L_
+/* Python's str.strip() and \s on ASCII: \t \n \v \f \r, \x1c-\x1f and the space (a label's too). */
+#define SPACES_ [' '] = C_SPACE | C_LABEL | C_TAIL | C_KEY, ['\t'] = C_SPACE | C_TAIL, ['\n'] = 4, ['\v'] = 4, ['\f'] = 4, \
+    ['\r'] = C_SPACE | C_TAIL, [0x1c] = 4, [0x1d] = 4, [0x1e] = 4, [0x1f] = 4
+#define LABEL_ ['('] = C_LABEL, [')'] = C_LABEL, ['/'] = C_LABEL, ['%'] = C_LABEL, ['#'] = C_LABEL, \
+    ['.'] = C_LABEL | C_TAIL, [','] = C_LABEL, ['-'] = C_LABEL | C_TAIL | C_KEY, ['+'] = C_TAIL
+static const uint8_t CLASS[256] = {DIGITS_, UPPER_, LOWER_, SPACES_, LABEL_, ['_'] = C_WORD};
+#undef D_
+#undef L_
 #undef DIGITS_
 #undef UPPER_
 #undef LOWER_
 #undef SPACES_
+#undef LABEL_
 
 static inline int is_digit(char c) { return CLASS[(unsigned char)c] & C_DIGIT; }
 static inline int is_word(char c) { return CLASS[(unsigned char)c] & C_WORD; }
 static inline int is_space(char c) { return CLASS[(unsigned char)c] & C_SPACE; }
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+/* Past a run of spaces from s[i], eight a step (a bench row's padding is dozens): where it ends. */
+static inline Py_ssize_t skip_pad(const char *s, Py_ssize_t n, Py_ssize_t i) {
+    uint64_t w;
+    while (i + 8 <= n && (memcpy(&w, s + i, 8), w == 0x2020202020202020ull)) i += 8;
+    while (i < n && s[i] == ' ') i++;
+    return i;
+}
 /* Whether a line is all whitespace (str.strip() empties it): the Tagger makes no process of it. */
 static int blank_line(const char *s, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
@@ -513,8 +534,25 @@ static uint64_t literals_in(Scanner *self, const char *s, Py_ssize_t n, unsigned
  * ends (its newline, or `left` bytes on) and its literals, as literals_in finds them, in one pass
  * of 32 bytes a step. A literal is first found by its first three bytes (Teddy's fingerprints,
  * nibble tables looked up by pshufb: a place can only be a literal's start if each of its three
- * bytes is in one bucket's tables), then compared whole. Bytes past the text are never read: the
+ * bytes is in one bucket's tables), then the literals that start with the place's three bytes
+ * (tri_lits) compared whole. Bytes past the text are never read: the
  * last steps read a copy padded with newlines. */
+
+/* A place's first three bytes as tri[]'s key (bit 24 set: no empty slot's). */
+static inline uint32_t tri_key(const char *p) {
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | 1u << 24;
+}
+
+static inline unsigned tri_home(uint32_t key) { return (key * 2654435761u) >> 25; }  /* (0..127) */
+
+/* The literals that start with the three bytes of `key` (tri_key), 0 when none. */
+static inline uint64_t tri_lits(const Scanner *self, uint32_t key) {
+    for (unsigned slot = tri_home(key);; slot = (slot + 1) & 127) {
+        if (self->tri[slot].key == key) return self->tri[slot].lits;
+        if (!self->tri[slot].key) return 0;
+    }
+}
 
 #ifdef HAVE_AVX2_PATH
 __attribute__((target("avx2")))
@@ -548,15 +586,12 @@ static Py_ssize_t line_avx2(const Scanner *self, const char *s, Py_ssize_t left,
         uint32_t found = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(acc, zero));
         if (newlines) found &= (1u << __builtin_ctz(newlines)) - 1;  /* starts on this line only */
         if (found) {
-            uint8_t buckets[32];
-            _mm256_storeu_si256((__m256i *)buckets, acc);
             do {
                 int b = __builtin_ctz(found);
                 found &= found - 1;
                 Py_ssize_t at = i + b;
-                uint64_t todo = 0;
-                for (unsigned bk = buckets[b]; bk; bk &= bk - 1) todo |= self->bucket_lits[__builtin_ctz(bk)];
-                for (todo &= ~hit; todo; todo &= todo - 1) {
+                uint64_t todo = tri_lits(self, tri_key(p + b)) & ~hit;
+                for (; todo; todo &= todo - 1) {
                     int k = __builtin_ctzll(todo);
                     Py_ssize_t m = self->lit_len[k];
                     /* no literal holds a newline: one that matches lies within the line */
@@ -2444,7 +2479,11 @@ static void fingerprint(Scanner *self) {
         int rank = 0;
         while (prefix[rank] != key) rank++;
         int bucket = rank * 8 / distinct;
-        self->bucket_lits[bucket] |= 1ull << k;
+        uint32_t tk = tri_key(self->lit[k]);
+        unsigned slot = tri_home(tk);
+        while (self->tri[slot].key && self->tri[slot].key != tk) slot = (slot + 1) & 127;
+        self->tri[slot].key = tk;
+        self->tri[slot].lits |= 1ull << k;
         for (int j = 0; j < 3; j++) {
             self->fp_lo[j][t[j] & 15] |= (uint8_t)(1u << bucket);
             self->fp_hi[j][t[j] >> 4] |= (uint8_t)(1u << bucket);

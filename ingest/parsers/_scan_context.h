@@ -90,7 +90,12 @@ static Py_ssize_t hint_avx2(const char *s, Py_ssize_t n, Py_ssize_t from, int *w
     char pad[64];
     for (Py_ssize_t i = from; i + 2 < n; i += 32) {
         const char *p = s + i;
-        if (n - i < 34) {  /* the three loads would pass the line's end: a copy padded with NULs (no trigram's) */
+        uint32_t done = 0;  /* places of this step an earlier one has tried */
+        if (n - i < 34 && n >= 34) {  /* the three loads would pass the line's end: its last 34 bytes, whose */
+            Py_ssize_t back = i - (n - 34);  /* first `back` places were tried */
+            p = s + n - 34, i = n - 34;
+            done = (1u << back) - 1;
+        } else if (n - i < 34) {  /* a short line: a copy padded with NULs (no trigram's) */
             memcpy(pad, p, (size_t)(n - i));
             memset(pad + (n - i), 0, sizeof(pad) - (size_t)(n - i));
             p = pad;
@@ -102,7 +107,8 @@ static Py_ssize_t hint_avx2(const char *s, Py_ssize_t n, Py_ssize_t from, int *w
             __m256i h = _mm256_shuffle_epi8(hi[j], _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
             acc = _mm256_and_si256(acc, _mm256_and_si256(l, h));
         }
-        for (uint32_t found = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(acc, zero)); found; found &= found - 1) {
+        for (uint32_t found = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(acc, zero)) & ~done; found;
+             found &= found - 1) {
             Py_ssize_t at = i + __builtin_ctz(found);
             if ((*word = hint_at(s + at, n - at)) >= 0) return at;
         }

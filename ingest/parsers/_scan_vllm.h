@@ -66,6 +66,8 @@
 #define ENGINE_FIELDS 16
 #define TAG_MAX 96
 #define TAG_KEPT 16
+#define SPEC_SEEN 64
+#define SPEC_LABEL_MAX 48
 
 enum { NAME_OTHER, NAME_LAUNCHER, NAME_WORKER };
 
@@ -79,6 +81,9 @@ typedef struct {
     long long stage_k;  /* the draft length a stage line read (launch_k_of), for vllm_stage */  /* "vllm_stage_times"; the phases of STAGE_KEYS, then "proposal per token" */
     struct { char key[40]; Py_ssize_t len; int id; } spec_key[24];  /* vllm._SPEC_KEYS */
     int nspec_key;
+    /* spec labels met before as written (case, the `tokens tokens` typo) and their spec_key id (-1 none):
+     * a line's eight labels repeat line after line (spec_label_id) */
+    struct { char text[SPEC_LABEL_MAX]; Py_ssize_t len; int id; } spec_seen[SPEC_SEEN];
     int s_source, s_prompt;
     PyObject *parser;  /* the vllm.Parser: its spec_window */
     int s_spec, s_spec_names[9], s_pos[16];  /* "vllm_spec", its metrics, acceptance_pos_1.. */
@@ -98,6 +103,8 @@ typedef struct {
 #define BENCH_LABELS 256  /* a quarter full at most on real logs (56 labels): few probes, no evictions */
 #define BENCH_PROBES 8
 #define BENCH_LABEL_MAX 64
+#define ROW_HEADS 512  /* (direct-mapped: a log's few dozen labels, each with its own paddings and marks) */
+#define ROW_HEAD_MAX 96
 
 /* A row read here, kept as plain values while nothing but the scanner looks at its block: a serving.Row
  * is made of it only where Python may (bench_flush: the scan's end, a closer or note_row called, a block
@@ -142,6 +149,8 @@ struct vllm_state {
      * flags it gives the scan reads on with (`reflag`: not taken yet, bench_flags) */
     PyObject *closer;
     int reflag, next_flags;
+    /* the heads of number rows met before and what the line tests of bench_line_read gave on them (row_head) */
+    struct { char text[ROW_HEAD_MAX]; Py_ssize_t len; unsigned by_start; unsigned char words, eq; } heads[ROW_HEADS];
     /* labels met before, with their str and key (and the key under a subsection): they repeat block after block */
     struct { char text[BENCH_LABEL_MAX]; Py_ssize_t len; PyObject *label, *key, *pkey; } seen[BENCH_LABELS];
     /* the open blocks' rows read here and not yet in their lists (both blocks', in order, after those) */
@@ -408,10 +417,7 @@ static PyObject *Scanner_bench(Scanner *self, PyObject *args) {
 }
 
 /* serving._ROW's label characters: [A-Za-z0-9 ()/%#.,\-] */
-static inline int label_char(char c) {
-    return (CLASS[(unsigned char)c] & C_WORD && c != '_') || c == ' ' || c == '(' || c == ')' || c == '/' || c == '%'
-        || c == '#' || c == '.' || c == ',' || c == '-';
-}
+static inline int label_char(char c) { return CLASS[(unsigned char)c] & C_LABEL; }
 
 static inline int is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
@@ -452,10 +458,28 @@ static int bench_value(const char *t, Py_ssize_t len, PyObject **out) {
 
 /* The label's str and key (borrowed, held in `seen`), or 0 when serving.KEYS lacks it. `sub`: the
  * key of a `Position i` row under a subsection, f"acceptance_{key}_pct" (BlockReader._row). */
+/* A label's slot hash, eight bytes a step (fnv1a's byte a step was a fifth of a row's reading). */
+static unsigned label_hash(const char *s, Py_ssize_t n) {
+    const uint64_t mul = 0x9E3779B97F4A7C15ull;
+    uint64_t h = (uint64_t)n * mul, w;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, s + i, (size_t)(n - i));
+        h = (h ^ w) * mul;
+    }
+    return (unsigned)(h >> 32);
+}
+
 static int bench_label(struct vllm_state *v, const char *s, Py_ssize_t n, int sub, PyObject **label, PyObject **key) {
     /* open addressing over a few slots (a direct-mapped table of 64 had a third of a log's labels
      * evicting each other, each miss a str made and a dict lookup); all full: the first slot is reused */
-    unsigned home = fnv1a(s, n) & (BENCH_LABELS - 1), slot = home;
+    unsigned home = label_hash(s, n) & (BENCH_LABELS - 1), slot = home;
     for (int probe = 0; probe < BENCH_PROBES; probe++, slot = (slot + 1) & (BENCH_LABELS - 1)) {
         if (!v->seen[slot].label) break;
         if (v->seen[slot].len == n && memeq(v->seen[slot].text, s, (size_t)n)) {
@@ -615,6 +639,7 @@ static int bench_row(Scanner *self, const char *s, Py_ssize_t n, int64_t lineno,
     int position = le - i >= 9 && same_lower(s + i, 9, "position ");
     Py_ssize_t j = colon + 1;
     if (j < n && !is_space(s[j])) return PYTHON;  /* `:` glued to text */
+    j = skip_pad(s, n, j);
     while (j < n && is_space(s[j])) j++;
     Py_ssize_t v0 = j;
     while (j < n && !is_space(s[j])) j++;
@@ -731,11 +756,35 @@ static PyObject *call_line(PyObject *fn, const char *s, Py_ssize_t n, PyObject *
     return got;
 }
 
-/* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests). */
+/* Whether a `#` line may hold a word nccl_tests._comment acts on (a superset of its tests): busbw,
+ * bandwidth, Out of, Collective, nThread, nccl-tests, Rank. One pass over the line, each place's byte
+ * naming the words that may start there (a copied bench block's `#` rows are many: seven searches
+ * of each were a line's dearest step). */
 static int nccl_words(const char *s, Py_ssize_t n) {
-    return find(s, n, "busbw", 5) || find(s, n, "bandwidth", 9) || find(s, n, "Out of", 6)
-        || find(s, n, "Collective", 10) || find(s, n, "nThread", 7) || find(s, n, "nccl-tests", 10)
-        || find(s, n, "Rank", 4);
+    for (Py_ssize_t i = 0; i + 4 <= n; i++) {
+        const char *t = s + i;
+        Py_ssize_t left = n - i;
+        switch (t[0]) {
+        case 'b':
+            if ((left >= 5 && memeq(t, "busbw", 5)) || (left >= 9 && memeq(t, "bandwidth", 9))) return 1;
+            break;
+        case 'O':
+            if (left >= 6 && memeq(t, "Out of", 6)) return 1;
+            break;
+        case 'C':
+            if (left >= 10 && memeq(t, "Collective", 10)) return 1;
+            break;
+        case 'n':
+            if ((left >= 7 && memeq(t, "nThread", 7)) || (left >= 10 && memeq(t, "nccl-tests", 10))) return 1;
+            break;
+        case 'R':
+            if (memeq(t, "Rank", 4)) return 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
 }
 
 /* Whether BlockReader.feed closes an open block at b[0:bn] (the line past the block's mark), and
@@ -842,14 +891,57 @@ static int bench_close(Scanner *self, const char *s, Py_ssize_t n, PyObject *lin
     return OK;
 }
 
+/* What bench_line_read's tests of a whole line give: the readers' STARTS (starts_of), whether nccl_tests'
+ * words (nccl_words; read where its STARTS are on the line) or a `=` (launch_env's) are on it. */
+typedef struct { unsigned by_start; int words, eq; } RowHead;
+
+/* Whether c may follow a number row's `:` (blanks, a number's characters): no letter, `:`, `=`, `@`,
+ * bracket, `$`, `#` or newline. */
+static inline int row_tail_char(char c) { return CLASS[(unsigned char)c] & C_TAIL; }
+
+/* RowHead of a line, kept for a number row (`Label:   12.5`) by its head s[0:colon + 1] (its mark, label and the
+ * first `:`) where all after that colon is row_tail_char's: no pattern those tests look for holds a `:`, and
+ * each needs a letter or one of the characters that tail lacks, so a match lies in the head or nowhere, and the
+ * rows of a label, block after block, give the same (a `(`-led head whose tag runs on reaches the line's end
+ * whatever the tail: no `)`, `[` or newline in it). Others are tested whole. */
+static void row_head(struct vllm_state *v, const char *s, Py_ssize_t n, RowHead *h) {
+    const char *c = n ? memchr(s, ':', (size_t)n) : NULL;
+    Py_ssize_t head = c ? c - s + 1 : 0;
+    int keep = c && head <= ROW_HEAD_MAX;
+    for (Py_ssize_t k = keep ? skip_pad(s, n, head) : n; k < n && keep; k++) keep = row_tail_char(s[k]);
+    unsigned slot = 0;
+    if (keep) {
+        slot = label_hash(s, head) & (ROW_HEADS - 1);
+        if (v->heads[slot].len == head && memeq(v->heads[slot].text, s, (size_t)head)) {
+            h->by_start = v->heads[slot].by_start, h->words = v->heads[slot].words, h->eq = v->heads[slot].eq;
+            return;
+        }
+    }
+    h->by_start = starts_of(s, n);  /* (the other two are read only where these readers' STARTS are on it) */
+    h->words = h->by_start & BIT(R_NCCL_TESTS) ? nccl_words(s, n) : 0;
+    h->eq = h->by_start & BIT(R_LAUNCH_ENV) ? memchr(s, '=', (size_t)n) != NULL : 0;
+    if (keep) {
+        memcpy(v->heads[slot].text, s, (size_t)head);
+        v->heads[slot].len = head;
+        v->heads[slot].by_start = h->by_start, v->heads[slot].words = (unsigned char)h->words;
+        v->heads[slot].eq = (unsigned char)h->eq;
+    }
+}
+
 /* A line while both bench blocks are open (F_BENCH): what the Tagger, both BlockReaders,
  * launch_env, nccl_tests and the Watcher would do with it, or PYTHON. */
 static int bench_line_read(Scanner *self, const char *s, Py_ssize_t n, PyObject *line, Eagle *e, int flags,
                            int64_t lineno, unsigned *mask, uint64_t lits, unsigned by_literal) {
     struct vllm_state *v = self->vllm;
-    unsigned by_start = starts_of(s, n);
+    if (!v) {
+        *mask = by_literal | starts_of(s, n);
+        return PYTHON;
+    }
+    RowHead head;
+    row_head(v, s, n, &head);
+    unsigned by_start = head.by_start;
     *mask = by_literal | by_start;
-    if (!v || !v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
+    if (!v->rows[0] || !v->rows[1] || e->in_block) return PYTHON;
     /* Readers fed besides the two busy ones: none by a literal (the bench readers' `---` aside) */
     if (by_literal & ~(BIT(R_SGLANG) | BIT(R_VLLM)) || (lits & ~(v->dash_lits | v->client_lits | v->sglang_lits
                                                                    | v->title_lits)))
@@ -863,11 +955,11 @@ static int bench_line_read(Scanner *self, const char *s, Py_ssize_t n, PyObject 
     if (tag != TAG_MAIN) return tag < 0 ? ERROR : PYTHON;
     if (!blank && !(flags & F_MAIN)) return PYTHON;  /* the Tagger makes "main" of it */
     /* launch_env: an assignment needs a `=` */
-    if (by_start & BIT(R_LAUNCH_ENV) && memchr(s, '=', (size_t)n)) return PYTHON;
+    if (by_start & BIT(R_LAUNCH_ENV) && head.eq) return PYTHON;
     if (by_start & BIT(R_NCCL_TESTS)) {  /* only a `#` comment that names none of _comment's words */
         Py_ssize_t i = 0;
         while (i < n && is_blank(s[i])) i++;
-        if (!v->nccl_idle || i >= n || s[i] != '#' || nccl_words(s, n)) return PYTHON;
+        if (!v->nccl_idle || i >= n || s[i] != '#' || head.words) return PYTHON;
     }
     const char *b = s;
     Py_ssize_t bn = n;
@@ -914,11 +1006,13 @@ static PyObject *block_list(PyObject *block, const char *name) {
     return x;
 }
 
-/* serving.Block(lineno, titled=titled, prefix=mark, client=client) made as its dataclass __init__ makes it (native.py
+/* serving.Block(lineno, titled=titled, prefix=mark, client=client) made as its dataclass __init__ makes it, its rows
+ * and sections lists also in lists[0..1] (new references) (native.py
  * hands Block over only when that __init__ is the generated one over BLOCK_FIELDS with their defaults, no
  * __post_init__: _block_plain): object.__new__, then each field stored in order, no Python frame a title
  * (a sweep's thousands of titles each made two). The block (a new reference), or NULL. */
-static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled, PyObject *mark, PyObject *client) {
+static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled, PyObject *mark, PyObject *client,
+                                 PyObject **lists) {
     PyTypeObject *t = (PyTypeObject *)v->block_type;
     PyObject *none = PyTuple_New(0);
     PyObject *block = none ? PyBaseObject_Type.tp_new(t, none, NULL) : NULL;
@@ -929,21 +1023,25 @@ static PyObject *bench_block_new(struct vllm_state *v, PyObject *ln, int titled,
         || SET_ATTR(block, "tool", Py_None) < 0 || SET_ATTR(block, "rows", rows) < 0
         || SET_ATTR(block, "sections", sections) < 0 || SET_ATTR(block, "prefix", prefix) < 0
         || SET_ATTR(block, "client", client) < 0;
-    Py_XDECREF(rows);
-    Py_XDECREF(sections);
-    if (bad) Py_CLEAR(block);
+    if (bad) {
+        Py_XDECREF(rows);
+        Py_XDECREF(sections);
+        Py_CLEAR(block);
+    } else {
+        lists[0] = rows, lists[1] = sections;
+    }
     return block;
 }
 
 /* BlockReader.open_title(lineno, line) of a reader, its Block made as serving.Block's __init__ makes it
- * (bench_block_new): `_open` (a Block of the reader's client, the reader's client and subsection new) then
+ * (bench_block_new; at a title its rows and sections lists in lists[0..1], new references, else NULL): `_open` (a Block of the reader's client, the reader's client and subsection new) then
  * `titled` and the `prefix` _PREFIX reads off the line (`mark`, bench_open's). Or, `header` not NULL,
  * BlockReader.open_section at a section title: `_open` (untitled, no prefix: `mark` "") then `_section` (the
  * header joins the sections, note_section, the subsection ""). The block (a new reference), or NULL. */
 static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObject *ln, PyObject *mark,
-                                  PyObject *header) {
+                                  PyObject *header, PyObject **lists) {
     PyObject *client = GET_ATTR(reader, "client");
-    PyObject *block = client ? bench_block_new(v, ln, header == NULL, mark, client) : NULL;
+    PyObject *block = client ? bench_block_new(v, ln, header == NULL, mark, client, lists) : NULL;
     Py_XDECREF(client);
     PyObject *fresh = block ? PyDict_New() : NULL;
     PyObject *empty = fresh ? PyUnicode_FromStringAndSize("", 0) : NULL;
@@ -960,6 +1058,14 @@ static PyObject *bench_open_title(struct vllm_state *v, PyObject *reader, PyObje
     Py_XDECREF(fresh);
     Py_XDECREF(empty);
     if (bad) Py_CLEAR(block);
+    if (block && header) {  /* note_section ran: bench_open reads the block again */
+        Py_CLEAR(lists[0]);
+        Py_CLEAR(lists[1]);
+    }
+    if (!block && lists[0]) {  /* (made, then an error) */
+        Py_CLEAR(lists[0]);
+        Py_CLEAR(lists[1]);
+    }
     return block;
 }
 
@@ -992,12 +1098,16 @@ static int bench_open(Scanner *self, const char *s, Py_ssize_t n, PyObject *line
     PyObject *blocks[2] = {NULL, NULL}, *rows[2] = {NULL, NULL}, *sections[2] = {NULL, NULL};
     int bad = !name || (here && !mark), opened = 0, known = 0;
     for (int i = 0; i < 2 && !bad; i++) {  /* SGLang's reader first, as the engines feed them */
-        PyObject *argv[3] = {v->openers[i], ln, text};
-        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark, header)
+        PyObject *argv[3] = {v->openers[i], ln, text}, *lists[2] = {NULL, NULL};
+        blocks[i] = here ? bench_open_title(v, v->openers[i], ln, mark, header, lists)
                          : PyObject_VectorcallMethod(name, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (!blocks[i]) { bad = 1; break; }
         if (blocks[i] == Py_None) continue;  /* open_section: no section title, no block */
         opened |= 1 << i;
+        if (lists[0]) {  /* a title's block made here, no Python run since: its tool None, its lists these */
+            rows[i] = lists[0], sections[i] = lists[1];
+            continue;
+        }
         PyObject *tool = GET_ATTR(blocks[i], "tool");  /* a section may name it (note_section) */
         known |= (tool && tool != Py_None) << i;
         bad = !tool || !(rows[i] = block_list(blocks[i], "rows")) || !(sections[i] = block_list(blocks[i], "sections"));
@@ -1083,6 +1193,7 @@ static const char *SPEC_METRICS[] = {"draft_acceptance_rate", "accepted_tokens",
 /* vllm._SPEC_KEYS (label -> field) into the table, and the names of the records. */
 static int spec_load(Scanner *self, VllmLines *l, PyObject *keys) {
     l->nspec_key = 0;
+    for (int i = 0; i < SPEC_SEEN; i++) l->spec_seen[i].len = 0;  /* (their ids were the old table's) */
     Py_ssize_t pos = 0;
     PyObject *key, *name;
     while (PyDict_Next(keys, &pos, &key, &name)) {
@@ -1517,7 +1628,7 @@ static Py_ssize_t spec_key_at(const char *b, Py_ssize_t n, Py_ssize_t pos, Py_ss
         }
         if (j >= n || !is_alpha(b[j])) continue;
         Py_ssize_t k = j + 1;
-        while (k < n && (is_alpha(b[k]) || b[k] == ' ' || b[k] == '-')) k++;
+        while (k < n && CLASS[(unsigned char)b[k]] & C_KEY) k++;  /* [A-Za-z -] */
         if (k >= n || b[k] != ':') continue;
         *k0 = j, *k1 = k;
         k++;
@@ -1533,6 +1644,34 @@ typedef struct {
     int npos;
     double pos[SPEC_POSITIONS];
 } SpecFields;
+
+/* The spec_key id of a stripped label (.lower().replace("tokens tokens", "tokens")), -1 when none, -2 for a
+ * label longer than any key (Python's, to be sure). */
+static int spec_label_id(VllmLines *l, const char *lab, Py_ssize_t ll) {
+    char low[64];
+    if (ll >= (Py_ssize_t)sizeof(low)) return -2;
+    unsigned slot = label_hash(lab, ll) & (SPEC_SEEN - 1);
+    if (l->spec_seen[slot].len == ll && ll > 0 && memeq(l->spec_seen[slot].text, lab, (size_t)ll))
+        return l->spec_seen[slot].id;
+    /* the V0.5 typo (`Number of draft tokens tokens:`): every occurrence from the left, none overlapping */
+    Py_ssize_t lw = 0;
+    for (Py_ssize_t q = 0; q < ll;) {
+        if (q + 13 <= ll) {
+            Py_ssize_t m = 0;
+            while (m < 13 && lower(lab[q + m]) == "tokens tokens"[m]) m++;
+            if (m == 13) { memcpy(low + lw, "tokens", 6); lw += 6, q += 13; continue; }
+        }
+        low[lw++] = lower(lab[q++]);
+    }
+    int id = -1;
+    for (int k = 0; k < l->nspec_key; k++)
+        if (l->spec_key[k].len == lw && memeq(l->spec_key[k].key, low, (size_t)lw)) { id = l->spec_key[k].id; break; }
+    if (ll > 0 && ll <= SPEC_LABEL_MAX) {
+        memcpy(l->spec_seen[slot].text, lab, (size_t)ll);
+        l->spec_seen[slot].len = ll, l->spec_seen[slot].id = id;
+    }
+    return id;
+}
 
 /* vllm.spec_fields(body): 1, or 2 for what Python reads (a label it rewrites, a number out of the
  * plain grammar, more positions than kept). */
@@ -1552,23 +1691,8 @@ static int spec_fields_c(VllmLines *l, const char *b, Py_ssize_t n, SpecFields *
         const char *lab = b + l0[i];
         Py_ssize_t ll = l1[i] - l0[i];
         strip(&lab, &ll);
-        char low[64];
-        if (ll >= (Py_ssize_t)sizeof(low)) return 2;  /* no key is so long; Python's, to be sure */
-        /* .lower().replace("tokens tokens", "tokens"): the V0.5 typo (`Number of draft tokens tokens:`),
-         * every occurrence from the left, none overlapping */
-        Py_ssize_t lw = 0;
-        for (Py_ssize_t q = 0; q < ll;) {
-            if (q + 13 <= ll) {
-                Py_ssize_t m = 0;
-                while (m < 13 && lower(lab[q + m]) == "tokens tokens"[m]) m++;
-                if (m == 13) { memcpy(low + lw, "tokens", 6); lw += 6, q += 13; continue; }
-            }
-            low[lw++] = lower(lab[q++]);
-        }
-        ll = lw;
-        int id = -1;
-        for (int k = 0; k < l->nspec_key; k++)
-            if (l->spec_key[k].len == ll && memeq(l->spec_key[k].key, low, (size_t)ll)) { id = l->spec_key[k].id; break; }
+        int id = spec_label_id(l, lab, ll);
+        if (id == -2) return 2;
         if (id < 0) continue;
         /* text = body[end:next].strip().rstrip(".,").strip() */
         const char *t = b + ends[i];

@@ -163,10 +163,13 @@ _BLOCK_FIELDS = (("first_line", MISSING, MISSING), ("titled", False, MISSING), (
 
 def _block_plain(cls: type) -> type | None:
     """cls where its __init__ is the one @dataclass wrote over _BLOCK_FIELDS (it stores each field in
-    order and does nothing more: no __post_init__, no __new__ of its own): the scanner then makes a title's
-    block as object.__new__ and that __init__ would. None: open_title is called."""
+    order and does nothing more: no __post_init__, no __new__ of its own) and its attributes are read and
+    written as object's (the scanner holds the lists it stored instead of reading them back): the scanner
+    then makes a title's block as object.__new__ and that __init__ would. None: open_title is called."""
     init = cls.__dict__.get("__init__")
     if not is_dataclass(cls) or hasattr(cls, "__post_init__") or cls.__new__ is not object.__new__ \
+            or cls.__getattribute__ is not object.__getattribute__ or cls.__setattr__ is not object.__setattr__ \
+            or hasattr(cls, "__getattr__") \
             or getattr(getattr(init, "__code__", None), "co_filename", None) != "<string>":
         return None
     got = tuple((f.name, f.default, f.default_factory) for f in fields(cls))
