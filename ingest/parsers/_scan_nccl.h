@@ -77,7 +77,7 @@ typedef struct {
  * hash): a fixed table of 256 slots, one a hash, had 680 processes of a renumbered log take each
  * other's slots, half of its 226K new threads reading their process afresh. An entry keeps its
  * place in f->procs as the table grows (heads name it by it). */
-#define NCCL_PROCS_MAX (1 << 20)  /* processes held at most: past it a new one is read each time */
+#define NCCL_PROCS_MAX (1 << 16)  /* processes held at most (10 MB): past it a new one is read each time */
 #define NCCL_PROC_FLAGS (NP_TAG | NP_RANK | NP_PR | NP_PP)
 typedef struct {
     Py_ssize_t len;
